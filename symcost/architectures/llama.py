@@ -1,0 +1,166 @@
+"""Dense decoders of the Llama kind: llama, mistral, qwen2, qwen3, phi3.
+
+Each layer: RMSNorm → GQA attention → RMSNorm → SwiGLU FFN (transformers ``LlamaDecoderLayer``).
+The families differ only in wiring flags: Qwen2 has q/k/v biases, Qwen3 per-head q/k RMSNorm,
+Mistral (and Qwen with ``use_sliding_window``) a sliding window, Phi-3 fuses qkv and gate/up
+(same weights, same counts).
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import model_validator
+
+from ..assembly import LayerGroup, Model
+from ..components.attention import Attention
+from ..components.embedding import Embedding, LMHead
+from ..components.ffn import FFN
+from ..components.norm import Norms
+from ..notation import sym
+from . import register
+from .base import Adapter, PosInt, values
+
+LAYER_NORMS = ("input_layernorm", "post_attention_layernorm")
+
+
+@register("llama")
+class LlamaAdapter(Adapter):
+    reference: ClassVar[str] = "LlamaForCausalLM"
+    qkv_bias_always: ClassVar[bool] = False
+    qk_norm: ClassVar[bool] = False
+
+    hidden_size: PosInt
+    vocab_size: PosInt
+    num_hidden_layers: PosInt
+    num_attention_heads: PosInt
+    intermediate_size: PosInt
+    num_key_value_heads: PosInt | None = None
+    head_dim: PosInt | None = None
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    sliding_window: PosInt | None = None
+    layer_types: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.num_attention_heads % self.H_kv:
+            self.fail("num_key_value_heads", f"num_attention_heads={self.num_attention_heads} is not "
+                      f"divisible by num_key_value_heads={self.H_kv}")
+        if self.layer_types is not None:
+            if len(self.layer_types) != self.num_hidden_layers:
+                self.fail("layer_types", f"has {len(self.layer_types)} entries for "
+                          f"num_hidden_layers={self.num_hidden_layers}")
+            unknown = set(self.layer_types) - {"full_attention", "sliding_attention"}
+            if unknown:
+                self.fail("layer_types", f"unknown layer type(s) {sorted(unknown)}")
+        return self
+
+    # -- derived values, as transformers derives them --------------------------------------------
+    @property
+    def H_kv(self) -> int:
+        return self.num_key_value_heads or self.num_attention_heads
+
+    @property
+    def D_h(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    def resolved_layer_types(self) -> list[str]:
+        """``full_attention`` / ``sliding_attention`` per layer."""
+        if self.layer_types is not None:
+            return list(self.layer_types)
+        return ["full_attention"] * self.num_hidden_layers
+
+    # -- the model -----------------------------------------------------------------------------------
+    def attention(self, window) -> Attention:
+        return Attention(W=window, qkv_bias=self.attention_bias or self.qkv_bias_always,
+                         o_bias=self.attention_bias, qk_norm=self.qk_norm)
+
+    def ffn(self) -> FFN:
+        return FFN(bias=self.mlp_bias)
+
+    def to_model(self) -> Model:
+        types = self.resolved_layer_types()
+        n_swa = types.count("sliding_attention")
+        n_full = len(types) - n_swa
+        norms = Norms(LAYER_NORMS)
+        if n_swa and self.sliding_window is None:
+            self.fail("sliding_window", "sliding-attention layers need a sliding_window")
+        kinds = [("layers" if not n_swa else "full_layers", n_full, None, sym.L_full),
+                 ("layers" if not n_full else "swa_layers", n_swa, sym.W, sym.L_swa)]
+        kinds = [k for k in kinds if k[1]]
+        groups = tuple(
+            LayerGroup(name, sym.L if len(kinds) == 1 else count_sym,
+                       (norms, self.attention(window), self.ffn()))
+            for name, n, window, count_sym in kinds)
+        vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
+                      H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h,
+                      d_ff=self.intermediate_size)
+        if n_swa:
+            vals.update(values(W=self.sliding_window))
+        if len(kinds) > 1:
+            vals.update(values(L_full=n_full, L_swa=n_swa))
+        return Model(self.name, self.model_type, (Embedding(),), groups,
+                     (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals)
+
+
+@register("mistral")
+class MistralAdapter(LlamaAdapter):
+    """Mistral: Llama wiring; when ``sliding_window`` is set every layer uses it."""
+
+    reference: ClassVar[str] = "MistralForCausalLM"
+
+    def resolved_layer_types(self) -> list[str]:
+        kind = "full_attention" if self.sliding_window is None else "sliding_attention"
+        return [kind] * self.num_hidden_layers
+
+
+@register("qwen2")
+class Qwen2Adapter(LlamaAdapter):
+    """Qwen2: q/k/v biases (o_proj none); sliding layers only with ``use_sliding_window``."""
+
+    reference: ClassVar[str] = "Qwen2ForCausalLM"
+    qkv_bias_always: ClassVar[bool] = True
+    num_key_value_heads: PosInt | None = 32
+    use_sliding_window: bool = False
+    max_window_layers: int = 28
+
+    def resolved_layer_types(self) -> list[str]:
+        if self.layer_types is not None:
+            return list(self.layer_types)
+        return ["sliding_attention" if self.use_sliding_window and self.sliding_window is not None
+                and i >= self.max_window_layers else "full_attention"
+                for i in range(self.num_hidden_layers)]
+
+    def attention(self, window) -> Attention:
+        return Attention(W=window, qkv_bias=True, o_bias=False, qk_norm=self.qk_norm)
+
+
+@register("qwen3")
+class Qwen3Adapter(Qwen2Adapter):
+    """Qwen3: per-head q/k RMSNorm, ``attention_bias`` (default off) on q/k/v/o; head_dim 128."""
+
+    reference: ClassVar[str] = "Qwen3ForCausalLM"
+    qk_norm: ClassVar[bool] = True
+    head_dim: PosInt | None = 128
+
+    def attention(self, window) -> Attention:
+        return Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
+                         qk_norm=True)
+
+
+@register("phi3")
+class Phi3Adapter(LlamaAdapter):
+    """Phi-3: fused qkv_proj and gate_up_proj (the same weights as Llama), no biases."""
+
+    reference: ClassVar[str] = "Phi3ForCausalLM"
+
+    def resolved_layer_types(self) -> list[str]:
+        kind = "full_attention" if self.sliding_window is None else "sliding_attention"
+        return [kind] * self.num_hidden_layers
+
+    def attention(self, window) -> Attention:
+        return Attention(W=window)
+
+    def ffn(self) -> FFN:
+        return FFN()

@@ -1,0 +1,206 @@
+"""The ``symcost`` command line (contract: shared INTERFACE.md). ``python -m symcost`` is the same.
+
+Every command takes ``--json`` and then prints one JSON object. Bad input exits with status 2 and
+one line on stderr (plus ``{"error": ...}`` on stdout with ``--json``), never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import sympy
+
+from . import loader
+from .conventions import Phase
+from .errors import SymcostError
+from .notation import sym
+from .terms import Terms, exact
+from .units import dtype_bytes, human_bytes, human_count
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse would print usage + exit 2; keep it to one line
+        raise SymcostError(f"{self.prog}: {message}")
+
+
+def _positive(name):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be positive, got {value}")
+        return value
+    return parse
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def _breakdown(terms: Terms, values: dict, level: int = 2) -> dict[str, int]:
+    return {k: exact(v, values) for k, v in terms.depth(level).items()}
+
+
+def _table(rows: list[tuple[str, str, int]], total: int, fmt=human_count) -> str:
+    """A plain-text table: name, formula, exact value, share of the total."""
+    width = max((len(r[0]) for r in rows), default=4)
+    lines = []
+    for name, formula, value in rows:
+        share = f"{100 * value / total:6.2f}%" if total else "      -"
+        lines.append(f"  {name:<{width}}  {value:>22,}  {fmt(value):>12}  {share}  {formula}")
+    return "\n".join(lines)
+
+
+def _emit(args, payload: dict, text: str) -> None:
+    if args.json:
+        print(json.dumps(payload))
+    else:
+        print(text)
+
+
+# -- commands ------------------------------------------------------------------------------------
+def cmd_models(args):
+    rows = []
+    for name in loader.bundled_names():
+        _, raw = loader.read_json(name)
+        mt = raw.get("model_type")
+        try:
+            m = loader.build(name)
+            rows.append({"name": name, "model_type": mt, "supported": True,
+                         "params": m.params().total_at(m.values)})
+        except SymcostError as e:
+            rows.append({"name": name, "model_type": mt, "supported": False, "reason": str(e)})
+    text = "\n".join(f"  {r['name']:<34} {r['model_type']:<14} "
+                     + (f"{r['params']:>20,} params" if r["supported"] else "unsupported: " + r["reason"])
+                     for r in rows)
+    _emit(args, {"models": rows}, "Bundled reference configs:\n" + text)
+
+
+def cmd_params(args):
+    m = loader.build(args.model)
+    vals = m.values
+    total_t, active_t = m.params(), m.active_params()
+    total, active = total_t.total_at(vals), active_t.total_at(vals)
+    breakdown = _breakdown(total_t, vals)
+    buffers = {k: exact(v, vals) for k, v in m.buffers().depth(3).items()}
+    extras = {k: exact(v, vals) for k, v in m.extras.depth(1).items()}
+    payload = {
+        "model": m.name, "model_type": m.model_type, "total": total, "active": active,
+        "breakdown": breakdown,
+        "active_breakdown": _breakdown(active_t, vals),
+        "formula": {"total": str(total_t.total), "active": str(active_t.total)},
+        "buffers": buffers, "not_built": extras,
+        "values": {str(k): int(v) for k, v in vals.items()},
+        "convention": "total: parameters the transformers class registers (tied head once); "
+                      "active: all non-expert parameters + router + k routed + shared experts "
+                      "(embedding table included, listed separately)",
+        "notes": m.notes,
+    }
+    rows = [(k, str(v), breakdown[k]) for k, v in total_t.depth(2).items()]
+    lines = [f"{m.name} ({m.model_type}): parameters", _table(rows, total),
+             f"  {'total':<20} {total:>22,}  = {human_count(total)}   formula: {total_t.total}",
+             f"  {'active per token':<20} {active:>22,}  = {human_count(active)}"]
+    for k, v in buffers.items():
+        lines.append(f"  buffer (not a parameter in transformers): {k} = {v:,}")
+    for k, v in extras.items():
+        lines.append(f"  not built by transformers: {k} = {v:,}")
+    lines += [f"  note: {n}" for n in m.notes]
+    _emit(args, payload, "\n".join(lines))
+
+
+def _phase(args) -> Phase:
+    return Phase(kind=args.phase, attention=args.attention, logits=args.logits, mla=args.mla)
+
+
+def cmd_flops(args):
+    m = loader.build(args.model)
+    ph = _phase(args)
+    terms = m.flops(ph)
+    vals = m.values_with(T=args.T, B=args.batch)
+    total = terms.total_at(vals)
+    breakdown = _breakdown(terms, vals)
+    in_T = sympy.expand(terms.total.xreplace(m.values))
+    payload = {"model": m.name, "phase": args.phase, "T": args.T, "batch": args.batch,
+               "total": total, "breakdown": breakdown, "formula": str(in_T),
+               "symbolic": str(terms.total), "convention": ph.describe()}
+    rows = [(k, str(v), breakdown[k]) for k, v in terms.depth(2).items()]
+    text = "\n".join([f"{m.name}: forward FLOPs, {args.phase}, T={args.T}, B={args.batch}",
+                      f"  ({ph.describe()})", _table(rows, total),
+                      f"  total {total:,} = {human_count(total)}FLOP",
+                      f"  as a function of T, B: {in_T}"])
+    _emit(args, payload, text)
+
+
+def cmd_cache(args):
+    m = loader.build(args.model)
+    terms = m.cache()
+    vals = m.values_with(T=args.T, B=args.batch)
+    b = dtype_bytes(args.dtype)
+    elements = terms.total_at(vals)
+    by_key = {}
+    for path, expr in terms.flatten().items():
+        leaf = path.rsplit("/", 1)[-1]
+        size = dtype_bytes(m.state_dtype[leaf]) if leaf in m.state_dtype else b
+        by_key[path] = exact(expr, vals) * size
+    breakdown = {}
+    for k in terms.depth(2):
+        breakdown[k] = int(sum(v for p, v in by_key.items() if p == k or p.startswith(k + "/")))
+    total = int(sum(by_key.values()))
+    formula = sympy.expand(sum((e * sympy.Rational(dtype_bytes(m.state_dtype.get(p.rsplit('/', 1)[-1], args.dtype)))
+                                for p, e in terms.flatten().items()), sympy.Integer(0)).xreplace(m.values))
+    payload = {"model": m.name, "T": args.T, "batch": args.batch, "dtype": args.dtype,
+               "bytes": total, "elements": elements, "breakdown": breakdown, "formula": str(formula),
+               "state_dtypes": m.state_dtype}
+    rows = [(k, str(v), breakdown[k]) for k, v in terms.depth(2).items()]
+    text = "\n".join([f"{m.name}: cache after T={args.T} tokens, B={args.batch}, {args.dtype}",
+                      _table(rows, total, human_bytes),
+                      f"  total {total:,} bytes = {human_bytes(total)}  ({elements:,} elements)",
+                      f"  bytes as a function of T, B: {formula}"])
+    _emit(args, payload, text)
+
+
+# -- parser --------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def command(name, fn, help_):
+        sp = sub.add_parser(name, help=help_, description=help_)
+        sp.add_argument("--json", action="store_true", help="print one JSON object")
+        sp.set_defaults(fn=fn)
+        return sp
+
+    command("models", cmd_models, "list the bundled reference configs")
+    sp = command("params", cmd_params, "total and active parameters, per component")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+
+    sp = command("flops", cmd_flops, "forward FLOPs of a prefill or a decode step")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--phase", choices=["prefill", "decode"], required=True)
+    sp.add_argument("--T", type=_positive("--T"), required=True, help="tokens (prefill) / context (decode)")
+    sp.add_argument("--batch", type=_positive("--batch"), default=1)
+    sp.add_argument("--attention", choices=["full", "causal"], default="full")
+    sp.add_argument("--logits", choices=["all", "last"], default="all")
+    sp.add_argument("--mla", choices=["expand", "absorb"], default="expand")
+
+    sp = command("cache", cmd_cache, "KV cache and recurrent state held after T tokens")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--T", type=_positive("--T"), required=True)
+    sp.add_argument("--batch", type=_positive("--batch"), default=1)
+    sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    want_json = "--json" in argv
+    try:
+        args = build_parser().parse_args(argv)
+        args.fn(args)
+    except SymcostError as e:
+        msg = str(e).replace("\n", " ")
+        if want_json:
+            print(json.dumps({"error": msg}))
+        print(f"symcost: error: {msg}", file=sys.stderr)
+        return 2
+    return 0

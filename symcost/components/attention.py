@@ -1,0 +1,78 @@
+"""Multi-head attention with grouped KV heads (MHA: H_kv = H_q, GQA, MQA: H_kv = 1).
+
+Parameters (seed 000 §1.2, transformers ``LlamaAttention``):
+    q_proj d·H_q·D_h, k_proj and v_proj d·H_kv·D_h each, o_proj H_q·D_h·d (+ biases where the
+    family has them, + per-head q/k RMSNorm of D_h, + per-head sinks H_q in gpt-oss).
+FLOPs (seed 001 §2.1): the four projections 2·tokens·in·out, and QKᵀ and PV each
+    2·B·H_q·D_h·pairs, where ``pairs`` follows the convention (``conventions.Phase.pairs``):
+    KV heads are repeated to H_q before the matmul, so GQA saves cache, not score FLOPs.
+Cache: K and V, 2·B·H_kv·D_h per kept token; a sliding-window layer keeps min(T, W-1).
+An optional output gate (Qwen3-Next) doubles q_proj to 2·H_q·D_h.
+
+>>> from symcost.notation import sym
+>>> Attention().params().total
+2*D_h*H_kv*d + 2*D_h*H_q*d
+>>> Attention().cache().total
+2*B*D_h*H_kv*T
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..conventions import Phase
+from ..notation import sym
+from ..primitives import Linear, Matmul, Norm, Param
+from ..terms import Terms
+from .base import Component
+
+
+@dataclass(frozen=True)
+class Attention(Component):
+    key = "self_attn"
+    d: sympy.Expr = sym.d
+    H_q: sympy.Expr = sym.H_q
+    H_kv: sympy.Expr = sym.H_kv
+    D_h: sympy.Expr = sym.D_h
+    W: sympy.Expr | None = None  # sliding window (None = full attention)
+    qkv_bias: bool = False
+    o_bias: bool = False
+    qk_norm: bool = False
+    sinks: bool = False
+    output_gate: bool = False
+
+    def primitives(self, ph: Phase | None = None):
+        d, H_q, H_kv, D_h = self.d, self.H_q, self.H_kv, self.D_h
+        q_out = (2 if self.output_gate else 1) * H_q * D_h
+        prims = [
+            Linear("q_proj", d, q_out, self.qkv_bias, tp="col", doc="[d, H_q·D_h]"),
+            Linear("k_proj", d, H_kv * D_h, self.qkv_bias, tp="col", doc="[d, H_kv·D_h]"),
+            Linear("v_proj", d, H_kv * D_h, self.qkv_bias, tp="col", doc="[d, H_kv·D_h]"),
+            Linear("o_proj", H_q * D_h, d, self.o_bias, tp="row", doc="[H_q·D_h, d]"),
+        ]
+        if self.qk_norm:
+            prims += [Norm("q_norm", D_h, doc="per-head RMSNorm [D_h]"),
+                      Norm("k_norm", D_h, doc="per-head RMSNorm [D_h]")]
+        if self.sinks:
+            prims.append(Param("sinks", H_q, doc="one learned sink logit per head [H_q]"))
+        if ph is not None:
+            pairs = ph.pairs(self.W)
+            prims += [
+                Matmul("scores", 2 * sym.B * H_q * D_h * pairs, "QKᵀ: 2·B·H_q·D_h per (query, key)"),
+                Matmul("values", 2 * sym.B * H_q * D_h * pairs, "PV: 2·B·H_q·D_h per (query, key)"),
+            ]
+        return prims
+
+    def kept_tokens(self) -> sympy.Expr:
+        return sym.T if self.W is None else sympy.Min(sym.T, self.W - 1)
+
+    def cache(self) -> Terms:
+        kept = self.kept_tokens()
+        return Terms({"keys": sym.B * self.H_kv * self.D_h * kept,
+                      "values": sym.B * self.H_kv * self.D_h * kept},
+                     {"keys": "[B, H_kv, T, D_h]", "values": "[B, H_kv, T, D_h]"})
+
+    def label(self) -> str:
+        kind = "sliding-window attention" if self.W is not None else "attention"
+        return f"GQA {kind}"

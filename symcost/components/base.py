@@ -1,0 +1,72 @@
+"""The component contract.
+
+A component is one mechanism of a layer (an attention, an FFN, a norm). It is a frozen dataclass
+whose fields are its dimensions (SymPy expressions, by default the notation symbols) and it
+answers one required question, ``primitives(phase)``: the weights and matmul ops it runs. The
+generic derivations here turn that list into parameters, active parameters and FLOPs, each a
+``Terms`` tree keyed by primitive name. Cache and fixed state are not derivable from the
+primitives and are declared by the components that hold any.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import sympy
+
+from ..conventions import Phase
+from ..primitives import Primitive
+from ..terms import Terms
+
+
+@dataclass(frozen=True)
+class Component:
+    key: ClassVar[str] = "component"
+
+    def primitives(self, ph: Phase | None = None) -> list[Primitive]:
+        raise NotImplementedError
+
+    def params(self) -> Terms:
+        """Parameters, one term per weight."""
+        t = Terms()
+        for p in self.primitives(None):
+            value = p.params()
+            if value != 0:
+                t.add(p.name, value, p.doc)
+        return t
+
+    def active_params(self) -> Terms:
+        """Parameters a token touches (routed experts: ``k`` of ``E``)."""
+        t = Terms()
+        for p in self.primitives(None):
+            value = p.active_params()
+            if value != 0:
+                t.add(p.name, value, p.doc)
+        return t
+
+    def flops(self, ph: Phase) -> Terms:
+        """Forward matmul FLOPs of one layer for the phase (batch ``B`` included)."""
+        t = Terms()
+        for p in self.primitives(ph):
+            value = p.flops(ph.tokens)
+            if value != 0:
+                t.add(p.name, value, p.doc)
+        return t
+
+    def cache(self) -> Terms:
+        """Cache elements held after ``T`` tokens, batch ``B`` (default: none)."""
+        return Terms()
+
+    def buffers(self) -> Terms:
+        """Checkpoint tensors the reference class registers as buffers, not parameters."""
+        return Terms()
+
+    def label(self) -> str:
+        return type(self).__name__
+
+    def check(self, values: dict) -> None:
+        """Validate the dimensions once numbers are known (override where it matters)."""
+
+
+def as_expr(value) -> sympy.Expr:
+    return sympy.sympify(value)

@@ -1,0 +1,49 @@
+"""Token embedding, learned absolute positions, and the LM head.
+
+embed_tokens V·d (lookup: 0 FLOPs); wpe P·d (GPT-2); lm_head d·V, counted once when tied to the
+embedding, but its GEMM 2·rows·d·V always runs (rows = all new tokens, or B with
+``logits="last"``). Source: seed 003 §1, transformers ``LlamaForCausalLM``/``GPT2LMHeadModel``.
+
+>>> LMHead(tied=True).params().total
+0
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..conventions import Phase
+from ..notation import sym
+from ..primitives import Linear, Param
+from .base import Component
+
+
+@dataclass(frozen=True)
+class Embedding(Component):
+    key = "embed_tokens"
+    V: sympy.Expr = sym.V
+    d: sympy.Expr = sym.d
+    name: str = "embed_tokens"
+
+    def primitives(self, ph: Phase | None = None):
+        return [Param(self.name, self.V * self.d, doc="[V, d] lookup table")]
+
+    def label(self) -> str:
+        return "embedding"
+
+
+@dataclass(frozen=True)
+class LMHead(Component):
+    key = "lm_head"
+    d: sympy.Expr = sym.d
+    V: sympy.Expr = sym.V
+    tied: bool = False
+
+    def primitives(self, ph: Phase | None = None):
+        rows = ph.logit_rows if ph is not None else None
+        doc = "[d, V], tied to embed_tokens" if self.tied else "[d, V]"
+        return [Linear("lm_head", self.d, self.V, tied=self.tied, rows=rows, tp="col", doc=doc)]
+
+    def label(self) -> str:
+        return "LM head (tied)" if self.tied else "LM head"

@@ -1,0 +1,81 @@
+"""Mixture of experts: router, E routed experts of which k run per token, optional shared experts.
+
+Parameters (seed 000 §1.4, seed 002; transformers ``MixtralSparseMoeBlock``,
+``Qwen2MoeSparseMoeBlock``, ``DeepseekV3MoE``, ``GptOssMLP``, ``NemotronHMoE``):
+    router d·E (+E bias in gpt-oss)
+    routed experts E·(3·d_x·d_moe) gated or E·(2·d_x·d_moe) ungated (ReLU², Nemotron-H),
+        d_x = d, or the latent size d_lat in LatentMoE, which adds d·d_lat + d_lat·d projections
+    shared experts: one gated (or ReLU²) MLP of width d_sh (DeepSeek: d_sh = E_s·d_moe),
+        plus a sigmoid gate d·1 in Qwen2-MoE/Qwen3-Next
+Active parameters per token: router + k of E routed experts + shared experts (+ latent projections).
+FLOPs: router 2·tokens·d·E, routed experts 2·tokens·k·(per-expert weights) — what eager expert
+dispatch computes, exactly k experts per token — and the shared experts over every token.
+Buffers: DeepSeek-V3 / Nemotron-H ``e_score_correction_bias`` [E] is a buffer, not a parameter.
+
+>>> from symcost.notation import sym
+>>> MoE().params().total
+E*(3*d*d_moe) + E*d
+>>> MoE().active_params().total
+k*(3*d*d_moe) + E*d
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..conventions import Phase
+from ..notation import sym
+from ..primitives import Linear
+from ..terms import Terms
+from .base import Component
+
+
+@dataclass(frozen=True)
+class MoE(Component):
+    key = "mlp"
+    d: sympy.Expr = sym.d
+    E: sympy.Expr = sym.E
+    k: sympy.Expr = sym.k
+    d_moe: sympy.Expr = sym.d_moe
+    gated: bool = True
+    router_bias: bool = False
+    expert_bias: bool = False
+    d_lat: sympy.Expr | None = None
+    d_sh: sympy.Expr | None = None  # shared expert width (None = no shared expert)
+    shared_gated: bool = True
+    shared_gate: bool = False  # sigmoid gate d -> 1 on the shared expert (Qwen2-MoE)
+    correction_bias: bool = False  # e_score_correction_bias buffer [E]
+
+    def primitives(self, ph: Phase | None = None):
+        d, E, k, d_moe = self.d, self.E, self.k, self.d_moe
+        d_x = d if self.d_lat is None else self.d_lat
+        prims = [Linear("router", d, E, self.router_bias, doc="[d, E] scores over all experts")]
+        if self.d_lat is not None:
+            prims.append(Linear("latent_down", d, d_x, doc="[d, d_lat] fc1_latent_proj"))
+        up = 2 * d_moe if self.gated else d_moe
+        prims += [
+            Linear("experts_gate_up" if self.gated else "experts_up", d_x, up, self.expert_bias,
+                   copies=E, active=k, doc=f"E × [{'d_lat' if self.d_lat is not None else 'd'}, "
+                   f"{'2·' if self.gated else ''}d_moe], k run per token"),
+            Linear("experts_down", d_moe, d_x, self.expert_bias, copies=E, active=k,
+                   doc="E × [d_moe, d], k run per token"),
+        ]
+        if self.d_lat is not None:
+            prims.append(Linear("latent_up", d_x, d, doc="[d_lat, d] fc2_latent_proj"))
+        if self.d_sh is not None:
+            if self.shared_gated:
+                prims.append(Linear("shared_gate_proj", d, self.d_sh, doc="[d, d_sh]"))
+            prims += [Linear("shared_up_proj", d, self.d_sh, doc="[d, d_sh]"),
+                      Linear("shared_down_proj", self.d_sh, d, doc="[d_sh, d]")]
+            if self.shared_gate:
+                prims.append(Linear("shared_expert_gate", d, 1, doc="[d, 1] sigmoid gate"))
+        return prims
+
+    def buffers(self) -> Terms:
+        if self.correction_bias:
+            return Terms({"e_score_correction_bias": self.E}, {"e_score_correction_bias": "[E] buffer"})
+        return Terms()
+
+    def label(self) -> str:
+        return "MoE" + (" (LatentMoE)" if self.d_lat is not None else "")

@@ -1,0 +1,31 @@
+"""Norm layers: RMSNorm (``dim`` scales) or LayerNorm (scale and bias, ``2·dim``).
+
+A layer holds a few of them (two in Llama, four in Gemma-2/3); the final norm is one more.
+
+>>> Norms(("input_layernorm", "post_attention_layernorm")).params().total
+2*d
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..conventions import Phase
+from ..notation import sym
+from ..primitives import Norm
+from .base import Component
+
+
+@dataclass(frozen=True)
+class Norms(Component):
+    key = "norms"
+    names: tuple[str, ...] = ("norm",)
+    dim: sympy.Expr = sym.d
+    bias: bool = False
+
+    def primitives(self, ph: Phase | None = None):
+        return [Norm(n, self.dim, self.bias) for n in self.names]
+
+    def label(self) -> str:
+        return "LayerNorm" if self.bias else "RMSNorm"

@@ -1,0 +1,75 @@
+"""Counting conventions, frozen and passed with every FLOPs question.
+
+* A multiply-accumulate is 2 FLOPs: a weight GEMM over ``n`` token rows costs ``2·n·in·out``.
+  Bias adds, norms, activations, softmax and RoPE are not matmuls and count 0 (what
+  ``torch.utils.flop_counter.FlopCounterMode`` measures).
+* ``attention="full"``: every query against every key in the attention buffer, as eager
+  attention computes it (the mask is applied after the matmul). Prefill: ``T·T`` pairs per head;
+  decode at context ``T``: ``T+1`` keys, or ``min(T, W-1) + 1`` for a sliding-window layer
+  whose cache keeps ``W-1`` tokens.
+* ``attention="causal"``: only the (query, key) pairs the causal and window masks keep, exactly:
+  ``T(T+1)/2`` in prefill, ``Σ_i min(i, W)`` with a window ``W``.
+* ``logits="all"``: the LM head runs on every new position; ``"last"``: only on the last one.
+* ``mla="expand"``: decode re-expands the cached latents through ``kv_b_proj`` every step
+  (transformers' reference code); ``"absorb"``: the up-projections are folded into the query and
+  output and attention runs in the latent space (what serving engines do).
+* Prefill of ``T`` tokens has context ``T``; decode at ``T`` has ``T`` cached tokens and one new
+  token.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import sympy
+from pydantic import BaseModel, ConfigDict
+
+from .notation import sym
+
+
+class Phase(BaseModel):
+    """One forward pass: what runs, over how many tokens, under which convention."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    kind: Literal["prefill", "decode"] = "prefill"
+    attention: Literal["full", "causal"] = "full"
+    logits: Literal["all", "last"] = "all"
+    mla: Literal["expand", "absorb"] = "expand"
+
+    @property
+    def new(self) -> sympy.Expr:
+        """New tokens per sequence: ``T`` in prefill, 1 in decode."""
+        return sym.T if self.kind == "prefill" else sympy.Integer(1)
+
+    @property
+    def tokens(self) -> sympy.Expr:
+        """Token rows every weight GEMM runs over: ``B·T`` (prefill) or ``B`` (decode)."""
+        return sym.B * self.new
+
+    @property
+    def context(self) -> sympy.Expr:
+        """Keys visible to the last new token: ``T`` (prefill) or ``T+1`` (decode)."""
+        return sym.T if self.kind == "prefill" else sym.T + 1
+
+    @property
+    def logit_rows(self) -> sympy.Expr:
+        return self.tokens if self.logits == "all" else sym.B
+
+    def pairs(self, W: sympy.Expr | None = None) -> sympy.Expr:
+        """(query, key) pairs per sequence and head that attention multiplies."""
+        T = sym.T
+        if self.kind == "decode":
+            if W is None:
+                return T + 1
+            # The window buffer keeps W-1 cached keys, plus the new one.
+            return sympy.Min(T, W - 1) + 1 if self.attention == "full" else sympy.Min(T + 1, W)
+        if self.attention == "full":
+            return T * T  # eager attention multiplies the whole rectangle, window or not
+        if W is None:
+            return T * (T + 1) / 2
+        # Σ_{i=1..T} min(i, W): the triangle until the window fills, then W keys per query.
+        return sympy.Piecewise((T * (T + 1) / 2, T <= W), (T * W - W * (W - 1) / 2, True))
+
+    def describe(self) -> str:
+        return (f"phase={self.kind}, attention={self.attention}, logits={self.logits}, "
+                f"mla={self.mla}; 1 multiply-accumulate = 2 FLOPs; matmuls only")

@@ -1,0 +1,114 @@
+"""The notation: the only place symcost constructs SymPy symbols.
+
+Every symbol of the seed documents (and the few this project adds) is one row of ``TABLE``:
+python name, LaTeX, meaning, the ``config.json`` fields it usually comes from, and its kind.
+All symbols are positive integers. Formulas are built from ``sym.<name>`` attributes, never
+from strings (``E`` and ``N`` would collide with SymPy's Euler number and ``N()``).
+
+>>> from symcost.notation import sym
+>>> sym.H_kv * sym.D_h
+D_h*H_kv
+>>> sym.E.is_integer, sym.E.is_positive
+(True, True)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import sympy
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    latex: str
+    meaning: str
+    fields: str = ""
+    kind: str = "count"
+
+
+TABLE: tuple[Entry, ...] = (
+    # -- core transformer dimensions (seed 000 §1, 003) --
+    Entry("d", "d", "hidden size", "hidden_size, n_embd, d_model", "length"),
+    Entry("V", "V", "vocabulary size", "vocab_size"),
+    Entry("L", "L", "decoder layers", "num_hidden_layers, n_layer"),
+    Entry("H_q", "H_{q}", "query heads", "num_attention_heads, n_head"),
+    Entry("H_kv", "H_{kv}", "key/value heads", "num_key_value_heads"),
+    Entry("D_h", "D_{h}", "attention head dim", "head_dim (default d/H_q)", "length"),
+    Entry("d_ff", "d_{ff}", "dense FFN intermediate size", "intermediate_size, n_inner", "length"),
+    Entry("P", "P", "learned absolute positions", "max_position_embeddings, n_positions"),
+    # -- mixture of experts (seed 000 §1.4, 002) --
+    Entry("E", "E", "routed experts", "n_routed_experts, num_experts, num_local_experts"),
+    Entry("E_s", "E_{s}", "shared experts", "n_shared_experts"),
+    Entry("k", "k", "experts per token", "num_experts_per_tok"),
+    Entry("d_moe", "d_{moe}", "routed expert intermediate size", "moe_intermediate_size", "length"),
+    Entry("d_sh", "d_{sh}", "shared expert intermediate size",
+          "shared_expert_intermediate_size, moe_shared_expert_intermediate_size", "length"),
+    Entry("d_lat", "d_{lat}", "LatentMoE latent size", "moe_latent_size", "length"),
+    # -- multi-head latent attention (seed 001 §2.3) --
+    Entry("d_q", "d_{q}", "MLA query LoRA rank", "q_lora_rank", "length"),
+    Entry("d_kv", "d_{kv}", "MLA key/value LoRA rank", "kv_lora_rank", "length"),
+    Entry("D_nope", "D_{nope}", "MLA non-rotary q/k head dim", "qk_nope_head_dim", "length"),
+    Entry("D_rope", "D_{rope}", "MLA rotary q/k head dim", "qk_rope_head_dim", "length"),
+    Entry("D_v", "D_{v}", "MLA value head dim", "v_head_dim", "length"),
+    # -- sparse indexer (DeepSeek V3.2 DSA, MiniMax M3 MSA) --
+    Entry("H_I", "H_{I}", "indexer heads", "index_n_heads", "count"),
+    Entry("D_I", "D_{I}", "indexer head dim", "index_head_dim", "length"),
+    Entry("k_I", "k_{I}", "indexer top-k keys", "index_topk", "count"),
+    # -- Mamba-2 (seed 001 §2.4) --
+    Entry("N", "N", "SSM state size", "ssm_state_size, state_size", "length"),
+    Entry("H_m", "H_{m}", "Mamba heads", "mamba_num_heads, num_heads", "count"),
+    Entry("D_m", "D_{m}", "Mamba head dim", "mamba_head_dim, head_dim", "length"),
+    Entry("G", "G", "Mamba groups", "n_groups", "count"),
+    Entry("K_c", "K_{c}", "causal conv kernel", "conv_kernel, linear_conv_kernel_dim", "length"),
+    # -- Gated DeltaNet (seed 001 §2.6) --
+    Entry("H_lk", "H_{lk}", "linear-attention key heads", "linear_num_key_heads", "count"),
+    Entry("H_lv", "H_{lv}", "linear-attention value heads", "linear_num_value_heads", "count"),
+    Entry("D_lk", "D_{lk}", "linear-attention key head dim", "linear_key_head_dim", "length"),
+    Entry("D_lv", "D_{lv}", "linear-attention value head dim", "linear_value_head_dim", "length"),
+    # -- windows --
+    Entry("W", "W", "sliding window", "sliding_window", "length"),
+    # -- layer counts per kind (heterogeneous stacks) --
+    Entry("L_dense", "L_{dense}", "dense-FFN layers", "first_k_dense_replace, mlp_only_layers"),
+    Entry("L_moe", "L_{moe}", "MoE layers", "num_hidden_layers - dense layers"),
+    Entry("L_swa", "L_{swa}", "sliding-window attention layers", "layer_types, sliding_window_pattern"),
+    Entry("L_full", "L_{full}", "full-attention layers", "layer_types, full_attention_interval"),
+    Entry("L_lin", "L_{lin}", "linear-attention (Gated DeltaNet) layers", "layer_types"),
+    Entry("L_M", "L_{M}", "Mamba-2 layers", "hybrid_override_pattern 'M'"),
+    Entry("L_A", "L_{A}", "attention layers of a hybrid", "hybrid_override_pattern '*'"),
+    Entry("L_F", "L_{F}", "MLP layers of a hybrid", "hybrid_override_pattern '-'"),
+    Entry("L_E", "L_{E}", "MoE layers of a hybrid", "hybrid_override_pattern 'E'"),
+    # -- user inputs --
+    Entry("T", "T", "tokens: sequence / context length", "(input)", "length"),
+    Entry("B", "B", "batch size", "(input)"),
+    Entry("b_w", "b_{w}", "bytes per weight", "(dtype)", "bytes"),
+    Entry("b_kv", "b_{kv}", "bytes per cache element", "(dtype)", "bytes"),
+)
+
+_SYMBOLS: dict[str, sympy.Symbol] = {
+    e.name: sympy.Symbol(e.name, integer=True, positive=True) for e in TABLE
+}
+ENTRIES: dict[str, Entry] = {e.name: e for e in TABLE}
+
+#: The namespace formulas are written with: ``sym.d``, ``sym.H_kv``, ...
+sym = SimpleNamespace(**_SYMBOLS)
+
+#: LaTeX name of every symbol, for the printer.
+LATEX_NAMES: dict[sympy.Symbol, str] = {_SYMBOLS[e.name]: e.latex for e in TABLE}
+
+
+def by_name(name: str) -> sympy.Symbol:
+    """The notation symbol called ``name`` (KeyError if there is none)."""
+    return _SYMBOLS[name]
+
+
+def names() -> list[str]:
+    return [e.name for e in TABLE]
+
+
+def markdown_table() -> str:
+    """The notation as a Markdown table (README and formula sheets are generated from it)."""
+    rows = ["| symbol | meaning | config fields |", "| --- | --- | --- |"]
+    rows += [f"| `{e.name}` | {e.meaning} | {e.fields} |" for e in TABLE]
+    return "\n".join(rows)

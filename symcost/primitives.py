@@ -1,0 +1,98 @@
+"""Primitives: every weight and every matmul-like op, declared once with all its cost channels.
+
+``Linear("o_proj", H_q*D_h, d)`` gives its parameters (``in·out`` + bias), its GEMM FLOPs
+(``2·rows·in·out``, see ``conventions``) and its weight bytes from that one line. ``Param`` is a
+weight that no GEMM reads (norm scales, ``A_log``, sinks, conv kernels). ``Matmul`` is an op
+between activations (attention scores, scans) with a declared FLOPs expression.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import sympy
+
+Expr = sympy.Expr
+ONE = sympy.Integer(1)
+ZERO = sympy.Integer(0)
+
+
+@dataclass(frozen=True)
+class Linear:
+    """``y = x W (+ b)`` with ``W: [in_, out]``; ``copies`` of it exist, ``active`` run per token.
+
+    params = copies·(in·out + out·bias); FLOPs = 2·rows·active·in·out.
+    """
+
+    name: str
+    in_: Expr
+    out: Expr
+    bias: bool = False
+    copies: Expr = ONE
+    active: Expr | None = None
+    tied: bool = False  # shares its weight with another primitive: counted once, there
+    rows: Expr | None = None  # token rows; None = the phase's new tokens (B·T or B)
+    tp: Literal["col", "row", None] = None
+    doc: str = ""
+
+    @property
+    def per_copy(self) -> Expr:
+        return self.in_ * self.out + (self.out if self.bias else 0)
+
+    def params(self) -> Expr:
+        return ZERO if self.tied else self.copies * self.per_copy
+
+    def active_params(self) -> Expr:
+        if self.tied:
+            return ZERO
+        return (self.copies if self.active is None else self.active) * self.per_copy
+
+    def flops(self, tokens: Expr) -> Expr:
+        rows = tokens if self.rows is None else self.rows
+        runs = self.copies if self.active is None else self.active
+        return 2 * rows * runs * self.in_ * self.out
+
+
+@dataclass(frozen=True)
+class Param:
+    """A weight read elementwise (norm scale, bias vector, ``A_log``, conv kernel): no GEMM."""
+
+    name: str
+    numel: Expr
+    copies: Expr = ONE
+    active: Expr | None = None
+    doc: str = ""
+
+    def params(self) -> Expr:
+        return self.copies * self.numel
+
+    def active_params(self) -> Expr:
+        return (self.copies if self.active is None else self.active) * self.numel
+
+    def flops(self, tokens: Expr) -> Expr:
+        return ZERO
+
+
+@dataclass(frozen=True)
+class Matmul:
+    """A matmul between activations (QKᵀ, PV, conv, scan) with its FLOPs stated."""
+
+    name: str
+    flops_expr: Expr
+    doc: str = ""
+
+    def params(self) -> Expr:
+        return ZERO
+
+    active_params = params
+
+    def flops(self, tokens: Expr) -> Expr:
+        return self.flops_expr
+
+
+Primitive = Linear | Param | Matmul
+
+
+def Norm(name: str, dim: Expr, bias: bool = False, doc: str = "") -> Param:
+    """RMSNorm (``dim`` scales) or LayerNorm (``2·dim`` with bias)."""
+    return Param(name, dim * 2 if bias else dim, doc=doc or ("LayerNorm" if bias else "RMSNorm"))
