@@ -1,0 +1,113 @@
+"""The oracle: the real transformers classes, measured.
+
+* parameters: the model built on the ``meta`` device, ``sum(p.numel())`` (tied weights once);
+* FLOPs: a tiny config on CPU under ``torch.utils.flop_counter.FlopCounterMode`` with eager
+  attention and eager experts (the SDPA kernel and grouped-mm experts are invisible to it);
+* cache: the bytes of every tensor in the cache object a forward returns.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+import transformers
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import AutoConfig, AutoModelForCausalLM
+
+warnings.filterwarnings("ignore")
+transformers.logging.set_verbosity_error()
+
+TRANSFORMERS_VERSION = transformers.__version__
+
+#: configs whose model_type transformers does not register, and the class that builds them
+ORACLE_TYPE = {"kimi_k2": "deepseek_v3"}
+
+
+def hf_config(raw: dict):
+    raw = dict(raw)
+    mt = ORACLE_TYPE.get(raw["model_type"], raw.pop("model_type"))
+    raw.pop("model_type", None)
+    raw.pop("auto_map", None)
+    return AutoConfig.for_model(mt, **raw)
+
+
+def build(raw: dict, device: str = "cpu", seed: int = 0):
+    cfg = hf_config(raw)
+    torch.manual_seed(seed)
+    kwargs = {"attn_implementation": "eager"}
+    if device == "meta":
+        with torch.device("meta"):
+            return AutoModelForCausalLM.from_config(cfg, **kwargs)
+    try:
+        model = AutoModelForCausalLM.from_config(cfg, experts_implementation="eager", **kwargs)
+    except (TypeError, ValueError):
+        model = AutoModelForCausalLM.from_config(cfg, **kwargs)
+    return model.float().eval()
+
+
+def params(raw: dict) -> int:
+    model = build(raw, "meta")
+    return sum(p.numel() for p in model.parameters())
+
+
+def buffers(model) -> dict[str, int]:
+    return {n: b.numel() for n, b in model.named_buffers()}
+
+
+def _ids(model, B: int, T: int, seed: int = 1) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, model.config.get_text_config().vocab_size, (B, T), generator=g)
+
+
+def prefill_flops(model, B: int, T: int) -> int:
+    ids = _ids(model, B, T)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(ids, use_cache=False)
+    return counter.get_total_flops()
+
+
+def _cache_of(out):
+    return getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+
+
+def decode_flops(model, B: int, T: int) -> int:
+    """FLOPs of one new token after a prefill of ``T`` tokens (the cache holds ``T``)."""
+    ids = _ids(model, B, T + 1)
+    with torch.no_grad():
+        out = model(ids[:, :T], use_cache=True)
+        cache = _cache_of(out)
+        with FlopCounterMode(display=False) as counter:
+            model(ids[:, T:], cache=cache, use_cache=True)
+    return counter.get_total_flops()
+
+
+def cache_tensors(model, B: int, T: int) -> list[torch.Tensor]:
+    ids = _ids(model, B, T)
+    with torch.no_grad():
+        out = model(ids, use_cache=True)
+    cache = _cache_of(out)
+    seen, found = set(), []
+
+    def walk(obj, depth=0):
+        if depth > 6 or id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, torch.Tensor):
+            if obj.is_floating_point():  # not bookkeeping such as a window-size scalar
+                found.append(obj)
+        elif isinstance(obj, (list, tuple)):
+            for x in obj:
+                walk(x, depth + 1)
+        elif isinstance(obj, dict):
+            for x in obj.values():
+                walk(x, depth + 1)
+        elif hasattr(obj, "__dict__"):
+            for x in vars(obj).values():
+                walk(x, depth + 1)
+
+    walk(cache)
+    return found
+
+
+def cache_elements(model, B: int, T: int) -> int:
+    return sum(t.numel() for t in cache_tensors(model, B, T))

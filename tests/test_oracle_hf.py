@@ -1,0 +1,77 @@
+"""The engine against the real transformers classes: parameters, FLOPs and cache, exactly.
+
+Bundled configs are built on the ``meta`` device (no memory) for the parameter count; tiny random
+configs of every family run on CPU under FlopCounterMode (convention ``full``, eager attention and
+experts) for prefill at several ``T`` and batch 1 and 2, one decode step with a cache, and the
+cache object they return. A polynomial that agrees at enough random points is the same polynomial.
+"""
+import pytest
+
+import symcost
+from symcost import loader
+from symcost.conventions import Phase
+from symcost.errors import SymcostError
+from tests import oracle
+
+
+def _supported_bundled():
+    out = []
+    for name in loader.bundled_names():
+        try:
+            symcost.build(name)
+        except SymcostError:
+            continue
+        out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("name", _supported_bundled())
+def test_bundled_params_equal_transformers(name):
+    _, raw = loader.read_json(name)
+    m = symcost.build(name)
+    assert m.params().total_at(m.values) == oracle.params(raw)
+
+
+def test_tiny_params(tiny_case):
+    raw, _ = tiny_case
+    m = symcost.build(dict(raw))
+    assert m.params().total_at(m.values) == oracle.params(raw)
+
+
+def test_tiny_buffers(tiny_case):
+    """Checkpoint buffers the engine reports (e_score_correction_bias) exist in the class."""
+    raw, _ = tiny_case
+    m = symcost.build(dict(raw))
+    hf = oracle.buffers(oracle.build(raw, "meta"))
+    for path, n in m.buffers().at(m.values).items():
+        leaf = path.rsplit("/", 1)[-1]
+        assert sum(v for k, v in hf.items() if k.endswith(leaf)) == n, path
+
+
+def test_tiny_prefill_flops(tiny_case):
+    raw, mod = tiny_case
+    m = symcost.build(dict(raw))
+    model = oracle.build(raw)
+    terms = m.flops(Phase(kind="prefill", attention="full", logits="all"))
+    for T in getattr(mod, "T_VALUES", (5, 9)):
+        for B in (1, 2):
+            assert terms.total_at(m.values_with(T=T, B=B)) == oracle.prefill_flops(model, B, T), (T, B)
+
+
+def test_tiny_decode_flops(tiny_case):
+    raw, mod = tiny_case
+    m = symcost.build(dict(raw))
+    model = oracle.build(raw)
+    terms = m.flops(Phase(kind="decode", attention="full", logits="all"))
+    for T in getattr(mod, "T_VALUES", (5, 9)):
+        assert terms.total_at(m.values_with(T=T, B=2)) == oracle.decode_flops(model, 2, T), T
+
+
+def test_tiny_cache_elements(tiny_case):
+    raw, mod = tiny_case
+    m = symcost.build(dict(raw))
+    model = oracle.build(raw)
+    terms = m.cache()
+    for T in getattr(mod, "T_VALUES", (5, 9)):
+        for B in (1, 2):
+            assert terms.total_at(m.values_with(T=T, B=B)) == oracle.cache_elements(model, B, T), (T, B)
