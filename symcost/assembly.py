@@ -66,6 +66,10 @@ class Model:
         """Parameters touched per token: all non-expert + router + k routed + shared experts."""
         return self._collect(lambda c: c.active_params())
 
+    def routed_params(self) -> Terms:
+        """The routed-expert part of ``params()`` (what expert parallelism splits)."""
+        return self._collect(lambda c: c.routed_params())
+
     def buffers(self) -> Terms:
         return self._collect(lambda c: c.buffers())
 

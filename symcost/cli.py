@@ -159,6 +159,34 @@ def cmd_cache(args):
     _emit(args, payload, text)
 
 
+def cmd_memory(args):
+    from .gpus import gpu as find_gpu
+    from .memory import inference_memory
+    m = loader.build(args.model)
+    g = find_gpu(args.gpu) if args.gpu else None
+    fit = inference_memory(m, T=args.T, B=args.batch, weights_dtype=args.weights_dtype,
+                           kv_dtype=args.kv_dtype, experts_dtype=args.experts_dtype,
+                           phase=args.phase, tp=args.tp, pp=args.pp, ep=args.ep, gpu=g,
+                           mem_util=args.mem_util)
+    payload = {"model": m.name, "T": args.T, "batch": args.batch,
+               "weights_dtype": args.weights_dtype, "kv_dtype": args.kv_dtype,
+               "weights_bytes": fit.weights_bytes, "cache_bytes": fit.cache_bytes,
+               "activation_bytes": fit.activation_bytes, "total_bytes": fit.total_bytes,
+               "per_gpu_bytes": fit.per_gpu_bytes, "gpus": fit.gpus,
+               "gpus_needed": fit.gpus_needed, "max_batch": fit.max_batch, "fits": fit.fits,
+               "gpu": g.name if g else None, "usable_bytes_per_gpu": fit.usable_bytes,
+               "tp": args.tp, "pp": args.pp, "ep": args.ep,
+               "activation_note": "activations are an estimate (see symcost.memory)"}
+    lines = [f"{m.name}: inference memory at T={args.T}, B={args.batch} "
+             f"(weights {args.weights_dtype}, KV {args.kv_dtype})"]
+    for key in ("weights_bytes", "cache_bytes", "activation_bytes", "total_bytes", "per_gpu_bytes"):
+        lines.append(f"  {key:<18} {payload[key]:>22,}  {human_bytes(payload[key])}")
+    if g:
+        lines.append(f"  on {g.name} ({g.memory_gib} GiB, {args.mem_util:.0%} usable) x {fit.gpus}: "
+                     f"fits={fit.fits}, GPUs needed={fit.gpus_needed}, max batch at T={args.T}: {fit.max_batch}")
+    _emit(args, payload, "\n".join(lines))
+
+
 # -- parser --------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
@@ -188,6 +216,21 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--T", type=_positive("--T"), required=True)
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
     sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+
+    sp = command("memory", cmd_memory, "inference memory: weights, cache, activations, GPU fit")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--T", type=_positive("--T"), required=True)
+    sp.add_argument("--batch", type=_positive("--batch"), required=True)
+    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
+    sp.add_argument("--experts-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"],
+                    default=None, help="routed experts' dtype when it differs (e.g. fp8 experts)")
+    sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    sp.add_argument("--phase", choices=["prefill", "decode"], default="prefill",
+                    help="which pass the activation estimate is for")
+    sp.add_argument("--gpu", default=None, help="GPU from the catalogue (H100, H200, B200, ...)")
+    sp.add_argument("--mem-util", type=float, default=0.9, help="usable fraction of GPU memory")
+    for flag in ("--tp", "--pp", "--ep"):
+        sp.add_argument(flag, type=_positive(flag), default=1)
     return p
 
 

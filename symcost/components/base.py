@@ -44,6 +44,14 @@ class Component:
                 t.add(p.name, value, p.doc)
         return t
 
+    def routed_params(self) -> Terms:
+        """Parameters of weights of which only some copies run per token (routed experts)."""
+        t = Terms()
+        for p in self.primitives(None):
+            if getattr(p, "active", None) is not None and p.params() != 0:
+                t.add(p.name, p.params(), p.doc)
+        return t
+
     def flops(self, ph: Phase) -> Terms:
         """Forward matmul FLOPs of one layer for the phase (batch ``B`` included)."""
         t = Terms()

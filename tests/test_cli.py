@@ -1,0 +1,105 @@
+"""The command-line contract (shared INTERFACE.md): JSON shapes, exit codes, one-line errors."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from symcost.cli import main
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_models_json(capsys):
+    code, out, _ = run(["models", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0
+    names = {m["name"]: m for m in data["models"]}
+    assert names["llama-3.1-8b"]["model_type"] == "llama"
+
+
+def test_params_json_llama3_8b(capsys):
+    code, out, _ = run(["params", "llama-3.1-8b", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0
+    assert data["total"] == 8_030_261_248 and data["active"] == data["total"]
+    assert sum(data["breakdown"].values()) == data["total"]
+    assert set(data["formula"]) == {"total", "active"}
+
+
+def test_params_llama2_7b(capsys):
+    _, out, _ = run(["params", "llama-2-7b", "--json"], capsys)
+    assert json.loads(out)["total"] == 6_738_415_616
+
+
+def test_flops_and_cache_json(capsys):
+    code, out, _ = run(["flops", "llama-3.1-8b", "--phase", "decode", "--T", "1000", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["T"] == 1000 and data["batch"] == 1
+    assert sum(data["breakdown"].values()) == data["total"]
+    code, out, _ = run(["cache", "llama-3.1-8b", "--T", "1000", "--batch", "2", "--json"], capsys)
+    data = json.loads(out)
+    # 2 (K,V) · B · T · L · H_kv · D_h · 2 bytes
+    assert data["bytes"] == 2 * 2 * 1000 * 32 * 8 * 128 * 2
+
+
+def _bad_configs(tmp_path):
+    base = json.loads(open("symcost/configs/llama-3.1-8b.json").read())
+    cases = {}
+
+    def write(name, content):
+        p = tmp_path / f"{name}.json"
+        p.write_text(content if isinstance(content, str) else json.dumps(content))
+        cases[name] = str(p)
+
+    write("invalid_json", "{ not json")
+    write("not_object", "[1, 2]")
+    write("missing_field", {k: v for k, v in base.items() if k != "hidden_size"})
+    write("zero_size", {**base, "hidden_size": 0})
+    write("negative_size", {**base, "intermediate_size": -5})
+    write("heads_not_divisible", {**base, "num_key_value_heads": 7})
+    write("unknown_model_type", {**base, "model_type": "not_a_model"})
+    write("no_model_type", {k: v for k, v in base.items() if k != "model_type"})
+    cases["missing_file"] = str(tmp_path / "absent.json")
+    return cases
+
+
+EXPECT_IN_MESSAGE = {
+    "invalid_json": "invalid JSON", "not_object": "JSON object", "missing_field": "hidden_size",
+    "zero_size": "hidden_size", "negative_size": "intermediate_size",
+    "heads_not_divisible": "num_key_value_heads", "unknown_model_type": "model_type",
+    "no_model_type": "model_type", "missing_file": "absent.json",
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXPECT_IN_MESSAGE))
+def test_bad_input_one_line_exit_2(case, tmp_path, capsys):
+    path = _bad_configs(tmp_path)[case]
+    code, out, err = run(["params", path], capsys)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert EXPECT_IN_MESSAGE[case] in err
+    code, out, err = run(["params", path, "--json"], capsys)
+    assert code == 2 and EXPECT_IN_MESSAGE[case] in json.loads(out)["error"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["flops", "llama-3.1-8b", "--T", "10"],  # --phase missing
+    ["flops", "llama-3.1-8b", "--phase", "prefill", "--T", "-3"],
+    ["cache", "llama-3.1-8b", "--T", "10", "--dtype", "fp7"],
+    ["nonsense"],
+])
+def test_bad_options_exit_2(argv, capsys):
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+
+
+def test_python_dash_m_matches_console_script():
+    a = subprocess.run([sys.executable, "-m", "symcost", "params", "llama-2-7b", "--json"],
+                       capture_output=True, text=True)
+    b = subprocess.run(["symcost", "params", "llama-2-7b", "--json"], capture_output=True, text=True)
+    assert a.returncode == b.returncode and a.stdout == b.stdout

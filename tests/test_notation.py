@@ -1,0 +1,30 @@
+"""The notation table is the single source of symbols."""
+import pathlib
+import re
+
+import sympy
+
+from symcost import notation
+from symcost.notation import sym
+
+
+def test_symbols_are_positive_integers():
+    for name in notation.names():
+        s = getattr(sym, name)
+        assert s.is_integer and s.is_positive, name
+
+
+def test_E_and_N_are_not_sympy_builtins():
+    assert sym.E != sympy.E and isinstance(sym.N, sympy.Symbol)
+
+
+def test_no_symbol_construction_outside_notation():
+    root = pathlib.Path(notation.__file__).parent
+    pattern = re.compile(r"\b(Symbol|symbols)\(")
+    offenders = [str(p) for p in root.rglob("*.py")
+                 if p.name != "notation.py" and pattern.search(p.read_text())]
+    assert offenders == []
+
+
+def test_latex_names_split_subscripts():
+    assert sympy.latex(sym.H_kv) == "H_{kv}" and sympy.latex(sym.d_ff) == "d_{ff}"
