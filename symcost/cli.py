@@ -187,6 +187,93 @@ def cmd_memory(args):
     _emit(args, payload, "\n".join(lines))
 
 
+def _parallel(args) -> dict:
+    return {k: getattr(args, k) for k in ("dp", "tp", "pp", "ep", "cp")}
+
+
+def cmd_train(args):
+    from .gpus import gpu as find_gpu
+    from .training import train_memory
+    m = loader.build(args.model)
+    g = find_gpu(args.gpu) if args.gpu else None
+    tm = train_memory(m, seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
+                      zero=args.zero, recompute=args.recompute, optimizer=args.optimizer,
+                      **_parallel(args))
+    fits = None if g is None else tm.per_gpu <= g.memory_bytes
+    payload = {"model": m.name, "seq": args.seq, "micro_batch": args.micro_batch,
+               "global_batch": args.global_batch or args.micro_batch * args.dp,
+               "per_gpu_bytes": tm.per_gpu,
+               "breakdown": {"weights": tm.weights, "gradients": tm.gradients,
+                             "optimizer": tm.optimizer, "activations": tm.activations},
+               "flops_per_step": tm.flops_per_step, "gpus": args.dp * args.tp * args.pp * args.cp,
+               "fits": fits, "gpu": g.name if g else None, "zero": args.zero,
+               "recompute": args.recompute, "optimizer": args.optimizer, "notes": tm.notes,
+               **_parallel(args)}
+    lines = [f"{m.name}: training memory per GPU, seq={args.seq}, micro-batch={args.micro_batch}, "
+             f"ZeRO-{args.zero}, recompute={args.recompute}, {args.optimizer}"]
+    for k, v in payload["breakdown"].items():
+        lines.append(f"  {k:<12} {v:>22,}  {human_bytes(v)}")
+    lines.append(f"  {'per GPU':<12} {tm.per_gpu:>22,}  {human_bytes(tm.per_gpu)}"
+                 + (f"   fits on {g.name}: {fits}" if g else ""))
+    lines.append(f"  FLOPs per step (exact, causal): {tm.flops_per_step:,} = {human_count(tm.flops_per_step)}FLOP")
+    lines += [f"  note: {n}" for n in tm.notes]
+    _emit(args, payload, "\n".join(lines))
+
+
+def cmd_comm(args):
+    from .gpus import gpu as find_gpu
+    from .parallel import comm_bytes, step_time
+    from .training import train_memory
+    m = loader.build(args.model)
+    g = find_gpu(args.gpu) if args.gpu else None
+    per = comm_bytes(m, seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
+                     zero=args.zero, **_parallel(args))
+    t = None
+    if g:
+        tm = train_memory(m, seq=args.seq, micro_batch=args.micro_batch,
+                          global_batch=args.global_batch, zero=args.zero, **_parallel(args))
+        gpus = args.dp * args.tp * args.pp * args.cp
+        t = step_time(tm.flops_per_step // gpus, sum(per.values()), g)
+    payload = {"model": m.name, "bytes_per_step": per, "total_bytes_per_step": sum(per.values()),
+               "step_time_s": t, "gpu": g.name if g else None, **_parallel(args),
+               "note": "bytes each GPU sends per step (ring collectives); step time = compute at "
+                       "peak + communication at link bandwidth, no overlap (estimate)"}
+    lines = [f"{m.name}: communication per GPU per training step"]
+    lines += [f"  {k:<3} {v:>22,}  {human_bytes(v)}" for k, v in per.items()]
+    if t is not None:
+        lines.append(f"  step time on {g.name} (no overlap, estimate): {t:.3f} s")
+    _emit(args, payload, "\n".join(lines))
+
+
+def cmd_roofline(args):
+    from .gpus import gpu as find_gpu
+    from .roofline import roofline
+    m = loader.build(args.model)
+    r = roofline(m, phase=args.phase, T=args.T, B=args.batch, gpu=find_gpu(args.gpu),
+                 weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype)
+    payload = {"model": m.name, "phase": args.phase, "T": args.T, "batch": args.batch, **r}
+    text = (f"{m.name}: roofline of one {args.phase} pass, T={args.T}, B={args.batch} on {r['gpu']}\n"
+            f"  FLOPs {r['flops']:,}   bytes {r['bytes']:,}   intensity {r['intensity']:.1f} FLOP/B "
+            f"(ridge {r['ridge_intensity']:.1f})\n"
+            f"  {r['bound']}-bound, time {r['time_s'] * 1e3:.3f} ms "
+            f"(compute {r['compute_time_s'] * 1e3:.3f} ms, memory {r['memory_time_s'] * 1e3:.3f} ms)\n"
+            f"  note: {r['note']}")
+    _emit(args, payload, text)
+
+
+def cmd_presets(args):
+    from .training import compare_presets
+    m = loader.build(args.model)
+    rows = compare_presets(m, args.seq, args.batch)
+    payload = {"model": m.name, "seq": args.seq, "batch": args.batch, "presets": rows}
+    lines = [f"{m.name}: training FLOPs per step, seq={args.seq}, batch={args.batch}, by convention"]
+    for r in rows:
+        value = f"{r['flops']:>26,}" if r["flops"] is not None else f"{'n/a':>26}"
+        ratio = f"{r['ratio_to_exact']:.4f}x" if r["ratio_to_exact"] else "      "
+        lines.append(f"  {r['preset']:<20} {value}  {ratio}  {r['note']}")
+    _emit(args, payload, "\n".join(lines))
+
+
 # -- parser --------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
@@ -231,6 +318,38 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--mem-util", type=float, default=0.9, help="usable fraction of GPU memory")
     for flag in ("--tp", "--pp", "--ep"):
         sp.add_argument(flag, type=_positive(flag), default=1)
+
+    def parallel_flags(sp):
+        for flag in ("--dp", "--tp", "--pp", "--ep", "--cp"):
+            sp.add_argument(flag, type=_positive(flag), default=1)
+
+    for name, fn, help_ in (("train", cmd_train, "training memory per GPU and FLOPs per step"),
+                            ("comm", cmd_comm, "communication bytes per step and step time")):
+        sp = command(name, fn, help_)
+        sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+        sp.add_argument("--seq", type=_positive("--seq"), required=True)
+        sp.add_argument("--micro-batch", type=_positive("--micro-batch"), required=True)
+        sp.add_argument("--global-batch", type=_positive("--global-batch"), default=None)
+        parallel_flags(sp)
+        sp.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=0)
+        sp.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
+        sp.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
+        sp.add_argument("--gpu", default=None)
+
+    sp = command("roofline", cmd_roofline, "roofline time of a prefill or decode pass on a GPU")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--phase", choices=["prefill", "decode"], required=True)
+    sp.add_argument("--T", type=_positive("--T"), required=True)
+    sp.add_argument("--batch", type=_positive("--batch"), required=True)
+    sp.add_argument("--gpu", required=True)
+    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
+    sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+
+    sp = command("presets", cmd_presets,
+                 "training FLOPs per step under every published convention, side by side")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--seq", type=_positive("--seq"), required=True)
+    sp.add_argument("--batch", type=_positive("--batch"), default=1)
     return p
 
 
