@@ -71,7 +71,9 @@ def cmd_models(args):
         except SymcostError as e:
             rows.append({"name": name, "model_type": mt, "supported": False, "reason": str(e)})
     text = "\n".join(f"  {r['name']:<34} {r['model_type']:<14} "
-                     + (f"{r['params']:>20,} params" if r["supported"] else "unsupported: " + r["reason"])
+                     + (f"{r['params']:>20,} params" if r["supported"] else
+                        "unsupported" + (" model_type" if "unsupported architecture" in r["reason"]
+                                         else ": " + r["reason"]))
                      for r in rows)
     _emit(args, {"models": rows}, "Bundled reference configs:\n" + text)
 

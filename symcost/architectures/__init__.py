@@ -40,3 +40,13 @@ def all_model_types() -> list[str]:
 for _mod in pkgutil.iter_modules(__path__):
     if _mod.name != "base":
         importlib.import_module(f"{__name__}.{_mod.name}")
+
+
+def families_table() -> str:
+    """Supported model types as a Markdown table (the README's table is generated from this)."""
+    rows = ["| model_type | adapter | reference class (transformers) |", "| --- | --- | --- |"]
+    for mt in all_model_types():
+        cls = _REGISTRY[mt]
+        rows.append(f"| `{mt}` | `{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}` | "
+                    f"`{getattr(cls, 'reference', '') or '-'}` |")
+    return "\n".join(rows)
