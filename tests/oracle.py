@@ -12,7 +12,7 @@ import warnings
 import torch
 import transformers
 from torch.utils.flop_counter import FlopCounterMode
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
 
 warnings.filterwarnings("ignore")
 transformers.logging.set_verbosity_error()
@@ -31,17 +31,25 @@ def hf_config(raw: dict):
     return AutoConfig.for_model(mt, **raw)
 
 
+def auto_class(cfg):
+    """The causal-LM auto class, or the image-text-to-text one for a VLM without it (kimi_k25)."""
+    if type(cfg) in AutoModelForCausalLM._model_mapping:
+        return AutoModelForCausalLM
+    return AutoModelForImageTextToText
+
+
 def build(raw: dict, device: str = "cpu", seed: int = 0):
     cfg = hf_config(raw)
+    auto = auto_class(cfg)
     torch.manual_seed(seed)
     kwargs = {"attn_implementation": "eager"}
     if device == "meta":
         with torch.device("meta"):
-            return AutoModelForCausalLM.from_config(cfg, **kwargs)
+            return auto.from_config(cfg, **kwargs)
     try:
-        model = AutoModelForCausalLM.from_config(cfg, experts_implementation="eager", **kwargs)
+        model = auto.from_config(cfg, experts_implementation="eager", **kwargs)
     except (TypeError, ValueError):
-        model = AutoModelForCausalLM.from_config(cfg, **kwargs)
+        model = auto.from_config(cfg, **kwargs)
     return model.float().eval()
 
 
@@ -111,3 +119,17 @@ def cache_tensors(model, B: int, T: int) -> list[torch.Tensor]:
 
 def cache_elements(model, B: int, T: int) -> int:
     return sum(t.numel() for t in cache_tensors(model, B, T))
+
+
+def train_step_flops(model, B: int, T: int) -> int:
+    """FLOPs of forward + backward of the LM loss over B sequences of T tokens."""
+    ids = _ids(model, B, T)
+    model.train()
+    try:
+        with FlopCounterMode(display=False) as counter:
+            out = model(ids, labels=ids, use_cache=False)
+            out.loss.backward()
+    finally:
+        model.eval()
+        model.zero_grad(set_to_none=True)
+    return counter.get_total_flops()

@@ -19,7 +19,8 @@ NonNegInt = Annotated[int, Field(ge=0, strict=False)]
 
 
 class Adapter(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True,
+                              defer_build=True)  # build a schema only for the family used: fast CLI
 
     model_types: ClassVar[tuple[str, ...]] = ()
     #: the transformers class this adapter mirrors (the parameter oracle)
