@@ -1,0 +1,60 @@
+"""Cache bytes and inference memory: seed cases, GPU fit, and clear errors."""
+import json
+
+import pytest
+
+import symcost
+from symcost.cli import main
+from symcost.memory import cache_bytes_total, inference_memory
+from symcost.gpus import gpu
+
+
+def test_seed_llama_kv_formula():
+    """Seed 004: KV = 2·B·T·L·H_kv·D_h·bytes."""
+    m = symcost.build("llama-3.1-70b")
+    B, T = 3, 5000
+    total, _ = cache_bytes_total(m, "bf16", m.values_with(T=T, B=B))
+    assert total == 2 * B * T * 80 * 8 * 128 * 2
+
+
+def test_fp8_halves_bf16():
+    m = symcost.build("qwen3-8b")
+    v = m.values_with(T=1234, B=2)
+    assert 2 * cache_bytes_total(m, "fp8", v)[0] == cache_bytes_total(m, "bf16", v)[0]
+
+
+def test_memory_fit_is_monotonic_in_batch():
+    m = symcost.build("llama-3.1-70b")
+    small = inference_memory(m, T=8192, B=1, gpu=gpu("H100"), tp=4)
+    assert small.fits and small.max_batch >= 1
+    big = inference_memory(m, T=8192, B=small.max_batch + 1, gpu=gpu("H100"), tp=4)
+    at_max = inference_memory(m, T=8192, B=small.max_batch, gpu=gpu("H100"), tp=4)
+    assert at_max.per_gpu_bytes <= at_max.usable_bytes < big.per_gpu_bytes
+
+
+def test_weights_dtype_int4_is_a_quarter_of_bf16():
+    m = symcost.build("llama-3.1-8b")
+    a = inference_memory(m, T=1, B=1, weights_dtype="bf16").weights_bytes
+    b = inference_memory(m, T=1, B=1, weights_dtype="int4").weights_bytes
+    assert a == 4 * b == 2 * m.params().total_at(m.values)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["memory", "llama-3.1-8b", "--T", "10", "--batch", "1", "--gpu", "H900"], "H900"),
+    (["memory", "llama-3.1-8b", "--T", "10", "--batch", "1", "--tp", "3"], "--tp 3"),
+    (["memory", "llama-3.1-8b", "--T", "10", "--batch", "1", "--ep", "2"], "--ep 2"),
+    (["memory", "llama-3.1-8b", "--T", "10", "--batch", "1", "--weights-dtype", "fp5"], "fp5"),
+])
+def test_memory_bad_input(argv, needle, capsys):
+    code = main(argv + ["--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and needle in json.loads(out)["error"] and err.count("\n") == 1
+
+
+def test_memory_json_keys(capsys):
+    assert main(["memory", "llama-3.1-8b", "--T", "4096", "--batch", "4", "--gpu", "H100", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for key in ("weights_bytes", "cache_bytes", "activation_bytes", "total_bytes", "per_gpu_bytes",
+                "gpus_needed", "max_batch", "fits"):
+        assert key in data
+    assert data["total_bytes"] == data["weights_bytes"] + data["cache_bytes"] + data["activation_bytes"]
