@@ -134,27 +134,25 @@ def cmd_flops(args):
 
 
 def cmd_cache(args):
+    from .memory import cache_bytes, cache_bytes_total
     m = loader.build(args.model)
     terms = m.cache()
+    if args.layout == "vllm":
+        from .vllm import paged_cache
+        terms = paged_cache(m, args.block_size, args.max_batched_tokens)
     vals = m.values_with(T=args.T, B=args.batch)
-    b = dtype_bytes(args.dtype)
     elements = terms.total_at(vals)
-    by_key = {}
-    for path, expr in terms.flatten().items():
-        leaf = path.rsplit("/", 1)[-1]
-        size = dtype_bytes(m.state_dtype[leaf]) if leaf in m.state_dtype else b
-        by_key[path] = exact(expr, vals) * size
-    breakdown = {}
-    for k in terms.depth(2):
-        breakdown[k] = int(sum(v for p, v in by_key.items() if p == k or p.startswith(k + "/")))
-    total = int(sum(by_key.values()))
-    formula = sympy.expand(sum((e * sympy.Rational(dtype_bytes(m.state_dtype.get(p.rsplit('/', 1)[-1], args.dtype)))
-                                for p, e in terms.flatten().items()), sympy.Integer(0)).xreplace(m.values))
+    total, breakdown = cache_bytes_total(m, args.dtype, vals, terms)
+    formula = sympy.expand(cache_bytes(m, args.dtype, terms).xreplace(m.values))
     payload = {"model": m.name, "T": args.T, "batch": args.batch, "dtype": args.dtype,
                "bytes": total, "elements": elements, "breakdown": breakdown, "formula": str(formula),
-               "state_dtypes": m.state_dtype}
-    rows = [(k, str(v), breakdown[k]) for k, v in terms.depth(2).items()]
-    text = "\n".join([f"{m.name}: cache after T={args.T} tokens, B={args.batch}, {args.dtype}",
+               "bytes_per_token": None, "layout": args.layout, "state_dtypes": m.state_dtype}
+    per_token = sympy.diff(formula, sym.T) if formula.is_polynomial(sym.T) else None
+    if per_token is not None and not per_token.free_symbols - {sym.B}:
+        payload["bytes_per_token"] = int(per_token.xreplace({sym.B: args.batch}))
+    rows = [(k, str(v), breakdown.get(k, 0)) for k, v in terms.depth(2).items()]
+    text = "\n".join([f"{m.name}: cache after T={args.T} tokens, B={args.batch}, {args.dtype}, "
+                      f"{args.layout} layout",
                       _table(rows, total, human_bytes),
                       f"  total {total:,} bytes = {human_bytes(total)}  ({elements:,} elements)",
                       f"  bytes as a function of T, B: {formula}"])
@@ -305,6 +303,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--T", type=_positive("--T"), required=True)
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
     sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    sp.add_argument("--layout", choices=["hf", "vllm"], default="hf",
+                    help="hf: the tensors transformers' cache holds; vllm: paged blocks")
+    sp.add_argument("--block-size", type=_positive("--block-size"), default=16)
+    sp.add_argument("--max-batched-tokens", type=_positive("--max-batched-tokens"), default=8192)
 
     sp = command("memory", cmd_memory, "inference memory: weights, cache, activations, GPU fit")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")

@@ -31,27 +31,23 @@ def _rational(f: Fraction) -> sympy.Rational:
     return sympy.Rational(f.numerator, f.denominator)
 
 
-def cache_bytes(model, kv_dtype: str = "bf16") -> Terms:
-    """Cache bytes as a Terms tree: elements × bytes of their dtype (``Model.state_dtype``)."""
+def cache_bytes(model, kv_dtype: str = "bf16", terms: Terms | None = None) -> sympy.Expr:
+    """Cache bytes as one expression: elements × bytes of their dtype (``Model.state_dtype``)."""
     b = dtype_bytes(kv_dtype, "--kv-dtype")
-
-    def per_leaf(path_leaf: str):
-        dt = model.state_dtype.get(path_leaf)
-        return _rational(dtype_bytes(dt) if dt else b)
-
-    out = Terms()
-    for path, expr in model.cache().flatten().items():
-        leaf = path.rsplit("/", 1)[-1]
-        out.add(path.replace("/", "."), expr * per_leaf(leaf))
-    return out
+    total = sympy.Integer(0)
+    for path, expr in (terms if terms is not None else model.cache()).flatten().items():
+        dt = model.state_dtype.get(path.rsplit("/", 1)[-1])
+        total += expr * _rational(dtype_bytes(dt) if dt else b)
+    return total
 
 
-def cache_bytes_total(model, kv_dtype: str, values: dict) -> tuple[int, dict[str, int]]:
-    """(total bytes, bytes per depth-2 component) at ``values``."""
+def cache_bytes_total(model, kv_dtype: str, values: dict,
+                      terms: Terms | None = None) -> tuple[int, dict[str, int]]:
+    """(total bytes, bytes per depth-2 component) at ``values`` (of ``terms``, default the cache)."""
     b = dtype_bytes(kv_dtype, "--kv-dtype")
     by_comp: dict[str, int] = {}
     total = 0
-    for path, expr in model.cache().flatten().items():
+    for path, expr in (terms if terms is not None else model.cache()).flatten().items():
         leaf = path.rsplit("/", 1)[-1]
         size = dtype_bytes(model.state_dtype[leaf]) if leaf in model.state_dtype else b
         nbytes = exact(expr, values) * size

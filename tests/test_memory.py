@@ -58,3 +58,20 @@ def test_memory_json_keys(capsys):
                 "gpus_needed", "max_batch", "fits"):
         assert key in data
     assert data["total_bytes"] == data["weights_bytes"] + data["cache_bytes"] + data["activation_bytes"]
+
+
+def test_vllm_pages_full_attention_in_blocks_of_16():
+    from symcost.vllm import paged_cache
+    m = symcost.build("llama-3.1-8b")
+    v = m.values_with(T=1000, B=1)
+    assert cache_bytes_total(m, "bf16", v, paged_cache(m))[0] == 131072 * 1008  # ⌈1000/16⌉·16
+
+
+def test_vllm_sliding_window_keeps_w_minus_1_plus_batched_plus_a_block():
+    from symcost.vllm import paged_cache
+    m = symcost.build("gemma-2-9b-it")  # W = 4096, 21 sliding + 21 full layers, H_kv·D_h = 8·256
+    v = m.values_with(T=100_000, B=1)
+    _, by = cache_bytes_total(m, "bf16", v, paged_cache(m, 16, 8192))
+    per_token_layer = 2 * 8 * 256 * 2
+    assert by["swa_layers/self_attn"] == 21 * per_token_layer * (-(-(4095 + 8192) // 16) + 1) * 16
+    assert by["full_layers/self_attn"] == 21 * per_token_layer * 100_000
