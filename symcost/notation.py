@@ -79,6 +79,40 @@ TABLE: tuple[Entry, ...] = (
     Entry("L_A", "L_{A}", "attention layers of a hybrid", "hybrid_override_pattern '*'"),
     Entry("L_F", "L_{F}", "MLP layers of a hybrid", "hybrid_override_pattern '-'"),
     Entry("L_E", "L_{E}", "MoE layers of a hybrid", "hybrid_override_pattern 'E'"),
+    # -- Mamba-2 / Nemotron-H (SSD chunking, MTP) --
+    Entry("C", "C", "Mamba-2 SSD chunk size (the scan pads T to a multiple)", "chunk_size", "length"),
+    Entry("L_mtp", "L_{mtp}", "multi-token-prediction (next-n) modules", "num_nextn_predict_layers"),
+    # -- SigLIP vision tower (Gemma 3) --
+    Entry("d_vis", "d_{vis}", "vision tower hidden size", "vision_config.hidden_size", "length"),
+    Entry("d_ff_vis", "d_{ff,vis}", "vision tower MLP size", "vision_config.intermediate_size", "length"),
+    Entry("L_vis", "L_{vis}", "vision tower layers", "vision_config.num_hidden_layers"),
+    Entry("p_vis", "p_{vis}", "vision patch size (pixels per side)", "vision_config.patch_size", "length"),
+    Entry("C_img", "C_{img}", "image channels", "vision_config.num_channels"),
+    Entry("N_pat", "N_{pat}", "patches per image", "(image_size // patch_size)^2"),
+    # -- DeepSeek / Kimi (MoonViT patch merger) --
+    Entry("m_vis", "m_{vis}", "vision patches merged into one token", "vision_config.merge_kernel_size"),
+    # -- Gated DeltaNet (Qwen3-Next) --
+    Entry("C_dn", "C_{dn}", "Gated DeltaNet chunk size (the torch scan pads T to a multiple)",
+          "(64, fixed in transformers)", "length"),
+    # -- MiniMax M3 (MSA block-sparse index attention, vision patch merger) --
+    Entry("S_I", "S_{I}", "MSA key-block size (keys pooled per indexer block)",
+          "sparse_attention_config.sparse_block_size, index_block_size", "length"),
+    Entry("k_blk", "k_{blk}", "MSA key blocks kept per query (incl. the local block)",
+          "sparse_attention_config.sparse_topk_blocks, index_topk_blocks"),
+    Entry("t_vis", "t_{vis}", "vision temporal patch size (frames per Conv3d patch)",
+          "vision_config.temporal_patch_size", "length"),
+    Entry("d_proj", "d_{proj}", "vision projector hidden size", "projector_hidden_size", "length"),
+    # -- DeepSeek V4 (compressed attention, grouped output projection, mHC, hash routing) --
+    Entry("n_hc", "n_{hc}", "hyper-connection residual streams", "hc_mult"),
+    Entry("m_csa", "m_{csa}", "CSA compression ratio (tokens per compressed entry)",
+          "compress_rates.compressed_sparse_attention (4)", "length"),
+    Entry("m_hca", "m_{hca}", "HCA compression ratio (tokens per compressed entry)",
+          "compress_rates.heavily_compressed_attention (128)", "length"),
+    Entry("g_o", "g_{o}", "grouped output projection: head groups", "o_groups"),
+    Entry("d_o", "d_{o}", "grouped output projection: rank per group", "o_lora_rank", "length"),
+    Entry("L_csa", "L_{csa}", "compressed-sparse-attention (CSA) layers", "layer_types, compress_ratios 4"),
+    Entry("L_hca", "L_{hca}", "heavily-compressed-attention (HCA) layers", "layer_types, compress_ratios 128"),
+    Entry("L_hash", "L_{hash}", "hash-routed MoE layers", "num_hash_layers, mlp_layer_types"),
     # -- user inputs --
     Entry("T", "T", "tokens: sequence / context length", "(input)", "length"),
     Entry("B", "B", "batch size", "(input)"),

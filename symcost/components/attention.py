@@ -2,7 +2,8 @@
 
 Parameters (seed 000 §1.2, transformers ``LlamaAttention``):
     q_proj d·H_q·D_h, k_proj and v_proj d·H_kv·D_h each, o_proj H_q·D_h·d (+ biases where the
-    family has them, + per-head q/k RMSNorm of D_h, + per-head sinks H_q in gpt-oss).
+    family has them, + per-head q/k RMSNorm of D_h — or MiniMax M2's q/k RMSNorm over the whole
+    projection, H_q·D_h and H_kv·D_h —, + per-head sinks H_q in gpt-oss).
 FLOPs (seed 001 §2.1): the four projections 2·tokens·in·out, and QKᵀ and PV each
     2·B·H_q·D_h·pairs, where ``pairs`` follows the convention (``conventions.Phase.pairs``):
     KV heads are repeated to H_q before the matmul, so GQA saves cache, not score FLOPs.
@@ -39,6 +40,7 @@ class Attention(Component):
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: bool = False
+    qk_norm_full: bool = False  # one RMSNorm over all of q (H_q·D_h) and of k (H_kv·D_h): MiniMax M2
     sinks: bool = False
     output_gate: bool = False
 
@@ -54,6 +56,9 @@ class Attention(Component):
         if self.qk_norm:
             prims += [Norm("q_norm", D_h, doc="per-head RMSNorm [D_h]"),
                       Norm("k_norm", D_h, doc="per-head RMSNorm [D_h]")]
+        if self.qk_norm_full:
+            prims += [Norm("q_norm", H_q * D_h, doc="RMSNorm over the whole q [H_q·D_h]"),
+                      Norm("k_norm", H_kv * D_h, doc="RMSNorm over the whole k [H_kv·D_h]")]
         if self.sinks:
             prims.append(Param("sinks", H_q, doc="one learned sink logit per head [H_q]"))
         if ph is not None:

@@ -6,6 +6,8 @@ embedding, but its GEMM 2·rows·d·V always runs (rows = all new tokens, or B w
 
 >>> LMHead(tied=True).params().total
 0
+>>> PositionEmbedding().params().total
+P*d
 """
 from __future__ import annotations
 
@@ -31,6 +33,22 @@ class Embedding(Component):
 
     def label(self) -> str:
         return "embedding"
+
+
+@dataclass(frozen=True)
+class PositionEmbedding(Component):
+    """Learned absolute positions (GPT-2 ``wpe``): a [P, d] table read by position, 0 FLOPs."""
+
+    key = "wpe"
+    P: sympy.Expr = sym.P
+    d: sympy.Expr = sym.d
+    name: str = "wpe"
+
+    def primitives(self, ph: Phase | None = None):
+        return [Param(self.name, self.P * self.d, doc="[P, d] lookup table by position")]
+
+    def label(self) -> str:
+        return "learned positions"
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ Buffers: DeepSeek-V3 / Nemotron-H ``e_score_correction_bias`` [E] is a buffer, n
 
 >>> from symcost.notation import sym
 >>> MoE().params().total
-E*(3*d*d_moe) + E*d
+3*E*d*d_moe + E*d
 >>> MoE().active_params().total
-k*(3*d*d_moe) + E*d
+E*d + 3*d*d_moe*k
 """
 from __future__ import annotations
 
@@ -46,13 +46,14 @@ class MoE(Component):
     shared_gated: bool = True
     shared_gate: bool = False  # sigmoid gate d -> 1 on the shared expert (Qwen2-MoE)
     correction_bias: bool = False  # e_score_correction_bias buffer [E]
+    proj_bias: bool = False  # bias on shared-expert and latent projections (Nemotron-H mlp_bias)
 
     def primitives(self, ph: Phase | None = None):
         d, E, k, d_moe = self.d, self.E, self.k, self.d_moe
         d_x = d if self.d_lat is None else self.d_lat
         prims = [Linear("router", d, E, self.router_bias, doc="[d, E] scores over all experts")]
         if self.d_lat is not None:
-            prims.append(Linear("latent_down", d, d_x, doc="[d, d_lat] fc1_latent_proj"))
+            prims.append(Linear("latent_down", d, d_x, self.proj_bias, doc="[d, d_lat] fc1_latent_proj"))
         up = 2 * d_moe if self.gated else d_moe
         prims += [
             Linear("experts_gate_up" if self.gated else "experts_up", d_x, up, self.expert_bias,
@@ -62,12 +63,12 @@ class MoE(Component):
                    doc="E × [d_moe, d], k run per token"),
         ]
         if self.d_lat is not None:
-            prims.append(Linear("latent_up", d_x, d, doc="[d_lat, d] fc2_latent_proj"))
+            prims.append(Linear("latent_up", d_x, d, self.proj_bias, doc="[d_lat, d] fc2_latent_proj"))
         if self.d_sh is not None:
             if self.shared_gated:
-                prims.append(Linear("shared_gate_proj", d, self.d_sh, doc="[d, d_sh]"))
-            prims += [Linear("shared_up_proj", d, self.d_sh, doc="[d, d_sh]"),
-                      Linear("shared_down_proj", self.d_sh, d, doc="[d_sh, d]")]
+                prims.append(Linear("shared_gate_proj", d, self.d_sh, self.proj_bias, doc="[d, d_sh]"))
+            prims += [Linear("shared_up_proj", d, self.d_sh, self.proj_bias, doc="[d, d_sh]"),
+                      Linear("shared_down_proj", self.d_sh, d, self.proj_bias, doc="[d_sh, d]")]
             if self.shared_gate:
                 prims.append(Linear("shared_expert_gate", d, 1, doc="[d, 1] sigmoid gate"))
         return prims

@@ -1,0 +1,65 @@
+"""gpt-oss (transformers ``GptOssForCausalLM``): GQA with biases and sinks, sliding/full layers, MoE.
+
+Each layer: RMSNorm → attention (q/k/v/o with biases when ``attention_bias``, default on; one
+learned sink logit per head, concatenated to the scores before the softmax: a parameter, no
+matmul) → RMSNorm → MoE (router d·E + E bias; E experts with ``gate_up_proj`` [d, 2·d_moe] + bias
+and ``down_proj`` [d_moe, d] + bias, k per token, clamped SwiGLU). The expert width d_moe is
+``intermediate_size``. Layers alternate sliding (W, first) and full attention unless
+``layer_types`` says otherwise; a sliding layer's cache keeps min(T, W−1) tokens. The head is untied.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..assembly import Model
+from ..components.attention import Attention
+from ..components.embedding import Embedding, LMHead
+from ..components.moe import MoE
+from ..components.norm import Norms
+from . import register
+from .base import PosInt, values
+from .gemma import window_groups
+from .llama import LAYER_NORMS, LlamaAdapter
+
+
+@register("gpt_oss")
+class GptOssAdapter(LlamaAdapter):
+    reference: ClassVar[str] = "GptOssForCausalLM"
+
+    num_local_experts: PosInt
+    num_experts_per_tok: PosInt = 4
+    num_key_value_heads: PosInt | None = 8
+    head_dim: PosInt | None = 64
+    sliding_window: PosInt | None = 128
+    attention_bias: bool = True
+
+    def resolved_layer_types(self) -> list[str]:
+        if self.layer_types is not None:
+            return list(self.layer_types)
+        return ["sliding_attention" if (i + 1) % 2 else "full_attention"
+                for i in range(self.num_hidden_layers)]
+
+    def layer(self, window):
+        return (Norms(LAYER_NORMS),
+                Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
+                          sinks=True),
+                MoE(router_bias=True, expert_bias=True))
+
+    def to_model(self) -> Model:
+        types = self.resolved_layer_types()
+        if "sliding_attention" in types and self.sliding_window is None:
+            self.fail("sliding_window", "sliding-attention layers need a sliding_window")
+        if self.num_experts_per_tok > self.num_local_experts:
+            self.fail("num_experts_per_tok", f"{self.num_experts_per_tok} exceeds "
+                      f"num_local_experts={self.num_local_experts}")
+        groups, vals = window_groups(types, self.layer)
+        vals.update(values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
+                           H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h,
+                           E=self.num_local_experts, k=self.num_experts_per_tok,
+                           d_moe=self.intermediate_size))
+        if "sliding_attention" in types:
+            vals.update(values(W=self.sliding_window))
+        return Model(self.name, self.model_type, (Embedding(),), groups,
+                     (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                     notes=["expert weights are MXFP4 in the checkpoint: bytes depend on the dtype, "
+                            "the parameter count does not"])

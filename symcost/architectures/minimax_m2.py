@@ -1,0 +1,53 @@
+"""MiniMax M2 / M2.5 (transformers ``MiniMaxM2ForCausalLM``): GQA with whole-projection q/k norm, MoE.
+
+Each layer: RMSNorm → attention (no biases; ``q_norm`` is one RMSNorm over all of q, H_q·D_h, and
+``k_norm`` over all of k, H_kv·D_h — not per head; partial RoPE on ``rotary_dim`` of D_h costs
+no parameters and no matmul) → RMSNorm → MoE (sigmoid router d·E without bias, E SwiGLU experts of
+width d_moe = ``intermediate_size``, k per token, no shared expert) with an
+``e_score_correction_bias`` [E] buffer per layer. Untied head.
+transformers ignores ``use_qk_norm``, ``attn_type_list``, ``shared_intermediate_size`` and the MTP
+fields; so does this adapter (the MTP modules of the checkpoint are not built, hence not counted).
+A ``quantization_config`` (NVFP4, FP8, ...) changes bytes per weight, not the parameter count.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ..assembly import LayerGroup, Model
+from ..components.attention import Attention
+from ..components.embedding import Embedding, LMHead
+from ..components.moe import MoE
+from ..components.norm import Norms
+from ..notation import sym
+from . import register
+from .base import PosInt, values
+from .llama import LAYER_NORMS, LlamaAdapter
+
+
+@register("minimax_m2")
+class MiniMaxM2Adapter(LlamaAdapter):
+    reference: ClassVar[str] = "MiniMaxM2ForCausalLM"
+
+    num_local_experts: PosInt
+    num_experts_per_tok: PosInt = 8
+    num_key_value_heads: PosInt = 8
+    head_dim: PosInt = 128
+    num_mtp_modules: int = 0
+
+    def to_model(self) -> Model:
+        if self.num_experts_per_tok > self.num_local_experts:
+            self.fail("num_experts_per_tok", f"{self.num_experts_per_tok} exceeds "
+                      f"num_local_experts={self.num_local_experts}")
+        layer = (Norms(LAYER_NORMS), Attention(qk_norm_full=True), MoE(correction_bias=True))
+        vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
+                      H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h,
+                      E=self.num_local_experts, k=self.num_experts_per_tok,
+                      d_moe=self.intermediate_size)
+        notes = ["weight bytes depend on the checkpoint dtype (quantization_config); "
+                 "the parameter count does not"]
+        if self.num_mtp_modules:
+            notes.append(f"{self.num_mtp_modules} MTP modules in the checkpoint are not built by "
+                         "transformers and not counted")
+        return Model(self.name, self.model_type, (Embedding(),),
+                     (LayerGroup("layers", sym.L, layer),),
+                     (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals, notes=notes)

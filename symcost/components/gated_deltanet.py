@@ -1,0 +1,99 @@
+"""Gated DeltaNet: linear attention whose [D_lk, D_lv] state per value head is decayed and delta-updated.
+
+Parameters (seed 001 §2.6; transformers ``Qwen3NextGatedDeltaNet``), with key width
+k = H_lk·D_lk, value width v = H_lv·D_lv and conv channels c = 2·k + v (q, k and v go through
+the conv):
+    in_proj_qkvz d·(2·k + 2·v)   [q | k | v | z]
+    in_proj_ba   d·2·H_lv        [β | a]
+    conv1d       c·K_c depthwise, no bias
+    dt_bias, A_log  H_lv each
+    norm         D_lv (gated RMSNorm shared by all heads)
+    out_proj     v·d
+FLOPs, as the torch fallback runs under FlopCounterMode, batch B:
+    projections 2·tokens·in·out; conv 2·B·c·K_c per output position: T + K_c − 1 positions in
+    prefill (padding K_c − 1, then slicing), 2 in decode (the K_c cached columns plus the new
+    one, unpadded).
+    Prefill: ``torch_chunk_gated_delta_rule`` zero-pads T to n·C_dn, n = ⌈T/C_dn⌉, C_dn = 64,
+    and computes the padding too; q/k heads are repeated to H_lv. Per value head and chunk:
+    k_β·kᵀ and q·kᵀ 2·C_dn²·D_lk each, (masked q·kᵀ)·v_new 2·C_dn²·D_lv, the state reads
+    k_cumdecay·S and q·S 2·C_dn·D_lk·D_lv each and the update kᵀ·v_new 2·C_dn·D_lk·D_lv.
+    The two triangular solves (``linalg.solve_triangular``) are not counted by FlopCounterMode.
+    For T a multiple of 64 this is the polynomial 2·B·H_lv·T·(2·C_dn·D_lk + C_dn·D_lv + 3·D_lk·D_lv).
+    Decode: ``torch_recurrent_gated_delta_rule`` does the step with broadcast multiplies and
+    sums, no matmul, so it counts 0 (≈ 8·B·H_lv·D_lk·D_lv real FLOPs: decay, read, update, output).
+Cache: conv_state [B, c, K_c] (K_c columns, not K_c − 1) and recurrent_state
+    [B, H_lv, D_lk, D_lv], float32 in the torch scan whatever the model dtype.
+
+>>> GatedDeltaNet().cache().total
+B*D_lk*D_lv*H_lv + B*K_c*(2*D_lk*H_lk + D_lv*H_lv)
+>>> from symcost.conventions import Phase
+>>> GatedDeltaNet().flops(Phase(kind="decode"))["conv1d"]
+4*B*K_c*(2*D_lk*H_lk + D_lv*H_lv)
+>>> GatedDeltaNet().params().total.subs({sym.d: 8, sym.H_lk: 1, sym.H_lv: 2, sym.D_lk: 4, sym.D_lv: 4, sym.K_c: 4})
+360
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..conventions import Phase
+from ..notation import sym
+from ..primitives import Linear, Matmul, Param
+from ..terms import Terms
+from .base import Component
+
+
+@dataclass(frozen=True)
+class GatedDeltaNet(Component):
+    key = "linear_attn"
+    d: sympy.Expr = sym.d
+    H_lk: sympy.Expr = sym.H_lk
+    H_lv: sympy.Expr = sym.H_lv
+    D_lk: sympy.Expr = sym.D_lk
+    D_lv: sympy.Expr = sym.D_lv
+    K_c: sympy.Expr = sym.K_c
+    C: sympy.Expr = sym.C_dn  # chunk size of the prefill scan
+
+    @property
+    def conv_dim(self) -> sympy.Expr:
+        return 2 * self.H_lk * self.D_lk + self.H_lv * self.D_lv
+
+    def primitives(self, ph: Phase | None = None):
+        d, Hv, dk, dv, K = self.d, self.H_lv, self.D_lk, self.D_lv, self.K_c
+        c, v = self.conv_dim, Hv * dv
+        prims = [
+            Linear("in_proj_qkvz", d, c + v, tp="col", doc="[d, 2·H_lk·D_lk + 2·H_lv·D_lv]: q, k, v, z"),
+            Linear("in_proj_ba", d, 2 * Hv, tp="col", doc="[d, 2·H_lv]: β, a"),
+            Param("conv1d", c * K, doc="depthwise [2·H_lk·D_lk + H_lv·D_lv, K_c], no bias"),
+            Param("dt_bias", Hv, doc="[H_lv]"),
+            Param("A_log", Hv, doc="[H_lv]"),
+            Param("norm", dv, doc="gated RMSNorm [D_lv]"),
+            Linear("out_proj", v, d, tp="row", doc="[H_lv·D_lv, d]"),
+        ]
+        if ph is None:
+            return prims
+        B = sym.B
+        if ph.kind == "decode":  # the recurrent step is elementwise: 0 matmul FLOPs
+            return prims + [Matmul("conv1d", 2 * B * 2 * c * K, "depthwise conv over K_c + 1 columns: 2 outputs")]
+        Q = self.C
+        n = sympy.ceiling(sym.T / Q)  # chunks after zero-padding T to a multiple of C_dn
+        heads = 2 * B * Hv * n  # every product below runs per value head and chunk
+        return prims + [
+            Matmul("conv1d", 2 * B * (sym.T + K - 1) * c * K, "depthwise conv, T + K_c − 1 outputs"),
+            Matmul("chunk_kk", heads * Q * Q * dk, "k_β·kᵀ within each chunk (UT system)"),
+            Matmul("chunk_qk", heads * Q * Q * dk, "q·kᵀ within each chunk"),
+            Matmul("chunk_values", heads * Q * Q * dv, "masked q·kᵀ · v_new within each chunk"),
+            Matmul("state_reads", 2 * heads * Q * dk * dv, "k_cumdecay·S and q·S per chunk"),
+            Matmul("state_update", heads * Q * dk * dv, "kᵀ·v_new into the state per chunk"),
+        ]
+
+    def cache(self) -> Terms:
+        return Terms({"conv_state": sym.B * self.conv_dim * self.K_c,
+                      "recurrent_state": sym.B * self.H_lv * self.D_lk * self.D_lv},
+                     {"conv_state": "[B, 2·H_lk·D_lk + H_lv·D_lv, K_c]",
+                      "recurrent_state": "[B, H_lv, D_lk, D_lv] (float32 in the torch scan)"})
+
+    def label(self) -> str:
+        return "Gated DeltaNet"
