@@ -274,6 +274,18 @@ def cmd_presets(args):
     _emit(args, payload, "\n".join(lines))
 
 
+def cmd_sheet(args):
+    from .report import write_sheet
+    m = loader.build(args.model)
+    try:
+        tex, pdf, message = write_sheet(m, args.output, pdf=args.pdf, T_prefill=args.T_prefill,
+                                        T_decode=args.T_decode, batch=args.batch, dtype=args.dtype)
+    except (RuntimeError, OSError) as e:
+        raise SymcostError(f"sheet: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    payload = {"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message}
+    _emit(args, payload, message)
+
+
 # -- parser --------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
@@ -322,6 +334,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--mem-util", type=float, default=0.9, help="usable fraction of GPU memory")
     for flag in ("--tp", "--pp", "--ep"):
         sp.add_argument(flag, type=_positive(flag), default=1)
+
+    sp = command("sheet", cmd_sheet, "write a LaTeX derivation (formula, numbers, exact result)")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("-o", "--output", required=True, help="the .tex file to write")
+    sp.add_argument("--pdf", action="store_true", help="also build the PDF (latexmk or pdflatex)")
+    sp.add_argument("--T-prefill", dest="T_prefill", type=_positive("--T-prefill"), default=4096)
+    sp.add_argument("--T-decode", dest="T_decode", type=_positive("--T-decode"), default=4096)
+    sp.add_argument("--batch", type=_positive("--batch"), default=1)
+    sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
 
     def parallel_flags(sp):
         for flag in ("--dp", "--tp", "--pp", "--ep", "--cp"):
