@@ -1,0 +1,107 @@
+"""Multi-head Latent Attention (MLA): keys and values come from a shared low-rank latent.
+
+Parameters (seed 001 §2.3; transformers ``DeepseekV3Attention`` / ``DeepseekV2Attention``):
+    query   q_proj d·H_q·(D_nope+D_rope)                       when q_lora_rank is null (V2-Lite)
+            or q_a_proj d·d_q, q_a_layernorm d_q, q_b_proj d_q·H_q·(D_nope+D_rope)
+    kv      kv_a_proj_with_mqa d·(d_kv+D_rope), kv_a_layernorm d_kv, kv_b_proj d_kv·H_q·(D_nope+D_v)
+    output  o_proj H_q·D_v·d
+    ``attention_bias`` puts biases on q_a_proj, kv_a_proj_with_mqa and o_proj only.
+FLOPs, ``mla="expand"`` (what transformers computes): every weight 2·rows·in·out over the new
+    tokens, except kv_b_proj, which re-expands the whole cache every step: rows = B·T in prefill,
+    B·(T+1) in decode. Scores 2·B·H_q·(D_nope+D_rope)·pairs, values 2·B·H_q·D_v·pairs.
+FLOPs, ``mla="absorb"`` (serving engines; DeepSeek's own inference code): kv_b_proj splits into
+    W_UK [d_kv → H_q·D_nope] folded into the query (q_nope → latent, per head) and W_UV
+    [d_kv → H_q·D_v] applied after attention, both over the new tokens only; scores run in the
+    latent space, 2·B·H_q·(d_kv+D_rope)·pairs, and values 2·B·H_q·d_kv·pairs. Same weights, same
+    cache; absorbing saves 2·B·T·H_q·d_kv·(D_nope+D_v) per decode step and costs more per pair
+    whenever d_kv > D_nope (tests/test_components_mla.py pins the difference).
+Cache (what the transformers 5.24 ``DynamicCache`` holds, measured): the latent, not K/V —
+    ``keys`` [B, 1, T, d_kv] (the normalised kv latent) and ``values`` [B, 1, T, D_rope] (the
+    rotated shared key), d_kv + D_rope per token per layer. ``cache_expanded()`` gives the
+    alternative an engine without MLA support holds: B·T·H_q·(D_nope+D_rope+D_v).
+With a sparse indexer (DeepSeek-V3.2 DSA, ``k_sel``), eager attention still multiplies the whole
+    rectangle (the top-k mask is applied after the matmul): ``full`` counts it; ``causal`` counts only
+    the pairs the causal and top-k masks keep, Σ_i min(i, k_I), like a window of k_I.
+
+>>> MLA().cache().total
+B*D_rope*T + B*T*d_kv
+>>> MLA(d_q=None).params()["q_proj"]
+H_q*d*(D_nope + D_rope)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..conventions import Phase
+from ..notation import sym
+from ..primitives import Linear, Matmul, Norm
+from ..terms import Terms
+from .base import Component
+
+
+@dataclass(frozen=True)
+class MLA(Component):
+    key = "self_attn"
+    d: sympy.Expr = sym.d
+    H_q: sympy.Expr = sym.H_q
+    d_q: sympy.Expr | None = sym.d_q  # None: a plain q_proj (q_lora_rank null)
+    d_kv: sympy.Expr = sym.d_kv
+    D_nope: sympy.Expr = sym.D_nope
+    D_rope: sympy.Expr = sym.D_rope
+    D_v: sympy.Expr = sym.D_v
+    bias: bool = False  # attention_bias
+    k_sel: sympy.Expr | None = None  # keys kept per query by a sparse indexer (DSA)
+
+    def pairs(self, ph: Phase) -> sympy.Expr:
+        if self.k_sel is not None and ph.attention == "causal":
+            return ph.pairs(self.k_sel)
+        return ph.pairs(None)
+
+    def primitives(self, ph: Phase | None = None):
+        d, H, d_kv, Dn, Dr, Dv = self.d, self.H_q, self.d_kv, self.D_nope, self.D_rope, self.D_v
+        if self.d_q is None:
+            prims = [Linear("q_proj", d, H * (Dn + Dr), tp="col", doc="[d, H_q·(D_nope+D_rope)]")]
+        else:
+            prims = [Linear("q_a_proj", d, self.d_q, self.bias, doc="[d, d_q]"),
+                     Norm("q_a_layernorm", self.d_q, doc="RMSNorm [d_q]"),
+                     Linear("q_b_proj", self.d_q, H * (Dn + Dr), tp="col", doc="[d_q, H_q·(D_nope+D_rope)]")]
+        prims += [Linear("kv_a_proj_with_mqa", d, d_kv + Dr, self.bias, doc="[d, d_kv+D_rope]"),
+                  Norm("kv_a_layernorm", d_kv, doc="RMSNorm [d_kv]")]
+        if ph is not None and ph.mla == "absorb":
+            prims += [Linear("kv_b_proj_k", d_kv, H * Dn, tp="col",
+                             doc="W_UK half of kv_b_proj, folded into the query: [d_kv, H_q·D_nope]"),
+                      Linear("kv_b_proj_v", d_kv, H * Dv, tp="col",
+                             doc="W_UV half of kv_b_proj, after attention: [d_kv, H_q·D_v]")]
+        else:
+            rows = None if ph is None else sym.B * ph.context  # re-expands every cached latent
+            prims.append(Linear("kv_b_proj", d_kv, H * (Dn + Dv), rows=rows, tp="col",
+                                doc="[d_kv, H_q·(D_nope+D_v)], run over the whole context"))
+        prims.append(Linear("o_proj", H * Dv, d, self.bias, tp="row", doc="[H_q·D_v, d]"))
+        if ph is not None:
+            pairs = self.pairs(ph)
+            if ph.mla == "absorb":
+                prims += [Matmul("scores", 2 * sym.B * H * (d_kv + Dr) * pairs,
+                                 "QKᵀ in the latent: 2·B·H_q·(d_kv+D_rope) per (query, key)"),
+                          Matmul("values", 2 * sym.B * H * d_kv * pairs,
+                                 "P·latent: 2·B·H_q·d_kv per (query, key)")]
+            else:
+                prims += [Matmul("scores", 2 * sym.B * H * (Dn + Dr) * pairs,
+                                 "QKᵀ: 2·B·H_q·(D_nope+D_rope) per (query, key)"),
+                          Matmul("values", 2 * sym.B * H * Dv * pairs, "PV: 2·B·H_q·D_v per (query, key)")]
+        return prims
+
+    def cache(self) -> Terms:
+        return Terms({"kv_latent": sym.B * sym.T * self.d_kv, "k_rope": sym.B * sym.T * self.D_rope},
+                     {"kv_latent": "[B, 1, T, d_kv] (DynamicCache keys)",
+                      "k_rope": "[B, 1, T, D_rope] (DynamicCache values)"})
+
+    def cache_expanded(self) -> Terms:
+        """The alternative: expanded per-head K and V, as an engine without MLA support caches them."""
+        return Terms({"keys": sym.B * sym.T * self.H_q * (self.D_nope + self.D_rope),
+                      "values": sym.B * sym.T * self.H_q * self.D_v},
+                     {"keys": "[B, H_q, T, D_nope+D_rope]", "values": "[B, H_q, T, D_v]"})
+
+    def label(self) -> str:
+        return "MLA" + (" (sparse, DSA)" if self.k_sel is not None else "")
