@@ -111,7 +111,8 @@ def cmd_params(args):
 
 
 def _phase(args) -> Phase:
-    return Phase(kind=args.phase, attention=args.attention, logits=args.logits, mla=args.mla)
+    return Phase(kind=args.phase, attention=args.attention, logits=args.logits, mla=args.mla,
+                 impl=args.impl)
 
 
 def cmd_flops(args):
@@ -286,6 +287,65 @@ def cmd_sheet(args):
     _emit(args, payload, message)
 
 
+def _metric_terms(m, args):
+    """The engine Terms a `check`/`scale` metric refers to."""
+    if args.metric == "params":
+        return m.params()
+    if args.metric == "active":
+        return m.active_params()
+    if args.metric == "cache":
+        return m.cache()
+    return m.flops(_phase(args))
+
+
+def cmd_check(args):
+    from .analysis import compare
+    from .exprparse import parse, parse_map
+    m = loader.build(args.model)
+    extra = parse_map(args.map or [])
+    user = parse(args.expr, extra=extra)
+    inputs = {k: v for k, v in (("T", args.T), ("B", args.batch)) if v is not None}
+    result = compare(_metric_terms(m, args), user, m.values_with(**inputs), user_text=args.expr)
+    payload = {"model": m.name, "metric": args.metric, **result}
+    verdict = ("EQUAL" if result["equal"] else "NOT EQUAL")
+    lines = [f"{m.name}: {args.metric}: your expression is {verdict} to the engine's"]
+    if not result["equal"]:
+        lines.append(f"  difference (engine - yours): {result['difference']}"
+                     + (f" = {result['difference_value']:,}" if result["difference_value"] is not None else ""))
+        if result["explained_by"]:
+            lines.append(f"  explained by: {', '.join(result['explained_by'])}")
+    if result["note"]:
+        lines.append(f"  {result['note']}")
+    if result["unknown_symbols"]:
+        lines.append(f"  unknown symbols (map them with --map NAME=EXPR): {', '.join(result['unknown_symbols'])}")
+    if result["config_numbers"]:
+        nums = ", ".join(f"{c['number']} (= {'/'.join(c['symbols'])})" for c in result["config_numbers"])
+        lines.append(f"  numbers in your expression that equal config values: {nums}")
+    _emit(args, payload, "\n".join(lines))
+
+
+def cmd_scale(args):
+    from .analysis import scale_summary
+    m = loader.build(args.model)
+    var = getattr(sym, args.wrt)
+    if var not in m.values and var is not sym.T:
+        raise SymcostError(f"--wrt {args.wrt}: the model has no {args.wrt}")
+    values = {k: v for k, v in m.values.items() if k is not var}
+    if args.batch is not None:
+        values[sym.B] = sympy.Integer(args.batch)
+    from .exprparse import to_text
+    terms = _metric_terms(m, args)
+    summary = scale_summary(terms, var, values=values)
+    symbolic = to_text(sympy.factor_terms(sympy.expand(sympy.diff(terms.total, var))))
+    payload = {"model": m.name, "metric": args.metric, **summary, "derivative_symbolic": symbolic}
+    lines = [f"{m.name}: how {args.metric} grows with {args.wrt}",
+             f"  d/d{args.wrt}: {symbolic} = {summary['derivative']}",
+             f"  leading term: {summary['leading_term']}   degree: {summary['degree']}   {summary['big_o']}"]
+    for r in summary["regimes"]:
+        lines.append(f"  when {r['when']}: {r['expr']}  ({r['big_o']})")
+    _emit(args, payload, "\n".join(lines))
+
+
 # -- parser --------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
@@ -309,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--attention", choices=["full", "causal"], default="full")
     sp.add_argument("--logits", choices=["all", "last"], default="all")
     sp.add_argument("--mla", choices=["expand", "absorb"], default="expand")
+    sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal",
+                    help="minimal: what the math needs; reference: what transformers' torch path "
+                         "computes (padded chunked scans, ...)")
 
     sp = command("cache", cmd_cache, "KV cache and recurrent state held after T tokens")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
@@ -334,6 +397,31 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--mem-util", type=float, default=0.9, help="usable fraction of GPU memory")
     for flag in ("--tp", "--pp", "--ep"):
         sp.add_argument(flag, type=_positive(flag), default=1)
+
+    def phase_flags(sp, required=False):
+        sp.add_argument("--phase", choices=["prefill", "decode"], default=None if required else "prefill",
+                        required=required)
+        sp.add_argument("--attention", choices=["full", "causal"], default="full")
+        sp.add_argument("--logits", choices=["all", "last"], default="all")
+        sp.add_argument("--mla", choices=["expand", "absorb"], default="expand")
+        sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal")
+
+    sp = command("check", cmd_check, "compare a hand-derived expression with the engine's")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--metric", choices=["params", "active", "flops", "cache"], required=True)
+    sp.add_argument("--expr", required=True, help="plain text (H_kv*D_h, ^ for powers) or LaTeX")
+    sp.add_argument("--map", action="append", metavar="NAME=EXPR",
+                    help="rename your symbols into the notation, e.g. --map m=d_ff --map c=2")
+    sp.add_argument("--T", type=_positive("--T"), default=None, help="substitute T in the difference")
+    sp.add_argument("--batch", type=_positive("--batch"), default=None)
+    phase_flags(sp)
+
+    sp = command("scale", cmd_scale, "derivative, leading term and big-O in T or E")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--metric", choices=["flops", "cache", "params", "active"], required=True)
+    sp.add_argument("--wrt", choices=["T", "E"], required=True)
+    sp.add_argument("--batch", type=_positive("--batch"), default=None)
+    phase_flags(sp)
 
     sp = command("sheet", cmd_sheet, "write a LaTeX derivation (formula, numbers, exact result)")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")

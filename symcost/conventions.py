@@ -13,6 +13,11 @@
 * ``mla="expand"``: decode re-expands the cached latents through ``kv_b_proj`` every step
   (transformers' reference code); ``"absorb"``: the up-projections are folded into the query and
   output and attention runs in the latent space (what serving engines do).
+* ``impl="minimal"`` (default): what the mathematics needs — chunked scans over exactly ``T``
+  tokens with a linear pass of states between chunks, the recurrent decode update counted as
+  the matrix-vector products it is. ``impl="reference"``: what the transformers torch path
+  computes and FlopCounterMode measures (prompt padded to the chunk size, the all-pairs chunk
+  state einsum, broadcast-multiply recurrences that count 0, the decode conv over K_c+1 columns).
 * Prefill of ``T`` tokens has context ``T``; decode at ``T`` has ``T`` cached tokens and one new
   token.
 """
@@ -35,6 +40,7 @@ class Phase(BaseModel):
     attention: Literal["full", "causal"] = "full"
     logits: Literal["all", "last"] = "all"
     mla: Literal["expand", "absorb"] = "expand"
+    impl: Literal["minimal", "reference"] = "minimal"
 
     @property
     def new(self) -> sympy.Expr:
@@ -72,4 +78,4 @@ class Phase(BaseModel):
 
     def describe(self) -> str:
         return (f"phase={self.kind}, attention={self.attention}, logits={self.logits}, "
-                f"mla={self.mla}; 1 multiply-accumulate = 2 FLOPs; matmuls only")
+                f"mla={self.mla}, impl={self.impl}; 1 multiply-accumulate = 2 FLOPs; matmuls only")

@@ -103,3 +103,58 @@ def test_python_dash_m_matches_console_script():
                        capture_output=True, text=True)
     b = subprocess.run(["symcost", "params", "llama-2-7b", "--json"], capture_output=True, text=True)
     assert a.returncode == b.returncode and a.stdout == b.stdout
+
+
+def test_check_llama2_tied_head_mistake(capsys):
+    """Seed 002's tied-embedding derivation of Llama-2-7B misses exactly V·d: the untied head."""
+    code, out, _ = run(["check", "llama-2-7b", "--metric", "params", "--json",
+                        "--expr", "L*(4*d**2 + 3*d*d_ff + 2*d) + d + V*d"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["equal"] is False
+    assert data["difference"] == "V*d" and data["difference_value"] == 32000 * 4096
+    assert data["explained_by"] == ["lm_head"]
+
+
+def test_check_seed_formula_with_map(capsys):
+    code, out, _ = run(["check", "llama-3.1-8b", "--metric", "params", "--json",
+                        "--expr", "L(2d^2+2d d_kv+3dm+2d)+d+cVd",
+                        "--map", "d_kv=H_kv*D_h", "--map", "m=d_ff", "--map", "c=2"], capsys)
+    assert code == 0 and json.loads(out)["equal"] is True
+
+
+def test_check_latex_forgetting_norms(capsys):
+    code, out, _ = run(["check", "llama-3.1-8b", "--metric", "params", "--json", "--expr",
+                        r"L\left(2d^2 + 2 d H_{kv} D_{h} + 3 d d_{ff}\right) + d + 2 V d"], capsys)
+    data = json.loads(out)
+    assert data["equal"] is False and data["explained_by"] == ["layers/norms"]
+
+
+def test_check_refuses_code(capsys):
+    code, out, err = run(["check", "llama-3.1-8b", "--metric", "params", "--expr",
+                          "__import__('os').system('true')"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+
+
+def test_scale_one_more_expert(capsys):
+    code, out, _ = run(["scale", "mixtral-8x7b-v0.1", "--metric", "params", "--wrt", "E", "--json"], capsys)
+    data = json.loads(out)
+    assert data["derivative"] == "5637275648" and data["derivative_symbolic"] == "L*d*(3*d_ff + 1)"
+    assert data["degree"] == 1 and data["big_o"] == "O(E)"
+
+
+@pytest.mark.parametrize("phase,degree", [("prefill", 2), ("decode", 1)])
+def test_scale_prefill_quadratic_decode_linear(phase, degree, capsys):
+    code, out, _ = run(["scale", "llama-3.1-8b", "--metric", "flops", "--wrt", "T", "--phase", phase,
+                        "--json"], capsys)
+    assert code == 0 and json.loads(out)["degree"] == degree
+
+
+def test_formula_strings_parse_back(capsys):
+    """INTERFACE: formula strings parse back with symcost's own parser to the same expression."""
+    import symcost
+    from symcost.exprparse import parse
+    m = symcost.build("deepseek-v3")
+    code, out, _ = run(["params", "deepseek-v3", "--json"], capsys)
+    data = json.loads(out)
+    import sympy
+    assert sympy.expand(parse(data["formula"]["total"]) - m.params().total) == 0
