@@ -48,6 +48,11 @@ def render_all() -> dict[str, str]:
         out[f"reports/{name}.tex"] = render_sheet(model, T_prefill=T, T_decode=T)
         out[f"reports/{name}.md"] = render_sheet_md(model, T_prefill=T, T_decode=T)
         index.append(f"| {name} | {model.model_type} | [md]({name}.md), [tex]({name}.tex) |")
+    from . import audit  # the seeds' worked examples against the engine (issue 6)
+    out["reports/seeds-audit.md"] = audit.render_markdown()
+    out["reports/seeds-audit.tex"] = audit.render_tex()
+    index.append("\nThe seeds' numeric claims, checked: [seeds-audit.md](seeds-audit.md), "
+                 "[seeds-audit.tex](seeds-audit.tex).")
     out["reports/README.md"] = "\n".join(index) + "\n"
     return out
 

@@ -176,7 +176,7 @@ class Terms:
 
 def exact(expr, values: Mapping) -> int:
     """Substitute ``values`` and return an exact Python int (raises if not an integer)."""
-    value = sympy.sympify(expr).xreplace(values)
+    value = sympy.sympify(sympy.sympify(expr).xreplace(values))
     if not value.is_Integer:
         value = sympy.nsimplify(value) if value.is_Float else value.doit()
     if not value.is_Integer:
