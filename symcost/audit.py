@@ -21,7 +21,7 @@ Units: GiB = 2^30 bytes, GB = 10^9 bytes; "1M" context is 10^6 in the seeds' FLO
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Callable

@@ -16,7 +16,7 @@ from .conventions import Phase
 from .errors import SymcostError
 from .notation import sym
 from .terms import Terms, exact
-from .units import dtype_bytes, human_bytes, human_count
+from .units import human_bytes, human_count
 
 
 class _Parser(argparse.ArgumentParser):

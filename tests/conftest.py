@@ -1,4 +1,3 @@
-import pytest
 
 from tests.tiny import cases
 

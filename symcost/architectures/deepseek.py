@@ -29,12 +29,11 @@ from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mla import MLA
 from ..components.moe import MoE
+from ..components.mtp import add_mtp, mtp_module
 from ..components.moonvit import MoonViTBlock, MoonViTProjector, MoonViTStem
 from ..components.norm import Norms
 from ..components.sparse_index import Indexer
-from ..errors import SymcostError
 from ..notation import sym
-from ..terms import Terms
 from . import register
 from .base import Adapter, NonNegInt, PosInt, values
 
@@ -148,16 +147,7 @@ class DeepseekV3Adapter(Adapter):
         n = self.num_nextn_predict_layers
         if not n:
             return
-        layer = Terms()
-        for c in (norms, *mixer, self.moe()):
-            layer.add(c.key, c.params(), c.label())
-        d = sym.d
-        mtp = Terms({"enorm": d, "hnorm": d, "eh_proj": 2 * d * d, "layer": layer, "shared_head_norm": d},
-                    {"enorm": "RMSNorm [d] on the embedding", "hnorm": "RMSNorm [d] on the hidden state",
-                     "eh_proj": "[2d, d]", "layer": "one decoder layer with an MoE FFN",
-                     "shared_head_norm": "RMSNorm [d] before the shared head"})
-        model.extras.add("mtp", mtp.scale(sym.L_mtp), f"{n} multi-token-prediction module(s)")
-        model.values.update(values(L_mtp=n))
+        add_mtp(model, n, mtp_module((norms, *mixer, self.moe()), "one decoder layer with an MoE FFN"))
         moe_vals = values(E=self.n_routed_experts, k=self.num_experts_per_tok, E_s=self.n_shared_experts,
                           d_moe=self.moe_intermediate_size)
         for s_, v_ in moe_vals.items():  # the MTP layer is MoE even when the main stack is dense

@@ -33,10 +33,10 @@ from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.minimax_vit import MiniMaxViT
 from ..components.moe import MoE
+from ..components.mtp import add_mtp, mtp_module
 from ..components.msa import MSAAttention, MSAIndexer
 from ..components.norm import Norms
 from ..notation import sym
-from ..terms import Terms
 from . import register
 from .base import Adapter, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS
@@ -271,17 +271,8 @@ class MiniMaxM3Adapter(Adapter):
         n = SEED_MTP_MODULES if self.num_mtp_modules is None else self.num_mtp_modules
         if not n:
             return
-        layer = Terms()
-        moe = self.mlp("sparse")
-        for c in (Norms(LAYER_NORMS), Attention(qk_norm=True), moe):
-            layer.add(c.key, c.params(), c.label())
-        d = sym.d
-        mtp = Terms({"enorm": d, "hnorm": d, "eh_proj": 2 * d * d, "layer": layer, "shared_head_norm": d},
-                    {"enorm": "RMSNorm [d] on the embedding", "hnorm": "RMSNorm [d] on the hidden state",
-                     "eh_proj": "[2d, d]", "layer": "one decoder layer: full GQA attention + MoE",
-                     "shared_head_norm": "RMSNorm [d] before the shared head"})
-        model.extras.add("mtp", mtp.scale(sym.L_mtp), f"{n} multi-token-prediction module(s)")
-        model.values.update(values(L_mtp=n))
+        add_mtp(model, n, mtp_module((Norms(LAYER_NORMS), Attention(qk_norm=True), self.mlp("sparse")),
+                                     "one decoder layer: full GQA attention + MoE"))
         for s_, v_ in self.moe_values().items():
             model.values.setdefault(s_, v_)
         src = (f"num_mtp_modules={n} taken from the seeds (000 §2.8), absent from the file"
