@@ -1,4 +1,5 @@
-"""Regenerate the committed documents: ``formulas/`` (one sheet per mechanism) and ``reports/``.
+"""Regenerate the committed documents: ``formulas/`` (one sheet per mechanism), ``reports/``
+and the README's generated tables.
 
 ``python -m symcost.generate`` writes them; ``tests/test_sync.py`` fails when they differ from what
 the code renders now. Mechanisms are found by walking ``symcost.components`` (every ``Component``
@@ -53,6 +54,14 @@ def render_all() -> dict[str, str]:
     out["reports/seeds-audit.tex"] = audit.render_tex()
     index.append("\nThe seeds' numeric claims, checked: [seeds-audit.md](seeds-audit.md), "
                  "[seeds-audit.tex](seeds-audit.tex).")
+    from . import scenario  # the seeds' 1M-context decode scenario for the flagship models (issue 7)
+    out["reports/flagships-1m.md"] = scenario.render_markdown()
+    index.append("\nThe flagship models at a 1M-token context, side by side: "
+                 "[flagships-1m.md](flagships-1m.md).")
+    readme = ROOT / "README.md"
+    if readme.is_file():  # its generated tables (families, notation); the prose is hand-written
+        from .docs import fill
+        out["README.md"] = fill(readme.read_text(encoding="utf-8"))
     out["reports/README.md"] = "\n".join(index) + "\n"
     return out
 
