@@ -185,6 +185,14 @@ def polynomial_in(expr: Expr | Terms, var=sym.T, *, values: Mapping | None = Non
     e = _subs(terms.total if terms is not None else _expr(expr), values, var)
     out = _structure(e, var)
     out["polynomial"] = out["degree"] is not None
+    out["note"] = ""
+    rounded = [a for a in e.atoms(sympy.floor, sympy.ceiling) if var in a.free_symbols]
+    if rounded and not out["polynomial"] and not _has_regimes(e, var):
+        # ⌈T/C⌉ chunks: a polynomial on the multiples of C, where ⌈T/C⌉ = T/C exactly
+        out = _structure(e.xreplace({a: a.args[0] for a in rounded}), var)
+        out["polynomial"] = False
+        out["note"] = (f"floor/ceiling of {var}/C taken as {var}/C: the degree and coefficients are "
+                       f"exact when C divides {var}")
     out["asymptotic_degree"] = out["degree"]
     out["regimes"] = []
     out["breakpoints"] = []
@@ -241,7 +249,7 @@ def scale_summary(expr: Expr | Terms, var, *, values: Mapping | None = None) -> 
 
     >>> from symcost.notation import sym
     >>> scale_summary(sym.L * sym.d * (3 * sym.E * sym.d_ff + sym.E), sym.E, values={sym.L: 2})
-    {'wrt': 'E', 'derivative': '2*d*(3*d_ff + 1)', 'leading_term': '2*E*d*(3*d_ff + 1)', 'degree': 1, 'asymptotic_degree': 1, 'big_o': 'O(E)', 'coefficients': {'1': '2*d*(3*d_ff + 1)'}, 'regimes': []}
+    {'wrt': 'E', 'derivative': '2*d*(3*d_ff + 1)', 'leading_term': '2*E*d*(3*d_ff + 1)', 'degree': 1, 'asymptotic_degree': 1, 'big_o': 'O(E)', 'coefficients': {'1': '2*d*(3*d_ff + 1)'}, 'regimes': [], 'note': ''}
     """
     s = polynomial_in(_expr(expr), var, values=values)
     return {
@@ -251,6 +259,7 @@ def scale_summary(expr: Expr | Terms, var, *, values: Mapping | None = None) -> 
         "degree": s["degree"], "asymptotic_degree": s["asymptotic_degree"], "big_o": s["big_o"],
         "coefficients": {str(p): to_text(c) for p, c in s["coefficients"].items()},
         "regimes": [{**r, "expr": to_text(r["expr"])} for r in s["regimes"]],
+        "note": s["note"],
     }
 
 

@@ -9,10 +9,24 @@ the conv):
     dt_bias, A_log  H_lv each
     norm         D_lv (gated RMSNorm shared by all heads)
     out_proj     v·d
-FLOPs, as the torch fallback runs under FlopCounterMode, batch B:
-    projections 2·tokens·in·out; conv 2·B·c·K_c per output position: T + K_c − 1 positions in
-    prefill (padding K_c − 1, then slicing), 2 in decode (the K_c cached columns plus the new
-    one, unpadded).
+FLOPs, batch B; projections 2·tokens·in·out under both ``impl`` conventions. Decays, β scaling,
+norms and gates are elementwise (0 FLOPs).
+``impl="minimal"`` (default): the chunked gated delta rule over exactly T tokens, chunks of
+    C = C_dn, as a polynomial in T (q = keys per query inside a chunk: C under ``attention="full"``,
+    (C+1)/2 under ``"causal"``; k·kᵀ needs only the strict lower triangle there, (C−1)/2):
+    conv 2·B·T·c·K_c (T outputs); k·kᵀ and q·kᵀ 2·B·T·q·H_lk·D_lk each, per key head (β and
+    the decays are per value head but scale the product elementwise); the two unit-lower-triangular
+    solves (UT transform, forward substitution) B·T·(C−1)·H_lv·(D_lk + D_lv); (masked q·kᵀ)·v_new
+    2·B·T·q·H_lv·D_lv; the state reads k_cumdecay·S and q·S 4·B·T·H_lv·D_lk·D_lv; the update
+    kᵀ·v_new 2·B·T·H_lv·D_lk·D_lv. Exact when C divides T; for T = m·C + r, 0 < r < C, the exact
+    count uses m·C² + r² (full) block pairs per head instead of T·C, likewise for the solves.
+    Decode: the recurrent step as the products it is, per value head: the reads S·k and S·q
+    4·B·H_lv·D_lk·D_lv and the rank-1 update k⊗δ 2·B·H_lv·D_lk·D_lv (6·B·H_lv·D_lk·D_lv; the
+    decay of S is elementwise); conv 2·B·c·K_c (one output).
+``impl="reference"``: what the transformers torch fallback runs, as FlopCounterMode measures it
+    (the oracle tests use this):
+    conv 2·B·c·K_c per output position: T + K_c − 1 positions in prefill (padding K_c − 1, then
+    slicing), 2 in decode (the K_c cached columns plus the new one, unpadded).
     Prefill: ``torch_chunk_gated_delta_rule`` zero-pads T to n·C_dn, n = ⌈T/C_dn⌉, C_dn = 64,
     and computes the padding too; q/k heads are repeated to H_lv. Per value head and chunk:
     k_β·kᵀ and q·kᵀ 2·C_dn²·D_lk each, (masked q·kᵀ)·v_new 2·C_dn²·D_lv, the state reads
@@ -20,15 +34,18 @@ FLOPs, as the torch fallback runs under FlopCounterMode, batch B:
     The two triangular solves (``linalg.solve_triangular``) are not counted by FlopCounterMode.
     For T a multiple of 64 this is the polynomial 2·B·H_lv·T·(2·C_dn·D_lk + C_dn·D_lv + 3·D_lk·D_lv).
     Decode: ``torch_recurrent_gated_delta_rule`` does the step with broadcast multiplies and
-    sums, no matmul, so it counts 0 (≈ 8·B·H_lv·D_lk·D_lv real FLOPs: decay, read, update, output).
+    sums, no matmul, so it counts 0.
 Cache: conv_state [B, c, K_c] (K_c columns, not K_c − 1) and recurrent_state
     [B, H_lv, D_lk, D_lv], float32 in the torch scan whatever the model dtype.
 
 >>> GatedDeltaNet().cache().total
 B*D_lk*D_lv*H_lv + B*K_c*(2*D_lk*H_lk + D_lv*H_lv)
 >>> from symcost.conventions import Phase
->>> GatedDeltaNet().flops(Phase(kind="decode"))["conv1d"]
-4*B*K_c*(2*D_lk*H_lk + D_lv*H_lv)
+>>> dn = GatedDeltaNet()
+>>> dn.flops(Phase(kind="decode")).total - dn.flops(Phase(kind="decode", impl="reference")).total
+6*B*D_lk*D_lv*H_lv - 2*B*K_c*(2*D_lk*H_lk + D_lv*H_lv)
+>>> GatedDeltaNet().flops(Phase(kind="prefill"))["ut_solve"]
+B*H_lv*T*(C_dn - 1)*(D_lk + D_lv)
 >>> GatedDeltaNet().params().total.subs({sym.d: 8, sym.H_lk: 1, sym.H_lv: 2, sym.D_lk: 4, sym.D_lv: 4, sym.K_c: 4})
 360
 """
@@ -61,7 +78,7 @@ class GatedDeltaNet(Component):
         return 2 * self.H_lk * self.D_lk + self.H_lv * self.D_lv
 
     def primitives(self, ph: Phase | None = None):
-        d, Hv, dk, dv, K = self.d, self.H_lv, self.D_lk, self.D_lv, self.K_c
+        d, Hv, dv, K = self.d, self.H_lv, self.D_lv, self.K_c
         c, v = self.conv_dim, Hv * dv
         prims = [
             Linear("in_proj_qkvz", d, c + v, tp="col", doc="[d, 2·H_lk·D_lk + 2·H_lv·D_lv]: q, k, v, z"),
@@ -74,13 +91,37 @@ class GatedDeltaNet(Component):
         ]
         if ph is None:
             return prims
-        B = sym.B
+        return prims + (self._reference(ph) if ph.impl == "reference" else self._minimal(ph))
+
+    def _minimal(self, ph: Phase) -> list[Matmul]:
+        B, T, C = sym.B, sym.T, self.C
+        Hk, Hv, dk, dv, c, K = self.H_lk, self.H_lv, self.D_lk, self.D_lv, self.conv_dim, self.K_c
+        if ph.kind == "decode":
+            return [Matmul("conv1d", 2 * B * c * K, "depthwise conv, one output"),
+                    Matmul("state_reads", 4 * B * Hv * dk * dv, "S·k and S·q"),
+                    Matmul("state_update", 2 * B * Hv * dk * dv, "k⊗δ into the decayed state")]
+        full = ph.attention == "full"
+        q = C if full else (C + 1) / 2  # keys per query inside a chunk
+        q_kk = C if full else (C - 1) / 2  # the UT system needs the strict lower triangle
+        return [
+            Matmul("conv1d", 2 * B * T * c * K, "depthwise conv, T outputs"),
+            Matmul("chunk_kk", 2 * B * T * q_kk * Hk * dk, "k·kᵀ within each chunk, per key head"),
+            Matmul("chunk_qk", 2 * B * T * q * Hk * dk, "q·kᵀ within each chunk, per key head"),
+            Matmul("ut_solve", B * T * (C - 1) * Hv * (dk + dv),
+                   "forward substitution of the UT system for v_β and k_β (C(C−1)/2 MACs per column)"),
+            Matmul("chunk_values", 2 * B * T * q * Hv * dv, "masked q·kᵀ · v_new within each chunk"),
+            Matmul("state_reads", 4 * B * T * Hv * dk * dv, "k_cumdecay·S and q·S per chunk"),
+            Matmul("state_update", 2 * B * T * Hv * dk * dv, "kᵀ·v_new into the state per chunk"),
+        ]
+
+    def _reference(self, ph: Phase) -> list[Matmul]:
+        B, Hv, dk, dv, K, c = sym.B, self.H_lv, self.D_lk, self.D_lv, self.K_c, self.conv_dim
         if ph.kind == "decode":  # the recurrent step is elementwise: 0 matmul FLOPs
-            return prims + [Matmul("conv1d", 2 * B * 2 * c * K, "depthwise conv over K_c + 1 columns: 2 outputs")]
+            return [Matmul("conv1d", 2 * B * 2 * c * K, "depthwise conv over K_c + 1 columns: 2 outputs")]
         Q = self.C
         n = sympy.ceiling(sym.T / Q)  # chunks after zero-padding T to a multiple of C_dn
         heads = 2 * B * Hv * n  # every product below runs per value head and chunk
-        return prims + [
+        return [
             Matmul("conv1d", 2 * B * (sym.T + K - 1) * c * K, "depthwise conv, T + K_c − 1 outputs"),
             Matmul("chunk_kk", heads * Q * Q * dk, "k_β·kᵀ within each chunk (UT system)"),
             Matmul("chunk_qk", heads * Q * Q * dk, "q·kᵀ within each chunk"),

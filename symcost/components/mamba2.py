@@ -7,17 +7,30 @@ d_in = H_m·D_m and the conv channels c = d_in + 2·G·N (x, B and C go through 
     dt_bias, A_log, D                    H_m each
     norm     d_in (gated RMSNorm, G groups)
     out_proj d_in·d                      (+ bias with ``use_bias``)
-FLOPs, as the torch (non-kernel) path runs under FlopCounterMode, batch B:
-    projections 2·tokens·in·out; conv 2·B·c·K_c per output position: T + K_c − 1 positions in
-    prefill (padding K_c − 1 on both sides, then slicing), 2 in decode (the K_c cached columns
-    plus the new one, unpadded).
-    Prefill SSD over n = ⌈T/C⌉ chunks of C (the scan zero-pads T to a multiple of C and
-    computes the padding too): C·Bᵀ scores 2·B·n·C²·H_m·N, scores·X 2·B·n·C²·H_m·D_m,
-    chunk states 2·B·n·C·H_m·D_m·N, state passing between the n+1 boundaries
-    2·B·(n+1)²·H_m·D_m·N, state read-out 2·B·n·C·H_m·D_m·N.
-    Decode: one recurrent step; only the read-out h·C is a matmul, 2·B·H_m·D_m·N.
-    The same under both attention conventions: the scan computes these products whatever the
-    mask keeps. Discretisation, decays, D skip, gating and norms are elementwise (0 FLOPs).
+FLOPs, batch B; projections 2·tokens·in·out under both ``impl`` conventions. Discretisation,
+decays, D skip, gating and norms are elementwise (0 FLOPs). A state step ``h ← a·h + u`` counts
+one multiply-accumulate per state element.
+``impl="minimal"`` (default): the SSD algorithm over exactly T tokens, chunks of C, written as a
+    polynomial in T (q = keys per query inside a chunk: C under ``attention="full"``, the dense
+    C×C block; (C+1)/2 under ``"causal"``, the lower triangle):
+    conv 2·B·T·c·K_c (T outputs); C·Bᵀ scores 2·B·T·q·G·N (B and C are shared by the H_m/G heads
+    of a group, so per group, as the mamba_ssm kernel does); scores·X 2·B·T·q·H_m·D_m; chunk states
+    2·B·T·H_m·D_m·N; state passing, a linear scan over the T/C chunks, 2·B·(T/C)·H_m·D_m·N; state
+    read-out 2·B·T·H_m·D_m·N. Exact when C divides T (so for T ≤ C only at T = C); for
+    T = m·C + r, 0 < r < C, the exact count has m·C² + r² (full) pairs per head instead of T·C and
+    ⌈T/C⌉ state steps instead of T/C.
+    Decode: the recurrent step, x⊗B into the decayed state 2·B·H_m·D_m·N and the read-out h·C
+    2·B·H_m·D_m·N; conv 2·B·c·K_c (one output).
+``impl="reference"``: what the transformers torch (non-kernel) path runs, as FlopCounterMode
+    measures it (the oracle tests use this):
+    conv 2·B·c·K_c per output position: T + K_c − 1 positions in prefill (padding K_c − 1 on
+    both sides, then slicing), 2 in decode (the K_c cached columns plus the new one, unpadded).
+    Prefill SSD over n = ⌈T/C⌉ chunks of C (the scan zero-pads T to a multiple of C, computes the
+    padding too, and repeats B and C to every head): C·Bᵀ scores 2·B·n·C²·H_m·N, scores·X
+    2·B·n·C²·H_m·D_m, chunk states 2·B·n·C·H_m·D_m·N, state passing as one einsum over the
+    (n+1)² pairs of chunk boundaries 2·B·(n+1)²·H_m·D_m·N, state read-out 2·B·n·C·H_m·D_m·N.
+    Decode: the state update is broadcast multiplies (0); only the read-out h·C is a matmul,
+    2·B·H_m·D_m·N. The same under both attention conventions.
 Cache: conv_states [B, c, K_c] (K_c columns, not K_c − 1) and recurrent_states
     [B, H_m, D_m, N]; the torch scan produces the recurrent state in float32 whatever the model
     dtype (adapters record that in ``Model.state_dtype``).
@@ -25,8 +38,11 @@ Cache: conv_states [B, c, K_c] (K_c columns, not K_c − 1) and recurrent_states
 >>> Mamba2().cache().total
 B*D_m*H_m*N + B*K_c*(D_m*H_m + 2*G*N)
 >>> from symcost.conventions import Phase
->>> Mamba2().flops(Phase(kind="decode"))["ssm_readout"]
-2*B*D_m*H_m*N
+>>> m = Mamba2()
+>>> m.flops(Phase(kind="decode")).total - m.flops(Phase(kind="decode", impl="reference")).total
+2*B*D_m*H_m*N - 2*B*K_c*(D_m*H_m + 2*G*N)
+>>> Mamba2().flops(Phase(kind="prefill"))["ssd_state_passing"]
+2*B*D_m*H_m*N*ceiling(T/C)
 >>> Mamba2().params().total.subs({sym.d: 4, sym.H_m: 2, sym.D_m: 4, sym.G: 1, sym.N: 2, sym.K_c: 4})
 194
 """
@@ -65,7 +81,7 @@ class Mamba2(Component):
         return self.d_in + 2 * self.G * self.N
 
     def primitives(self, ph: Phase | None = None):
-        d, H, P, N, K = self.d, self.H_m, self.D_m, self.N, self.K_c
+        d, H, K = self.d, self.H_m, self.K_c
         d_in, c = self.d_in, self.conv_dim
         prims = [
             Linear("in_proj", d, d_in + c + H, self.bias, tp="col",
@@ -80,15 +96,36 @@ class Mamba2(Component):
                   Linear("out_proj", d_in, d, self.bias, tp="row", doc="[H_m·D_m, d]")]
         if ph is None:
             return prims
-        B = sym.B
+        return prims + (self._reference(ph) if ph.impl == "reference" else self._minimal(ph))
+
+    def _minimal(self, ph: Phase) -> list[Matmul]:
+        B, T, C = sym.B, sym.T, self.C
+        H, P, N, c, K = self.H_m, self.D_m, self.N, self.conv_dim, self.K_c
         if ph.kind == "decode":
-            return prims + [
+            return [Matmul("conv1d", 2 * B * c * K, "depthwise conv, one output"),
+                    Matmul("ssm_update", 2 * B * H * P * N, "x⊗B accumulated into the decayed state"),
+                    Matmul("ssm_readout", 2 * B * H * P * N, "h·C: [B·H_m, D_m, N] × [N, 1]")]
+        q = C if ph.attention == "full" else (C + 1) / 2  # keys per query inside a chunk
+        return [
+            Matmul("conv1d", 2 * B * T * c * K, "depthwise conv, T outputs"),
+            Matmul("ssd_scores", 2 * B * T * q * self.G * N, "C·Bᵀ within each chunk, per group"),
+            Matmul("ssd_values", 2 * B * T * q * H * P, "masked scores · X within each chunk"),
+            Matmul("ssd_chunk_states", 2 * B * T * H * P * N, "Bᵀ·X: state of each chunk"),
+            Matmul("ssd_state_passing", 2 * B * sympy.ceiling(T / C) * H * P * N,
+                   "linear scan over the ⌈T/C⌉ chunk states"),
+            Matmul("ssd_state_readout", 2 * B * T * H * P * N, "C · incoming chunk state"),
+        ]
+
+    def _reference(self, ph: Phase) -> list[Matmul]:
+        B, H, P, N, K, c = sym.B, self.H_m, self.D_m, self.N, self.K_c, self.conv_dim
+        if ph.kind == "decode":
+            return [
                 Matmul("conv1d", 2 * B * 2 * c * K, "depthwise conv over K_c + 1 columns: 2 outputs"),
                 Matmul("ssm_readout", 2 * B * H * P * N, "h·C: [B·H_m, D_m, N] × [N, 1]"),
             ]
         n = sympy.ceiling(sym.T / self.C)  # chunks after zero-padding T to a multiple of C
         Q = self.C
-        return prims + [
+        return [
             Matmul("conv1d", 2 * B * (sym.T + K - 1) * c * K, "depthwise conv, T + K_c − 1 outputs"),
             Matmul("ssd_scores", 2 * B * n * Q * Q * H * N, "C·Bᵀ within each chunk"),
             Matmul("ssd_values", 2 * B * n * Q * Q * H * P, "masked scores · X within each chunk"),
