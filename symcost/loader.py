@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from . import architectures
+from .architectures.base import Adapter
 from .assembly import Model
 from .errors import SymcostError
 
@@ -65,6 +66,6 @@ def load_config(source: str | dict, name: str | None = None):
 
 def build(config) -> Model:
     """The architecture-neutral ``Model`` for an adapter (or anything ``load_config`` takes)."""
-    if not isinstance(config, architectures.base.Adapter):
+    if not isinstance(config, Adapter):
         config = load_config(config)
     return config.to_model()
