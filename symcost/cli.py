@@ -363,12 +363,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = command("flops", cmd_flops, "forward FLOPs of a prefill or a decode step")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
-    sp.add_argument("--phase", choices=["prefill", "decode"], required=True)
+    sp.add_argument("--phase", choices=["prefill", "decode"], required=True,
+                    help="prefill: T new tokens, context T; decode: 1 new token after T cached")
     sp.add_argument("--T", type=_positive("--T"), required=True, help="tokens (prefill) / context (decode)")
-    sp.add_argument("--batch", type=_positive("--batch"), default=1)
-    sp.add_argument("--attention", choices=["full", "causal"], default="full")
-    sp.add_argument("--logits", choices=["all", "last"], default="all")
-    sp.add_argument("--mla", choices=["expand", "absorb"], default="expand")
+    sp.add_argument("--batch", type=_positive("--batch"), default=1, help="sequences B (default 1)")
+    sp.add_argument("--attention", choices=["full", "causal"], default="full",
+                    help="full: every (query, key) in the buffer, as eager attention computes; "
+                         "causal: only the pairs the masks keep, exactly (default full)")
+    sp.add_argument("--logits", choices=["all", "last"], default="all",
+                    help="LM head on every new position, or only the last (default all)")
+    sp.add_argument("--mla", choices=["expand", "absorb"], default="expand",
+                    help="MLA decode: re-expand cached latents (transformers) or absorbed "
+                         "up-projections (serving engines) (default expand)")
     sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal",
                     help="minimal: what the math needs; reference: what transformers' torch path "
                          "computes (padded chunked scans, ...)")

@@ -33,6 +33,13 @@ GEMMA_NORMS = ("input_layernorm", "post_attention_layernorm",
                "pre_feedforward_layernorm", "post_feedforward_layernorm")
 
 
+def alternating_layer_types(layer_types: list[str] | None, n: int) -> list[str]:
+    """``layer_types`` as given, else sliding and full alternating, sliding first (Gemma-2, gpt-oss)."""
+    if layer_types is not None:
+        return list(layer_types)
+    return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n)]
+
+
 def window_groups(types: list[str], layer: Callable) -> tuple[tuple[LayerGroup, ...], dict]:
     """Full and sliding layers as two groups (L_full, L_swa), or one group (L) if all alike.
 
@@ -68,10 +75,7 @@ class Gemma2Adapter(LlamaAdapter):
         return self
 
     def resolved_layer_types(self) -> list[str]:
-        if self.layer_types is not None:
-            return list(self.layer_types)
-        return ["sliding_attention" if (i + 1) % 2 else "full_attention"
-                for i in range(self.num_hidden_layers)]
+        return alternating_layer_types(self.layer_types, self.num_hidden_layers)
 
     def layer(self, window):
         return (Norms(GEMMA_NORMS),

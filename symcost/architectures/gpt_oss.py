@@ -18,7 +18,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from . import register
 from .base import PosInt, values
-from .gemma import window_groups
+from .gemma import alternating_layer_types, window_groups
 from .llama import LAYER_NORMS, LlamaAdapter
 
 
@@ -34,10 +34,7 @@ class GptOssAdapter(LlamaAdapter):
     attention_bias: bool = True
 
     def resolved_layer_types(self) -> list[str]:
-        if self.layer_types is not None:
-            return list(self.layer_types)
-        return ["sliding_attention" if (i + 1) % 2 else "full_attention"
-                for i in range(self.num_hidden_layers)]
+        return alternating_layer_types(self.layer_types, self.num_hidden_layers)
 
     def layer(self, window):
         return (Norms(LAYER_NORMS),
