@@ -272,6 +272,8 @@ def cmd_presets(args):
         value = f"{r['flops']:>26,}" if r["flops"] is not None else f"{'n/a':>26}"
         ratio = f"{r['ratio_to_exact']:.4f}x" if r["ratio_to_exact"] else "      "
         lines.append(f"  {r['preset']:<20} {value}  {ratio}  {r['note']}")
+        if r.get("minus_exact"):
+            lines.append(f"  {'':<20} minus exact, as a function of T and B: {r['minus_exact']}")
     _emit(args, payload, "\n".join(lines))
 
 
