@@ -39,6 +39,9 @@ class Model:
     notes: list[str] = field(default_factory=list)
     #: cache element bytes that differ from the KV dtype, by cache key (e.g. Mamba fp32 state)
     state_dtype: dict[str, str] = field(default_factory=dict)
+    #: the vision tower + projector, if any, for per-image questions: ``image_tokens()`` (text tokens
+    #: one image fills) and ``image_flops()`` (Terms); never walked by the totals above
+    vision: Component | None = None
 
     # -- the shared walk over parts -----------------------------------------------------------
     def _collect(self, fn) -> Terms:
@@ -76,6 +79,11 @@ class Model:
     def flops(self, ph: Phase) -> Terms:
         """Forward matmul FLOPs of one pass (``conventions``), batch ``B``."""
         return self._collect(lambda c: c.flops(ph))
+
+    def elementwise(self, ph: Phase) -> Terms:
+        """Elementwise FLOPs (norms, activations, softmax, RoPE, residuals; ``symcost.elementwise``):
+        a separate, optional group, never part of ``flops``."""
+        return self._collect(lambda c: c.elementwise(ph))
 
     def cache(self) -> Terms:
         """Cache elements held after ``T`` tokens for batch ``B`` (KV, conv and SSM state)."""

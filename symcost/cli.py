@@ -115,22 +115,60 @@ def _phase(args) -> Phase:
                  impl=args.impl)
 
 
+def _images(m, args) -> tuple[int, dict]:
+    """``--images N``: the context grows by N·image_tokens per sequence; (tokens added, JSON fields)."""
+    n = args.images
+    if n < 0:
+        raise SymcostError(f"--images must be non-negative, got {n}")
+    if n and m.vision is None:
+        raise SymcostError(f"--images {n}: {m.name} has no vision tower")
+    per_image = exact(m.vision.image_tokens(), m.values) if m.vision is not None else 0
+    added = n * per_image
+    return added, {"images": n, "tokens_per_image": per_image, "vision_tokens": added,
+                   "T_text": args.T, "T": args.T + added, "formula_T": "T_text" if added else "T"}
+
+
+def _text_T(expr, added: int):
+    """A formula in the full context T rewritten in the text tokens (T -> T + vision tokens)."""
+    return sympy.expand(expr.xreplace({sym.T: sym.T + added})) if added else expr
+
+
 def cmd_flops(args):
     m = loader.build(args.model)
     ph = _phase(args)
     terms = m.flops(ph)
-    vals = m.values_with(T=args.T, B=args.batch)
+    added, img = _images(m, args)
+    in_T = _text_T(sympy.expand(terms.total.xreplace(m.values)), added)
+    vision = {}
+    if added and args.phase == "prefill":  # the tower runs once per image, in the prefill
+        per_image = m.vision.image_flops()
+        vision = {k: exact(v, m.values) for k, v in per_image.depth(2).items()}
+        terms.add("vision", args.images * sym.B * per_image.total,
+                  f"{args.images} image(s) per sequence × {m.vision.label()}")
+        in_T = sympy.expand(in_T + args.images * sym.B * per_image.total.xreplace(m.values))
+    T = args.T + added
+    vals = m.values_with(T=T, B=args.batch)
     total = terms.total_at(vals)
     breakdown = _breakdown(terms, vals)
-    in_T = sympy.expand(terms.total.xreplace(m.values))
-    payload = {"model": m.name, "phase": args.phase, "T": args.T, "batch": args.batch,
+    payload = {"model": m.name, "phase": args.phase, "T": T, "batch": args.batch,
                "total": total, "breakdown": breakdown, "formula": str(in_T),
-               "symbolic": str(terms.total), "convention": ph.describe()}
+               "symbolic": str(terms.total), "convention": ph.describe(), **img,
+               "vision_flops_per_image": vision}
     rows = [(k, str(v), breakdown[k]) for k, v in terms.depth(2).items()]
-    text = "\n".join([f"{m.name}: forward FLOPs, {args.phase}, T={args.T}, B={args.batch}",
+    ctx = f"T={T}" + (f" (T_text={args.T} + {added} vision tokens)" if added else "")
+    text = "\n".join([f"{m.name}: forward FLOPs, {args.phase}, {ctx}, B={args.batch}",
                       f"  ({ph.describe()})", _table(rows, total),
                       f"  total {total:,} = {human_count(total)}FLOP",
-                      f"  as a function of T, B: {in_T}"])
+                      f"  as a function of T{'_text' if added else ''}, B: {in_T}"])
+    if args.elementwise:  # a separate group: never part of "total"
+        from .elementwise import CONVENTION
+        ew = m.elementwise(ph)
+        ew_total, ew_break = ew.total_at(vals), _breakdown(ew, vals)
+        payload["elementwise"] = {"total": ew_total, "breakdown": ew_break, "convention": CONVENTION}
+        text += "\n".join(["", "  elementwise (norms, activations, softmax, RoPE, residuals; "
+                            "a convention, not in the total above):",
+                            _table([(k, str(v), ew_break[k]) for k, v in ew.depth(2).items()], ew_total),
+                            f"  elementwise total {ew_total:,} = {human_count(ew_total)}FLOP"])
     _emit(args, payload, text)
 
 
@@ -141,22 +179,24 @@ def cmd_cache(args):
     if args.layout == "vllm":
         from .vllm import paged_cache
         terms = paged_cache(m, args.block_size, args.max_batched_tokens)
-    vals = m.values_with(T=args.T, B=args.batch)
+    added, img = _images(m, args)
+    vals = m.values_with(T=args.T + added, B=args.batch)
     elements = terms.total_at(vals)
     total, breakdown = cache_bytes_total(m, args.dtype, vals, terms)
-    formula = sympy.expand(cache_bytes(m, args.dtype, terms).xreplace(m.values))
+    formula = _text_T(sympy.expand(cache_bytes(m, args.dtype, terms).xreplace(m.values)), added)
     payload = {"model": m.name, "T": args.T, "batch": args.batch, "dtype": args.dtype,
                "bytes": total, "elements": elements, "breakdown": breakdown, "formula": str(formula),
-               "bytes_per_token": None, "layout": args.layout, "state_dtypes": m.state_dtype}
+               "bytes_per_token": None, "layout": args.layout, "state_dtypes": m.state_dtype, **img}
     per_token = sympy.diff(formula, sym.T) if formula.is_polynomial(sym.T) else None
     if per_token is not None and not per_token.free_symbols - {sym.B}:
         payload["bytes_per_token"] = int(per_token.xreplace({sym.B: args.batch}))
     rows = [(k, str(v), breakdown.get(k, 0)) for k, v in terms.depth(2).items()]
-    text = "\n".join([f"{m.name}: cache after T={args.T} tokens, B={args.batch}, {args.dtype}, "
+    ctx = f"T={args.T + added}" + (f" (T_text={args.T} + {added} vision tokens)" if added else "")
+    text = "\n".join([f"{m.name}: cache after {ctx} tokens, B={args.batch}, {args.dtype}, "
                       f"{args.layout} layout",
                       _table(rows, total, human_bytes),
                       f"  total {total:,} bytes = {human_bytes(total)}  ({elements:,} elements)",
-                      f"  bytes as a function of T, B: {formula}"])
+                      f"  bytes as a function of T{'_text' if added else ''}, B: {formula}"])
     _emit(args, payload, text)
 
 
@@ -349,6 +389,10 @@ def cmd_scale(args):
 
 
 # -- parser --------------------------------------------------------------------------------------
+IMAGES_HELP = ("N images per sequence at the config's default image size (vision models): the context "
+               "becomes T = T_text + N x tokens per image, --T being T_text (JSON: T, T_text, vision_tokens)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -380,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal",
                     help="minimal: what the math needs; reference: what transformers' torch path "
                          "computes (padded chunked scans, ...)")
+    sp.add_argument("--images", type=int, default=0, metavar="N",
+                    help=IMAGES_HELP + "; a prefill adds N x the tower's per-image FLOPs (breakdown key "
+                         "'vision'; decode runs no tower)")
+    sp.add_argument("--elementwise", action="store_true",
+                    help="also report elementwise FLOPs (norms, activations, softmax, RoPE, residual "
+                         "adds) as a separate group under symcost.elementwise's convention")
 
     sp = command("cache", cmd_cache, "KV cache and recurrent state held after T tokens")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
@@ -390,6 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="hf: the tensors transformers' cache holds; vllm: paged blocks")
     sp.add_argument("--block-size", type=_positive("--block-size"), default=16)
     sp.add_argument("--max-batched-tokens", type=_positive("--max-batched-tokens"), default=8192)
+    sp.add_argument("--images", type=int, default=0, metavar="N", help=IMAGES_HELP)
 
     sp = command("memory", cmd_memory, "inference memory: weights, cache, activations, GPU fit")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")

@@ -113,6 +113,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("L_csa", "L_{csa}", "compressed-sparse-attention (CSA) layers", "layer_types, compress_ratios 4"),
     Entry("L_hca", "L_{hca}", "heavily-compressed-attention (HCA) layers", "layer_types, compress_ratios 128"),
     Entry("L_hash", "L_{hash}", "hash-routed MoE layers", "num_hash_layers, mlp_layer_types"),
+    # -- vision tokens per image (Gemma 3 pooled projector) --
+    Entry("N_img", "N_{img}", "text tokens one image fills (pooled vision features)", "mm_tokens_per_image"),
     # -- user inputs --
     Entry("T", "T", "tokens: sequence / context length", "(input)", "length"),
     Entry("B", "B", "batch size", "(input)"),

@@ -62,6 +62,7 @@ class Param:
     copies: Expr = ONE
     active: Expr | None = None
     doc: str = ""
+    norm: Literal["rms", "layer", None] = None  # set by ``Norm``: which norm reads this weight
 
     def params(self) -> Expr:
         return self.copies * self.numel
@@ -95,4 +96,5 @@ Primitive = Linear | Param | Matmul
 
 def Norm(name: str, dim: Expr, bias: bool = False, doc: str = "") -> Param:
     """RMSNorm (``dim`` scales) or LayerNorm (``2·dim`` with bias)."""
-    return Param(name, dim * 2 if bias else dim, doc=doc or ("LayerNorm" if bias else "RMSNorm"))
+    return Param(name, dim * 2 if bias else dim, doc=doc or ("LayerNorm" if bias else "RMSNorm"),
+                 norm="layer" if bias else "rms")

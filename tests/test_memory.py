@@ -75,3 +75,28 @@ def test_vllm_sliding_window_keeps_w_minus_1_plus_batched_plus_a_block():
     per_token_layer = 2 * 8 * 256 * 2
     assert by["swa_layers/self_attn"] == 21 * per_token_layer * (-(-(4095 + 8192) // 16) + 1) * 16
     assert by["full_layers/self_attn"] == 21 * per_token_layer * 100_000
+
+
+def test_seed_nemotron_kv_at_1m_is_12_gib():
+    """Seed 000 §2.10 / 001 §4.2.5: 12 GQA layers, H_kv = 2, D_h = 128, T = 2^20, BF16 = 12 GiB."""
+    m = symcost.build("nemotron-3-ultra-550b-a55b")
+    _, by = cache_bytes_total(m, "bf16", m.values_with(T=2**20, B=1))
+    assert by["attention_layers/self_attn"] == 12 * 2**30
+
+
+def test_seed_mla_latent_cache_61_layers_256k():
+    """Seed 001 §4.3: 61 MLA layers, d_kv = 512, D_rope = 64, T = 256K: 18,421,383,168 bytes."""
+    m = symcost.build("deepseek-v3")
+    total, _ = cache_bytes_total(m, "bf16", m.values_with(T=256 * 1024, B=1))
+    assert total == 18_421_383_168
+
+
+def test_vllm_data_point_gpt_oss_120b_73728_bytes_per_token():
+    """vLLM: gpt-oss-120b holds 73,728 bytes of KV per token (36 layers × 2 × 8 × 64 × 2)."""
+    from symcost.loader import read_json
+    _, raw = read_json("gpt-oss-20b")
+    raw = {**raw, "num_hidden_layers": 36, "num_local_experts": 128,
+           "layer_types": ["sliding_attention", "full_attention"] * 18}
+    m = symcost.build(raw)
+    one_token, _ = cache_bytes_total(m, "bf16", m.values_with(T=1, B=1))
+    assert one_token == 73_728

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import sympy
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..assembly import LayerGroup, Model
@@ -30,7 +31,7 @@ from ..components.ffn import FFN
 from ..components.mla import MLA
 from ..components.moe import MoE
 from ..components.mtp import add_mtp, mtp_module
-from ..components.moonvit import MoonViTBlock, MoonViTProjector, MoonViTStem
+from ..components.moonvit import MoonViT, MoonViTBlock, MoonViTProjector, MoonViTStem
 from ..components.norm import Norms
 from ..components.sparse_index import Indexer
 from ..notation import sym
@@ -294,4 +295,12 @@ class KimiK25Adapter(Adapter):
                                m_vis=kh * kw))
         m.notes.append("MoonViT tower and projector: weights exact against Kimi_K25ForConditionalGeneration; "
                        "they run only on image/video patches, so text prefill/decode FLOPs hold none of them")
+        ph, pw, p = v.pos_emb_height, v.pos_emb_width, v.patch_size
+        # the processor pads the patch grid to whole merge kernels
+        gh, gw = -(-ph // kh) * kh, -(-pw // kw) * kw
+        m.vision = MoonViT() if gh * gw == ph * pw else MoonViT(N_pat=sympy.Integer(gh * gw))
+        m.notes.append(f"one image (--images) is {ph * p}×{pw * p} px, the learned position grid "
+                       f"(vision_config pos_emb {ph}×{pw} patches of {p} px, used without resampling; the config "
+                       f"states no image size) = {gh * gw} patches = {gh * gw // (kh * kw)} text tokens; "
+                       "Kimi_K25ImageProcessor's default cap is 16384 patches (max_patches), 4096 tokens")
         return m

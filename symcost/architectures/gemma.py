@@ -14,6 +14,7 @@ rotary tables (local and global θ) are computed elementwise: no matmul either.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -81,7 +82,7 @@ class Gemma2Adapter(LlamaAdapter):
         return (Norms(GEMMA_NORMS),
                 Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
                           qk_norm=self.qk_norm),
-                FFN())  # GeGLU: gate, up, down
+                FFN(act="gelu_tanh"))  # GeGLU: gate, up, down (gelu_pytorch_tanh)
 
     def to_model(self, tied: bool | None = None) -> Model:
         types = self.resolved_layer_types()
@@ -144,6 +145,7 @@ class Gemma3Adapter(Adapter):
     text_config: Gemma3TextAdapter = Field(default_factory=Gemma3TextAdapter)
     vision_config: SiglipVisionConfig = Field(default_factory=SiglipVisionConfig)
     tie_word_embeddings: bool = True
+    mm_tokens_per_image: PosInt = 256
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -151,15 +153,27 @@ class Gemma3Adapter(Adapter):
         if v.image_size < v.patch_size:
             self.fail("vision_config.image_size", f"image_size={v.image_size} is smaller than "
                       f"patch_size={v.patch_size}")
+        if v.image_size // v.patch_size < math.isqrt(self.mm_tokens_per_image):
+            self.fail("mm_tokens_per_image", f"mm_tokens_per_image={self.mm_tokens_per_image} needs more "
+                      f"than the {v.image_size // v.patch_size} patches per side the tower makes")
         return self
+
+    def image_tokens(self) -> int:
+        """Gemma3MultiModalProjector: AvgPool2d with kernel P // √mm_tokens_per_image on the P×P patch grid."""
+        side = self.vision_config.image_size // self.vision_config.patch_size
+        return (side // (side // math.isqrt(self.mm_tokens_per_image))) ** 2
 
     def to_model(self) -> Model:
         m = self.text_config.to_model(tied=self.tie_word_embeddings)
         v = self.vision_config
         m.name, m.model_type = self.name, self.model_type
         m.pre = (Vision(head=v.vision_use_head),) + m.pre
+        m.vision = m.pre[0]
+        n_pat = (v.image_size // v.patch_size) ** 2
         m.values.update(values(d_vis=v.hidden_size, d_ff_vis=v.intermediate_size,
                                L_vis=v.num_hidden_layers, p_vis=v.patch_size, C_img=v.num_channels,
-                               N_pat=(v.image_size // v.patch_size) ** 2))
-        m.notes.append("vision tower: parameters only; a text-only pass does not run it (0 FLOPs)")
+                               N_pat=n_pat, N_img=self.image_tokens()))
+        m.notes.append(f"vision tower: a text-only pass does not run it (0 FLOPs); one image (--images) is "
+                       f"vision_config.image_size={v.image_size}² (the only size the tower takes) = {n_pat} "
+                       f"patches pooled to {self.image_tokens()} text tokens (mm_tokens_per_image)")
         return m

@@ -250,6 +250,7 @@ class MiniMaxM3Adapter(Adapter):
         v = self.vision_config or M3VisionConfig()
         tower = MiniMaxViT()
         model.extras.add("vision", tower.params()[tower.key], tower.label())
+        model.vision = tower
         n_pat = (v.image_size // v.patch_size) ** 2
         model.values.update(values(d_vis=v.hidden_size, d_ff_vis=v.intermediate_size, L_vis=v.num_hidden_layers,
                                    p_vis=v.patch_size, t_vis=v.temporal_patch_size, C_img=v.num_channels,
@@ -264,8 +265,10 @@ class MiniMaxM3Adapter(Adapter):
             f"MiniMaxM3VLMultiModalProjector): vision_config from {src}; projector_hidden_size="
             f"{self.projector_hidden_size}" + ("" if "projector_hidden_size" in self.model_fields_set else
                                               " from transformers' MiniMaxM3VLConfig default") +
-            f"; one {v.image_size}² image = {n_pat} patches = {n_pat // v.spatial_merge_size ** 2} text tokens; "
-            "a text-only pass does not run the tower (0 FLOPs)")
+            f"; one image (--images) is vision_config.image_size={v.image_size}² at full resolution = {n_pat} "
+            f"patches = {n_pat // v.spatial_merge_size ** 2} text tokens (MiniMaxM3VLImageProcessor's default "
+            "longest_edge=451584 px would shrink it to 672², 576 tokens); a text-only pass does not run the "
+            "tower (0 FLOPs)")
 
     def add_mtp(self, model: Model) -> None:
         n = SEED_MTP_MODULES if self.num_mtp_modules is None else self.num_mtp_modules

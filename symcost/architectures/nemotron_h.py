@@ -130,10 +130,10 @@ class NemotronHAdapter(Adapter):
         if kind == "linear_attention":
             return Mamba2(bias=self.use_bias, conv_bias=self.use_conv_bias)
         if kind == "full_attention":
-            return Attention()
+            return Attention(rope=False)  # no positional encoding in the attention layers
         if kind == "mlp":
-            return FFN(gated=False, bias=self.mlp_bias)
-        return MoE(gated=False, d_sh=sym.d_sh, shared_gated=False, correction_bias=True,
+            return FFN(gated=False, bias=self.mlp_bias, act="relu2")
+        return MoE(gated=False, d_sh=sym.d_sh, shared_gated=False, correction_bias=True, act="relu2",
                    d_lat=None if self.moe_latent_size is None else sym.d_lat, proj_bias=self.mlp_bias)
 
     def kind_values(self, kind: str) -> dict:

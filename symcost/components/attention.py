@@ -9,12 +9,20 @@ FLOPs (seed 001 §2.1): the four projections 2·tokens·in·out, and QKᵀ and P
     KV heads are repeated to H_q before the matmul, so GQA saves cache, not score FLOPs.
 Cache: K and V, 2·B·H_kv·D_h per kept token; a sliding-window layer keeps min(T, W-1).
 An optional output gate (Qwen3-Next) doubles q_proj to 2·H_q·D_h.
+Elementwise (``symcost.elementwise``, a separate group): softmax 5 per score over the same
+    (query, key) pairs as QKᵀ, B·H_q·pairs scores; RoPE 3·tokens·(H_q+H_kv)·D_h (``rope=False``:
+    GPT-2, Nemotron-H; partial rotary is counted over the whole D_h); q/k RMSNorm
+    4·tokens·(H_q+H_kv)·D_h; output gate (sigmoid + product) 5·tokens·H_q·D_h; one residual add
+    tokens·d. Sinks (one extra logit per row) are not counted.
 
 >>> from symcost.notation import sym
 >>> Attention().params().total
 2*D_h*H_kv*d + 2*D_h*H_q*d
 >>> Attention().cache().total
 2*B*D_h*H_kv*T
+>>> from symcost.conventions import Phase
+>>> Attention().elementwise(Phase(kind="decode"))["softmax"]
+5*B*H_q*(T + 1)
 """
 from __future__ import annotations
 
@@ -24,6 +32,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
+from ..elementwise import COST
 from ..primitives import Linear, Matmul, Norm, Param
 from ..terms import Terms
 from .base import Component
@@ -43,6 +52,7 @@ class Attention(Component):
     qk_norm_full: bool = False  # one RMSNorm over all of q (H_q·D_h) and of k (H_kv·D_h): MiniMax M2
     sinks: bool = False
     output_gate: bool = False
+    rope: bool = True  # rotary embedding on q and k (False: GPT-2, Nemotron-H)
 
     def primitives(self, ph: Phase | None = None):
         d, H_q, H_kv, D_h = self.d, self.H_q, self.H_kv, self.D_h
@@ -68,6 +78,21 @@ class Attention(Component):
                 Matmul("values", 2 * sym.B * H_q * D_h * pairs, "PV: 2·B·H_q·D_h per (query, key)"),
             ]
         return prims
+
+    def elementwise(self, ph: Phase) -> Terms:
+        rows, H_q, H_kv, D_h = ph.tokens, self.H_q, self.H_kv, self.D_h
+        scores = next(p for p in self.primitives(ph) if p.name == "scores").flops_expr / (2 * D_h)
+        t = Terms()
+        if self.qk_norm or self.qk_norm_full:
+            t.add("qk_norm", COST["rmsnorm"] * rows * (H_q + H_kv) * D_h, "RMSNorm on q and k")
+        if self.rope:
+            t.add("rope", COST["rope"] * rows * (H_q + H_kv) * D_h, "3 per rotated element of q and k")
+        t.add("softmax", COST["softmax"] * scores, "5 per score, the (query, key) pairs of QKᵀ × H_q")
+        if self.output_gate:
+            t.add("output_gate", (COST["sigmoid"] + COST["gate_mul"]) * rows * H_q * D_h,
+                  "sigmoid gate times the attention output")
+        t.add("residual", COST["residual"] * rows * self.d, "residual add")
+        return t
 
     def kept_tokens(self) -> sympy.Expr:
         return sym.T if self.W is None else sympy.Min(sym.T, self.W - 1)

@@ -61,6 +61,15 @@ class Component:
                 t.add(p.name, value, p.doc)
         return t
 
+    def elementwise(self, ph: Phase) -> Terms:
+        """Elementwise FLOPs of one layer (``symcost.elementwise``; never part of ``flops``).
+
+        Default: the norms among the primitives, each over the phase's token rows. Components with
+        more elementwise work (activations, softmax, RoPE, residual adds) override this.
+        """
+        from ..elementwise import norm_terms
+        return norm_terms(self.primitives(ph), ph.tokens)
+
     def cache(self) -> Terms:
         """Cache elements held after ``T`` tokens, batch ``B`` (default: none)."""
         return Terms()

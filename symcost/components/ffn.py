@@ -4,11 +4,17 @@ Parameters (seed 000 §1.3, transformers ``LlamaMLP`` / ``GPT2MLP`` / ``Nemotron
     gated: gate_proj and up_proj d·d_ff each, down_proj d_ff·d   -> 3·d·d_ff
     plain: up_proj d·d_ff, down_proj d_ff·d                      -> 2·d·d_ff  (+ biases)
 FLOPs: 2·tokens per weight (activations count 0).
+Elementwise (``symcost.elementwise``): the activation over d_ff per token (``act``: SiLU 4 by
+    default when gated, GELU-tanh 8 when plain; ReLU² 2, GELU 5), the gate product 1·d_ff when
+    gated, and one residual add d. Bias adds are not counted.
 
 >>> FFN().params().total
 3*d*d_ff
 >>> FFN(gated=False).params().total
 2*d*d_ff
+>>> from symcost.conventions import Phase
+>>> FFN().elementwise(Phase(kind="decode")).total
+B*d + 5*B*d_ff
 """
 from __future__ import annotations
 
@@ -18,7 +24,9 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
+from ..elementwise import COST, act_cost
 from ..primitives import Linear
+from ..terms import Terms
 from .base import Component
 
 
@@ -29,6 +37,20 @@ class FFN(Component):
     d_ff: sympy.Expr = sym.d_ff
     gated: bool = True
     bias: bool = False
+    act: str | None = None  # activation (table or hidden_act name); None: silu if gated, else gelu_tanh
+
+    @property
+    def activation(self) -> str:
+        return self.act or ("silu" if self.gated else "gelu_tanh")
+
+    def elementwise(self, ph: Phase) -> Terms:
+        rows = ph.tokens
+        t = Terms({"act": act_cost(self.activation) * rows * self.d_ff},
+                  {"act": f"{self.activation} over d_ff"})
+        if self.gated:
+            t.add("gate_mul", COST["gate_mul"] * rows * self.d_ff, "act(gate) · up")
+        t.add("residual", COST["residual"] * rows * self.d, "residual add")
+        return t
 
     def primitives(self, ph: Phase | None = None):
         d, d_ff = self.d, self.d_ff

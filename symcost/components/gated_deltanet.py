@@ -35,6 +35,12 @@ norms and gates are elementwise (0 FLOPs).
     For T a multiple of 64 this is the polynomial 2·B·H_lv·T·(2·C_dn·D_lk + C_dn·D_lv + 3·D_lk·D_lv).
     Decode: ``torch_recurrent_gated_delta_rule`` does the step with broadcast multiplies and
     sums, no matmul, so it counts 0.
+Elementwise (``symcost.elementwise``; the same under both ``impl``), per token: SiLU after the
+    conv 4·c; L2 norm of q and k 3·2·H_lk·D_lk; β = sigmoid(b) 4·H_lv and the decay
+    g = −exp(A)·softplus(a + dt_bias) 5·H_lv; β scaling of k and v H_lv·(D_lk + D_lv); the gated
+    RMSNorm and its gate silu(z) 9·H_lv·D_lv; one residual add d. The scan's decays: decode
+    multiplies the state by exp(g), H_lv·D_lk·D_lv; prefill masks the intra-chunk scores with the
+    decays, T·q·H_lv, and decays each of the ⌈T/C⌉ chunk states, H_lv·D_lk·D_lv each.
 Cache: conv_state [B, c, K_c] (K_c columns, not K_c − 1) and recurrent_state
     [B, H_lv, D_lk, D_lv], float32 in the torch scan whatever the model dtype.
 
@@ -46,6 +52,8 @@ B*D_lk*D_lv*H_lv + B*K_c*(2*D_lk*H_lk + D_lv*H_lv)
 6*B*D_lk*D_lv*H_lv - 2*B*K_c*(2*D_lk*H_lk + D_lv*H_lv)
 >>> GatedDeltaNet().flops(Phase(kind="prefill"))["ut_solve"]
 B*H_lv*T*(C_dn - 1)*(D_lk + D_lv)
+>>> GatedDeltaNet().elementwise(Phase(kind="decode"))["scan_decay"]
+B*D_lk*D_lv*H_lv
 >>> GatedDeltaNet().params().total.subs({sym.d: 8, sym.H_lk: 1, sym.H_lv: 2, sym.D_lk: 4, sym.D_lv: 4, sym.K_c: 4})
 360
 """
@@ -56,6 +64,7 @@ from dataclasses import dataclass
 import sympy
 
 from ..conventions import Phase
+from ..elementwise import COST
 from ..notation import sym
 from ..primitives import Linear, Matmul, Param
 from ..terms import Terms
@@ -129,6 +138,26 @@ class GatedDeltaNet(Component):
             Matmul("state_reads", 2 * heads * Q * dk * dv, "k_cumdecay·S and q·S per chunk"),
             Matmul("state_update", heads * Q * dk * dv, "kᵀ·v_new into the state per chunk"),
         ]
+
+    def elementwise(self, ph: Phase) -> Terms:
+        rows, B, Hv, dk, dv = ph.tokens, sym.B, self.H_lv, self.D_lk, self.D_lv
+        if ph.kind == "decode":
+            decay = rows * Hv * dk * dv
+        else:
+            q = self.C if ph.attention == "full" else (self.C + 1) / 2
+            decay = B * sym.T * q * Hv + B * sympy.ceiling(sym.T / self.C) * Hv * dk * dv
+        return Terms({
+            "conv_act": COST["silu"] * rows * self.conv_dim,
+            "qk_l2norm": COST["l2norm"] * rows * 2 * self.H_lk * dk,
+            "gates": (COST["sigmoid"] + 1 + COST["softplus"] + 1) * rows * Hv,
+            "beta_scale": rows * Hv * (dk + dv),
+            "gated_norm": (COST["rmsnorm"] + COST["silu"] + COST["gate_mul"]) * rows * Hv * dv,
+            "scan_decay": decay,
+            "residual": COST["residual"] * rows * self.d,
+        }, {"conv_act": "SiLU over the conv channels", "qk_l2norm": "L2 norm of q and k",
+            "gates": "β = sigmoid(b), g = −exp(A)·softplus(a + dt_bias)", "beta_scale": "β·k, β·v",
+            "gated_norm": "RMSNorm(y)·silu(z)", "scan_decay": "decay multiplies of the scan",
+            "residual": "residual add"})
 
     def cache(self) -> Terms:
         return Terms({"conv_state": sym.B * self.conv_dim * self.K_c,

@@ -31,6 +31,12 @@ one multiply-accumulate per state element.
     (n+1)² pairs of chunk boundaries 2·B·(n+1)²·H_m·D_m·N, state read-out 2·B·n·C·H_m·D_m·N.
     Decode: the state update is broadcast multiplies (0); only the read-out h·C is a matmul,
     2·B·H_m·D_m·N. The same under both attention conventions.
+Elementwise (``symcost.elementwise``; the same under both ``impl``), per token: SiLU after the
+    conv 4·c; dt = softplus(dt + dt_bias) and the decay exp(dt·A) 6·H_m; x·dt D_m·H_m; the D skip
+    2·H_m·D_m; the gate silu(z)·y 5·H_m·D_m; the gated RMSNorm 4·H_m·D_m; one residual add d. The
+    scan's decays: decode multiplies the state by exp(dt·A), H_m·D_m·N; prefill (SSD) masks the
+    intra-chunk scores with the decays, T·q·H_m (q as above), and decays each of the ⌈T/C⌉ chunk
+    states passed on, H_m·D_m·N each.
 Cache: conv_states [B, c, K_c] (K_c columns, not K_c − 1) and recurrent_states
     [B, H_m, D_m, N]; the torch scan produces the recurrent state in float32 whatever the model
     dtype (adapters record that in ``Model.state_dtype``).
@@ -43,6 +49,8 @@ B*D_m*H_m*N + B*K_c*(D_m*H_m + 2*G*N)
 2*B*D_m*H_m*N - 2*B*K_c*(D_m*H_m + 2*G*N)
 >>> Mamba2().flops(Phase(kind="prefill"))["ssd_state_passing"]
 2*B*D_m*H_m*N*ceiling(T/C)
+>>> Mamba2().elementwise(Phase(kind="decode"))["scan_decay"]
+B*D_m*H_m*N
 >>> Mamba2().params().total.subs({sym.d: 4, sym.H_m: 2, sym.D_m: 4, sym.G: 1, sym.N: 2, sym.K_c: 4})
 194
 """
@@ -53,6 +61,7 @@ from dataclasses import dataclass
 import sympy
 
 from ..conventions import Phase
+from ..elementwise import COST
 from ..notation import sym
 from ..primitives import Linear, Matmul, Param
 from ..terms import Terms
@@ -134,6 +143,27 @@ class Mamba2(Component):
                    "decay matrix over the n + 1 chunk boundaries × states"),
             Matmul("ssd_state_readout", 2 * B * n * Q * H * P * N, "C · incoming chunk state"),
         ]
+
+    def elementwise(self, ph: Phase) -> Terms:
+        rows, B, H, d_in = ph.tokens, sym.B, self.H_m, self.d_in
+        state = H * self.D_m * self.N
+        if ph.kind == "decode":
+            decay = rows * state
+        else:
+            q = self.C if ph.attention == "full" else (self.C + 1) / 2
+            decay = B * sym.T * q * H + B * sympy.ceiling(sym.T / self.C) * state
+        return Terms({
+            "conv_act": COST["silu"] * rows * self.conv_dim,
+            "dt": (1 + COST["softplus"] + 2) * rows * H,
+            "x_dt": rows * d_in,
+            "d_skip": 2 * rows * d_in,
+            "gate": (COST["silu"] + COST["gate_mul"]) * rows * d_in,
+            "norm": COST["rmsnorm"] * rows * d_in,
+            "scan_decay": decay,
+            "residual": COST["residual"] * rows * self.d,
+        }, {"conv_act": "SiLU over the conv channels", "dt": "softplus(dt + dt_bias), exp(dt·A)",
+            "x_dt": "x·dt", "d_skip": "y + D·x", "gate": "y·silu(z)", "norm": "gated RMSNorm",
+            "scan_decay": "decay multiplies of the scan", "residual": "residual add"})
 
     def cache(self) -> Terms:
         return Terms({"conv_states": sym.B * self.conv_dim * self.K_c,

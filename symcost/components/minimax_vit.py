@@ -13,7 +13,8 @@ FLOPs: a text-only pass never runs the tower (0 in every text phase). ``image_fl
     still image of N_pat patches (grid t = 1) as eager attention computes it: each GEMM over N_pat
     rows (the merge stage over N_pat/m_vis rows), the Conv3d 2·N_pat·d_vis·C_img·t_vis·p_vis², and
     per layer QKᵀ and PV over the whole N_pat × N_pat rectangle, 2·N_pat²·d_vis each (H·D = d_vis).
-    The image then occupies N_pat/m_vis text tokens. Cache: none.
+    ``image_tokens()``: the image then fills N_pat/m_vis text tokens, the ``]<]image[>[`` placeholders
+    ``MiniMaxM3VLProcessor`` repeats (its start/end-of-image brackets, 2 more, are prompt text). Cache: none.
 
 >>> from symcost.notation import sym
 >>> MiniMaxViT().params()["vision_tower/patch_embedding"]
@@ -73,6 +74,10 @@ class MiniMaxViT(Component):
 
     def active_params(self) -> Terms:
         return Terms({self.key: super().active_params()}, {self.key: self.label()})
+
+    def image_tokens(self, N_pat: sympy.Expr = sym.N_pat) -> sympy.Expr:
+        """Text tokens one still image fills: one per merged m_vis patches."""
+        return N_pat / self.m_vis
 
     def image_flops(self, N_pat: sympy.Expr = sym.N_pat) -> Terms:
         """Forward FLOPs of one still image of ``N_pat`` patches (eager attention)."""

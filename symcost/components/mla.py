@@ -22,11 +22,17 @@ Cache (what the transformers 5.24 ``DynamicCache`` holds, measured): the latent,
 With a sparse indexer (DeepSeek-V3.2 DSA, ``k_sel``), eager attention still multiplies the whole
     rectangle (the top-k mask is applied after the matmul): ``full`` counts it; ``causal`` counts only
     the pairs the causal and top-k masks keep, Σ_i min(i, k_I), like a window of k_I.
+Elementwise (``symcost.elementwise``): q_a_layernorm 4·tokens·d_q and kv_a_layernorm
+    4·tokens·d_kv (new tokens only: the cache holds the normalised latent), softmax 5 per score
+    over the same pairs as the scores, B·H_q·pairs, RoPE 3·tokens·(H_q + 1)·D_rope (every query
+    head and the one shared rotary key), one residual add tokens·d; the same under both ``mla`` modes.
 
 >>> MLA().cache().total
 B*D_rope*T + B*T*d_kv
 >>> MLA(d_q=None).params()["q_proj"]
 H_q*d*(D_nope + D_rope)
+>>> MLA().elementwise(Phase(kind="decode"))["rope"]
+3*B*D_rope*(H_q + 1)
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ from dataclasses import dataclass
 import sympy
 
 from ..conventions import Phase
+from ..elementwise import COST, norm_terms
 from ..notation import sym
 from ..primitives import Linear, Matmul, Norm
 from ..terms import Terms
@@ -91,6 +98,15 @@ class MLA(Component):
                                  "QKᵀ: 2·B·H_q·(D_nope+D_rope) per (query, key)"),
                           Matmul("values", 2 * sym.B * H * Dv * pairs, "PV: 2·B·H_q·D_v per (query, key)")]
         return prims
+
+    def elementwise(self, ph: Phase) -> Terms:
+        rows = ph.tokens
+        t = norm_terms(self.primitives(ph), rows)
+        t.add("rope", COST["rope"] * rows * (self.H_q + 1) * self.D_rope,
+              "3 per rotated element: H_q query heads and the shared key")
+        t.add("softmax", COST["softmax"] * sym.B * self.H_q * self.pairs(ph), "5 per score")
+        t.add("residual", COST["residual"] * rows * self.d, "residual add")
+        return t
 
     def cache(self) -> Terms:
         return Terms({"kv_latent": sym.B * sym.T * self.d_kv, "k_rope": sym.B * sym.T * self.D_rope},

@@ -11,12 +11,21 @@ Active parameters per token: router + k of E routed experts + shared experts (+ 
 FLOPs: router 2·tokens·d·E, routed experts 2·tokens·k·(per-expert weights) — what eager expert
 dispatch computes, exactly k experts per token — and the shared experts over every token.
 Buffers: DeepSeek-V3 / Nemotron-H ``e_score_correction_bias`` [E] is a buffer, not a parameter.
+Elementwise (``symcost.elementwise``), per token: router scores 5·E (softmax, or sigmoid +
+    correction bias; top-k selection and weight renormalisation not counted); the routed experts'
+    activation over k·d_moe (+ gate product k·d_moe when gated; ``act`` as in ``FFN``); the combine
+    2·k·d (scale by the routing weight, add into the sum, as eager dispatch does); the shared
+    expert's activation over d_sh (+ gate product), its add to the routed sum d, and with a
+    shared gate sigmoid 4 + product d; one residual add d.
 
 >>> from symcost.notation import sym
 >>> MoE().params().total
 3*E*d*d_moe + E*d
 >>> MoE().active_params().total
 E*d + 3*d*d_moe*k
+>>> from symcost.conventions import Phase
+>>> MoE().elementwise(Phase(kind="decode")).total
+5*B*E + 2*B*d*k + B*d + 5*B*d_moe*k
 """
 from __future__ import annotations
 
@@ -26,6 +35,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
+from ..elementwise import COST, act_cost
 from ..primitives import Linear
 from ..terms import Terms
 from .base import Component
@@ -47,6 +57,25 @@ class MoE(Component):
     shared_gate: bool = False  # sigmoid gate d -> 1 on the shared expert (Qwen2-MoE)
     correction_bias: bool = False  # e_score_correction_bias buffer [E]
     proj_bias: bool = False  # bias on shared-expert and latent projections (Nemotron-H mlp_bias)
+    act: str | None = None  # expert activation; None: silu if gated, else gelu_tanh (see FFN)
+
+    def elementwise(self, ph: Phase) -> Terms:
+        rows, d, k = ph.tokens, self.d, self.k
+        act = self.act or ("silu" if self.gated else "gelu_tanh")
+        per = act_cost(act) + (COST["gate_mul"] if self.gated else 0)
+        t = Terms({"router": COST["router"] * rows * self.E,
+                   "experts_act": per * rows * k * self.d_moe,
+                   "combine": COST["moe_combine"] * rows * k * d},
+                  {"router": "5 per expert logit", "experts_act": f"{act} (+ gate product) over k·d_moe",
+                   "combine": "routing weight × expert output, summed"})
+        if self.d_sh is not None:
+            per_sh = act_cost(act) + (COST["gate_mul"] if self.shared_gated else 0)
+            t.add("shared_act", per_sh * rows * self.d_sh, f"{act} (+ gate product) over d_sh")
+            t.add("shared_add", rows * d, "shared output added to the routed sum")
+            if self.shared_gate:
+                t.add("shared_gate", rows * (COST["sigmoid"] + COST["gate_mul"] * d), "sigmoid(x·w) · shared")
+        t.add("residual", COST["residual"] * rows * d, "residual add")
+        return t
 
     def primitives(self, ph: Phase | None = None):
         d, E, k, d_moe = self.d, self.E, self.k, self.d_moe

@@ -10,9 +10,19 @@ Parameters (transformers ``Kimi_K25VisionModel`` and ``Kimi_K25MultimodalProject
               out_proj m_vis·d_vis·d + d (m_vis = merge_kernel_size[0]·merge_kernel_size[1])
 FLOPs: the tower runs only on image/video patches, never in a text-only prefill or decode, so its
     weights are declared with 0 token rows there (what FlopCounterMode measures on text input).
+    ``MoonViT().image_flops()`` is one still image of N_pat patches (grid t = 1) as eager attention
+    computes it (``Kimi_K25Model.get_image_features``): the Conv2d 2·N_pat·d_vis·C_img·p_vis² (each patch
+    is its own p×p input), per layer q/k/v/proj 8·N_pat·d_vis², QKᵀ and PV over the image's own
+    N_pat × N_pat block (cu_seqlens) 2·N_pat²·d_vis each, fc1 + fc2 4·N_pat·d_vis·d_ff_vis; the position
+    grid is resampled by ``embedding_bag`` and the patches pooled by ``index_add_`` (no matmul); then the
+    projector on N_pat/m_vis merged rows: in_proj 2·(N_pat/m_vis)·(m_vis·d_vis)², out_proj
+    2·(N_pat/m_vis)·m_vis·d_vis·d. ``image_tokens()`` = N_pat/m_vis, the ``<|media_pad|>`` tokens
+    ``Kimi_K25Processor`` repeats (the chat template's media begin/end markers are prompt text).
 
 >>> MoonViTBlock().params().total
 2*d_ff_vis*d_vis + d_ff_vis + 4*d_vis**2 + 9*d_vis
+>>> MoonViT().image_tokens(), MoonViT().image_flops()["scores"]
+(N_pat/m_vis, 2*L_vis*N_pat**2*d_vis)
 """
 from __future__ import annotations
 
@@ -23,6 +33,7 @@ import sympy
 from ..conventions import Phase
 from ..notation import sym
 from ..primitives import Linear, Norm, Param
+from ..terms import Terms
 from .base import Component
 
 NO_ROWS = sympy.Integer(0)  # text-only phases: the tower does not run
@@ -82,3 +93,41 @@ class MoonViTProjector(Component):
 
     def label(self) -> str:
         return "MoonViT final norm + patch-merger projector"
+
+
+@dataclass(frozen=True)
+class MoonViT(Component):
+    """The whole tower + projector, for the per-image questions (the model's parameters are the parts above)."""
+
+    key = "vision"
+    d: sympy.Expr = sym.d
+    d_vis: sympy.Expr = sym.d_vis
+    d_ff_vis: sympy.Expr = sym.d_ff_vis
+    L_vis: sympy.Expr = sym.L_vis
+    p_vis: sympy.Expr = sym.p_vis
+    C_img: sympy.Expr = sym.C_img
+    N_pat: sympy.Expr = sym.N_pat
+    m_vis: sympy.Expr = sym.m_vis
+
+    def primitives(self, ph: Phase | None = None):
+        return []  # the weights are counted by MoonViTStem, MoonViTBlock and MoonViTProjector
+
+    def image_tokens(self) -> sympy.Expr:
+        """Text tokens one image fills: one per merged m_vis-patch kernel."""
+        return self.N_pat / self.m_vis
+
+    def image_flops(self) -> Terms:
+        """Forward matmul FLOPs of one still image (eager attention), the tower + projector."""
+        N, h, f, L, m = self.N_pat, self.d_vis, self.d_ff_vis, self.L_vis, self.m_vis
+        t = Terms()
+        t.add("patch_embedding", 2 * N * h * self.C_img * self.p_vis**2, "Conv2d, one output per patch")
+        t.add("attn_qkvo", L * 4 * 2 * N * h**2, "L_vis × (q, k, v, proj) [d_vis, d_vis] over N_pat rows")
+        t.add("scores", L * 2 * N**2 * h, "QKᵀ: 2·N_pat²·d_vis per layer")
+        t.add("values", L * 2 * N**2 * h, "PV: 2·N_pat²·d_vis per layer")
+        t.add("mlp", L * 4 * N * h * f, "fc1 + fc2 over N_pat rows")
+        t.add("mm_projector_in_proj", 2 * (N / m) * (m * h)**2, "[m_vis·d_vis, m_vis·d_vis] over N_pat/m_vis rows")
+        t.add("mm_projector_out_proj", 2 * (N / m) * m * h * self.d, "[m_vis·d_vis, d] over N_pat/m_vis rows")
+        return t
+
+    def label(self) -> str:
+        return "MoonViT tower + patch-merger projector"

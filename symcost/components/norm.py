@@ -1,9 +1,13 @@
 """Norm layers: RMSNorm (``dim`` scales) or LayerNorm (scale and bias, ``2·dim``).
 
 A layer holds a few of them (two in Llama, four in Gemma-2/3); the final norm is one more.
+Elementwise (``symcost.elementwise``, the generic ``Component.elementwise``): RMSNorm 4, LayerNorm
+7 FLOPs per element, each norm over tokens·dim.
 
 >>> Norms(("input_layernorm", "post_attention_layernorm")).params().total
 2*d
+>>> Norms(("ln_f",), bias=True).elementwise(Phase(kind="decode")).total
+7*B*d
 """
 from __future__ import annotations
 

@@ -8,11 +8,20 @@ Parameters (transformers ``SiglipVisionModel`` + ``Gemma3MultiModalProjector``):
     post_layernorm 2·d_vis; optional attention-pooling head (``vision_use_head``): probe d_vis,
         MultiheadAttention 4·d_vis² + 4·d_vis, LayerNorm 2·d_vis, MLP as above
     projector: mm_soft_emb_norm d_vis (RMSNorm) and mm_input_projection_weight d_vis·d.
-FLOPs: a text-only pass never runs the tower, so every text phase costs 0 here; the per-image cost
-is not modelled yet. Cache: none.
+FLOPs: a text-only pass never runs the tower, so every text phase costs 0 here. ``image_flops()`` is one
+    image of N_pat = (image_size/p_vis)² patches as eager attention computes it (Gemma3Model
+    .get_image_features): Conv2d 2·N_pat·d_vis·C_img·p_vis², per layer q/k/v/out 8·N_pat·d_vis², QKᵀ and
+    PV 2·N_pat²·d_vis each (H·D = d_vis), fc1 + fc2 4·N_pat·d_vis·d_ff_vis; the pooling head, when built,
+    runs though Gemma 3 discards it: q and out_proj 2·d_vis² each (one probe), packed k/v
+    4·N_pat·d_vis², probe scores and values 2·N_pat·d_vis each, its MLP 4·d_vis·d_ff_vis; then
+    AvgPool2d (no matmul) down to N_img = mm_tokens_per_image tokens and the projection 2·N_img·d_vis·d.
+    ``image_tokens()`` = N_img, the placeholders the processor repeats (its boi/eoi wrapper and
+    newlines are prompt text, not counted). The tower takes only its config's image_size. Cache: none.
 
 >>> Vision().params()["vision_tower/attn_qkvo"], Vision().params()["vision_tower/mm_input_projection"]
 (4*L_vis*(d_vis**2 + d_vis), d*d_vis)
+>>> Vision().image_flops()["scores"], Vision().image_tokens()
+(2*L_vis*N_pat**2*d_vis, N_img)
 >>> Vision(head=False).params().total_at({sym.d: 32, sym.d_vis: 16, sym.d_ff_vis: 24, sym.L_vis: 1,
 ...     sym.p_vis: 7, sym.C_img: 3, sym.N_pat: 16})
 5144
@@ -40,6 +49,7 @@ class Vision(Component):
     p_vis: sympy.Expr = sym.p_vis
     C_img: sympy.Expr = sym.C_img
     N_pat: sympy.Expr = sym.N_pat
+    N_img: sympy.Expr = sym.N_img
     head: bool = False  # SigLIP attention-pooling head (vision_use_head)
 
     def primitives(self, ph: Phase | None = None):
@@ -68,6 +78,25 @@ class Vision(Component):
             Linear("mm_input_projection", dv, self.d, doc="[d_vis, d] into the text stream"),
         ]
         return prims
+
+    def image_tokens(self) -> sympy.Expr:
+        """Text tokens one image fills: the pooled grid, mm_tokens_per_image."""
+        return self.N_img
+
+    def image_flops(self) -> Terms:
+        """Forward matmul FLOPs of one image (eager attention), the tower + projector."""
+        N, dv, ff, L = self.N_pat, self.d_vis, self.d_ff_vis, self.L_vis
+        t = Terms()
+        t.add("patch_embedding", 2 * N * dv * self.C_img * self.p_vis**2, "Conv2d, one output per patch")
+        t.add("attn_qkvo", L * 4 * 2 * N * dv**2, "L_vis × 4 × [d_vis, d_vis] over N_pat rows")
+        t.add("scores", L * 2 * N**2 * dv, "QKᵀ: 2·N_pat²·d_vis per layer")
+        t.add("values", L * 2 * N**2 * dv, "PV: 2·N_pat²·d_vis per layer")
+        t.add("mlp", L * 4 * N * dv * ff, "fc1 + fc2 over N_pat rows")
+        if self.head:
+            t.add("head", 4 * dv**2 + 4 * N * dv**2 + 4 * N * dv + 4 * dv * ff,
+                  "probe q + out_proj, packed k/v over N_pat, probe scores + values, MLP on one row")
+        t.add("mm_input_projection", 2 * self.N_img * dv * self.d, "[d_vis, d] over N_img pooled tokens")
+        return t
 
     # the tower sits among the embeddings at the model's top level: keep its terms under one key
     def params(self) -> Terms:
