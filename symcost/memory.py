@@ -18,7 +18,6 @@ from math import ceil
 
 import sympy
 
-from .conventions import Phase
 from .errors import SymcostError
 from .gpus import GPU
 from .notation import sym
@@ -122,33 +121,61 @@ class Fit:
     usable_bytes: int | None
 
 
+def cache_bytes_per_gpu(model, kv_dtype: str, values: dict, tp: int) -> int:
+    """Cache bytes one tensor-parallel rank holds: each component's share (``cache_tp_share``).
+
+    GQA keeps ⌈H_kv/tp⌉ KV heads per rank (heads are replicated once tp exceeds them); MLA's
+    latent and single-head index caches are replicated on every rank; Mamba-2 and Gated DeltaNet
+    state is split by heads. This is how vLLM shards the cache.
+    """
+    b = dtype_bytes(kv_dtype, "--kv-dtype")
+    total = Fraction(0)
+    for g in model.groups:
+        count = exact(g.count, values)
+        for c in g.components:
+            share = c.cache_tp_share(tp, values)
+            for leaf, expr in c.cache().flatten().items():
+                name = leaf.rsplit("/", 1)[-1]
+                size = dtype_bytes(model.state_dtype[name]) if name in model.state_dtype else b
+                total += count * exact(expr, values) * size * share
+    return ceil(total)
+
+
+def _per_gpu(model, w, T, B, kv_dtype, phase, tp, pp) -> int:
+    cache = cache_bytes_per_gpu(model, kv_dtype, model.values_with(T=T, B=B), tp)
+    return ceil(w / (tp * pp)) + ceil(cache / pp) + ceil(activation_bytes(model, phase, T, B) / (tp * pp))
+
+
 def inference_memory(model, *, T: int, B: int, weights_dtype="bf16", kv_dtype="bf16",
                      experts_dtype=None, phase="prefill", tp=1, pp=1, ep=1,
                      gpu: GPU | None = None, mem_util: float = 0.9) -> Fit:
+    """Memory of serving ``B`` sequences of ``T`` tokens on tp·pp GPUs.
+
+    Per GPU: weights / (tp·pp) + the rank's cache share / pp + activations / (tp·pp).
+    ``gpus_needed``: the smallest power-of-two tensor-parallel size whose per-GPU memory fits;
+    ``max_batch``: the largest B that fits at this T on the given tp·pp GPUs.
+    """
     check_parallel(model, tp, pp, ep)
     w = weight_bytes(model, weights_dtype, experts_dtype)
     c, _ = cache_bytes_total(model, kv_dtype, model.values_with(T=T, B=B))
     a = activation_bytes(model, phase, T, B)
     total = w + c + a
     gpus = tp * pp
-    per_gpu = ceil(total / gpus)
+    per_gpu = _per_gpu(model, w, T, B, kv_dtype, phase, tp, pp)
     if gpu is None:
         return Fit(w, c, a, total, per_gpu, gpus, None, None, None, None)
     usable = int(gpu.memory_bytes * mem_util)
-    # smallest power-of-two GPU count whose usable memory holds everything
     needed = 1
-    while ceil(total / needed) > usable:
+    while _per_gpu(model, w, T, B, kv_dtype, phase, needed, 1) > usable:
         needed *= 2
-        if needed > 1 << 16:
+        if needed > 1 << 12:
             needed = None
             break
-    # largest batch at this T on `gpus` GPUs
-    c1, _ = cache_bytes_total(model, kv_dtype, model.values_with(T=T, B=1))
-    a1 = activation_bytes(model, phase, T, 1)
-    room = usable * gpus - w
-    max_batch = room // (c1 + a1) if room > 0 and c1 + a1 > 0 else 0
+    fixed = ceil(w / (tp * pp))
+    one = _per_gpu(model, w, T, 1, kv_dtype, phase, tp, pp) - fixed  # per sequence, per GPU
+    max_batch = 0
+    if usable > fixed and one > 0:
+        max_batch = (usable - fixed) // one
+        while max_batch > 0 and _per_gpu(model, w, T, max_batch, kv_dtype, phase, tp, pp) > usable:
+            max_batch -= 1  # ceilings can make B sequences cost more than B × one
     return Fit(w, c, a, total, per_gpu, gpus, needed, int(max_batch), per_gpu <= usable, usable)
-
-
-def phase_of(kind: str) -> Phase:
-    return Phase(kind=kind)

@@ -100,3 +100,16 @@ def test_vllm_data_point_gpt_oss_120b_73728_bytes_per_token():
     m = symcost.build(raw)
     one_token, _ = cache_bytes_total(m, "bf16", m.values_with(T=1, B=1))
     assert one_token == 73_728
+
+
+def test_tp_shards_gqa_heads_and_replicates_latents():
+    """Per-rank cache: GQA splits KV heads until tp exceeds them, then replicates; MLA replicates."""
+    from symcost.memory import cache_bytes_per_gpu
+    m = symcost.build("llama-3.1-70b")  # H_kv = 8
+    v = m.values_with(T=1000, B=1)
+    full, _ = cache_bytes_total(m, "bf16", v)
+    assert cache_bytes_per_gpu(m, "bf16", v, 8) == full // 8
+    assert cache_bytes_per_gpu(m, "bf16", v, 16) == full // 8  # one KV head per rank, replicated
+    ds = symcost.build("deepseek-v3")
+    v = ds.values_with(T=1000, B=1)
+    assert cache_bytes_per_gpu(ds, "bf16", v, 8) == cache_bytes_total(ds, "bf16", v)[0]

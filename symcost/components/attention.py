@@ -97,6 +97,13 @@ class Attention(Component):
     def kept_tokens(self) -> sympy.Expr:
         return sym.T if self.W is None else sympy.Min(sym.T, self.W - 1)
 
+    def cache_tp_share(self, tp: int, values: dict):
+        """⌈H_kv/tp⌉ of the H_kv KV heads per rank (replicated once tp exceeds H_kv)."""
+        from fractions import Fraction
+        from ..terms import exact
+        H_kv = exact(self.H_kv, values)
+        return Fraction(-(-H_kv // tp), H_kv)
+
     def cache(self) -> Terms:
         kept = self.kept_tokens()
         return Terms({"keys": sym.B * self.H_kv * self.D_h * kept,

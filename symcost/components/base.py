@@ -74,6 +74,12 @@ class Component:
         """Cache elements held after ``T`` tokens, batch ``B`` (default: none)."""
         return Terms()
 
+    def cache_tp_share(self, tp: int, values: dict):
+        """Fraction of this component's cache one of ``tp`` tensor-parallel ranks holds
+        (default: split evenly by heads)."""
+        from fractions import Fraction
+        return Fraction(1, tp)
+
     def buffers(self) -> Terms:
         """Checkpoint tensors the reference class registers as buffers, not parameters."""
         return Terms()

@@ -126,6 +126,10 @@ class CompressedAttention(Component):
             ]
         return prims
 
+    def cache_tp_share(self, tp: int, values: dict):
+        """One cached head shared by all query heads: every tensor-parallel rank holds all of it."""
+        return 1
+
     def cache(self) -> Terms:
         B, D = sym.B, self.D_h
         window = B * D * sympy.Min(sym.T, self.W - 1)

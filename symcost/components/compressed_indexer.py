@@ -48,6 +48,10 @@ class CompressedIndexer(Component):
                                 "q·k over every compressed index key"))
         return prims
 
+    def cache_tp_share(self, tp: int, values: dict):
+        """One cached head shared by all query heads: every tensor-parallel rank holds all of it."""
+        return 1
+
     def cache(self) -> Terms:
         return compressor_cache("index_", self.D_I, self.m, overlap=True)
 

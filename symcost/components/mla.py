@@ -108,6 +108,10 @@ class MLA(Component):
         t.add("residual", COST["residual"] * rows * self.d, "residual add")
         return t
 
+    def cache_tp_share(self, tp: int, values: dict):
+        """One cached head shared by all query heads: every tensor-parallel rank holds all of it."""
+        return 1
+
     def cache(self) -> Terms:
         return Terms({"kv_latent": sym.B * sym.T * self.d_kv, "k_rope": sym.B * sym.T * self.D_rope},
                      {"kv_latent": "[B, 1, T, d_kv] (DynamicCache keys)",

@@ -82,6 +82,10 @@ class MSAIndexer(Component):
                                 "q·kᵀ: 2·B·H_I·D_I per (query, key), fp32"))
         return prims
 
+    def cache_tp_share(self, tp: int, values: dict):
+        """One cached head shared by all query heads: every tensor-parallel rank holds all of it."""
+        return 1
+
     def cache(self) -> Terms:
         return Terms({"idx_keys": sym.B * sym.T * self.D_I}, {"idx_keys": "[B, 1, T, D_I]"})
 

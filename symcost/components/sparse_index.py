@@ -49,6 +49,10 @@ class Indexer(Component):
                       Matmul("head_sum", 2 * sym.B * H * pairs, "Σ_h w_h·score_h: 2·B·H_I per (query, key)")]
         return prims
 
+    def cache_tp_share(self, tp: int, values: dict):
+        """One cached head shared by all query heads: every tensor-parallel rank holds all of it."""
+        return 1
+
     def cache(self) -> Terms:
         return Terms({"indexer_keys": sym.B * sym.T * self.D_I}, {"indexer_keys": "[B, T, D_I]"})
 
