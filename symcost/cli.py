@@ -329,6 +329,18 @@ def cmd_sheet(args):
     _emit(args, payload, message)
 
 
+def cmd_plot(args):
+    from .plot import plot_vs_T
+    models = [loader.build(name) for name in args.model]
+    try:
+        plot = plot_vs_T(models, args.metric, args.output, T_min=args.T_min, T_max=args.T_max,
+                         batch=args.batch, dtype=args.dtype)
+    except OSError as e:
+        raise SymcostError(f"plot: cannot write {args.output}: {e.strerror or e}") from None
+    payload = {"path": str(plot.path), "models": plot.models, "metric": plot.metric}
+    _emit(args, payload, f"wrote {plot.path} ({plot.metric} vs T for {', '.join(plot.models)})")
+
+
 def _metric_terms(m, args):
     """The engine Terms a `check`/`scale` metric refers to."""
     if args.metric == "params":
@@ -490,6 +502,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--T-decode", dest="T_decode", type=_positive("--T-decode"), default=4096)
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
     sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+
+    sp = command("plot", cmd_plot, "cost vs T on log-log axes, one model or several (needs matplotlib)")
+    sp.add_argument("model", nargs="+", help="config.json paths, directories, or bundled names")
+    sp.add_argument("--metric", choices=["flops_per_token", "decode_flops", "cache_bytes"], required=True,
+                    help="prefill FLOPs / (B*T), FLOPs of one decode step, or cache bytes")
+    sp.add_argument("-o", "--output", required=True, help="the .png or .pdf file to write")
+    sp.add_argument("--T-min", dest="T_min", type=_positive("--T-min"), default=2**8)
+    sp.add_argument("--T-max", dest="T_max", type=_positive("--T-max"), default=2**21)
+    sp.add_argument("--batch", type=_positive("--batch"), default=1)
+    sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16",
+                    help="cache dtype (cache_bytes)")
 
     def parallel_flags(sp):
         for flag in ("--dp", "--tp", "--pp", "--ep", "--cp"):

@@ -12,6 +12,8 @@ Templates live in ``symcost/templates`` and use LaTeX-safe jinja delimiters: ``\
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import re
 import shutil
 import subprocess
 import tempfile
@@ -332,10 +334,14 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
 
 
 def render_sheet(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
-                 dtype: str = "bf16") -> str:
-    """The LaTeX derivation document for ``model`` (compiles with plain pdflatex)."""
+                 dtype: str = "bf16", plots: dict | None = None) -> str:
+    """The LaTeX derivation document for ``model`` (compiles with plain pdflatex).
+
+    ``plots``: None (no figures, no mention: the generated ``reports/``), or ``{"files": {"flops":
+    name, "cache": name}, "missing": reason}`` — file names next to the .tex, or why there are none.
+    """
     ctx = sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype)
-    return environment().get_template("sheet.tex.j2").render(**ctx, rst=rst_to_tex)
+    return environment().get_template("sheet.tex.j2").render(**ctx, plots=plots, rst=rst_to_tex)
 
 
 def render_sheet_md(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
@@ -358,8 +364,10 @@ def tex_engine() -> list[str] | None:
     return None
 
 
-def build_pdf(tex_path: str | Path, pdf_path: str | Path | None = None, timeout: int = 300) -> Path:
-    """Compile ``tex_path`` in a temporary directory; raises RuntimeError with the log's tail."""
+def build_pdf(tex_path: str | Path, pdf_path: str | Path | None = None, timeout: int = 300,
+              assets: list[Path] = ()) -> Path:
+    """Compile ``tex_path`` in a temporary directory (with ``assets``, e.g. its figures, copied
+    beside it); raises RuntimeError with the log's tail."""
     tex_path = Path(tex_path)
     pdf_path = Path(pdf_path) if pdf_path else tex_path.with_suffix(".pdf")
     engine = tex_engine()
@@ -369,6 +377,8 @@ def build_pdf(tex_path: str | Path, pdf_path: str | Path | None = None, timeout:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "sheet.tex"
         shutil.copyfile(tex_path, src)
+        for a in assets:
+            shutil.copyfile(a, Path(tmp) / Path(a).name)
         runs = 1 if engine[0] == "latexmk" else 2  # longtable widths settle on the second pass
         for _ in range(runs):
             proc = subprocess.run([*engine, "sheet.tex"], cwd=tmp, capture_output=True, text=True,
@@ -381,17 +391,46 @@ def build_pdf(tex_path: str | Path, pdf_path: str | Path | None = None, timeout:
     return pdf_path
 
 
-def write_sheet(model: Model, path: str | Path, pdf: bool = False, **kw) -> tuple[Path, Path | None, str]:
-    """Write the ``.tex`` (and with ``pdf`` the PDF next to it). Returns (tex, pdf or None, message)."""
+def have_matplotlib() -> bool:
+    """Whether the optional plotting dependency is installed (checked without importing it)."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _plot_stem(tex_path: Path) -> Path:
+    """Where the figures go: ``<stem>-flops.pdf`` beside the .tex, the stem reduced to characters
+    that are safe in ``\\includegraphics`` (letters, digits, ``-``, ``_``; dots become ``-``)."""
+    safe = re.sub(r"[^A-Za-z0-9_-]", "-", tex_path.stem) or "sheet"
+    return tex_path.with_name(safe)
+
+
+def write_sheet(model: Model, path: str | Path, pdf: bool = False, plots: bool = True,
+                **kw) -> tuple[Path, Path | None, str]:
+    """Write the ``.tex`` (and with ``pdf`` the PDF next to it). Returns (tex, pdf or None, message).
+
+    With ``plots`` and matplotlib installed, ``<stem>-flops.pdf`` and ``<stem>-cache.pdf`` (cost
+    against ``T``, log-log) are written beside the .tex and included; without matplotlib the sheet
+    keeps its tables and says in one sentence that the plots are left out.
+    """
     tex_path = Path(path)
-    tex_path.write_text(render_sheet(model, **kw), encoding="utf-8")
+    figs: dict[str, Path] = {}
+    info = None
+    if plots:
+        if have_matplotlib():
+            from .plot import sheet_plots
+            figs = sheet_plots(model, _plot_stem(tex_path), batch=kw.get("batch", 1),
+                               dtype=kw.get("dtype", "bf16"))
+            info = {"files": {k: p.name for k, p in figs.items()}, "missing": ""}
+        else:
+            info = {"files": {}, "missing": "matplotlib is not installed (pip install 'symcost[plot]')"}
+    tex_path.write_text(render_sheet(model, plots=info, **kw), encoding="utf-8")
+    wrote = ", ".join(str(p) for p in [tex_path, *figs.values()])
     if not pdf:
-        return tex_path, None, f"wrote {tex_path}"
+        return tex_path, None, f"wrote {wrote}"
     if tex_engine() is None:
-        return tex_path, None, (f"wrote {tex_path}; no PDF: no TeX engine found (install latexmk or "
+        return tex_path, None, (f"wrote {wrote}; no PDF: no TeX engine found (install latexmk or "
                                 f"pdflatex, e.g. texlive-latex-base texlive-latex-recommended latexmk)")
-    pdf_path = build_pdf(tex_path)
-    return tex_path, pdf_path, f"wrote {tex_path} and {pdf_path}"
+    pdf_path = build_pdf(tex_path, assets=list(figs.values()))
+    return tex_path, pdf_path, f"wrote {wrote} and {pdf_path}"
 
 
 # -- mechanism sheets (formulas/) ----------------------------------------------------------------

@@ -66,8 +66,12 @@ def render_markdown(T: int = 2**20) -> str:
                    f"{c['total'] / 1e9:,.2f} G | {f['total'] / 1e9:,.2f} G | "
                    f"{human_bytes(r['cache_bytes'])} | {human_bytes(r['weights_bytes'])} | "
                    f"{'yes' if r['fits'] else 'no'} | {r['max_batch']} |")
-    out += ["", "Memory: all of the 8 GPUs' memory counted usable (H200: 141 GiB each, 1,128 GiB in "
-            "all), tensor parallelism across them, activations estimated (see `symcost/memory.py`); "
+    out += ["", "Memory: all of the 8 GPUs' memory counted usable (H200: 141 GiB each), tensor "
+            "parallelism across them as vLLM shards it: weights split 8 ways, GQA KV heads split "
+            "until there are fewer heads than GPUs and then replicated, MLA latents and single-head "
+            "index caches replicated on every GPU, recurrent state split by heads; activations "
+            "estimated (see `symcost/memory.py`). Replication is why models with few KV heads or a "
+            "latent cache fit fewer sequences than their total cache size suggests; "
             "`symcost memory MODEL --T 1048576 --batch 1 --gpu H200 --tp 8` gives the same with "
             "vLLM's 90 % limit. Exact integers: `symcost flops MODEL --phase decode --T 1048576 "
             "--logits last --mla absorb --attention causal --json`."]

@@ -1,0 +1,133 @@
+"""Plots of cost against T (``symcost plot``, the sheet's figures): files written, values exact.
+
+matplotlib is in the ``test`` extra, so these run (never skip) in CI.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from symcost import loader, report
+from symcost.cli import main
+from symcost.conventions import Phase
+from symcost.errors import SymcostError
+from symcost.memory import cache_bytes_total
+from symcost.notation import sym
+from symcost.plot import METRICS, plot_vs_T, series
+
+MODELS = ["llama-3.1-8b", "gemma-2-9b-it"]  # dense GQA; alternating sliding window (a breakpoint)
+
+
+def _cli(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("ext", ["png", "pdf"])
+@pytest.mark.parametrize("models", [MODELS[:1], MODELS])
+def test_cli_writes_png_and_pdf(tmp_path, capsys, ext, models):
+    out = tmp_path / f"plot.{ext}"
+    code, text, err = _cli(["plot", *models, "--metric", "cache_bytes", "-o", str(out),
+                            "--T-max", "65536", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(text) == {"path": str(out), "models": models, "metric": "cache_bytes"}
+    head = out.read_bytes()[:8]
+    assert out.stat().st_size > 2000
+    assert head.startswith(b"\x89PNG") if ext == "png" else head.startswith(b"%PDF")
+
+
+@pytest.mark.parametrize("metric", ["flops_per_token", "decode_flops"])
+def test_cli_flops_metrics(tmp_path, capsys, metric):
+    out = tmp_path / "f.png"
+    code, text, _ = _cli(["plot", *MODELS, "--metric", metric, "-o", str(out), "--batch", "2"], capsys)
+    assert code == 0 and "wrote" in text and out.stat().st_size > 2000
+
+
+def _exact(model, metric, T, B):
+    vals = model.values_with(T=T, B=B)
+    if metric == "flops_per_token":
+        return model.flops(Phase(kind="prefill")).total_at(vals) / (B * T)
+    if metric == "decode_flops":
+        return model.flops(Phase(kind="decode")).total_at(vals)
+    return cache_bytes_total(model, "bf16", vals)[0]
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_plotted_values_are_the_engine_values(tmp_path, metric):
+    models = [loader.build(n) for n in MODELS]
+    plot = plot_vs_T(models, metric, tmp_path / "v.png", T_min=2**8, T_max=2**17, batch=2)
+    assert plot.models == MODELS and plot.metric == metric
+    for model, s in zip(models, plot.series):
+        assert s.T[0] == 2**8 and s.T[-1] == 2**17 and np.all(np.diff(s.T) > 0)
+        picks = {0, len(s.T) // 3, len(s.T) // 2, len(s.T) - 1}
+        picks |= {int(np.searchsorted(s.T, w)) for w in s.windows}  # on both sides of a kink
+        picks |= {int(np.searchsorted(s.T, w)) + 1 for w in s.windows}
+        for i in sorted(picks):
+            T = int(s.T[i])
+            assert s.T[i] == T  # the grid is integer T
+            assert s.y[i] == pytest.approx(float(_exact(model, metric, T, 2)), rel=1e-12)
+
+
+def test_window_and_crossover_markers():
+    gemma = loader.build("gemma-2-9b-it")
+    s = series(gemma, "cache_bytes", 2**8, 2**16)
+    assert s.windows == [int(gemma.values[sym.W]) - 1]  # the window is full after W - 1 cached tokens
+    assert s.crossover is None  # 1:1 local/global: the crossover falls on the window marker
+    llama = series(loader.build("llama-3.1-8b"), "flops_per_token", 2**8, 2**21)
+    assert llama.windows == [] and 2**14 < llama.crossover < 2**16  # attention overtakes the GEMMs
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
+    code, _, err = _cli(["plot", "llama-3.1-8b", "--metric", "cache_bytes", "-o", str(tmp_path / "x.svg")],
+                        capsys)
+    assert code == 2 and ".png or .pdf" in err and err.count("\n") == 1
+    code, _, err = _cli(["plot", "llama-3.1-8b", "--metric", "cache_bytes", "-o", str(tmp_path / "x.png"),
+                         "--T-min", "4096", "--T-max", "1024"], capsys)
+    assert code == 2 and "T_min" in err
+
+
+def test_missing_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    with pytest.raises(SymcostError, match="matplotlib"):
+        plot_vs_T([loader.build("llama-2-7b")], "cache_bytes", tmp_path / "x.png", T_max=2**12)
+
+
+def _need_tex():
+    if shutil.which("pdflatex") is None:
+        pytest.fail("pdflatex is not installed (texlive-latex-base): the sheet tests must run, not skip")
+
+
+def test_sheet_with_plots_compiles(tmp_path, capsys):
+    _need_tex()
+    tex = tmp_path / "gemma.2.tex"
+    code, text, err = _cli(["sheet", "gemma-2-9b-it", "-o", str(tex), "--pdf", "--json"], capsys)
+    assert code == 0, err
+    data = json.loads(text)
+    flops, cache = tmp_path / "gemma-2-flops.pdf", tmp_path / "gemma-2-cache.pdf"
+    assert flops.stat().st_size > 2000 and cache.stat().st_size > 2000
+    body = tex.read_text()
+    assert r"\includegraphics[width=0.49\linewidth]{gemma-2-flops.pdf}" in body
+    assert r"\includegraphics[width=0.49\linewidth]{gemma-2-cache.pdf}" in body
+    assert data["pdf"] and (tmp_path / "gemma.2.pdf").stat().st_size > 20000
+
+
+def test_sheet_without_matplotlib_keeps_tables(tmp_path, monkeypatch):
+    _need_tex()
+    monkeypatch.setattr(report, "have_matplotlib", lambda: False)
+    tex, pdf, msg = report.write_sheet(loader.build("llama-2-7b"), tmp_path / "x.tex", pdf=True)
+    body = tex.read_text()
+    assert "includegraphics" not in body and "graphicx" not in body
+    assert "matplotlib is not installed" in body
+    assert pdf is not None and pdf.is_file() and not list(tmp_path.glob("x-*.pdf"))
+
+
+def test_generated_reports_have_no_plots():
+    from symcost.generate import render_all
+    texts = render_all()
+    assert not any("includegraphics" in t or "matplotlib" in t
+                   for p, t in texts.items() if p.startswith("reports/"))
