@@ -67,6 +67,7 @@ FUNCTIONS: dict[str, tuple[Callable, tuple[int, int | None]]] = {
     "min": (sympy.Min, (1, None)), "Min": (sympy.Min, (1, None)),
     "max": (sympy.Max, (1, None)), "Max": (sympy.Max, (1, None)),
     "log": (sympy.log, (1, 2)), "sqrt": (sympy.sqrt, (1, 1)),
+    "Mod": (sympy.Mod, (2, 2)), "mod": (sympy.Mod, (2, 2)),  # remainders in chunked/compressed caches
 }
 
 _UNICODE_OPS = {"×": "*", "·": "*", "⋅": "*", "∗": "*", "÷": "/", "−": "-", "–": "-"}

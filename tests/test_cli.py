@@ -158,3 +158,22 @@ def test_formula_strings_parse_back(capsys):
     data = json.loads(out)
     import sympy
     assert sympy.expand(parse(data["formula"]["total"]) - m.params().total) == 0
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "gemma-2-9b-it", "deepseek-v4-flash",
+                                  "minimax-m3-abridged", "nemotron-3-ultra-550b-a55b", "qwen3-next-80b-a3b-thinking"])
+def test_every_formula_string_parses_back_to_itself(name, capsys):
+    """INTERFACE: formula strings are SymPy str() that symcost's parser reads back identically."""
+    from symcost.exprparse import parse
+    cases = [(["params", name], ("formula", "total")), (["params", name], ("formula", "active")),
+             (["flops", name, "--phase", "prefill", "--T", "100", "--attention", "causal"], ("formula",)),
+             (["flops", name, "--phase", "decode", "--T", "100"], ("formula",)),
+             (["flops", name, "--phase", "prefill", "--T", "100"], ("symbolic",)),
+             (["cache", name, "--T", "100"], ("formula",)),
+             (["cache", name, "--T", "100", "--layout", "vllm"], ("formula",))]
+    for argv, path in cases:
+        _, out, _ = run(argv + ["--json"], capsys)
+        text = json.loads(out)
+        for key in path:
+            text = text[key]
+        assert str(parse(text)) == text, (argv, path)
