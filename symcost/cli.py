@@ -400,6 +400,59 @@ def cmd_scale(args):
     _emit(args, payload, "\n".join(lines))
 
 
+def _select(m, terms, what: str, args):
+    """A crossover side: ``total``, ``weights`` (weight bytes, for --metric cache) or a term path
+    prefix of the metric's tree (``layers/self_attn``; several joined with ``+``)."""
+    if what == "total":
+        return terms.total
+    if what == "weights":
+        from .memory import weight_bytes
+        return sympy.Integer(weight_bytes(m, args.weights_dtype))
+    flat = terms.flatten()
+    total = sympy.Integer(0)
+    for part in what.split("+"):
+        hit = [e for p, e in flat.items() if p == part or p.startswith(part.rstrip("/") + "/")]
+        if not hit:
+            raise SymcostError(f"--a/--b: no term {part!r} in {args.metric} "
+                               f"(terms: {', '.join(terms.depth(2))})")
+        total += sympy.Add(*hit)
+    return total
+
+
+def cmd_crossover(args):
+    from .analysis import crossover, ratio
+    from .exprparse import to_text
+    m = loader.build(args.model)
+    values = {**m.values, sym.B: sympy.Integer(args.batch)}
+    terms = _metric_terms(m, args)
+    if args.metric == "cache":  # in bytes, so it can be weighed against the weights
+        from .memory import cache_bytes_terms
+        terms = cache_bytes_terms(m, args.kv_dtype)
+    a = _select(m, terms, args.a, args)
+    if args.vs:
+        other = loader.build(args.vs)
+        b = _metric_terms(other, args).total
+        values_b = {**other.values, sym.B: sympy.Integer(args.batch)}
+        a, b = a.xreplace(values), b.xreplace(values_b)
+        label_b = f"{other.name} {args.metric}"
+    else:
+        b = _select(m, terms, args.b, args)
+        label_b = args.b
+    cross = crossover(a, b, sym.T, values=values)
+    rat = ratio(a, b, sym.T, values=values)
+    payload = {"model": m.name, "metric": args.metric, "a": args.a, "b": label_b,
+               "at": to_text(cross["at"]) if cross["at"] is not None else None,
+               "at_float": cross["at_float"], "first_integer": cross["first_integer"],
+               "never": cross["never"], "always": cross["always"], "where": cross["set"],
+               "ratio": to_text(rat["ratio"]), "ratio_limit": to_text(rat["limit"])}
+    when = ("never" if cross["never"] else "for every T" if cross["always"]
+            else f"from T = {cross['first_integer']:,}" if cross["first_integer"] else "undecided")
+    text = (f"{m.name}: {args.metric}: {args.a} >= {label_b} {when}"
+            + (f" (exact root {payload['at']})" if payload["at"] else "")
+            + f"\n  ratio {args.a} / {label_b} = {payload['ratio']}  (T -> infinity: {payload['ratio_limit']})")
+    _emit(args, payload, text)
+
+
 # -- parser --------------------------------------------------------------------------------------
 IMAGES_HELP = ("N images per sequence at the config's default image size (vision models): the context "
                "becomes T = T_text + N x tokens per image, --T being T_text (JSON: T, T_text, vision_tokens)")
@@ -492,6 +545,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--metric", choices=["flops", "cache", "params", "active"], required=True)
     sp.add_argument("--wrt", choices=["T", "E"], required=True)
     sp.add_argument("--batch", type=_positive("--batch"), default=None)
+    phase_flags(sp)
+
+    sp = command("crossover", cmd_crossover,
+                 "the T where one term overtakes another (or another model), and their ratio")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--metric", choices=["flops", "cache", "params", "active"], required=True)
+    sp.add_argument("--a", required=True,
+                    help="term path prefix (layers/self_attn, several joined by +) or 'total'")
+    sp.add_argument("--b", default="total",
+                    help="the other side: a term path prefix, 'total', or 'weights' (weight bytes)")
+    sp.add_argument("--vs", default=None, help="compare --a with another model's total instead")
+    sp.add_argument("--batch", type=_positive("--batch"), default=1)
+    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
+    sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
     phase_flags(sp)
 
     sp = command("sheet", cmd_sheet, "write a LaTeX derivation (formula, numbers, exact result)")

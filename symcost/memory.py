@@ -40,6 +40,16 @@ def cache_bytes(model, kv_dtype: str = "bf16", terms: Terms | None = None) -> sy
     return total
 
 
+def cache_bytes_terms(model, kv_dtype: str = "bf16") -> Terms:
+    """The cache tree in bytes: every leaf × the bytes of its dtype (paths kept)."""
+    b = dtype_bytes(kv_dtype, "--kv-dtype")
+    out = Terms()
+    for path, expr in model.cache().flatten().items():
+        dt = model.state_dtype.get(path.rsplit("/", 1)[-1])
+        out.add(path, expr * _rational(dtype_bytes(dt) if dt else b))
+    return out
+
+
 def cache_bytes_total(model, kv_dtype: str, values: dict,
                       terms: Terms | None = None) -> tuple[int, dict[str, int]]:
     """(total bytes, bytes per depth-2 component) at ``values`` (of ``terms``, default the cache)."""

@@ -177,3 +177,24 @@ def test_every_formula_string_parses_back_to_itself(name, capsys):
         for key in path:
             text = text[key]
         assert str(parse(text)) == text, (argv, path)
+
+
+def test_crossover_attention_overtakes_projections(capsys):
+    code, out, _ = run(["crossover", "llama-3.1-8b", "--metric", "flops", "--phase", "prefill", "--json",
+                        "--a", "layers/self_attn/scores+layers/self_attn/values",
+                        "--b", "layers/self_attn/q_proj+layers/self_attn/k_proj+layers/self_attn/v_proj"
+                               "+layers/self_attn/o_proj+layers/mlp"], capsys)
+    data = json.loads(out)
+    # 4·L·H_q·D_h·T² = 2·T·(weights of attention projections and MLP): T = 26,624 exactly
+    assert code == 0 and data["first_integer"] == 26_624 and data["at"] == "26624"
+
+
+def test_crossover_cache_vs_weights_and_never(capsys):
+    _, out, _ = run(["crossover", "llama-3.1-8b", "--metric", "cache", "--a", "total", "--b", "weights",
+                     "--json"], capsys)
+    data = json.loads(out)
+    # 131,072 bytes per token against 16,060,522,496 bytes of bf16 weights
+    assert data["first_integer"] == -(-16_060_522_496 // 131_072)
+    _, out, _ = run(["crossover", "llama-3.1-8b", "--metric", "flops", "--phase", "decode", "--a", "total",
+                     "--vs", "qwen3-8b", "--json"], capsys)
+    assert json.loads(out)["never"] is True
