@@ -35,6 +35,7 @@ from ..notation import sym
 from ..primitives import Linear, Norm, Param
 from ..terms import Terms
 from .base import Component
+from .vit import encoder_image_flops
 
 NO_ROWS = sympy.Integer(0)  # text-only phases: the tower does not run
 
@@ -118,13 +119,8 @@ class MoonViT(Component):
 
     def image_flops(self) -> Terms:
         """Forward matmul FLOPs of one still image (eager attention), the tower + projector."""
-        N, h, f, L, m = self.N_pat, self.d_vis, self.d_ff_vis, self.L_vis, self.m_vis
-        t = Terms()
-        t.add("patch_embedding", 2 * N * h * self.C_img * self.p_vis**2, "Conv2d, one output per patch")
-        t.add("attn_qkvo", L * 4 * 2 * N * h**2, "L_vis × (q, k, v, proj) [d_vis, d_vis] over N_pat rows")
-        t.add("scores", L * 2 * N**2 * h, "QKᵀ: 2·N_pat²·d_vis per layer")
-        t.add("values", L * 2 * N**2 * h, "PV: 2·N_pat²·d_vis per layer")
-        t.add("mlp", L * 4 * N * h * f, "fc1 + fc2 over N_pat rows")
+        N, h, m = self.N_pat, self.d_vis, self.m_vis
+        t = encoder_image_flops(N, h, self.d_ff_vis, self.L_vis, self.C_img * self.p_vis**2)
         t.add("mm_projector_in_proj", 2 * (N / m) * (m * h)**2, "[m_vis·d_vis, m_vis·d_vis] over N_pat/m_vis rows")
         t.add("mm_projector_out_proj", 2 * (N / m) * m * h * self.d, "[m_vis·d_vis, d] over N_pat/m_vis rows")
         return t

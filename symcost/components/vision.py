@@ -37,6 +37,7 @@ from ..notation import sym
 from ..primitives import Linear, Norm, Param
 from ..terms import Terms
 from .base import Component
+from .vit import encoder_image_flops
 
 
 @dataclass(frozen=True)
@@ -85,13 +86,8 @@ class Vision(Component):
 
     def image_flops(self) -> Terms:
         """Forward matmul FLOPs of one image (eager attention), the tower + projector."""
-        N, dv, ff, L = self.N_pat, self.d_vis, self.d_ff_vis, self.L_vis
-        t = Terms()
-        t.add("patch_embedding", 2 * N * dv * self.C_img * self.p_vis**2, "Conv2d, one output per patch")
-        t.add("attn_qkvo", L * 4 * 2 * N * dv**2, "L_vis × 4 × [d_vis, d_vis] over N_pat rows")
-        t.add("scores", L * 2 * N**2 * dv, "QKᵀ: 2·N_pat²·d_vis per layer")
-        t.add("values", L * 2 * N**2 * dv, "PV: 2·N_pat²·d_vis per layer")
-        t.add("mlp", L * 4 * N * dv * ff, "fc1 + fc2 over N_pat rows")
+        N, dv, ff = self.N_pat, self.d_vis, self.d_ff_vis
+        t = encoder_image_flops(N, dv, ff, self.L_vis, self.C_img * self.p_vis**2)
         if self.head:
             t.add("head", 4 * dv**2 + 4 * N * dv**2 + 4 * N * dv + 4 * dv * ff,
                   "probe q + out_proj, packed k/v over N_pat, probe scores + values, MLP on one row")
