@@ -124,8 +124,17 @@ def _images(m, args) -> tuple[int, dict]:
         raise SymcostError(f"--images {n}: {m.name} has no vision tower")
     per_image = exact(m.vision.image_tokens(), m.values) if m.vision is not None else 0
     added = n * per_image
+    _check_positions(m, args.T + added + (1 if getattr(args, "phase", None) == "decode" else 0))
     return added, {"images": n, "tokens_per_image": per_image, "vision_tokens": added,
                    "T_text": args.T, "T": args.T + added, "formula_T": "T_text" if added else "T"}
+
+
+def _check_positions(m, positions: int) -> None:
+    """Learned absolute positions (GPT-2's wpe) cap the context at P tokens."""
+    P = m.values.get(sym.P)
+    if P is not None and positions > int(P):
+        raise SymcostError(f"--T: {positions} positions exceed the {int(P)} learned positions "
+                           f"(n_positions) of {m.name}")
 
 
 def _text_T(expr, added: int):

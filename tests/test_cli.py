@@ -198,3 +198,15 @@ def test_crossover_cache_vs_weights_and_never(capsys):
     _, out, _ = run(["crossover", "llama-3.1-8b", "--metric", "flops", "--phase", "decode", "--a", "total",
                      "--vs", "qwen3-8b", "--json"], capsys)
     assert json.loads(out)["never"] is True
+
+
+@pytest.mark.parametrize("argv", [["flops", "gpt2", "--phase", "prefill", "--T", "1025"],
+                                  ["flops", "gpt2", "--phase", "decode", "--T", "1024"],
+                                  ["cache", "gpt2", "--T", "2000"]])
+def test_T_beyond_learned_positions_is_refused(argv, capsys):
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == "" and "1024 learned positions" in err and err.count("\n") == 1
+
+
+def test_T_at_learned_positions_is_accepted(capsys):
+    assert run(["flops", "gpt2", "--phase", "prefill", "--T", "1024", "--json"], capsys)[0] == 0
