@@ -213,6 +213,7 @@ def cmd_memory(args):
     from .gpus import gpu as find_gpu
     from .memory import inference_memory
     m = loader.build(args.model)
+    _check_positions(m, args.T)
     g = find_gpu(args.gpu) if args.gpu else None
     fit = inference_memory(m, T=args.T, B=args.batch, weights_dtype=args.weights_dtype,
                            kv_dtype=args.kv_dtype, experts_dtype=args.experts_dtype,
@@ -299,6 +300,7 @@ def cmd_roofline(args):
     from .gpus import gpu as find_gpu
     from .roofline import roofline
     m = loader.build(args.model)
+    _check_positions(m, args.T + (1 if args.phase == "decode" else 0))
     r = roofline(m, phase=args.phase, T=args.T, B=args.batch, gpu=find_gpu(args.gpu),
                  weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype)
     payload = {"model": m.name, "phase": args.phase, "T": args.T, "batch": args.batch, **r}
