@@ -246,6 +246,7 @@ def cmd_train(args):
     from .gpus import gpu as find_gpu
     from .training import train_memory
     m = loader.build(args.model)
+    _check_positions(m, args.seq)
     g = find_gpu(args.gpu) if args.gpu else None
     tm = train_memory(m, seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
                       zero=args.zero, recompute=args.recompute, optimizer=args.optimizer,
@@ -276,6 +277,7 @@ def cmd_comm(args):
     from .parallel import comm_bytes, step_time
     from .training import train_memory
     m = loader.build(args.model)
+    _check_positions(m, args.seq)
     g = find_gpu(args.gpu) if args.gpu else None
     per = comm_bytes(m, seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
                      zero=args.zero, **_parallel(args))
