@@ -129,11 +129,11 @@ def _images(m, args) -> tuple[int, dict]:
                    "T_text": args.T, "T": args.T + added, "formula_T": "T_text" if added else "T"}
 
 
-def _check_positions(m, positions: int) -> None:
+def _check_positions(m, positions: int, flag: str = "--T") -> None:
     """Learned absolute positions (GPT-2's wpe) cap the context at P tokens."""
     P = m.values.get(sym.P)
     if P is not None and positions > int(P):
-        raise SymcostError(f"--T: {positions} positions exceed the {int(P)} learned positions "
+        raise SymcostError(f"{flag}: {positions} positions exceed the {int(P)} learned positions "
                            f"(n_positions) of {m.name}")
 
 
@@ -246,7 +246,7 @@ def cmd_train(args):
     from .gpus import gpu as find_gpu
     from .training import train_memory
     m = loader.build(args.model)
-    _check_positions(m, args.seq)
+    _check_positions(m, args.seq, "--seq")
     g = find_gpu(args.gpu) if args.gpu else None
     tm = train_memory(m, seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
                       zero=args.zero, recompute=args.recompute, optimizer=args.optimizer,
@@ -277,7 +277,7 @@ def cmd_comm(args):
     from .parallel import comm_bytes, step_time
     from .training import train_memory
     m = loader.build(args.model)
-    _check_positions(m, args.seq)
+    _check_positions(m, args.seq, "--seq")
     g = find_gpu(args.gpu) if args.gpu else None
     per = comm_bytes(m, seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
                      zero=args.zero, **_parallel(args))
