@@ -50,13 +50,16 @@ def main() -> None:
                         ("cache T=2^20", ["cache", model, "--T", "1048576", "--json"])):
         t = best([py, "-m", "symcost", *args])
         print(f"symcost {label:<24}{t:7.3f} s   {t / base:5.2f}x import sympy")
-    code = ("import json,torch,warnings;warnings.filterwarnings('ignore');"
-            "from transformers import AutoConfig,AutoModelForCausalLM;"
-            "from symcost import loader;_,raw=loader.read_json(%r);mt=raw.pop('model_type');"
-            "cfg=AutoConfig.for_model(mt,**raw);"
-            "m=AutoModelForCausalLM.from_config(cfg) if False else None;"
-            "ctx=torch.device('meta');ctx.__enter__();m=AutoModelForCausalLM.from_config(cfg);"
-            "print(sum(p.numel() for p in m.parameters()))" % model)
+    code = ("import torch, warnings; warnings.filterwarnings('ignore')\n"
+            "import transformers as tf\n"
+            "from symcost import loader\n"
+            f"_, raw = loader.read_json({model!r}); mt = raw.pop('model_type')\n"
+            "cfg = tf.AutoConfig.for_model(mt, **raw)\n"
+            "cls = tf.AutoModelForCausalLM if type(cfg) in tf.AutoModelForCausalLM._model_mapping "
+            "else tf.AutoModelForImageTextToText\n"
+            "with torch.device('meta'):\n"
+            "    m = cls.from_config(cfg)\n"
+            "print(sum(p.numel() for p in m.parameters()))\n")
     try:
         t = best([py, "-c", code])
         print(f"transformers meta-device count    {t:7.3f} s   {t / base:5.2f}x import sympy")

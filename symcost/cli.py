@@ -98,6 +98,8 @@ def cmd_params(args):
                       "(embedding table included, listed separately)",
         "notes": m.notes,
     }
+    if args.json:  # printing every formula costs more than computing them
+        return _emit(args, payload, "")
     rows = [(k, str(v), breakdown[k]) for k, v in total_t.depth(2).items()]
     lines = [f"{m.name} ({m.model_type}): parameters", _table(rows, total),
              f"  {'total':<20} {total:>22,}  = {human_count(total)}   formula: {total_t.total}",
@@ -163,17 +165,20 @@ def cmd_flops(args):
                "total": total, "breakdown": breakdown, "formula": str(in_T),
                "symbolic": str(terms.total), "convention": ph.describe(), **img,
                "vision_flops_per_image": vision}
+    if args.elementwise:  # a separate group: never part of "total"
+        from .elementwise import CONVENTION
+        ew = m.elementwise(ph)
+        ew_total, ew_break = ew.total_at(vals), _breakdown(ew, vals)
+        payload["elementwise"] = {"total": ew_total, "breakdown": ew_break, "convention": CONVENTION}
+    if args.json:
+        return _emit(args, payload, "")
     rows = [(k, str(v), breakdown[k]) for k, v in terms.depth(2).items()]
     ctx = f"T={T}" + (f" (T_text={args.T} + {added} vision tokens)" if added else "")
     text = "\n".join([f"{m.name}: forward FLOPs, {args.phase}, {ctx}, B={args.batch}",
                       f"  ({ph.describe()})", _table(rows, total),
                       f"  total {total:,} = {human_count(total)}FLOP",
                       f"  as a function of T{'_text' if added else ''}, B: {in_T}"])
-    if args.elementwise:  # a separate group: never part of "total"
-        from .elementwise import CONVENTION
-        ew = m.elementwise(ph)
-        ew_total, ew_break = ew.total_at(vals), _breakdown(ew, vals)
-        payload["elementwise"] = {"total": ew_total, "breakdown": ew_break, "convention": CONVENTION}
+    if args.elementwise:
         text += "\n".join(["", "  elementwise (norms, activations, softmax, RoPE, residuals; "
                             "a convention, not in the total above):",
                             _table([(k, str(v), ew_break[k]) for k, v in ew.depth(2).items()], ew_total),
