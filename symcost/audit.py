@@ -145,17 +145,12 @@ def count(key: str, s) -> int:
     return int(model(key).values[s])
 
 
-def _int(expr, values) -> int:
-    # (``terms.exact`` fails on a bare symbol whose value is a Python int: sympify the result)
-    return exact(sympy.sympify(sympy.sympify(expr).xreplace(values)), {})
-
-
 def per_layer(key: str, group: str, *parts: str) -> Fraction:
     """One layer of ``group`` (its components ``parts``; none = all of them)."""
     m = model(key)
     g = next(g for g in m.groups if g.name == group)
     paths = [f"{group}/{p}" for p in parts] or [group]
-    return Fraction(params(key, *paths), _int(g.count, m.values))
+    return Fraction(params(key, *paths), exact(g.count, m.values))
 
 
 def flops(key: str, *, kind: str = "decode", T: int, B: int = 1, attention: str = "full",
