@@ -26,7 +26,6 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Callable
 
-import sympy
 
 from . import loader
 from .conventions import Phase
