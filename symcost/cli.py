@@ -126,7 +126,6 @@ def _images(m, args) -> tuple[int, dict]:
         raise SymcostError(f"--images {n}: {m.name} has no vision tower")
     per_image = exact(m.vision.image_tokens(), m.values) if m.vision is not None else 0
     added = n * per_image
-    _check_positions(m, args.T + added + (1 if getattr(args, "phase", None) == "decode" else 0))
     return added, {"images": n, "tokens_per_image": per_image, "vision_tokens": added,
                    "T_text": args.T, "T": args.T + added, "formula_T": "T_text" if added else "T"}
 
@@ -149,6 +148,7 @@ def cmd_flops(args):
     ph = _phase(args)
     terms = m.flops(ph)
     added, img = _images(m, args)
+    _check_positions(m, args.T + added + (1 if args.phase == "decode" else 0))
     in_T = _text_T(sympy.expand(terms.total.xreplace(m.values)), added)
     vision = {}
     if added and args.phase == "prefill":  # the tower runs once per image, in the prefill
@@ -194,6 +194,7 @@ def cmd_cache(args):
         from .vllm import paged_cache
         terms = paged_cache(m, args.block_size, args.max_batched_tokens)
     added, img = _images(m, args)
+    _check_positions(m, args.T + added)
     vals = m.values_with(T=args.T + added, B=args.batch)
     elements = terms.total_at(vals)
     total, breakdown = cache_bytes_total(m, args.dtype, vals, terms)

@@ -30,42 +30,37 @@ def _rational(f: Fraction) -> sympy.Rational:
     return sympy.Rational(f.numerator, f.denominator)
 
 
-def cache_bytes(model, kv_dtype: str = "bf16", terms: Terms | None = None) -> sympy.Expr:
-    """Cache bytes as one expression: elements × bytes of their dtype (``Model.state_dtype``)."""
-    b = dtype_bytes(kv_dtype, "--kv-dtype")
-    total = sympy.Integer(0)
-    for path, expr in (terms if terms is not None else model.cache()).flatten().items():
-        dt = model.state_dtype.get(path.rsplit("/", 1)[-1])
-        total += expr * _rational(dtype_bytes(dt) if dt else b)
-    return total
+def leaf_bytes(model, leaf: str, kv_dtype: str) -> Fraction:
+    """Bytes of one element of the cache leaf ``leaf``: its own dtype (``Model.state_dtype``,
+    e.g. fp32 Mamba state) or the KV dtype."""
+    dt = model.state_dtype.get(leaf.rsplit("/", 1)[-1])
+    return dtype_bytes(dt) if dt else dtype_bytes(kv_dtype, "--kv-dtype")
 
 
-def cache_bytes_terms(model, kv_dtype: str = "bf16") -> Terms:
-    """The cache tree in bytes: every leaf × the bytes of its dtype (paths kept)."""
-    b = dtype_bytes(kv_dtype, "--kv-dtype")
+def cache_bytes_terms(model, kv_dtype: str = "bf16", terms: Terms | None = None) -> Terms:
+    """The cache tree (default ``model.cache()``) in bytes: every leaf × its dtype (paths kept)."""
     out = Terms()
-    for path, expr in model.cache().flatten().items():
-        dt = model.state_dtype.get(path.rsplit("/", 1)[-1])
-        out.add(path, expr * _rational(dtype_bytes(dt) if dt else b))
+    for path, expr in (terms if terms is not None else model.cache()).flatten().items():
+        out.add(path, expr * _rational(leaf_bytes(model, path, kv_dtype)))
     return out
+
+
+def cache_bytes(model, kv_dtype: str = "bf16", terms: Terms | None = None) -> sympy.Expr:
+    """Cache bytes as one expression."""
+    return cache_bytes_terms(model, kv_dtype, terms).total
 
 
 def cache_bytes_total(model, kv_dtype: str, values: dict,
                       terms: Terms | None = None) -> tuple[int, dict[str, int]]:
     """(total bytes, bytes per depth-2 component) at ``values`` (of ``terms``, default the cache)."""
-    b = dtype_bytes(kv_dtype, "--kv-dtype")
     by_comp: dict[str, int] = {}
-    total = 0
     for path, expr in (terms if terms is not None else model.cache()).flatten().items():
-        leaf = path.rsplit("/", 1)[-1]
-        size = dtype_bytes(model.state_dtype[leaf]) if leaf in model.state_dtype else b
-        nbytes = exact(expr, values) * size
+        nbytes = exact(expr, values) * leaf_bytes(model, path, kv_dtype)
         if nbytes.denominator != 1:
             raise SymcostError(f"cache of {path} is not a whole number of bytes")
         comp = "/".join(path.split("/")[:2])
         by_comp[comp] = by_comp.get(comp, 0) + int(nbytes)
-        total += int(nbytes)
-    return total, by_comp
+    return sum(by_comp.values()), by_comp
 
 
 def weight_bytes(model, weights_dtype: str = "bf16", experts_dtype: str | None = None) -> int:
@@ -138,16 +133,13 @@ def cache_bytes_per_gpu(model, kv_dtype: str, values: dict, tp: int) -> int:
     latent and single-head index caches are replicated on every rank; Mamba-2 and Gated DeltaNet
     state is split by heads. This is how vLLM shards the cache.
     """
-    b = dtype_bytes(kv_dtype, "--kv-dtype")
     total = Fraction(0)
     for g in model.groups:
         count = exact(g.count, values)
         for c in g.components:
             share = c.cache_tp_share(tp, values)
             for leaf, expr in c.cache().flatten().items():
-                name = leaf.rsplit("/", 1)[-1]
-                size = dtype_bytes(model.state_dtype[name]) if name in model.state_dtype else b
-                total += count * exact(expr, values) * size * share
+                total += count * exact(expr, values) * leaf_bytes(model, leaf, kv_dtype) * share
     return ceil(total)
 
 

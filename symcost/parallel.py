@@ -15,12 +15,20 @@ link bandwidth with no overlap — a simple upper-bound estimate, stated as such
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from math import ceil
 
 from .errors import SymcostError
 from .gpus import GPU
 from .notation import sym
 from .terms import exact
+
+
+def params_per_gpu(model, tp: int = 1, pp: int = 1, ep: int = 1) -> int:
+    """Ψ, the parameters one GPU holds: non-expert / (tp·pp), routed experts / (ep·tp·pp)."""
+    total = model.params().total_at(model.values)
+    routed = model.routed_params().total_at(model.values)
+    return ceil(Fraction(total - routed, tp * pp) + Fraction(routed, ep * tp * pp))
 
 
 def comm_bytes(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
@@ -33,9 +41,7 @@ def comm_bytes(model, *, seq: int, micro_batch: int, global_batch: int | None = 
     m = gb // (micro_batch * dp)
     s, b = seq // cp, micro_batch
     d = exact(sym.d, vals)
-    total = model.params().total_at(vals)
-    routed = model.routed_params().total_at(vals)
-    psi = ceil((total - routed) / (tp * pp) + routed / (ep * tp * pp))
+    psi = params_per_gpu(model, tp, pp, ep)
     out = {"dp": 0, "tp": 0, "pp": 0, "ep": 0, "cp": 0}
     if dp > 1:
         out["dp"] = ceil(2 * (dp - 1) / dp * 2 * psi)

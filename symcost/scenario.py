@@ -8,13 +8,12 @@ parallelism across them. The split is read off the symbolic terms (∂term/∂T 
 """
 from __future__ import annotations
 
-import sympy
-
 from . import loader
 from .conventions import Phase
 from .gpus import gpu as find_gpu
 from .memory import cache_bytes_total, inference_memory
 from .notation import sym
+from .terms import exact
 from .units import human_bytes
 
 FLAGSHIPS = ("nemotron-3-ultra-550b-a55b", "minimax-m3-abridged", "kimi-k2.5", "deepseek-v4-flash",
@@ -25,7 +24,7 @@ def split_by_context(terms, values) -> tuple[int, int]:
     """(FLOPs of terms that depend on T, FLOPs of the rest) at ``values``."""
     ctx = rest = 0
     for path, expr in terms.flatten().items():
-        v = int(sympy.sympify(expr).xreplace(values))
+        v = exact(expr, values)
         if sym.T in expr.free_symbols:
             ctx += v
         else:

@@ -302,6 +302,7 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
     (1F1B), /cp for context parallelism.
     """
     from .memory import check_parallel
+    from .parallel import params_per_gpu
     if optimizer not in OPTIMIZER_BYTES:
         raise SymcostError(f"--optimizer: unknown optimizer {optimizer!r} (adamw, sgd)")
     if zero not in (0, 1, 2, 3):
@@ -310,9 +311,7 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
         raise SymcostError(f"--cp {cp} does not divide --seq {seq}")
     check_parallel(model, tp, pp, ep)
     vals = model.values
-    total = model.params().total_at(vals)
-    routed = model.routed_params().total_at(vals)
-    psi = ceil((total - routed) / (tp * pp) + routed / (ep * tp * pp))
+    psi = params_per_gpu(model, tp, pp, ep)
     w, g, o = 2 * psi, 2 * psi, OPTIMIZER_BYTES[optimizer] * psi
     if zero >= 1:
         o = ceil(o / dp)

@@ -27,10 +27,10 @@ class Mamba2Adapter(Adapter):
 
     num_heads: PosInt = 128
     head_dim: PosInt = 64
-    vocab_size: PosInt = 32768
-    hidden_size: PosInt = 4096
+    vocab_size: PosInt
+    hidden_size: PosInt
     state_size: PosInt = 128
-    num_hidden_layers: PosInt = 64
+    num_hidden_layers: PosInt
     expand: PosInt = 2
     conv_kernel: PosInt = 4
     n_groups: PosInt = 8

@@ -48,8 +48,8 @@ def _alias(*names, default):
 class NemotronHAdapter(Adapter):
     reference: ClassVar[str] = "NemotronHForCausalLM"
 
-    vocab_size: PosInt = 131072
-    hidden_size: PosInt = 4096
+    vocab_size: PosInt
+    hidden_size: PosInt
     layers_block_type: list[str] | None = None
     hybrid_override_pattern: str | None = None
     num_attention_heads: PosInt = 32
@@ -161,6 +161,9 @@ class NemotronHAdapter(Adapter):
                       (Norms(("norm_f",)), LMHead(tied=False)), vals,
                       state_dtype={"recurrent_states": self.mamba_ssm_cache_dtype})
         model.notes.append("lm_head is never tied in NemotronHForCausalLM, whatever tie_word_embeddings says")
+        if self.layers_block_type is None and self.hybrid_override_pattern is None:
+            model.notes.append("neither layers_block_type nor hybrid_override_pattern is given: "
+                               "transformers' default 4-layer stack (mamba, moe, attention, mlp) is used")
         if self.num_nextn_predict_layers:
             model.extras = self.mtp(model.values)
             model.notes.append("MTP (extras): L_mtp × (enorm + hnorm + eh_proj [2d, d] + "
