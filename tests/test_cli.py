@@ -210,3 +210,12 @@ def test_T_beyond_learned_positions_is_refused(argv, capsys):
 
 def test_T_at_learned_positions_is_accepted(capsys):
     assert run(["flops", "gpt2", "--phase", "prefill", "--T", "1024", "--json"], capsys)[0] == 0
+
+
+@pytest.mark.parametrize("raw,field", [({"model_type": "mamba2", "vocab_size": 100}, "hidden_size"),
+                                       ({"model_type": "nemotron_h", "hidden_size": 64}, "vocab_size")])
+def test_structural_fields_are_required_not_defaulted(raw, field, tmp_path, capsys):
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(raw))
+    code, out, err = run(["params", str(p)], capsys)
+    assert code == 2 and field in err and err.count("\n") == 1
