@@ -1,7 +1,8 @@
 """LaTeX sheets compile with a real pdflatex, without shell escape, whatever the config's text.
 
-These tests need pdflatex (Debian: texlive-latex-base texlive-latex-recommended latexmk); they fail,
-never skip, when it is missing, so CI cannot pass them silently.
+These tests need pdflatex (Debian: texlive-latex-base texlive-latex-recommended latexmk): they skip
+with the reason on a bare machine and fail when ``SYMCOST_REQUIRE_TEX=1`` (CI) demands them
+(``tests/tex.py``).
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import sympy
 
 from symcost import loader
+from tests.tex import need_tex
 from symcost.latex import latex, latex_plugged, split_lines, texescape
 from symcost.notation import sym
 from symcost.report import (build_pdf, environment, mechanisms, render_mechanism, render_sheet,
@@ -21,9 +23,7 @@ NASTY = "a_&%$#{}\\~^b \\input{/etc/passwd} \\write18{touch pwned} \\immediate\\
 
 
 def _need_tex():
-    if shutil.which("pdflatex") is None:
-        pytest.fail("pdflatex is not installed: install texlive-latex-base texlive-latex-recommended "
-                    "latexmk (the LaTeX tests must run, not skip)")
+    need_tex()
 
 
 def _compile(tmp_path, text, name="sheet"):

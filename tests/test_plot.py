@@ -5,7 +5,6 @@ matplotlib is in the ``test`` extra, so these run (never skip) in CI.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 
 import numpy as np
@@ -18,6 +17,7 @@ from symcost.errors import SymcostError
 from symcost.memory import cache_bytes_total
 from symcost.notation import sym
 from symcost.plot import METRICS, plot_vs_T, series
+from tests.tex import need_tex
 
 MODELS = ["llama-3.1-8b", "gemma-2-9b-it"]  # dense GQA; alternating sliding window (a breakpoint)
 
@@ -98,8 +98,7 @@ def test_missing_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def _need_tex():
-    if shutil.which("pdflatex") is None:
-        pytest.fail("pdflatex is not installed (texlive-latex-base): the sheet tests must run, not skip")
+    need_tex()
 
 
 def test_sheet_with_plots_compiles(tmp_path, capsys):
