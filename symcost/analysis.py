@@ -223,6 +223,23 @@ def polynomial_in(expr: Expr | Terms, var=sym.T, *, values: Mapping | None = Non
     return out
 
 
+def _diff(e: Expr, var) -> Expr:
+    """``∂e/∂var`` with ``Min``/``Max`` unfolded into ``Piecewise`` regimes first, so the result is
+    a ``Piecewise`` of ordinary derivatives (which ``symcost.parse`` reads back), never the
+    ``Heaviside`` SymPy gives for ``d Min(T, W)/dT`` (STYLE.md trap 6).
+
+    >>> from symcost.notation import sym
+    >>> _diff(sym.L * sympy.Min(sym.T, sym.W - 1), sym.T)
+    Piecewise((L, T <= W - 1), (0, True))
+    """
+    if e.has(sympy.Min, sympy.Max):
+        e = sympy.piecewise_fold(e.rewrite(sympy.Piecewise))
+    d = sympy.diff(e, var)
+    if isinstance(d, sympy.Piecewise):
+        d = sympy.Piecewise(*[(sympy.factor_terms(sympy.expand(p)), c) for p, c in d.args])
+    return d
+
+
 def derivative(expr: Expr | Terms, var, *, values: Mapping | None = None, at=None) -> Expr:
     """``∂expr/∂var``, with ``values`` (all but ``var``) substituted first; at a point if ``at``.
 
@@ -231,7 +248,7 @@ def derivative(expr: Expr | Terms, var, *, values: Mapping | None = None, at=Non
     L*d*(3*d_ff + 1)
     """
     e = _expr(expr)
-    d = sympy.diff(_subs(e, values, var), var)
+    d = _diff(_subs(e, values, var), var)
     if at is not None:
         return sympy.expand(d.xreplace({var: _expr(at)}))
     if d.is_polynomial(*d.free_symbols) if d.free_symbols else True:

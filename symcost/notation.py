@@ -120,6 +120,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("B", "B", "batch size", "(input)"),
     Entry("b_w", "b_{w}", "bytes per weight", "(dtype)", "bytes"),
     Entry("b_kv", "b_{kv}", "bytes per cache element", "(dtype)", "bytes"),
+    Entry("b_state", "b_{state}", "bytes per recurrent/conv state element (fp32 in transformers)",
+          "(dtype)", "bytes"),
 )
 
 _SYMBOLS: dict[str, sympy.Symbol] = {
