@@ -434,6 +434,17 @@ def cmd_check(args):
     return 1 if args.strict and not result["equal"] else 0
 
 
+def cmd_export(args):
+    from .export import export
+    m = loader.build(args.model)
+    terms = _metric_terms(m, args)
+    convention = f"; {_phase(args).describe()}" if args.metric == "flops" else ""
+    keep = [k.strip() for k in (args.keep or "").split(",") if k.strip()]
+    doc = f"{m.name} {args.metric} ({METRICS[args.metric]}{convention})"
+    ident = "".join(ch if ch.isalnum() else "_" for ch in f"{args.metric}").strip("_")
+    print(export(terms.total, terms.bound, keep=keep, to=args.to, name=ident, doc=doc))
+
+
 def cmd_scale(args):
     from .analysis import derivative, scale_summary
     m = loader.build(args.model)
@@ -598,6 +609,18 @@ def build_parser() -> argparse.ArgumentParser:
                     help="rename your symbols into the notation, e.g. --map m=d_ff --map c=2")
     sp.add_argument("--T", type=_positive("--T"), default=None, help="substitute T in the difference")
     sp.add_argument("--batch", type=_positive("--batch"), default=None)
+    phase_flags(sp)
+
+    sp = command("export", cmd_export, "a metric as standalone code (Python, NumPy, C) or LaTeX/SymPy/JSON")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--metric", choices=list(METRICS), required=True, help=METRICS_HELP)
+    sp.add_argument("--to", choices=["python", "numpy", "c", "latex", "sympy", "json"], default="python",
+                    help="python: exact int arithmetic; numpy: vectorised, float64 by default (dtype=object "
+                         "for exact); c: double; latex; sympy: code rebuilding the expression; json "
+                         "(default python)")
+    sp.add_argument("--keep", default="", metavar="SYMS",
+                    help="comma-separated notation symbols left as arguments instead of the config's "
+                         "values, e.g. --keep d,L (default: only T, B and other inputs stay free)")
     phase_flags(sp)
 
     sp = command("scale", cmd_scale, "derivative, leading term and big-O in T or E")
