@@ -15,7 +15,7 @@ in ``keep``) and prints the rest as code whose arguments are the free symbols *b
 
 >>> from symcost.notation import sym
 >>> code = export(2 * sym.B * sym.T * sym.d, {sym.d: 4096}, name="cache", to="python")
->>> code.splitlines()[-2]
+>>> code.splitlines()[-1]
 '    return _int(8192*B*T)'
 """
 from __future__ import annotations
