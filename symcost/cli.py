@@ -421,10 +421,14 @@ def cmd_check(args):
     if not result["equal"]:
         lines.append(f"  difference (engine - yours): {result['difference']}"
                      + (f" = {result['difference_value']:,}" if result["difference_value"] is not None else ""))
-        if result["explained_by"]:
+        if result["explained_by"] and not result["diagnosis"]:
             lines.append(f"  explained by: {', '.join(result['explained_by'])}")
+        wrong = [r for r in result["components"] if not r["equal"]]
+        if wrong:
+            lines.append("  per component (yours vs the engine's, at this config):")
+            lines += [f"    {r['term']:<28} yours {r['yours']}  engine {r['engine']}" for r in wrong]
     if result["note"]:
-        lines.append(f"  {result['note']}")
+        lines.append(f"  {'cause: ' if result['diagnosis'] else ''}{result['note']}")
     if result["unknown_symbols"]:
         lines.append(f"  unknown symbols (map them with --map NAME=EXPR): {', '.join(result['unknown_symbols'])}")
     if result["config_numbers"]:
