@@ -73,11 +73,32 @@ def _table(rows: list[tuple[str, str, int]], total: int, fmt=human_count) -> str
     return "\n".join(lines)
 
 
+#: warnings of the running command (``_context_warnings``), printed by ``_emit`` on success only
+_WARNINGS: list[str] = []
+
+
+def _context_warnings(args) -> list[str]:
+    """A context beyond what the config supports (``symcost.limits``), from the raw config only."""
+    from .limits import context_warnings
+    model = getattr(args, "model", None)
+    T = max((v for v in (getattr(args, a, None) for a in ("T", "seq", "T_prefill", "T_decode"))
+             if isinstance(v, int)), default=None)
+    if not isinstance(model, str) or T is None:
+        return []
+    try:
+        _, raw = loader.read_json(model)
+    except SymcostError:
+        return []  # the command reports the problem itself
+    return context_warnings(raw, T)
+
+
 def _emit(args, payload: dict, text: str) -> None:
     if args.json:
-        print(json.dumps(payload))
+        print(json.dumps({**payload, "warnings": list(_WARNINGS)} if _WARNINGS else payload))
     else:
         print(text)
+    for w in _WARNINGS:
+        print(f"symcost: warning: {w}", file=sys.stderr)
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -715,6 +736,7 @@ def main(argv: list[str] | None = None) -> int:
     want_json = "--json" in argv
     try:
         args = build_parser().parse_args(argv)
+        _WARNINGS[:] = _context_warnings(args)
         rc = args.fn(args)
     except BrokenPipeError:  # `symcost ... | head`: the reader left; not an error of ours
         try:

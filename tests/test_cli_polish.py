@@ -82,3 +82,17 @@ def test_non_ascii_digits_are_refused_at_once(capsys):
         t0 = time.perf_counter()
         code, _, err = run(["check", "llama-2-7b", "--metric", "params", "--expr", expr], capsys)
         assert code == 2 and "not allowed" in err and time.perf_counter() - t0 < 0.5, expr
+
+
+def test_context_beyond_the_config_warns(capsys):
+    code, out, err = run(["cache", "qwen3-30b-a3b", "--T", "128K", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["warnings"] == [
+        "T=131,072 exceeds the 40,960 positions the config supports "
+        "(max_position_embeddings=40960, no RoPE scaling)"]
+    assert err.strip().splitlines() == ["symcost: warning: " + data["warnings"][0]]
+    code, out, err = run(["flops", "llama-3.1-8b", "--phase", "decode", "--T", "200000"], capsys)
+    assert code == 0 and "exceeds the 131,072 positions" in err and "llama3 RoPE scaling" in err
+    # within the YaRN-extended context of DeepSeek-V3 (40 x 4,096): no warning
+    code, out, err = run(["cache", "deepseek-v3", "--T", "163840", "--json"], capsys)
+    assert "warnings" not in json.loads(out) and err == ""
