@@ -13,6 +13,7 @@ D_h*H_kv
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -133,7 +134,13 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in TABLE}
 sym = SimpleNamespace(**_SYMBOLS)
 
 #: LaTeX name of every symbol, for the printer.
-LATEX_NAMES: dict[sympy.Symbol, str] = {_SYMBOLS[e.name]: e.latex for e in TABLE}
+def _upright(tex: str) -> str:
+    """Multi-letter subscripts are names, set upright: ``d_{ff}`` → ``d_{\\mathrm{ff}}``;
+    a single-letter one stays a variable (``H_{q}``)."""
+    return re.sub(r"_\{([A-Za-z]{2,})\}", r"_{\\mathrm{\1}}", tex)
+
+
+LATEX_NAMES: dict[sympy.Symbol, str] = {_SYMBOLS[e.name]: _upright(e.latex) for e in TABLE}
 
 
 def by_name(name: str) -> sympy.Symbol:
