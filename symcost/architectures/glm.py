@@ -84,7 +84,9 @@ class Glm4MoeAdapter(_GlmChecks, DeepseekV3Adapter):
     num_nextn_predict_layers: NonNegInt = _alias(1, "num_nextn_predict_layers", "num_mtp_layers")
 
     def check_attention(self) -> None:
-        self.require_divisible("num_attention_heads", "num_key_value_heads")
+        H, H_kv = self.num_attention_heads, self.num_key_value_heads
+        if H % H_kv:
+            self.fail("num_key_value_heads", f"must divide num_attention_heads={H} (got {H_kv})")
         if self.d_head < 1:
             self.fail("head_dim", f"absent, so hidden_size // num_attention_heads = {self.d_head}: needs >= 1")
         f = self.rotary_factor
