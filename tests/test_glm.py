@@ -191,3 +191,15 @@ def test_mtp_layer_count_as_transformers_resolves_it():
         cfg = oracle.hf_config(form)
         m = symcost.build(dict(form))
         assert m.values[symcost.sym.L_mtp] == cfg.num_nextn_predict_layers == cfg.to_dict()["num_nextn_predict_layers"]
+
+
+@pytest.mark.parametrize("model_type", glm.MODEL_TYPES)
+def test_prefill_with_last_logits_only(model_type):
+    """--logits last against the class run with logits_to_keep=1 (what generate() does)."""
+    from symcost.conventions import Phase
+    raw = glm.tiny(random.Random("last"), model_type)
+    m, model = symcost.build(dict(raw)), oracle.build(raw)
+    terms = m.flops(Phase(kind="prefill", attention="full", logits="last", impl="reference"))
+    for T in glm.T_VALUES:
+        for B in (1, 2):
+            assert terms.total_at(m.values_with(T=T, B=B)) == oracle.prefill_flops(model, B, T, logits_to_keep=1)
