@@ -57,6 +57,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("H_I", "H_{I}", "indexer heads", "index_n_heads", "count"),
     Entry("D_I", "D_{I}", "indexer head dim", "index_head_dim", "length"),
     Entry("k_I", "k_{I}", "indexer top-k keys", "index_topk", "count"),
+    Entry("L_I", "L_{I}", "layers running their own DSA indexer (the others reuse its top-k)",
+          "indexer_types, index_topk_freq, index_topk_pattern"),
     # -- Mamba-2 (seed 001 §2.4) --
     Entry("N", "N", "SSM state size", "ssm_state_size, state_size", "length"),
     Entry("H_m", "H_{m}", "Mamba heads", "mamba_num_heads, num_heads", "count"),
