@@ -115,6 +115,13 @@ TABLE: tuple[Entry, ...] = (
     Entry("L_hash", "L_{hash}", "hash-routed MoE layers", "num_hash_layers, mlp_layer_types"),
     # -- vision tokens per image (Gemma 3 pooled projector) --
     Entry("N_img", "N_{img}", "text tokens one image fills (pooled vision features)", "mm_tokens_per_image"),
+    # -- Qwen3-VL / Qwen3.5 vision tower (learned position table, deepstack mergers) --
+    Entry("P_vis", "P_{vis}", "vision learned position-embedding entries (resampled to each image's grid)",
+          "vision_config.num_position_embeddings"),
+    Entry("n_ds", "n_{ds}", "deepstack patch mergers (vision features fed into early text layers)",
+          "len(vision_config.deepstack_visual_indexes)"),
+    Entry("d_vout", "d_{vout}", "vision merger output size, where it differs from the text hidden size",
+          "vision_config.out_hidden_size", "length"),
     # -- user inputs --
     Entry("T", "T", "tokens: sequence / context length", "(input)", "length"),
     Entry("B", "B", "batch size", "(input)"),
