@@ -85,12 +85,12 @@ TABLE: tuple[Entry, ...] = (
     # -- SigLIP vision tower (Gemma 3) --
     Entry("d_vis", "d_{vis}", "vision tower hidden size", "vision_config.hidden_size", "length"),
     Entry("d_ff_vis", "d_{ff,vis}", "vision tower MLP size", "vision_config.intermediate_size", "length"),
-    Entry("L_vis", "L_{vis}", "vision tower layers", "vision_config.num_hidden_layers"),
+    Entry("L_vis", "L_{vis}", "vision tower layers", "vision_config.num_hidden_layers, depth"),
     Entry("p_vis", "p_{vis}", "vision patch size (pixels per side)", "vision_config.patch_size", "length"),
-    Entry("C_img", "C_{img}", "image channels", "vision_config.num_channels"),
+    Entry("C_img", "C_{img}", "image channels", "vision_config.num_channels, in_channels"),
     Entry("N_pat", "N_{pat}", "patches per image", "(image_size // patch_size)^2"),
     # -- DeepSeek / Kimi (MoonViT patch merger) --
-    Entry("m_vis", "m_{vis}", "vision patches merged into one token", "vision_config.merge_kernel_size"),
+    Entry("m_vis", "m_{vis}", "vision patches merged into one token", "vision_config.merge_kernel_size, spatial_merge_size²"),
     # -- Gated DeltaNet (Qwen3-Next) --
     Entry("C_dn", "C_{dn}", "Gated DeltaNet chunk size (the torch scan pads T to a multiple)",
           "(64, fixed in transformers)", "length"),
