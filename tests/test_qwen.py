@@ -156,3 +156,14 @@ def test_qwen3_5_moe_ignores_dense_fields():
     odd = {**raw, "mlp_only_layers": list(range(L)), "decoder_sparse_step": 2, "intermediate_size": 999}
     m = symcost.build(odd)
     assert m.params().total_at(m.values) == base.total_at(m.values) == oracle.params(odd)
+
+
+@pytest.mark.parametrize("model_type", WRAPPERS)
+@pytest.mark.parametrize("top,inner", [(True, False), (False, True), (True, True)])
+def test_wrapper_tying_is_the_top_level_flag(model_type, top, inner):
+    """The ConditionalGeneration class ties its head by its own tie_word_embeddings, not text_config's."""
+    raw = _tiny(model_type, "tie")
+    raw["tie_word_embeddings"], raw["text_config"]["tie_word_embeddings"] = top, inner
+    m = symcost.build(dict(raw))
+    assert m.params().total_at(m.values) == oracle.params(raw)
+    assert ("lm_head" in m.params().at(m.values)) != top
