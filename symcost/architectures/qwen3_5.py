@@ -33,7 +33,7 @@ from .qwen3_next import Qwen3NextAdapter
 from .qwen3_vl import QwenVLWrapper
 
 
-class Qwen3_5Base(Qwen3NextAdapter):
+class Qwen35Base(Qwen3NextAdapter):
     """The Qwen3.5 text fields (``Qwen3_5TextConfig`` defaults) over the Qwen3-Next layer layout."""
 
     split_proj: ClassVar[bool] = True
@@ -58,7 +58,7 @@ class Qwen3_5Base(Qwen3NextAdapter):
 
 
 @register("qwen3_5_text")
-class Qwen3_5TextAdapter(Qwen3_5Base):
+class Qwen35TextAdapter(Qwen35Base):
     reference: ClassVar[str] = "Qwen3_5ForCausalLM"
 
     model_type: str = "qwen3_5_text"
@@ -74,7 +74,7 @@ class Qwen3_5TextAdapter(Qwen3_5Base):
 
 
 @register("qwen3_5_moe_text")
-class Qwen3_5MoeTextAdapter(Qwen3_5Base):
+class Qwen35MoeTextAdapter(Qwen35Base):
     reference: ClassVar[str] = "Qwen3_5MoeForCausalLM"
 
     model_type: str = "qwen3_5_moe_text"
@@ -99,16 +99,16 @@ class Qwen3_5MoeTextAdapter(Qwen3_5Base):
 
 
 @register("qwen3_5")
-class Qwen3_5Adapter(QwenVLWrapper):
+class Qwen35Adapter(QwenVLWrapper):
     reference: ClassVar[str] = "Qwen3_5ForConditionalGeneration"
-    text_adapter: ClassVar[type[Adapter]] = Qwen3_5TextAdapter
+    text_adapter: ClassVar[type[Adapter]] = Qwen35TextAdapter
     text_type: ClassVar[str] = "qwen3_5_text"
     deepstack: ClassVar[bool] = False
 
 
 @register("qwen3_5_moe")
-class Qwen3_5MoeAdapter(QwenVLWrapper):
+class Qwen35MoeAdapter(QwenVLWrapper):
     reference: ClassVar[str] = "Qwen3_5MoeForConditionalGeneration"
-    text_adapter: ClassVar[type[Adapter]] = Qwen3_5MoeTextAdapter
+    text_adapter: ClassVar[type[Adapter]] = Qwen35MoeTextAdapter
     text_type: ClassVar[str] = "qwen3_5_moe_text"
     deepstack: ClassVar[bool] = False

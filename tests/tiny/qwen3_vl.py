@@ -25,5 +25,6 @@ def tiny(rng, model_type):
         E = rng.choice([4, 6])
         raw.update({"num_experts" if rng.random() < 0.5 else "num_local_experts": E,
                     "num_experts_per_tok": rng.randint(1, 3), "moe_intermediate_size": rng.randint(8, 24),
-                    "decoder_sparse_step": rng.choice([1, 1, 2]), "mlp_only_layers": rng.sample(range(L), rng.randint(0, 1))})
+                    "decoder_sparse_step": rng.choice([1, 1, 2]),
+                    "mlp_only_layers": rng.sample(range(L), rng.randint(0, 1))})
     return wrap(rng, model_type, raw, model_type + "_text", deepstack=True)
