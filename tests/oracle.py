@@ -50,8 +50,11 @@ def hf_config(raw: dict):
 
 
 def auto_class(cfg):
-    """The causal-LM auto class, or the image-text-to-text one for a VLM without it (kimi_k25)."""
-    if type(cfg) in AutoModelForCausalLM._model_mapping:
+    """The causal-LM auto class, or the image-text-to-text one for a VLM: a config without a causal-LM
+    class (kimi_k25), or one with a vision tower whose causal-LM entry is the text model alone
+    (qwen3_5 -> Qwen3_5ForCausalLM, "VLM compatibility"; the engine counts the whole wrapper)."""
+    vlm = getattr(cfg, "vision_config", None) is not None and type(cfg) in AutoModelForImageTextToText._model_mapping
+    if type(cfg) in AutoModelForCausalLM._model_mapping and not vlm:
         return AutoModelForCausalLM
     return AutoModelForImageTextToText
 
