@@ -85,7 +85,7 @@ VARIANTS: dict[str, tuple[str, dict, str]] = {
 NAMES = {
     "llama-3.1-8b": "Llama-3-8B (bundled llama-3.1-8b: same shapes)",
     "llama-3.1-70b": "Llama-3-70B (bundled llama-3.1-70b: same shapes)",
-    "nemotron-3-ultra-550b-a55b": "Nemotron 3 Ultra", "minimax-m3-abridged": "MiniMax M3 (abridged + seeds' tables)",
+    "nemotron-3-ultra-550b-a55b": "Nemotron 3 Ultra", "minimax-m3": "MiniMax M3 (+ the seeds' vision table)",
     "kimi-k2.5": "Kimi K2.5", "deepseek-v3": "DeepSeek-V3", "deepseek-v4-flash": "DeepSeek V4 Flash",
     "llama-2-7b": "Llama-2-7B", "qwen2.5-7b": "Qwen2.5-7B",
 }
@@ -262,7 +262,7 @@ def pct(a, b) -> Fraction:
 
 L8, L70, L405, L2 = "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-2-7b"
 MIS, Q7, Q05, TOY = "mistral-7b-v0.2", "qwen2.5-7b", "qwen2.5-0.5b", "moe-toy"
-DS3, NEM, M3, K25, V4, F60 = ("deepseek-v3", "nemotron-3-ultra-550b-a55b", "minimax-m3-abridged",
+DS3, NEM, M3, K25, V4, F60 = ("deepseek-v3", "nemotron-3-ultra-550b-a55b", "minimax-m3",
                              "kimi-k2.5", "deepseek-v4-flash", "full-attn-60")
 EMB = ("embed_tokens", "lm_head")
 
