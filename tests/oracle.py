@@ -133,3 +133,14 @@ def train_step_flops(model, B: int, T: int) -> int:
         model.eval()
         model.zero_grad(set_to_none=True)
     return counter.get_total_flops()
+
+
+def serialised(raw: dict, directory) -> tuple[dict, dict]:
+    """The config as transformers writes it back: ``to_dict()`` of its config class, and the
+    ``config.json`` that ``save_pretrained(directory)`` writes (read back as a dict)."""
+    import json
+    from pathlib import Path
+    cfg = hf_config(raw)
+    cfg.save_pretrained(directory)
+    saved = json.loads((Path(directory) / "config.json").read_text())
+    return cfg.to_dict(), saved

@@ -64,12 +64,13 @@ class Attention(Component):
 
     def primitives(self, ph: Phase | None = None):
         d, H_q, H_kv, D_h, D_v = self.d, self.H_q, self.H_kv, self.D_h, self.D_val
+        Dv = "D_h" if self.D_v is None else "D_v"  # for the shape docs
         q_out = (2 if self.output_gate else 1) * H_q * D_h
         prims = [
             Linear("q_proj", d, q_out, self.qkv_bias, tp="col", doc="[d, H_q·D_h]"),
             Linear("k_proj", d, H_kv * D_h, self.qkv_bias, tp="col", doc="[d, H_kv·D_h]"),
-            Linear("v_proj", d, H_kv * D_v, self.qkv_bias, tp="col", doc="[d, H_kv·D_v]"),
-            Linear("o_proj", H_q * D_v, d, self.o_bias, tp="row", doc="[H_q·D_v, d]"),
+            Linear("v_proj", d, H_kv * D_v, self.qkv_bias, tp="col", doc=f"[d, H_kv·{Dv}]"),
+            Linear("o_proj", H_q * D_v, d, self.o_bias, tp="row", doc=f"[H_q·{Dv}, d]"),
         ]
         if self.qk_norm:
             prims += [Norm("q_norm", D_h, doc="per-head RMSNorm [D_h]"),
@@ -83,7 +84,7 @@ class Attention(Component):
             pairs = ph.pairs(self.W)
             prims += [
                 Matmul("scores", 2 * sym.B * H_q * D_h * pairs, "QKᵀ: 2·B·H_q·D_h per (query, key)"),
-                Matmul("values", 2 * sym.B * H_q * D_v * pairs, "PV: 2·B·H_q·D_v per (query, key)"),
+                Matmul("values", 2 * sym.B * H_q * D_v * pairs, f"PV: 2·B·H_q·{Dv} per (query, key)"),
             ]
         return prims
 
@@ -116,7 +117,8 @@ class Attention(Component):
         kept = self.kept_tokens()
         return Terms({"keys": sym.B * self.H_kv * self.D_h * kept,
                       "values": sym.B * self.H_kv * self.D_val * kept},
-                     {"keys": "[B, H_kv, T, D_h]", "values": f"[B, H_kv, T, {'D_h' if self.D_v is None else 'D_v'}]"})
+                     {"keys": "[B, H_kv, T, D_h]",
+                      "values": f"[B, H_kv, T, {'D_h' if self.D_v is None else 'D_v'}]"})
 
     def label(self) -> str:
         kind = "sliding-window attention" if self.W is not None else "attention"
