@@ -127,7 +127,8 @@ class MiMoV2FlashAdapter(Adapter):
                           f"does not read {field}: state {source}")
         H_q, H_kv = self.num_attention_heads, self.num_key_value_heads
         if H_q % H_kv:
-            self.fail("num_key_value_heads", f"num_attention_heads={H_q} is not divisible by num_key_value_heads={H_kv}")
+            self.fail("num_key_value_heads", f"num_attention_heads={H_q} is not divisible by "
+                      f"num_key_value_heads={H_kv}")
         if SWA in attn:
             if self.W is None or self.W < 1:
                 self.fail("sliding_window", f"sliding-attention layers need a positive window (got {self.W})")

@@ -387,7 +387,8 @@ class MiniMaxM3VLAdapter(Adapter):
         m.pre = m.pre + (tower,)
         m.vision = tower
         m.values.update(vision_values(self.vision_config, self.projector_hidden_size))
+        src = "vision_config" if "vision_config" in self.model_fields_set else "vision_config: transformers defaults"
         m.notes.append("vision tower + projector in the total, as MiniMaxM3SparseForConditionalGeneration builds "
-                       f"them (vision_config{'' if 'vision_config' in self.model_fields_set else ': transformers defaults'}"
-                       f", projector_hidden_size={self.projector_hidden_size}); {image_note(self.vision_config)}")
+                       f"them ({src}, projector_hidden_size={self.projector_hidden_size}); "
+                       f"{image_note(self.vision_config)}")
         return m
