@@ -278,8 +278,8 @@ class MiniMaxM3TextAdapter(Adapter):
                                "transformers' MiniMaxM3VLTextConfig default (absent from the file)")
         ignored = []
         mlp = self.mlp_kinds()[0]
-        if self.first_k_dense_replace is not None and mlp[:self.first_k_dense_replace].count("dense") != min(
-                self.first_k_dense_replace, len(mlp)):
+        k = min(self.first_k_dense_replace or 0, len(mlp))
+        if self.first_k_dense_replace is not None and mlp != ["dense"] * k + ["sparse"] * (len(mlp) - k):
             ignored.append(f"first_k_dense_replace={self.first_k_dense_replace} (the stated MLP pattern wins)")
         if self.n_shared_experts not in (None, 1):
             ignored.append(f"n_shared_experts={self.n_shared_experts} (transformers builds exactly one shared expert)")
