@@ -161,6 +161,12 @@ class MiMoV2FlashAdapter(Adapter):
                           "builds no shared expert")
         return self
 
+    def source(self, field: str, hub: str) -> str:
+        if getattr(self, field) is not None:
+            return f"{field} as given"
+        agree = f", which the file's {hub} states too" if getattr(self, hub) is not None else ""
+        return f"{field}: transformers' default{agree}"
+
     # -- the model ---------------------------------------------------------------------------------------
     def layer(self, attn: str, mlp: str) -> tuple:
         swa = attn == SWA
@@ -202,8 +208,8 @@ class MiMoV2FlashAdapter(Adapter):
         model.notes.append(
             "layers: " + ", ".join(f"{per_layer.count(c)} × {'sliding' if c[0] == SWA else 'full'} attention + "
                                    f"{'MoE' if c[1] == SPARSE else 'dense MLP'}" for c in combos)
-            + (f" (layer_types{'' if self.layer_types is not None else ' from transformers default'}, "
-               f"mlp_layer_types{'' if self.mlp_layer_types is not None else ' from transformers default'})"))
+            + f" ({self.source('layer_types', 'hybrid_layer_pattern')}; "
+            f"{self.source('mlp_layer_types', 'moe_layer_freq')})")
         if SWA in attn:
             src = (f"sliding_window_size={self.sliding_window_size} + 1" if self.sliding_window_size is not None
                    else f"sliding_window={self.W}" + ("" if "sliding_window" in self.model_fields_set
