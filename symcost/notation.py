@@ -52,7 +52,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("d_kv", "d_{kv}", "MLA key/value LoRA rank", "kv_lora_rank", "length"),
     Entry("D_nope", "D_{nope}", "MLA non-rotary q/k head dim", "qk_nope_head_dim", "length"),
     Entry("D_rope", "D_{rope}", "MLA rotary q/k head dim", "qk_rope_head_dim", "length"),
-    Entry("D_v", "D_{v}", "MLA value head dim", "v_head_dim", "length"),
+    Entry("D_v", "D_{v}", "value head dim (MLA; MiMo-V2-Flash attention)", "v_head_dim", "length"),
     # -- sparse indexer (DeepSeek V3.2 DSA, MiniMax M3 MSA) --
     Entry("H_I", "H_{I}", "indexer heads", "index_n_heads", "count"),
     Entry("D_I", "D_{I}", "indexer head dim", "index_head_dim", "length"),
