@@ -187,11 +187,11 @@ def cmd_flops(args):
 
 
 def cmd_cache(args):
-    from .memory import cache_bytes, cache_bytes_total
+    from .serving.memory import cache_bytes, cache_bytes_total
     m = loader.build(args.model)
     terms = m.cache()
     if args.layout == "vllm":
-        from .vllm import paged_cache
+        from .serving.vllm import paged_cache
         terms = paged_cache(m, args.block_size, args.max_batched_tokens)
     added, img = _images(m, args)
     _check_positions(m, args.T + added)
@@ -217,7 +217,7 @@ def cmd_cache(args):
 
 def cmd_memory(args):
     from .gpus import gpu as find_gpu
-    from .memory import inference_memory
+    from .serving.memory import inference_memory
     m = loader.build(args.model)
     _check_positions(m, args.T)
     g = find_gpu(args.gpu) if args.gpu else None
@@ -306,7 +306,7 @@ def cmd_comm(args):
 
 def cmd_roofline(args):
     from .gpus import gpu as find_gpu
-    from .roofline import roofline
+    from .serving.roofline import roofline
     m = loader.build(args.model)
     _check_positions(m, args.T + (1 if args.phase == "decode" else 0))
     r = roofline(m, phase=args.phase, T=args.T, B=args.batch, gpu=find_gpu(args.gpu),
@@ -425,7 +425,7 @@ def _select(m, terms, what: str, args):
     if what == "total":
         return terms.total
     if what == "weights":
-        from .memory import weight_bytes
+        from .serving.memory import weight_bytes
         return sympy.Integer(weight_bytes(m, args.weights_dtype))
     flat = terms.flatten()
     total = sympy.Integer(0)
@@ -445,7 +445,7 @@ def cmd_crossover(args):
     values = {**m.values, sym.B: sympy.Integer(args.batch)}
     terms = _metric_terms(m, args)
     if args.metric == "cache":  # in bytes, so it can be weighed against the weights
-        from .memory import cache_bytes_terms
+        from .serving.memory import cache_bytes_terms
         terms = cache_bytes_terms(m, args.kv_dtype)
     a = _select(m, terms, args.a, args)
     if args.vs:

@@ -32,7 +32,7 @@ try:
 except ImportError:  # numpy comes with matplotlib
     raise SymcostError("plotting needs matplotlib, which is not installed: "
                        "pip install 'symcost[plot]' (or pip install matplotlib)") from None
-from .memory import cache_bytes
+from .serving.memory import cache_bytes
 from .notation import sym
 
 METRICS = ("flops_per_token", "decode_flops", "cache_bytes")

@@ -5,8 +5,8 @@ import pytest
 
 import symcost
 from symcost.cli import main
-from symcost.memory import cache_bytes_total, inference_memory
-from symcost.gpus import gpu
+from symcost.serving.memory import cache_bytes_total, inference_memory
+from symcost.serving.gpus import gpu
 
 
 def test_seed_llama_kv_formula():
@@ -61,14 +61,14 @@ def test_memory_json_keys(capsys):
 
 
 def test_vllm_pages_full_attention_in_blocks_of_16():
-    from symcost.vllm import paged_cache
+    from symcost.serving.vllm import paged_cache
     m = symcost.build("llama-3.1-8b")
     v = m.values_with(T=1000, B=1)
     assert cache_bytes_total(m, "bf16", v, paged_cache(m))[0] == 131072 * 1008  # ⌈1000/16⌉·16
 
 
 def test_vllm_sliding_window_keeps_w_minus_1_plus_batched_plus_a_block():
-    from symcost.vllm import paged_cache
+    from symcost.serving.vllm import paged_cache
     m = symcost.build("gemma-2-9b-it")  # W = 4096, 21 sliding + 21 full layers, H_kv·D_h = 8·256
     v = m.values_with(T=100_000, B=1)
     _, by = cache_bytes_total(m, "bf16", v, paged_cache(m, 16, 8192))
@@ -104,7 +104,7 @@ def test_vllm_data_point_gpt_oss_120b_73728_bytes_per_token():
 
 def test_tp_shards_gqa_heads_and_replicates_latents():
     """Per-rank cache: GQA splits KV heads until tp exceeds them, then replicates; MLA replicates."""
-    from symcost.memory import cache_bytes_per_gpu
+    from symcost.serving.memory import cache_bytes_per_gpu
     m = symcost.build("llama-3.1-70b")  # H_kv = 8
     v = m.values_with(T=1000, B=1)
     full, _ = cache_bytes_total(m, "bf16", v)

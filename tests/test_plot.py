@@ -14,7 +14,7 @@ from symcost import loader, report
 from symcost.cli import main
 from symcost.conventions import Phase
 from symcost.errors import SymcostError
-from symcost.memory import cache_bytes_total
+from symcost.serving.memory import cache_bytes_total
 from symcost.notation import sym
 from symcost.plot import METRICS, plot_vs_T, series
 from tests.tex import need_tex

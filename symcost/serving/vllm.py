@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import sympy
 
-from .notation import sym
-from .terms import Terms
+from ..notation import sym
+from ..terms import Terms
 
 T = sym.T
 

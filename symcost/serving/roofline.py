@@ -10,12 +10,12 @@ from __future__ import annotations
 from fractions import Fraction
 from math import ceil
 
-from .conventions import Phase
+from ..conventions import Phase
 from .gpus import GPU
 from .memory import cache_bytes_total
-from .notation import sym
-from .terms import exact
-from .units import dtype_bytes
+from ..notation import sym
+from ..terms import exact
+from ..units import dtype_bytes
 
 
 def roofline(model, *, phase: str, T: int, B: int, gpu: GPU, weights_dtype="bf16",
