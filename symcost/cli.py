@@ -310,14 +310,14 @@ def cmd_roofline(args):
     m = loader.build(args.model)
     _check_positions(m, args.T + (1 if args.phase == "decode" else 0))
     r = roofline(m, phase=args.phase, T=args.T, B=args.batch, gpu=find_gpu(args.gpu),
-                 weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype)
-    payload = {"model": m.name, "phase": args.phase, "T": args.T, "batch": args.batch, **r}
+                 weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, mla=args.mla)
+    payload = {"model": m.name, "phase": args.phase, "T": args.T, "batch": args.batch, "mla": args.mla, **r}
     text = (f"{m.name}: roofline of one {args.phase} pass, T={args.T}, B={args.batch} on {r['gpu']}\n"
             f"  FLOPs {r['flops']:,}   bytes {r['bytes']:,}   intensity {r['intensity']:.1f} FLOP/B "
             f"(ridge {r['ridge_intensity']:.1f})\n"
             f"  {r['bound']}-bound, time {r['time_s'] * 1e3:.3f} ms "
             f"(compute {r['compute_time_s'] * 1e3:.3f} ms, memory {r['memory_time_s'] * 1e3:.3f} ms)\n"
-            f"  note: {r['note']}")
+            f"  ({r['convention']})\n  note: {r['note']}")
     _emit(args, payload, text)
 
 
@@ -341,10 +341,12 @@ def cmd_sheet(args):
     m = loader.build(args.model)
     try:
         tex, pdf, message = write_sheet(m, args.output, pdf=args.pdf, T_prefill=args.T_prefill,
-                                        T_decode=args.T_decode, batch=args.batch, dtype=args.dtype)
+                                        T_decode=args.T_decode, batch=args.batch, dtype=args.dtype,
+                                        mla=args.mla)
     except (RuntimeError, OSError) as e:
         raise SymcostError(f"sheet: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    payload = {"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message}
+    payload = {"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message,
+               "mla": args.mla}
     _emit(args, payload, message)
 
 
@@ -353,10 +355,10 @@ def cmd_plot(args):
     models = [loader.build(name) for name in args.model]
     try:
         plot = plot_vs_T(models, args.metric, args.output, T_min=args.T_min, T_max=args.T_max,
-                         batch=args.batch, dtype=args.dtype)
+                         batch=args.batch, dtype=args.dtype, mla=args.mla)
     except OSError as e:
         raise SymcostError(f"plot: cannot write {args.output}: {e.strerror or e}") from None
-    payload = {"path": str(plot.path), "models": plot.models, "metric": plot.metric}
+    payload = {"path": str(plot.path), "models": plot.models, "metric": plot.metric, "mla": args.mla}
     _emit(args, payload, f"wrote {plot.path} ({plot.metric} vs T for {', '.join(plot.models)})")
 
 
@@ -477,6 +479,12 @@ IMAGES_HELP = ("N images per sequence at the config's default image size (vision
                "becomes T = T_text + N x tokens per image, --T being T_text (JSON: T, T_text, vision_tokens)")
 
 
+MLA_FLAG = dict(choices=["auto", "expand", "absorb"], default="auto",
+                help="MLA form: auto = expanded for prefill, absorbed for decode (vLLM/SGLang's MLA "
+                     "backends); expand = re-expand the cached latents every pass (transformers); "
+                     "absorb = up-projections folded into query and output (default auto)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -502,9 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "causal: only the pairs the masks keep, exactly (default full)")
     sp.add_argument("--logits", choices=["all", "last"], default="all",
                     help="LM head on every new position, or only the last (default all)")
-    sp.add_argument("--mla", choices=["expand", "absorb"], default="expand",
-                    help="MLA decode: re-expand cached latents (transformers) or absorbed "
-                         "up-projections (serving engines) (default expand)")
+    sp.add_argument("--mla", **MLA_FLAG)
     sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal",
                     help="minimal: what the math needs; reference: what transformers' torch path "
                          "computes (padded chunked scans, ...)")
@@ -546,7 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
                         required=required)
         sp.add_argument("--attention", choices=["full", "causal"], default="full")
         sp.add_argument("--logits", choices=["all", "last"], default="all")
-        sp.add_argument("--mla", choices=["expand", "absorb"], default="expand")
+        sp.add_argument("--mla", **MLA_FLAG)
         sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal")
 
     sp = command("check", cmd_check, "compare a hand-derived expression with the engine's")
@@ -588,6 +594,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--T-decode", dest="T_decode", type=_positive("--T-decode"), default=4096)
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
     sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    sp.add_argument("--mla", **MLA_FLAG)
 
     sp = command("plot", cmd_plot, "cost vs T on log-log axes, one model or several (needs matplotlib)")
     sp.add_argument("model", nargs="+", help="config.json paths, directories, or bundled names")
@@ -599,6 +606,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
     sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16",
                     help="cache dtype (cache_bytes)")
+    sp.add_argument("--mla", **MLA_FLAG)
 
     def parallel_flags(sp):
         for flag in ("--dp", "--tp", "--pp", "--ep", "--cp"):
@@ -625,6 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gpu", required=True)
     sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
     sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    sp.add_argument("--mla", **MLA_FLAG)
 
     sp = command("presets", cmd_presets,
                  "training FLOPs per step under every published convention, side by side")

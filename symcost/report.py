@@ -258,7 +258,7 @@ def notation_rows(symbols, values: dict | None = None) -> list[dict]:
 
 
 def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
-                  dtype: str = "bf16") -> dict:
+                  dtype: str = "bf16", mla: str = "auto") -> dict:
     """Everything a sheet template prints, computed once (LaTeX strings already rendered)."""
     b = dtype_bytes(dtype)
     if b.denominator != 1:
@@ -271,12 +271,16 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
     sections = [section(model, params, model.values, title="Parameters", lhs="P")]
     active = model.active_params()
     active_total = active.total_at(model.values)
-    prefill = model.flops(Phase(kind="prefill"))
-    decode = model.flops(Phase(kind="decode"))
+    ph_pre, ph_dec = Phase(kind="prefill", mla=mla), Phase(kind="decode", mla=mla)
+    prefill = model.flops(ph_pre)
+    decode = model.flops(ph_dec)
+    has_mla = any(type(c).__name__ == "MLA" for c in model.components())
     sections.append(section(model, prefill, prefill_vals, lhs="F",
-                            title=f"Prefill FLOPs at T = {T_prefill:,}, B = {batch}"))
+                            title=f"Prefill FLOPs at T = {T_prefill:,}, B = {batch}"
+                            + (f", MLA {ph_pre.mla_mode}ed" if has_mla else "")))
     sections.append(section(model, decode, decode_vals, lhs="F",
-                            title=f"Decode FLOPs for one new token at T = {T_decode:,}, B = {batch}"))
+                            title=f"Decode FLOPs for one new token at T = {T_decode:,}, B = {batch}"
+                            + (f", MLA {ph_dec.mla_mode}ed" if has_mla else "")))
     cache = model.cache()
     cache_vals = {**decode_vals, sym.b_kv: sympy.Integer(int(b))}
     weights = {}
@@ -334,13 +338,14 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
 
 
 def render_sheet(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
-                 dtype: str = "bf16", plots: dict | None = None) -> str:
+                 dtype: str = "bf16", plots: dict | None = None, mla: str = "auto") -> str:
     """The LaTeX derivation document for ``model`` (compiles with plain pdflatex).
 
     ``plots``: None (no figures, no mention: the generated ``reports/``), or ``{"files": {"flops":
     name, "cache": name}, "missing": reason}`` — file names next to the .tex, or why there are none.
     """
-    ctx = sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype)
+    ctx = sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype,
+                        mla=mla)
     return environment().get_template("sheet.tex.j2").render(**ctx, plots=plots, rst=rst_to_tex)
 
 
@@ -418,7 +423,7 @@ def write_sheet(model: Model, path: str | Path, pdf: bool = False, plots: bool =
         if have_matplotlib():
             from .plot import sheet_plots
             figs = sheet_plots(model, _plot_stem(tex_path), batch=kw.get("batch", 1),
-                               dtype=kw.get("dtype", "bf16"))
+                               dtype=kw.get("dtype", "bf16"), mla=kw.get("mla", "auto"))
             info = {"files": {k: p.name for k, p in figs.items()}, "missing": ""}
         else:
             info = {"files": {}, "missing": "matplotlib is not installed (pip install 'symcost[plot]')"}

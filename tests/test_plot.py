@@ -35,7 +35,8 @@ def test_cli_writes_png_and_pdf(tmp_path, capsys, ext, models):
     code, text, err = _cli(["plot", *models, "--metric", "cache_bytes", "-o", str(out),
                             "--T-max", "65536", "--json"], capsys)
     assert code == 0, err
-    assert json.loads(text) == {"path": str(out), "models": models, "metric": "cache_bytes"}
+    assert json.loads(text) == {"path": str(out), "models": models, "metric": "cache_bytes",
+                                 "mla": "auto"}
     head = out.read_bytes()[:8]
     assert out.stat().st_size > 2000
     assert head.startswith(b"\x89PNG") if ext == "png" else head.startswith(b"%PDF")

@@ -19,9 +19,10 @@ from ..units import dtype_bytes
 
 
 def roofline(model, *, phase: str, T: int, B: int, gpu: GPU, weights_dtype="bf16",
-             kv_dtype="bf16") -> dict:
+             kv_dtype="bf16", mla: str = "auto") -> dict:
     vals = model.values_with(T=T, B=B)
-    flops = model.flops(Phase(kind=phase)).total_at(vals)
+    ph = Phase(kind=phase, mla=mla)
+    flops = model.flops(ph).total_at(vals)
     bw = dtype_bytes(weights_dtype)
     total = model.params().total_at(model.values)
     routed = model.routed_params().total_at(model.values)
@@ -44,4 +45,5 @@ def roofline(model, *, phase: str, T: int, B: int, gpu: GPU, weights_dtype="bf16
             "bound": "compute" if t_compute >= t_memory else "memory",
             "time_s": max(t_compute, t_memory), "compute_time_s": t_compute,
             "memory_time_s": t_memory, "gpu": gpu.name,
+            "convention": ph.describe(),
             "note": "single GPU, BF16 dense peak, activations assumed on chip"}
