@@ -215,33 +215,112 @@ def cmd_cache(args):
     _emit(args, payload, text)
 
 
+SERVE_NOTE = ("vLLM accounting per GPU: budget = usable memory x --mem-util; weights = checkpoint bytes "
+              "(quantization_config, scales included) split by the layout; activations = the peak of one "
+              "chunked-prefill step of --max-batched-tokens tokens (an estimate); overhead = a stated "
+              "allowance (--overhead-gib non-torch + --cudagraph-gib); the rest holds KV pages "
+              "(vLLM block sizes, hybrid page alignment)")
+
+
+def _serve_plan(args, m, raw, lay, g, T):
+    from .serving.plan import plan
+    return plan(m, raw, lay=lay, gpu=g, T=T, mem_util=args.mem_util,
+                max_batched_tokens=args.max_batched_tokens, kv_dtype=args.kv_dtype,
+                weights_dtype=args.weights_dtype, experts_dtype=args.experts_dtype,
+                quant_fallback=args.quant_fallback, overhead_gib=args.overhead_gib,
+                cudagraph_gib=args.cudagraph_gib, block_size=args.block_size)
+
+
+def _read_model(source):
+    m = loader.build(source)
+    raw = loader.read_json(source)[1]
+    return m, raw
+
+
 def cmd_memory(args):
-    from .gpus import gpu as find_gpu
-    from .serving.memory import inference_memory
-    m = loader.build(args.model)
+    from .serving.gpus import gpu as find_gpu
+    from .serving.memory import cache_bytes_total
+    from .serving.plan import Layout, check_layout
+    m, raw = _read_model(args.model)
     _check_positions(m, args.T)
     g = find_gpu(args.gpu) if args.gpu else None
-    fit = inference_memory(m, T=args.T, B=args.batch, weights_dtype=args.weights_dtype,
-                           kv_dtype=args.kv_dtype, experts_dtype=args.experts_dtype,
-                           phase=args.phase, tp=args.tp, pp=args.pp, ep=args.ep, gpu=g,
-                           mem_util=args.mem_util)
+    lay = Layout(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
+    p = _serve_plan(args, m, raw, lay, g, args.T)
+    cache, _ = cache_bytes_total(m, args.kv_dtype, m.values_with(T=args.T, B=args.batch))
+    per_gpu = p.per_gpu_bytes(args.batch)
+    gpus_needed = None
+    if g is not None:
+        tp = 1
+        while tp <= 64:
+            try:
+                check_layout(m, Layout(tp=tp))
+                q = _serve_plan(args, m, raw, Layout(tp=tp), g, args.T)
+                if q.max_batch is not None and q.max_batch >= args.batch:
+                    gpus_needed = tp
+                    break
+            except SymcostError:
+                pass
+            tp *= 2
+    kv = p.kv
     payload = {"model": m.name, "T": args.T, "batch": args.batch,
-               "weights_dtype": args.weights_dtype, "kv_dtype": args.kv_dtype,
-               "weights_bytes": fit.weights_bytes, "cache_bytes": fit.cache_bytes,
-               "activation_bytes": fit.activation_bytes, "total_bytes": fit.total_bytes,
-               "per_gpu_bytes": fit.per_gpu_bytes, "gpus": fit.gpus,
-               "gpus_needed": fit.gpus_needed, "max_batch": fit.max_batch, "fits": fit.fits,
-               "gpu": g.name if g else None, "usable_bytes_per_gpu": fit.usable_bytes,
-               "tp": args.tp, "pp": args.pp, "ep": args.ep,
-               "activation_note": "activations are an estimate (see symcost.memory)"}
-    lines = [f"{m.name}: inference memory at T={args.T}, B={args.batch} "
-             f"(weights {args.weights_dtype}, KV {args.kv_dtype})"]
-    for key in ("weights_bytes", "cache_bytes", "activation_bytes", "total_bytes", "per_gpu_bytes"):
-        lines.append(f"  {key:<18} {payload[key]:>22,}  {human_bytes(payload[key])}")
+               "weights_dtype": args.weights_dtype or "checkpoint", "kv_dtype": args.kv_dtype,
+               "quantization": _quant_label(raw, args),
+               "weights_bytes": p.weights_total, "cache_bytes": cache,
+               "activation_bytes": p.activation_rank,
+               "total_bytes": p.weights_total + cache + lay.gpus * (p.activation_rank + p.overhead_rank),
+               "per_gpu_bytes": per_gpu, "gpus": lay.gpus, "gpus_needed": gpus_needed,
+               "max_batch": p.max_batch, "fits": None if g is None else bool(p.max_batch and p.max_batch >= args.batch),
+               "gpu": g.name if g else None, "usable_bytes_per_gpu": g.usable_bytes if g else None,
+               "budget_bytes_per_gpu": p.budget_rank, "weights_per_gpu_bytes": p.weights_rank,
+               "overhead_bytes_per_gpu": p.overhead_rank, "kv_available_bytes_per_gpu": p.kv_available_rank,
+               "kv_capacity_tokens": kv.tokens if g else None,
+               "max_concurrency": kv.max_concurrency if g else None,
+               "kv_block_size": kv.block_size, "kv_page_bytes": kv.page_bytes,
+               "kv_blocks_per_request": kv.blocks_per_request, "kv_notes": kv.notes,
+               "max_batched_tokens": args.max_batched_tokens, "mem_util": args.mem_util,
+               "tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep, "mla": args.mla,
+               "component_dtypes": p.dtypes, "notes": p.notes,
+               "convention": SERVE_NOTE,
+               "activation_note": "activations: peak of one chunked-prefill step, an estimate (symcost.serving.plan)"}
+    lines = [f"{m.name}: serving memory at T={args.T}, B={args.batch}, layout {lay.label()} "
+             f"(weights {payload['quantization']}, KV {args.kv_dtype})"]
+    for key in ("weights_bytes", "cache_bytes", "weights_per_gpu_bytes", "activation_bytes",
+                "overhead_bytes_per_gpu", "per_gpu_bytes"):
+        lines.append(f"  {key:<24} {payload[key]:>22,}  {human_bytes(payload[key])}")
     if g:
-        lines.append(f"  on {g.name} ({g.memory_gib} GiB, {args.mem_util:.0%} usable) x {fit.gpus}: "
-                     f"fits={fit.fits}, GPUs needed={fit.gpus_needed}, max batch at T={args.T}: {fit.max_batch}")
+        lines.append(f"  on {g.name} ({human_bytes(g.usable_bytes)} usable, x{args.mem_util}) x {lay.gpus}: "
+                     f"KV available {human_bytes(max(p.kv_available_rank, 0))} per GPU -> "
+                     f"{kv.tokens:,} tokens (block {kv.block_size}), max concurrency at T={args.T}: "
+                     f"{kv.max_concurrency:.2f}x; fits B={args.batch}: {payload['fits']}; "
+                     f"GPUs needed (TP, powers of two): {gpus_needed}")
+    lines += [f"  note: {n}" for n in p.notes + kv.notes]
+    lines.append(f"  ({SERVE_NOTE}; MLA form {args.mla}: FLOPs only, bytes unchanged)")
     _emit(args, payload, "\n".join(lines))
+
+
+def _quant_label(raw, args):
+    from .serving.quant import scheme
+    if args.weights_dtype:
+        return args.weights_dtype
+    s = scheme(raw, None, args.quant_fallback)
+    return s.base.label if s.method == "none" else f"{s.method}: {s.layout.label}"
+
+
+def cmd_gpus(args):
+    from .serving.gpus import CATALOGUE
+    rows = [{"name": g.name, "memory_bytes": g.memory_bytes, "usable_bytes": g.usable_bytes,
+             "usable_measured": g.usable_measured, "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
+             "peak_flops": {k: round(v * 10**12) for k, v in g.peak_tflops.items()},
+             "link_bytes_per_s": round(g.link_gbs * 10**9), "link": g.link, "source": g.source}
+            for g in CATALOGUE.values()]
+    text = "\n".join(f"  {r['name']:<12} {human_bytes(r['usable_bytes']):>28}{'' if r['usable_measured'] else '*'}  "
+                     f"{r['bandwidth_bytes_per_s'] / 1e12:5.2f} TB/s  "
+                     + "  ".join(f"{k} {v / 1e12:,.0f}" for k, v in r["peak_flops"].items()) + " TFLOPS"
+                     for r in rows)
+    _emit(args, {"gpus": rows, "convention": "usable_bytes: total memory as the driver reports it "
+                 "(* = not measured, nominal used); peak_flops: dense tensor-core FLOP/s per dtype"},
+          "GPU catalogue (usable memory, HBM bandwidth, dense peaks):\n" + text
+          + "\n  * no driver report in the catalogue: nominal memory")
 
 
 def _parallel(args) -> dict:
@@ -479,6 +558,35 @@ IMAGES_HELP = ("N images per sequence at the config's default image size (vision
                "becomes T = T_text + N x tokens per image, --T being T_text (JSON: T, T_text, vision_tokens)")
 
 
+DTYPES_W = ["bf16", "fp16", "fp32", "fp8", "int4", "fp4"]
+
+
+def serve_flags(sp, gpu_required=False):
+    """The serving options shared by memory, roofline and deploy."""
+    sp.add_argument("--gpu", required=gpu_required, default=None,
+                    help="GPU from the catalogue (symcost gpus)")
+    sp.add_argument("--weights-dtype", choices=DTYPES_W, default=None,
+                    help="cost every weight in this dtype, no scales (default: the checkpoint's "
+                         "quantization_config, scales included)")
+    sp.add_argument("--experts-dtype", choices=DTYPES_W, default=None,
+                    help="routed experts' dtype when it differs")
+    sp.add_argument("--quant-fallback", action="store_true",
+                    help="an unknown quantization method falls back to the base dtype (default: error)")
+    sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    sp.add_argument("--mem-util", type=float, default=0.9, help="vLLM's gpu_memory_utilization (0.9)")
+    sp.add_argument("--max-batched-tokens", type=_positive("--max-batched-tokens"), default=8192,
+                    help="tokens per chunked-prefill step (vLLM's max_num_batched_tokens, 8192)")
+    sp.add_argument("--overhead-gib", type=float, default=1.0,
+                    help="allowance for non-torch memory per GPU (CUDA context, NCCL, cuBLAS), GiB")
+    sp.add_argument("--cudagraph-gib", type=float, default=0.0,
+                    help="allowance for CUDA graphs per GPU, GiB (0: captured after KV sizing, vLLM <= 0.10)")
+    sp.add_argument("--block-size", type=_positive("--block-size"), default=None,
+                    help="KV block tokens (default vLLM's: 16, 64 for MLA, raised for hybrids)")
+    for flag in ("--tp", "--pp", "--dp", "--ep"):
+        sp.add_argument(flag, type=_positive(flag), default=1)
+    sp.add_argument("--mla", **MLA_FLAG)
+
+
 MLA_FLAG = dict(choices=["auto", "expand", "absorb"], default="auto",
                 help="MLA form: auto = expanded for prefill, absorbed for decode (vLLM/SGLang's MLA "
                      "backends); expand = re-expand the cached latents every pass (transformers); "
@@ -532,20 +640,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-batched-tokens", type=_positive("--max-batched-tokens"), default=8192)
     sp.add_argument("--images", type=int, default=0, metavar="N", help=IMAGES_HELP)
 
-    sp = command("memory", cmd_memory, "inference memory: weights, cache, activations, GPU fit")
+    sp = command("memory", cmd_memory, "serving memory per GPU as vLLM accounts for it: weights, "
+                 "activations, overhead, KV capacity and max concurrency")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
-    sp.add_argument("--T", type=_positive("--T"), required=True)
-    sp.add_argument("--batch", type=_positive("--batch"), required=True)
-    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
-    sp.add_argument("--experts-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"],
-                    default=None, help="routed experts' dtype when it differs (e.g. fp8 experts)")
-    sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    sp.add_argument("--T", type=_positive("--T"), required=True, help="context per request (max_model_len)")
+    sp.add_argument("--batch", type=_positive("--batch"), required=True, help="concurrent requests of T tokens")
+    serve_flags(sp)
     sp.add_argument("--phase", choices=["prefill", "decode"], default="prefill",
-                    help="which pass the activation estimate is for")
-    sp.add_argument("--gpu", default=None, help="GPU from the catalogue (H100, H200, B200, ...)")
-    sp.add_argument("--mem-util", type=float, default=0.9, help="usable fraction of GPU memory")
-    for flag in ("--tp", "--pp", "--ep"):
-        sp.add_argument(flag, type=_positive(flag), default=1)
+                    help="accepted for compatibility: the activation peak is one chunked-prefill step")
 
     def phase_flags(sp, required=False):
         sp.add_argument("--phase", choices=["prefill", "decode"], default=None if required else "prefill",
@@ -634,6 +736,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
     sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
     sp.add_argument("--mla", **MLA_FLAG)
+
+    command("gpus", cmd_gpus, "the GPU catalogue: usable memory, bandwidth, dense peaks per dtype")
 
     sp = command("presets", cmd_presets,
                  "training FLOPs per step under every published convention, side by side")

@@ -57,7 +57,49 @@ def test_memory_json_keys(capsys):
     for key in ("weights_bytes", "cache_bytes", "activation_bytes", "total_bytes", "per_gpu_bytes",
                 "gpus_needed", "max_batch", "fits"):
         assert key in data
-    assert data["total_bytes"] == data["weights_bytes"] + data["cache_bytes"] + data["activation_bytes"]
+    gpus = data["gpus"]
+    assert data["total_bytes"] == (data["weights_bytes"] + data["cache_bytes"]
+                                   + gpus * (data["activation_bytes"] + data["overhead_bytes_per_gpu"]))
+    # one H100 holds Llama-3.1-8B in bf16 with room for many 4K requests
+    assert data["fits"] is True and data["max_batch"] >= 4 and data["gpus_needed"] == 1
+    assert data["max_concurrency"] * 4096 == pytest.approx(data["kv_capacity_tokens"], rel=0.01)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--tp", "16"], None),  # valid: 64 query heads split, the 8 KV heads replicated past H_kv
+    (["--tp", "3"], "--tp 3"),
+    (["--pp", "200"], "--pp 200"),
+    (["--ep", "2"], "routed experts"),
+])
+def test_serving_layout_constraints(argv, needle, capsys):
+    code = main(["memory", "llama-3.1-70b", "--T", "1000", "--batch", "1", "--gpu", "H100", *argv, "--json"])
+    out, _ = capsys.readouterr()
+    if needle is None:
+        assert code == 0
+        return
+    assert code == 2 and needle in json.loads(out)["error"]
+
+
+def test_quantized_checkpoint_is_the_default_and_deepseek_v3_fits_8_h200(capsys):
+    """The FP8 checkpoint (with its block scales) is what is loaded: DeepSeek-V3 fits on 8×H200 at TP8."""
+    assert main(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--tp", "8",
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["weights_bytes"] < 700e9 and data["fits"] is True
+    assert data["component_dtypes"]["moe_layers/mlp/experts_down"].startswith("fp8")
+    assert main(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--tp", "8",
+                 "--weights-dtype", "bf16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fits"] is False
+
+
+def test_unknown_quantization_method_exits_2(tmp_path, capsys):
+    from symcost.loader import read_json
+    raw = dict(read_json("llama-3.1-8b")[1], quantization_config={"quant_method": "hqq"})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    code = main(["memory", str(path), "--T", "100", "--batch", "1", "--json"])
+    assert code == 2 and "quant_method" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["memory", str(path), "--T", "100", "--batch", "1", "--quant-fallback", "--json"]) == 0
 
 
 def test_vllm_pages_full_attention_in_blocks_of_16():

@@ -1,13 +1,17 @@
-"""A small GPU catalogue, as data: memory, bandwidth, dense throughput, interconnect.
+"""The GPU catalogue, as data (``gpus.json``, package data with a source per entry).
 
-Throughputs are dense (no 2:4 sparsity) tensor-core peaks from the vendors' datasheets.
-Memory: the vendors' "80 GB" / "141 GB" are in practice GiB-sized (nvidia-smi reports
-81,559 MiB on an H100 80GB), so ``memory_gib`` is multiplied by 2^30; bandwidths are decimal
-(TB/s = 10^12 B/s). Numbers are the SXM/OAM parts unless the name says PCIe.
+``memory_gib``: the vendor's nominal capacity read as GiB (80 GB → 80 GiB, the convention the
+engine always used; ``memory_bytes``). ``usable_bytes``: total memory as the driver reports it to
+CUDA (an H100 80GB shows 85,029,158,912 bytes = 79.19 GiB), what vLLM multiplies by
+``gpu_memory_utilization``; where no driver report was found it falls back to the nominal
+memory and ``usable_measured`` is False. Peaks are dense tensor-core throughputs per dtype
+(``peak_flops``: bf16, fp8, fp4 where the part has them); bandwidths are decimal (10^12 B/s).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
+from importlib import resources
 
 from ..errors import SymcostError
 
@@ -21,26 +25,48 @@ class GPU:
     fp8_tflops: float | None  # dense; None where the part has no FP8 tensor cores
     link_gbs: float  # per-GPU scale-up bandwidth, one direction, 10^9 bytes/s
     link: str
+    driver_bytes: int | None = None
+    peak_tflops: dict = field(default_factory=dict)
+    source: str = ""
 
     @property
     def memory_bytes(self) -> int:
         return self.memory_gib * 2**30
 
+    @property
+    def usable_bytes(self) -> int:
+        return self.driver_bytes if self.driver_bytes is not None else self.memory_bytes
 
-CATALOGUE: dict[str, GPU] = {g.name: g for g in (
-    GPU("A100-40GB", 40, 1.555, 312, None, 300, "NVLink 3"),
-    GPU("A100-80GB", 80, 2.039, 312, None, 300, "NVLink 3"),
-    GPU("H100", 80, 3.35, 989, 1979, 450, "NVLink 4"),
-    GPU("H100-PCIe", 80, 2.0, 756, 1513, 64, "PCIe 5"),
-    GPU("H20", 96, 4.0, 148, 296, 450, "NVLink 4"),
-    GPU("H200", 141, 4.8, 989, 1979, 450, "NVLink 4"),
-    GPU("B200", 180, 8.0, 2250, 4500, 900, "NVLink 5"),
-    GPU("GB200", 186, 8.0, 2500, 5000, 900, "NVLink 5"),
-    GPU("L40S", 48, 0.864, 362, 733, 32, "PCIe 4"),
-    GPU("MI300X", 192, 5.3, 1307, 2615, 448, "Infinity Fabric"),
-    GPU("MI325X", 256, 6.0, 1307, 2615, 448, "Infinity Fabric"),
-)}
-_ALIASES = {n.lower(): n for n in CATALOGUE} | {"a100": "A100-80GB", "h100-sxm": "H100"}
+    @property
+    def usable_measured(self) -> bool:
+        return self.driver_bytes is not None
+
+    @property
+    def bandwidth_bytes_per_s(self) -> int:
+        return round(self.bandwidth_tbs * 10**12)
+
+    def peak(self, dtype: str) -> tuple[int, str]:
+        """(dense FLOP/s, the dtype whose peak it is): fp4 falls back to fp8, fp8 to bf16 where
+        the part lacks them, and the label says which was used."""
+        order = {"fp4": ["fp4", "fp8", "bf16"], "fp8": ["fp8", "bf16"]}.get(dtype, ["bf16"])
+        for d in order:
+            if d in self.peak_tflops:
+                return round(self.peak_tflops[d] * 10**12), d
+        return round(self.bf16_tflops * 10**12), "bf16"
+
+
+def _load() -> tuple[dict[str, GPU], dict[str, str]]:
+    data = json.loads((resources.files("symcost.serving") / "gpus.json").read_text(encoding="utf-8"))
+    cat = {}
+    for g in data["gpus"]:
+        p = g["peak_tflops"]
+        cat[g["name"]] = GPU(g["name"], g["memory_gib"], g["bandwidth_tbs"], p["bf16"], p.get("fp8"),
+                             g["link_gbs"], g["link"], g.get("usable_bytes"), dict(p), g.get("source", ""))
+    aliases = {n.lower(): n for n in cat} | {k.lower(): v for k, v in data.get("aliases", {}).items()}
+    return cat, aliases
+
+
+CATALOGUE, _ALIASES = _load()
 
 
 def gpu(name: str) -> GPU:
