@@ -280,6 +280,9 @@ def cmd_memory(args):
                "max_batched_tokens": args.max_batched_tokens, "mem_util": args.mem_util,
                "tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep, "mla": args.mla,
                "component_dtypes": p.dtypes, "notes": p.notes,
+               "formula": {k: str(v) for k, v in p.formulas.formula().items()},
+               "formula_values": {str(k): int(v) for k, v in p.values.items()
+                                  if k in (sym.t, sym.e, sym.p, sym.r, sym.M, sym.T, sym.M_gpu)},
                "convention": SERVE_NOTE,
                "activation_note": "activations: peak of one chunked-prefill step, an estimate (symcost.serving.plan)"}
     lines = [f"{m.name}: serving memory at T={args.T}, B={args.batch}, layout {lay.label()} "

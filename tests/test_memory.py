@@ -155,3 +155,44 @@ def test_tp_shards_gqa_heads_and_replicates_latents():
     ds = symcost.build("deepseek-v3")
     v = ds.values_with(T=1000, B=1)
     assert cache_bytes_per_gpu(ds, "bf16", v, 8) == cache_bytes_total(ds, "bf16", v)[0]
+
+
+def test_memory_formulas_parse_back_and_reproduce_the_numbers(capsys):
+    """The JSON "formula" object: every term in t, e, p, T, B, M, M_gpu parses back with
+    symcost.parse, and substituting the call's values gives the printed integers."""
+    import sympy
+    from symcost.exprparse import parse
+    assert main(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--tp", "8",
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    vals = {parse(k): sympy.Integer(v) for k, v in data["formula_values"].items()}
+    vals[parse("B")] = sympy.Integer(8)
+    f = {k: parse(v) for k, v in data["formula"].items()}
+    assert int(sympy.ceiling(f["weights_per_gpu"].xreplace(vals))) == data["weights_per_gpu_bytes"]
+    assert int(f["kv_capacity_tokens"].xreplace(vals)) == data["kv_capacity_tokens"]
+    assert float(f["max_concurrency"].xreplace(vals)) == pytest.approx(data["max_concurrency"])
+    assert int(sympy.ceiling(f["total"].xreplace(vals))) == data["per_gpu_bytes"]
+    assert {str(s) for s in f["weights_per_gpu"].free_symbols} <= {"t", "e", "p"}
+
+
+@pytest.mark.parametrize("name, tp", [("llama-3.1-70b", 4), ("qwen3-8b", 1), ("deepseek-v3", 8),
+                                      ("qwen3-next-80b-a3b-thinking", 2), ("gpt-oss-20b", 2),
+                                      ("gemma-2-9b-it", 1), ("nemotron-3-nano-30b-a3b", 1)])
+def test_kv_formula_equals_vllm_rules(name, tp):
+    """The symbolic page layout (formulas.kv_formula) substituted equals vllm.kv_capacity's numbers."""
+    import sympy
+    from symcost.loader import read_json
+    from symcost.notation import sym
+    from symcost.serving.formulas import serve_formulas
+    from symcost.serving.quant import checkpoint
+    from symcost.serving.vllm import kv_capacity
+    m = symcost.build(name)
+    f = serve_formulas(m, checkpoint(m, read_json(name)[1]), overhead_bytes=0)
+    for avail, T in ((20 * 2**30, 32768), (7 * 2**30 + 12345, 4096)):
+        kv = kv_capacity(m, avail, max_model_len=T, tp=tp)
+        v = {sym.t: tp, sym.p: 1, sym.e: tp, sym.T: T, sym.M: 8192}
+        blocks = int(sympy.floor(sympy.Integer(avail) / f.kv.block_bytes.xreplace(v)))
+        assert blocks == kv.num_blocks
+        assert int(f.kv.block.xreplace(v)) == kv.block_size
+        assert blocks // int(f.kv.groups) * kv.block_size == kv.tokens
+        assert int(f.kv.need.xreplace(v)) == kv.blocks_per_request

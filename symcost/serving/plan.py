@@ -29,18 +29,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from math import ceil
 
 import sympy
 
 from ..errors import SymcostError
 from ..notation import sym
-from ..primitives import Linear, Param
 from ..terms import exact
-from ..units import dtype_bytes
 from .gpus import GPU
 from .quant import checkpoint
-from .vllm import KVConfig, kv_capacity
+from .vllm import KVConfig
 
 GiB = 2**30
 
@@ -87,27 +84,6 @@ def check_layout(model, lay: Layout, gpus: int | None = None) -> None:
         raise SymcostError(f"layout {lay.label()} needs {lay.gpus} GPUs, more than --gpus {gpus}")
 
 
-def _share(model, c, p, lay: Layout) -> Fraction:
-    """The fraction of one weight a rank holds."""
-    tp, ep = lay.tp, lay.ep
-    if isinstance(p, Param):
-        if p.name == "embed_tokens":
-            return Fraction(1, tp)
-        if p.norm is not None:
-            return Fraction(1)
-        return Fraction(1, tp) if c.cache().flatten() else Fraction(1)  # mixer params: per head
-    if p.active is not None:  # routed experts
-        return Fraction(1, ep) if ep > 1 else Fraction(1, tp)
-    if p.name.startswith("shared_") and p.name != "shared_expert_gate":
-        return Fraction(1, tp)
-    if p.name in ("k_proj", "v_proj") and sym.H_kv in model.values:
-        h = int(model.values[sym.H_kv])
-        return Fraction(-(-h // tp), h)
-    if p.tp is not None:
-        return Fraction(1, tp)
-    return Fraction(1)
-
-
 @dataclass
 class Plan:
     layout: Layout
@@ -121,6 +97,8 @@ class Plan:
     kv: KVConfig | None
     dtypes: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
+    formulas: object = None
+    values: dict = field(default_factory=dict)
 
     def kv_needed_rank(self, batch: int) -> int:
         """Bytes of KV blocks ``batch`` requests of max_model_len need on the rank."""
@@ -138,75 +116,25 @@ class Plan:
         return self.kv.num_blocks // self.kv.blocks_per_request
 
 
+def _values(lay: Layout, extra: dict | None = None) -> dict:
+    from .formulas import layout_values
+    return {**layout_values(lay.tp, lay.pp, lay.dp, lay.ep), **(extra or {})}
+
+
+def _int(expr, values) -> int:
+    return int(sympy.ceiling(sympy.sympify(expr).xreplace(values)))
+
+
 def weights_per_rank(model, ck, lay: Layout) -> int:
-    vals = model.values
-    by_path = {}
-    for c in model.pre:
-        for p in c.primitives(None):
-            by_path[p.name] = (c, p, None)
-    for g in model.groups:
-        for c in g.components:
-            for p in c.primitives(None):
-                by_path[f"{g.name}/{c.key}/{p.name}"] = (c, p, g)
-    for c in model.post:
-        for p in c.primitives(None):
-            by_path[p.name] = (c, p, None)
-    flat = ck.served_terms().flatten()
-    total = Fraction(0)
-    edge = {"embed_tokens": Fraction(0), "lm_head": Fraction(0)}
-    for path, expr in flat.items():
-        v = Fraction(sympy.Rational(expr.xreplace(vals)))
-        hit = by_path.get(path)
-        if hit is None:  # buffers: replicated
-            total += v
-            continue
-        c, p, g = hit
-        share = _share(model, c, p, lay)
-        if g is not None and lay.pp > 1:
-            n = exact(g.count, vals)
-            share *= Fraction(-(-n // lay.pp), n) if n else 0
-        if lay.pp > 1 and path in edge:
-            edge[path] = v * share
-            continue
-        total += v * share
-    total += max(edge.values())
-    return ceil(total)
+    """Checkpoint bytes on the most-loaded rank (``formulas.weights_per_gpu`` substituted)."""
+    from .formulas import weights_per_gpu
+    return _int(weights_per_gpu(model, ck).total, _values(lay))
 
 
-def _working_set(model, c, lay: Layout) -> Fraction:
-    """Elements per token a component holds at once on one rank (its GEMM outputs)."""
-    vals = model.values
-    w = Fraction(0)
-    gated_width = Fraction(0)
-    for p in c.primitives(None):
-        if not isinstance(p, Linear) or p.name == "lm_head" or p.tied:
-            continue
-        out = Fraction(exact(p.out, vals))
-        if p.active is not None:  # routed experts: k rows per token
-            k = Fraction(exact(p.active, vals))
-            if p.name.endswith("gate_up"):
-                w += k * out / (1 if lay.ep > 1 else lay.tp)
-                gated_width = k * out / 2 / (1 if lay.ep > 1 else lay.tp)
-            elif p.name.endswith("down"):
-                w += k * out
-            else:
-                w += k * out / (1 if lay.ep > 1 else lay.tp)
-            continue
-        share = _share(model, c, p, lay) if p.tp == "col" or p.name.startswith("shared_") else 1
-        w += out * share
-        if p.name in ("up_proj",) and any(q.name == "gate_proj" for q in c.primitives(None)):
-            gated_width = max(gated_width, out * share)
-    return w + gated_width
-
-
-def activation_peak(model, tokens: int, lay: Layout, act_dtype: str = "bf16", max_num_seqs: int = 256) -> int:
-    vals = model.values
-    b = dtype_bytes(act_dtype)
-    d = Fraction(exact(sym.d, vals))
-    widest = max((_working_set(model, c, lay) for g in model.groups for c in g.components), default=0)
-    layer = tokens * b * (widest + 2 * d)
-    logits = min(tokens, max_num_seqs) * Fraction(exact(sym.V, vals)) * 4
-    return ceil(max(layer, logits))
+def activation_peak(model, tokens: int, lay: Layout) -> int:
+    """Peak bytes of one chunked-prefill step of ``tokens`` tokens on a rank (an estimate)."""
+    from .formulas import activation_per_gpu
+    return _int(activation_per_gpu(model), _values(lay, {sym.M: sympy.Integer(tokens)}))
 
 
 def plan(model, raw: dict, *, lay: Layout = Layout(), gpu: GPU | None = None, T: int, mem_util: float = 0.9,
@@ -217,20 +145,33 @@ def plan(model, raw: dict, *, lay: Layout = Layout(), gpu: GPU | None = None, T:
     check_layout(model, lay, gpus)
     if not 0 < mem_util <= 1:
         raise SymcostError(f"--mem-util must be in (0, 1], got {mem_util}")
+    from .formulas import serve_formulas
     ck = checkpoint(model, raw, weights_dtype, quant_fallback, experts_dtype)
+    over = int((Fraction(str(overhead_gib)) + Fraction(str(cudagraph_gib))) * GiB)
+    f = serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=over, block_size=block_size,
+                       state_dtype=state_dtype)
+    vals = _values(lay, {sym.M: sympy.Integer(max_batched_tokens), sym.T: sympy.Integer(T)})
     w_total = ck.total(model.values, served=True)
-    w_rank = weights_per_rank(model, ck, lay)
-    act = activation_peak(model, max_batched_tokens, lay)
-    over = int((overhead_gib + cudagraph_gib) * GiB)
+    w_rank = _int(f.weights.total, vals)
+    act = _int(f.activation, vals)
     notes = list(ck.notes)
-    budget = int(gpu.usable_bytes * mem_util) if gpu is not None else None
+    budget = int(gpu.usable_bytes * Fraction(str(mem_util))) if gpu is not None else None
     avail = budget - w_rank - act - over if gpu is not None else None
     if gpu is not None and not gpu.usable_measured:
         notes.append(f"{gpu.name}: no driver-reported memory in the catalogue; the nominal "
                      f"{gpu.memory_gib} GiB is used")
-    kv = kv_capacity(model, max(avail or 0, 0), max_model_len=T, kv_dtype=kv_dtype, tp=lay.tp,
-                     pp=lay.pp, block_size=block_size, max_batched_tokens=max_batched_tokens,
-                     state_dtype=state_dtype)
-    return Plan(lay, gpu, w_total, w_rank, act, over, budget, avail, kv, ck.dtypes, notes)
+    vals[sym.M_gpu] = sympy.Integer(budget or 0)
+    block = _int(f.kv.block, vals)
+    block_bytes = _int(f.kv.block_bytes, vals)
+    num_blocks = _int(f.num_blocks, vals) if gpu is not None else 0
+    groups = _int(f.kv.groups, vals)
+    need = _int(f.kv.need, vals)
+    tokens = num_blocks // groups * block
+    kv = KVConfig(block, block_bytes,
+                  [(k[0], k[3]) for k in f.kv.kinds], num_blocks, tokens,
+                  num_blocks / need if need else float("inf"), need, block_bytes, [], list(f.kv.notes))
+    p = Plan(lay, gpu, w_total, w_rank, act, over, budget, avail, kv, ck.dtypes, notes)
+    p.formulas = f
+    p.values = vals
+    return p
 
-    # (kv is the block layout even without a GPU: num_blocks is then 0)
