@@ -309,6 +309,58 @@ def _quant_label(raw, args):
     return s.base.label if s.method == "none" else f"{s.method}: {s.layout.label}"
 
 
+def _gpu_counts(text: str) -> list[int]:
+    try:
+        if "-" in text:
+            lo, hi = (int(x) for x in text.split("-", 1))
+            return list(range(lo, hi + 1)) if 0 < lo <= hi else []
+        return [int(text)] if int(text) > 0 else []
+    except ValueError:
+        return []
+
+
+def cmd_deploy(args):
+    from .serving.deploy import deploy
+    from .serving.gpus import gpu as find_gpu
+    m, raw = _read_model(args.model)
+    _check_positions(m, args.T)
+    g = find_gpu(args.gpu)
+    counts = _gpu_counts(args.gpus) if args.gpus else []
+    if args.gpus and not counts:
+        raise SymcostError(f"--gpus: expected N or MIN-MAX (positive integers), got {args.gpus!r}")
+    smallest = not counts
+    if smallest:  # the smallest N (powers of two up to 64) with a layout that fits
+        counts = [1, 2, 4, 8, 16, 32, 64]
+    over = int((args.overhead_gib + args.cudagraph_gib) * 2**30)
+    kw = dict(kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype, experts_dtype=args.experts_dtype,
+              quant_fallback=args.quant_fallback, overhead_bytes=over, mla=args.mla,
+              max_batched_tokens=args.max_batched_tokens, mem_util=args.mem_util)
+    if smallest:
+        res = None
+        for n in counts:
+            res = deploy(m, raw, gpu=g, gpus=[n], T=args.T, batch=args.batch, **dict(kw))
+            if any(r["fits"] for r in res["layouts"]):
+                break
+    else:
+        res = deploy(m, raw, gpu=g, gpus=counts, T=args.T, batch=args.batch, **kw)
+    rows = res["layouts"][: args.top] if args.top else res["layouts"]
+    payload = {"model": m.name, "gpu": g.name, "T": args.T, "batch": args.batch,
+               "gpus": counts if not smallest else [rows[0]["gpus"]] if rows else [],
+               "layouts": rows, "count": len(res["layouts"]),
+               "compute_dtype": res["compute_dtype"], "peak_dtype_used": res["peak_dtype_used"],
+               "convention": SERVE_NOTE + "; " + ROOF_NOTE + "; layouts evaluated in float64 from formulas "
+                             "compiled once (symcost memory/roofline give one layout exactly)"}
+    lines = [f"{m.name} on {g.name}: {len(res['layouts'])} valid layouts, T={args.T}, batch={args.batch} "
+             f"({res['compute_dtype']} compute, {res['peak_dtype_used']} peak)",
+             f"  {'layout':<22} {'GPUs':>4} {'fits':>5} {'KV tokens':>12} {'conc@T':>8} {'TTFT s':>8} "
+             f"{'TPOT ms':>8} {'tok/s/GPU':>10}"]
+    for r in rows:
+        lines.append(f"  TP{r['tp']}·PP{r['pp']}·DP{r['dp']}·EP{r['ep']:<7} {r['gpus']:>4} {str(r['fits']):>5} "
+                     f"{r['kv_capacity_tokens']:>12,} {r['max_concurrency']:>8.2f} {r['ttft_s']:>8.3f} "
+                     f"{r['tpot_s'] * 1e3:>8.2f} {r['tokens_per_s_per_gpu']:>10.1f}")
+    _emit(args, payload, "\n".join(lines))
+
+
 def cmd_gpus(args):
     from .serving.gpus import CATALOGUE
     rows = [{"name": g.name, "memory_bytes": g.memory_bytes, "usable_bytes": g.usable_bytes,
@@ -386,20 +438,97 @@ def cmd_comm(args):
     _emit(args, payload, "\n".join(lines))
 
 
+ROOF_NOTE = ("per rank of the layout: FLOPs of the step split over t*p ranks (matmuls, causal attention, "
+             "logits of the last token); bytes = the rank's checkpoint weights (routed experts as far as the "
+             "batch touches them, uniform routing; once per chunk of --max-batched-tokens in prefill) + KV "
+             "read/written; step = max(FLOPs/peak, bytes/bandwidth) + TP all-reduce + EP all-to-all at "
+             "the link bandwidth, no overlap; a step crosses the p stages in turn; efficiencies as given")
+
+
+def _roof_eval(rf, vals):
+    import sympy as _s
+    out = {}
+    for key in ("flops", "bytes", "compute_time", "memory_time", "comm_time", "step_time"):
+        out[key] = _s.sympify(getattr(rf, key)).xreplace(vals)
+    return out
+
+
 def cmd_roofline(args):
-    from .gpus import gpu as find_gpu
-    from .serving.roofline import roofline
-    m = loader.build(args.model)
+    import sympy as _s
+    from .serving.formulas import compute_dtype, gpu_values, roofline_formulas
+    from .serving.gpus import gpu as find_gpu
+    from .serving.plan import Layout
+    from .serving.quant import checkpoint
+    m, raw = _read_model(args.model)
     _check_positions(m, args.T + (1 if args.phase == "decode" else 0))
-    r = roofline(m, phase=args.phase, T=args.T, B=args.batch, gpu=find_gpu(args.gpu),
-                 weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype, mla=args.mla)
-    payload = {"model": m.name, "phase": args.phase, "T": args.T, "batch": args.batch, "mla": args.mla, **r}
-    text = (f"{m.name}: roofline of one {args.phase} pass, T={args.T}, B={args.batch} on {r['gpu']}\n"
-            f"  FLOPs {r['flops']:,}   bytes {r['bytes']:,}   intensity {r['intensity']:.1f} FLOP/B "
-            f"(ridge {r['ridge_intensity']:.1f})\n"
-            f"  {r['bound']}-bound, time {r['time_s'] * 1e3:.3f} ms "
-            f"(compute {r['compute_time_s'] * 1e3:.3f} ms, memory {r['memory_time_s'] * 1e3:.3f} ms)\n"
-            f"  ({r['convention']})\n  note: {r['note']}")
+    g = find_gpu(args.gpu)
+    lay = Layout(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
+    p = _serve_plan(args, m, raw, lay, g, args.T)
+    ck = checkpoint(m, raw, args.weights_dtype, args.quant_fallback, args.experts_dtype)
+    cdt = compute_dtype(ck, args.compute_dtype)
+    gvals, used = gpu_values(g, cdt, args.mem_util)
+    gvals[sym.F_gpu] = gvals[sym.F_gpu] * _s.Rational(str(args.compute_eff))
+    gvals[sym.BW_hbm] = gvals[sym.BW_hbm] * _s.Rational(str(args.bw_eff))
+    base = {**p.values, **gvals}
+    res = {}
+    for phase, Tq, Bq in (("prefill", args.T, 1), ("decode", args.T, args.batch), (args.phase, args.T, args.batch)):
+        rf = roofline_formulas(m, ck, phase, kv_dtype=args.kv_dtype, mla=args.mla)
+        vals = {**base, sym.T: _s.Integer(Tq), sym.B: _s.Integer(Bq)}
+        res[(phase, Bq)] = (rf, _roof_eval(rf, vals))
+    rf, r = res[(args.phase, args.batch)]
+    _, pre = res[("prefill", 1)]
+    _, dec = res[("decode", args.batch)]
+    ttft = float(pre["step_time"]) * args.pp
+    tpot = float(dec["step_time"]) * args.pp
+    # the decode batch where the step turns compute-bound (compute time >= memory time)
+    drf = res[("decode", args.batch)][0]
+    crit = None
+    lo, hi = 1, 1 << 16
+    def cb(b):
+        v = {**base, sym.T: _s.Integer(args.T), sym.B: _s.Integer(b)}
+        return float(drf.compute_time.xreplace(v)) >= float(drf.memory_time.xreplace(v))
+    if cb(hi):
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if cb(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        crit = lo
+    flops, nbytes = int(_s.ceiling(r["flops"])), int(_s.ceiling(r["bytes"]))
+    ct, mt, comm = float(r["compute_time"]), float(r["memory_time"]), float(r["comm_time"])
+    payload = {"model": m.name, "phase": args.phase, "T": args.T, "batch": args.batch, "gpu": g.name,
+               "flops": flops, "bytes": nbytes, "intensity": flops / nbytes if nbytes else None,
+               "ridge_intensity": float(gvals[sym.F_gpu] / gvals[sym.BW_hbm]),
+               "bound": "compute" if ct >= mt else "memory",
+               "time_s": (max(ct, mt) + comm) * args.pp, "compute_time_s": ct, "memory_time_s": mt,
+               "comm_time_s": comm, "ttft_s": ttft, "tpot_s": tpot,
+               "tokens_per_s": args.batch * args.dp / tpot if tpot else None,
+               "tokens_per_s_per_gpu": args.batch / tpot / (args.tp * args.pp) if tpot else None,
+               "compute_bound_batch": crit, "compute_dtype": cdt, "peak_dtype_used": used,
+               "peak_flops": int(gvals[sym.F_gpu]), "bandwidth_bytes_per_s": int(gvals[sym.BW_hbm]),
+               "tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep, "mla": args.mla,
+               "fits": bool(p.max_batch and p.max_batch >= args.batch),
+               "kv_capacity_tokens": p.kv.tokens, "max_concurrency": p.kv.max_concurrency,
+               "per_gpu_weights_bytes": p.weights_rank,
+               "weight_bytes": int(_s.ceiling(rf.parts["weights_read"].xreplace({**base, sym.T: args.T, sym.B: args.batch}))),
+               # B substituted: the touched-expert fraction 1 - (1 - k/E)^(rows) needs a numeric exponent
+               "formula": {k: str(_s.sympify(v).xreplace({sym.B: _s.Integer(args.batch)}))
+                           for k, v in (("flops", rf.flops), ("bytes", rf.bytes),
+                                        ("time_s", rf.step_time * sym.p), ("total", rf.step_time * sym.p))},
+               "convention": ROOF_NOTE + "; " + Phase(kind=args.phase, attention="causal", logits="last",
+                                                       mla=args.mla).describe(),
+               "note": f"{lay.label()} on {g.name}, {used} dense peak x {args.compute_eff}, "
+                       f"HBM x {args.bw_eff}"}
+    text = (f"{m.name}: roofline of one {args.phase} step, T={args.T}, B={args.batch}, {lay.label()} on {g.name}\n"
+            f"  per rank: FLOPs {flops:,}   bytes {nbytes:,}   intensity {payload['intensity']:.1f} FLOP/B "
+            f"(ridge {payload['ridge_intensity']:.1f}, {used} peak)\n"
+            f"  {payload['bound']}-bound: compute {ct * 1e3:.3f} ms, memory {mt * 1e3:.3f} ms, "
+            f"communication {comm * 1e3:.3f} ms -> step {payload['time_s'] * 1e3:.3f} ms\n"
+            f"  TTFT (one prompt of T) {ttft * 1e3:.1f} ms   TPOT at B={args.batch} {tpot * 1e3:.2f} ms   "
+            f"{payload['tokens_per_s_per_gpu']:.0f} tokens/s per GPU   decode turns compute-bound at B={crit}\n"
+            f"  fits at B={args.batch}: {payload['fits']} (KV {p.kv.tokens:,} tokens per GPU)\n"
+            f"  ({ROOF_NOTE})")
     _emit(args, payload, text)
 
 
@@ -730,15 +859,27 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
         sp.add_argument("--gpu", default=None)
 
-    sp = command("roofline", cmd_roofline, "roofline time of a prefill or decode pass on a GPU")
+    sp = command("roofline", cmd_roofline, "roofline of a prefill or decode step on a parallel layout: "
+                 "time, TTFT, TPOT, tokens/s")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
     sp.add_argument("--phase", choices=["prefill", "decode"], required=True)
     sp.add_argument("--T", type=_positive("--T"), required=True)
     sp.add_argument("--batch", type=_positive("--batch"), required=True)
-    sp.add_argument("--gpu", required=True)
-    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
-    sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
-    sp.add_argument("--mla", **MLA_FLAG)
+    serve_flags(sp, gpu_required=True)
+    sp.add_argument("--compute-dtype", choices=["bf16", "fp8", "fp4"], default=None,
+                    help="dtype of the tensor-core peak (default: from the checkpoint: fp8/fp4/bf16)")
+    sp.add_argument("--compute-eff", type=float, default=1.0, help="fraction of the dense peak reached")
+    sp.add_argument("--bw-eff", type=float, default=1.0, help="fraction of the HBM bandwidth reached")
+
+    sp = command("deploy", cmd_deploy, "every valid TP x EP x PP x DP layout on N GPUs: fit, KV capacity, "
+                 "concurrency, TTFT, TPOT, tokens/s per GPU, sorted")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--gpus", default=None, help="N, or MIN-MAX for every N in the range "
+                                                 "(default: the smallest power of two that fits)")
+    sp.add_argument("--T", type=_positive("--T"), required=True, help="context per request")
+    sp.add_argument("--batch", type=_positive("--batch"), default=1, help="concurrent requests per replica")
+    sp.add_argument("--top", type=int, default=0, help="print only the best N layouts (0: all)")
+    serve_flags(sp, gpu_required=True)
 
     command("gpus", cmd_gpus, "the GPU catalogue: usable memory, bandwidth, dense peaks per dtype")
 

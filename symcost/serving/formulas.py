@@ -360,7 +360,10 @@ def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla
     else:
         kv_read = sympy.Integer(0)
         kv_write = kvb * share / p
-    nbytes = nonrouted + routed * touched + kv_read + kv_write
+    weights_read = nonrouted + routed * touched
+    if phase == "prefill":  # chunked prefill reads the weights once per step of M tokens
+        weights_read = weights_read * ceil(rows / M)
+    nbytes = weights_read + kv_read + kv_write
     flops = F / (t * p)
     layers = sum(exact(g.count, vals) for g in model.groups if not g.name.startswith("vision"))
     tp_bytes = 2 * ceil(sympy.Integer(layers) / p) * 2 * (t - 1) / t * rows * d * ACT_BYTES
@@ -368,7 +371,7 @@ def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla
     comm = (tp_bytes + ep_bytes) / sym.BW_link
     ct, mt = flops / sym.F_gpu, nbytes / sym.BW_hbm
     return Roofline(flops, nbytes, comm, ct, mt, sympy.Max(ct, mt) + comm,
-                    {"weights_read": nonrouted + routed * touched, "kv_read": kv_read, "kv_write": kv_write,
+                    {"weights_read": weights_read, "kv_read": kv_read, "kv_write": kv_write,
                      "tp_allreduce_bytes": tp_bytes, "ep_alltoall_bytes": ep_bytes})
 
 
@@ -397,10 +400,7 @@ def gpu_values(gpu, dtype: str, mem_util: float) -> dict:
 
 def compile_expr(expr, symbols):
     """One NumPy function of ``symbols`` (arrays broadcast), for evaluating many layouts at once."""
-    import numpy as np
-    fn = sympy.lambdify(symbols, expr, modules=[{"ceiling": np.ceil, "floor": np.floor,
-                                                 "Max": np.maximum, "Min": np.minimum}, "numpy"])
-    return fn
+    return sympy.lambdify(symbols, expr, modules="numpy")
 
 
 def check_symbols(expr, allowed) -> None:
