@@ -1,4 +1,9 @@
-"""Inference memory: weights by dtype, cache and state, activations (an estimate), deployment fit.
+"""Cache bytes (per leaf dtype) and the simple inference-memory estimate the seed audit uses.
+
+``symcost memory`` prices serving as vLLM accounts for it (``serving.plan``: checkpoint weights,
+chunked-prefill activations, KV pages); ``inference_memory`` below is the simpler estimate the
+seeds' claims are checked against (``audit``, ``scenario``): uniform weight dtype, the whole
+context's activations at once, the transformers cache.
 
     weights    = Σ params · b_w            (routed experts may use their own dtype)
     cache      = Σ cache elements · b_kv   (per-leaf dtype overrides, e.g. Mamba state in fp32)
