@@ -637,9 +637,10 @@ def _select(m, terms, what: str, args):
     prefix of the metric's tree (``layers/self_attn``; several joined with ``+``)."""
     if what == "total":
         return terms.total
-    if what == "weights":
-        from .serving.memory import weight_bytes
-        return sympy.Integer(weight_bytes(m, args.weights_dtype))
+    if what == "weights":  # the checkpoint's bytes (quantization_config) unless --weights-dtype
+        from .serving.quant import checkpoint
+        _, raw = loader.read_json(args.model)
+        return sympy.Integer(checkpoint(m, raw, args.weights_dtype).total(m.values, served=True))
     flat = terms.flatten()
     total = sympy.Integer(0)
     for part in what.split("+"):
@@ -816,7 +817,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the other side: a term path prefix, 'total', or 'weights' (weight bytes)")
     sp.add_argument("--vs", default=None, help="compare --a with another model's total instead")
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
-    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
+    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default=None,
+                    help="weights side: every weight in this dtype (default: the checkpoint's bytes)")
     sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
     phase_flags(sp)
 
