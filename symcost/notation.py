@@ -132,6 +132,18 @@ TABLE: tuple[Entry, ...] = (
     Entry("b_kv", "b_{kv}", "bytes per cache element", "(dtype)", "bytes"),
     Entry("b_state", "b_{state}", "bytes per recurrent/conv state element (fp32 in transformers)",
           "(dtype)", "bytes"),
+    # -- serving layouts and hardware (symcost.serving) --
+    Entry("t", "t", "tensor-parallel size", "(layout)"),
+    Entry("e", "e", "ranks each routed-expert layer is split over (= t without expert parallelism)",
+          "(layout)"),
+    Entry("p", "p", "pipeline-parallel stages", "(layout)"),
+    Entry("r", "r", "data-parallel replicas", "(layout)"),
+    Entry("M", "M", "tokens per chunked-prefill step (max_num_batched_tokens)", "(engine)"),
+    Entry("M_gpu", "M_{gpu}", "memory budget per GPU: usable bytes x gpu_memory_utilization", "(GPU)",
+          "bytes"),
+    Entry("F_gpu", "F_{gpu}", "dense peak FLOP/s of the GPU for the compute dtype", "(GPU)"),
+    Entry("BW_hbm", "BW_{hbm}", "GPU memory bandwidth, bytes/s", "(GPU)"),
+    Entry("BW_link", "BW_{link}", "scale-up link bandwidth per GPU, one direction, bytes/s", "(GPU)"),
 )
 
 _SYMBOLS: dict[str, sympy.Symbol] = {
