@@ -133,6 +133,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("d_aud", "d_{aud}", "audio tower hidden size", "audio_config.hidden_size", "length"),
     Entry("L_aud", "L_{aud}", "audio tower (conformer) layers", "audio_config.num_hidden_layers"),
     Entry("H_aud", "H_{aud}", "audio tower attention heads", "audio_config.num_attention_heads"),
+    Entry("D_aud", "D_{aud}", "audio tower head dim", "audio_config.hidden_size // num_attention_heads",
+          "length"),
     Entry("K_aud", "K_{aud}", "audio tower depthwise conv kernel", "audio_config.conv_kernel_size", "length"),
     Entry("c_aud0", "c_{aud,0}", "audio subsampling conv channels, first conv", "audio_config.subsampling_conv_channels[0]"),
     Entry("c_aud1", "c_{aud,1}", "audio subsampling conv channels, second conv", "audio_config.subsampling_conv_channels[1]"),

@@ -23,18 +23,24 @@ per-head q/k RMSNorm (and a scale-free v norm). What Gemma 4 adds, each switched
 Layers are grouped by (type, KV-shared, head dim, KV heads): ``swa_layers`` (L_swa), ``full_layers``
 (L_full), ``shared_swa_layers`` (L_sh,swa), ``shared_full_layers`` (L_sh,full), or one ``layers`` group (L).
 ``gemma4`` (``Gemma4ForConditionalGeneration``) wraps the text model. Its tying follows the top-level
-``tie_word_embeddings``.
+``tie_word_embeddings``. When ``vision_config`` / ``audio_config`` are given (both optional), it adds the
+vision tower (``components/gemma4_vision.py``: patch embedder, ``vision_layers`` × L_vis, embedder) and the
+audio Conformer (``components/gemma4_audio.py``: subsampling stem, ``audio_layers`` × L_aud, output
+projection, embedder). Their weights are counted under their own names, and they do no work in a
+text pass, as for Kimi K2.5's tower. ``--images`` adds the vision tower's FLOPs per image.
 """
 from __future__ import annotations
 
 from typing import ClassVar
 
 import sympy
-from pydantic import ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ..assembly import LayerGroup, Model
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
+from ..components.gemma4_audio import Gemma4AudioBlock, Gemma4AudioEmbedder, Gemma4AudioStem
+from ..components.gemma4_vision import Gemma4Vision, Gemma4VisionBlock, Gemma4VisionEmbedder, Gemma4VisionStem
 from ..components.kv_sharing import LastPosition, SharedKVAttention
 from ..components.layer_scale import LayerScalar
 from ..components.norm import Norms
@@ -47,6 +53,7 @@ from .gemma import GEMMA_NORMS, Gemma2Adapter
 
 MOE_NORMS = ("post_feedforward_layernorm_1", "post_feedforward_layernorm_2", "pre_feedforward_layernorm_2")
 LAYER_OVERRIDES = {"head_dim", "num_key_value_heads"}  # what Gemma4TextAttention reads per layer
+IMAGE_SOFT_TOKENS = 280  # Gemma4ImageProcessor.max_soft_tokens
 KINDS = {("sliding_attention", False): ("swa_layers", sym.L_swa),
          ("full_attention", False): ("full_layers", sym.L_full),
          ("sliding_attention", True): ("shared_swa_layers", sym.L_sh_swa),
@@ -247,30 +254,101 @@ class Gemma4TextAdapter(Gemma2Adapter):
                      (Norms(("norm",)), LMHead(tied=tied)), vals, notes=notes)
 
 
+class Gemma4VisionConfig(BaseModel):
+    """``vision_config``: the fields the tower's shapes read, with ``Gemma4VisionConfig``'s defaults."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    hidden_size: PosInt = 768
+    intermediate_size: PosInt = 3072
+    num_hidden_layers: PosInt = 16
+    num_attention_heads: PosInt = 12
+    num_key_value_heads: PosInt = 12
+    head_dim: PosInt = 64
+    patch_size: PosInt = 16
+    pooling_kernel_size: PosInt = 3
+    position_embedding_size: PosInt = 10 * 1024
+    use_clipped_linears: bool = False
+    standardize: bool = False
+    default_output_length: PosInt | None = None  # hub configs: the soft tokens per image
+
+
+class Gemma4AudioConfig(BaseModel):
+    """``audio_config``: the fields the tower's shapes read, with ``Gemma4AudioConfig``'s defaults."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    hidden_size: PosInt = 1024
+    num_hidden_layers: PosInt = 12
+    num_attention_heads: PosInt = 8
+    subsampling_conv_channels: tuple[PosInt, PosInt] = (128, 32)
+    conv_kernel_size: PosInt = 5
+    use_clipped_linears: bool = True
+    output_proj_dims: PosInt = 1536
+
+
 @register("gemma4")
 class Gemma4Adapter(Adapter):
     """``Gemma4ForConditionalGeneration``: the Gemma 4 text model from ``text_config`` (defaults as
-    ``Gemma4TextConfig``), tied as the top-level ``tie_word_embeddings`` says."""
+    ``Gemma4TextConfig``), tied as the top-level ``tie_word_embeddings`` says, and the vision and audio
+    towers when their configs are given (both are optional in ``Gemma4Config``)."""
 
     reference: ClassVar[str] = "Gemma4ForConditionalGeneration"
 
     text_config: dict | None = None
-    vision_config: dict | None = None
-    audio_config: dict | None = None
+    vision_config: Gemma4VisionConfig | None = None
+    audio_config: Gemma4AudioConfig | None = None
     tie_word_embeddings: bool = True
+    vision_soft_tokens_per_image: PosInt | None = None
 
     @model_validator(mode="after")
     def _consistent(self):
         self.text()
+        a = self.audio_config
+        if a is not None and a.num_attention_heads > a.hidden_size:
+            self.fail("audio_config.num_attention_heads", f"{a.num_attention_heads} heads leave a head dim of "
+                      f"0 for audio_config.hidden_size={a.hidden_size}")
         return self
 
     def text(self) -> Gemma4TextAdapter:
         raw = {**(self.text_config or {}), "model_type": "gemma4_text", "name": self.name}
         return _nested(Gemma4TextAdapter, raw, "text_config", self.fail)
 
+    def soft_tokens(self) -> int:
+        """Soft tokens of one image: the config's stated budget, else the processor's default (280)."""
+        v = self.vision_config
+        return self.vision_soft_tokens_per_image or v.default_output_length or IMAGE_SOFT_TOKENS
+
     def to_model(self) -> Model:
         m = self.text().to_model(tied=self.tie_word_embeddings)
         m.model_type = self.model_type
+        pre, groups = list(m.pre), list(m.groups)
+        if (v := self.vision_config) is not None:
+            k = v.pooling_kernel_size
+            n_img = self.soft_tokens()
+            pre += [Gemma4VisionStem(standardize=v.standardize), Gemma4VisionEmbedder()]
+            groups.insert(0, LayerGroup("vision_layers", sym.L_vis, (Gemma4VisionBlock(clipped=v.use_clipped_linears),)))
+            m.values.update(values(d_vis=v.hidden_size, d_ff_vis=v.intermediate_size, L_vis=v.num_hidden_layers,
+                                   H_vis=v.num_attention_heads, H_kv_vis=v.num_key_value_heads, D_vis=v.head_dim,
+                                   p_vis=v.patch_size, P_vis=v.position_embedding_size,
+                                   N_pat=n_img * k * k, N_img=n_img))
+            m.vision = Gemma4Vision(pooled=k > 1)
+            m.notes.append(f"vision tower: weights exact against Gemma4ForConditionalGeneration; it runs only on "
+                           f"images (0 FLOPs in a text pass). One image (--images) fills the patch budget: "
+                           f"{n_img} soft tokens (vision_soft_tokens_per_image / default_output_length, else the "
+                           f"processor's 280) from {n_img * k * k} patches of {v.patch_size} px (the processor pads "
+                           f"every image to that many; pooling {k}×{k})")
+        if (a := self.audio_config) is not None:
+            c0, c1 = a.subsampling_conv_channels
+            at = groups.index(next(g for g in groups if g.name != "vision_layers"))
+            pre += [Gemma4AudioStem(), Gemma4AudioEmbedder()]
+            groups.insert(at, LayerGroup("audio_layers", sym.L_aud, (Gemma4AudioBlock(clipped=a.use_clipped_linears),)))
+            m.values.update(values(d_aud=a.hidden_size, L_aud=a.num_hidden_layers, H_aud=a.num_attention_heads,
+                                   D_aud=a.hidden_size // a.num_attention_heads, K_aud=a.conv_kernel_size,
+                                   c_aud0=c0, c_aud1=c1, d_aud_out=a.output_proj_dims))
+            m.notes.append("audio tower: weights exact against Gemma4ForConditionalGeneration; it runs only on "
+                           "audio (0 FLOPs in a text pass); the FLOPs of one audio clip are not modelled")
+        m.pre, m.groups = tuple(pre), tuple(groups)
         return m
 
 

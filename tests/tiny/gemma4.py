@@ -1,5 +1,6 @@
 """Gemma 4: sliding/global layers with their own head dim and KV heads (K = V), KV-shared layers,
-per-layer inputs, MoE beside the dense FFN, double-wide FFN; the wrapper with vision/audio towers.
+per-layer inputs, MoE beside the dense FFN, double-wide FFN; the wrapper with vision and audio towers
+(vision on n % 4 != 2, audio on n % 4 in (1, 2)).
 
 The n-th config of a model type switches the structural features on in turn, so every combination
 below is measured for both ``gemma4_text`` and ``gemma4``:
@@ -85,4 +86,38 @@ def tiny(rng, model_type):
     text = _text(rng, n)
     if n % 2:
         text.pop("model_type")  # a nested text_config with or without its own model_type
-    return {"model_type": "gemma4", "text_config": text, "tie_word_embeddings": rng.random() < 0.6}
+    raw = {"model_type": "gemma4", "text_config": text, "tie_word_embeddings": rng.random() < 0.6}
+    if n % 4 != 2:
+        raw["vision_config"] = vision(rng)
+    if n % 4 in (1, 2):
+        raw["audio_config"] = {
+            "model_type": "gemma4_audio",
+            "hidden_size": rng.choice([8, 12, 16]),
+            "num_hidden_layers": rng.randint(1, 2),
+            "num_attention_heads": rng.choice([2, 3]),  # 12 // 3 and 16 // 3: head dims that do not divide
+            "subsampling_conv_channels": [rng.choice([8, 10, 12]), rng.choice([3, 4])],
+            "conv_kernel_size": rng.choice([3, 5]),
+            "use_clipped_linears": rng.random() < 0.5,
+            "output_proj_dims": rng.randint(6, 20),
+        }
+    return raw
+
+
+def vision(rng):
+    """A tiny ``vision_config`` (the soft-token budget rides on ``default_output_length``)."""
+    H = rng.choice([1, 2])
+    return {
+        "model_type": "gemma4_vision",
+        "hidden_size": rng.choice([8, 12, 16]),
+        "intermediate_size": rng.randint(8, 30),
+        "num_hidden_layers": rng.randint(1, 2),
+        "num_attention_heads": H,
+        "num_key_value_heads": rng.choice([1, H]),
+        "head_dim": rng.choice([4, 8]),
+        "patch_size": rng.choice([2, 3]),
+        "pooling_kernel_size": rng.choice([1, 2, 3]),
+        "position_embedding_size": rng.randint(12, 24),
+        "use_clipped_linears": rng.random() < 0.5,
+        "standardize": rng.random() < 0.5,
+        "default_output_length": rng.choice([2, 4, 6]),
+    }
