@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, ClassVar
 
 import sympy
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import SymcostError
 from ..notation import sym
@@ -36,6 +36,18 @@ class Adapter(BaseModel):
     @staticmethod
     def fail(field: str, message: str) -> None:
         raise SymcostError(f"field '{field}': {message}")
+
+    def nested(self, cls, raw: dict, prefix: str):
+        """``cls`` validated from the sub-config ``raw``, its errors naming ``prefix.field`` (one line)."""
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc, msg = ".".join(str(p) for p in err["loc"]), err["msg"]
+            if not loc and "field '" in msg:  # a consistency check of the nested adapter
+                msg = msg.split("field '", 1)[1]
+                loc, msg = msg.split("'", 1)[0], msg.split("': ", 1)[-1]
+            self.fail(f"{prefix}.{loc}" if loc else prefix, msg)
 
     def require_divisible(self, num_field: str, den_field: str) -> None:
         num, den = getattr(self, num_field), getattr(self, den_field)

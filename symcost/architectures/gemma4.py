@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import sympy
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..assembly import LayerGroup, Model
 from ..components.embedding import Embedding, LMHead
@@ -312,7 +312,7 @@ class Gemma4Adapter(Adapter):
 
     def text(self) -> Gemma4TextAdapter:
         raw = {**(self.text_config or {}), "model_type": "gemma4_text", "name": self.name}
-        return _nested(Gemma4TextAdapter, raw, "text_config", self.fail)
+        return self.nested(Gemma4TextAdapter, raw, "text_config")
 
     def soft_tokens(self) -> int:
         """Soft tokens of one image: the config's stated budget, else the processor's default (280)."""
@@ -351,15 +351,3 @@ class Gemma4Adapter(Adapter):
         m.pre, m.groups = tuple(pre), tuple(groups)
         return m
 
-
-def _nested(cls, raw: dict, prefix: str, fail):
-    """Validate a sub-config, naming its fields ``prefix.field`` in the error."""
-    try:
-        return cls.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc, msg = ".".join(str(p) for p in err["loc"]), err["msg"]
-        if not loc and "field '" in msg:  # a consistency check of the nested adapter
-            msg = msg.split("field '", 1)[1]
-            loc, msg = msg.split("'", 1)[0], msg.split("': ", 1)[-1]
-        fail(f"{prefix}.{loc}" if loc else prefix, msg)
