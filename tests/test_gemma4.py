@@ -104,6 +104,61 @@ def test_class_defaults(raw):
     assert m.params().total_at(m.values) == oracle.params(raw)
 
 
+# E2B-shaped (35 layers, 20 KV-shared, per-layer inputs, double-wide FFN, clipped vision and audio towers):
+# the text_config/vision_config/audio_config of a Gemma 4 E2B parser fixture in a public repository, used
+# here only as a shape; the count is transformers' own, on the meta device.
+E2B_SHAPED = {
+    "model_type": "gemma4", "tie_word_embeddings": True,
+    "text_config": {"hidden_size": 1536, "num_hidden_layers": 35, "num_attention_heads": 8, "num_key_value_heads": 1,
+                    "head_dim": 256, "global_head_dim": 512, "num_global_key_value_heads": None,
+                    "attention_k_eq_v": False, "sliding_window": 512, "vocab_size": 262144,
+                    "vocab_size_per_layer_input": 262144, "hidden_size_per_layer_input": 256,
+                    "num_kv_shared_layers": 20, "use_double_wide_mlp": True, "intermediate_size": 6144,
+                    "final_logit_softcapping": 30.0,
+                    "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 7},
+    "vision_config": {"model_type": "gemma4_vision", "hidden_size": 768, "intermediate_size": 3072,
+                      "num_hidden_layers": 16, "num_attention_heads": 12, "num_key_value_heads": 12, "head_dim": 64,
+                      "patch_size": 16, "pooling_kernel_size": 3, "position_embedding_size": 10240,
+                      "use_clipped_linears": True, "standardize": False},
+    "audio_config": {"model_type": "gemma4_audio", "hidden_size": 1024, "num_hidden_layers": 12,
+                     "num_attention_heads": 8, "subsampling_conv_channels": [128, 32], "conv_kernel_size": 5,
+                     "output_proj_dims": 1536, "use_clipped_linears": True},
+}
+
+
+def test_e2b_shaped_params_and_buffers():
+    m = symcost.build(dict(E2B_SHAPED))
+    assert m.params().total_at(m.values) == oracle.params(E2B_SHAPED)
+    hf = oracle.buffers(oracle.build(E2B_SHAPED, "meta"))
+    mine = m.buffers().at(m.values)
+    for leaf in ("layer_scalar", "input_min", "output_max"):
+        assert sum(n for p, n in mine.items() if p.endswith(leaf)) == sum(
+            n for k, n in hf.items() if k.endswith(leaf))
+    assert [g.name for g in m.groups][-2:] == ["shared_swa_layers", "shared_full_layers"]
+
+
+def test_per_layer_config_one_shape_per_type_exact():
+    """Sliding layers overridden too (head dim 8, 4 KV heads) and full layers (12, 1): all measured."""
+    raw = {"model_type": "gemma4_text", "hidden_size": 16, "vocab_size": 50, "num_hidden_layers": 5,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 4, "sliding_window": 3,
+           "hidden_size_per_layer_input": 4, "vocab_size_per_layer_input": 50, "num_kv_shared_layers": 2,
+           "intermediate_size": 20,
+           "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                           "full_attention"],
+           "per_layer_config": {**{str(i): {"head_dim": 8, "num_key_value_heads": 4} for i in (0, 2, 3)},
+                                **{str(i): {"head_dim": 12, "num_key_value_heads": 1} for i in (1, 4)}}}
+    m = symcost.build(dict(raw))
+    assert m.params().total_at(m.values) == oracle.params(raw)
+    model = oracle.build(raw)
+    prefill = m.flops(Phase(kind="prefill", attention="full", logits="all", impl="reference"))
+    decode = m.flops(Phase(kind="decode", attention="full", logits="all", impl="reference"))
+    for T in (5, 11):
+        vals = m.values_with(T=T, B=2)
+        assert prefill.total_at(vals) == oracle.prefill_flops(model, 2, T)
+        assert decode.total_at(vals) == oracle.decode_flops(model, 2, T)
+        assert m.cache().total_at(vals) == oracle.cache_elements(model, 2, T)
+
+
 def test_layer_types_ending_sliding_forced_full():
     raw = {"model_type": "gemma4_text", "num_hidden_layers": 3, "hidden_size": 16, "vocab_size": 50,
            "layer_types": ["full_attention", "sliding_attention", "sliding_attention"]}
@@ -127,6 +182,7 @@ BASE = {"model_type": "gemma4_text", "num_hidden_layers": 4, "hidden_size": 16, 
     ({"num_kv_shared_layers": 1}, "num_kv_shared_layers"),  # the default pattern's only full layer is the last
     ({"per_layer_config": {"7": {"head_dim": 8}}}, "per_layer_config"),
     ({"per_layer_config": {"3": {"intermediate_size": 8}}}, "per_layer_config"),
+    ({"per_layer_config": {"0": {"head_dim": 8}}}, "per_layer_config"),  # sliding layers 0-2 differ
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
 ])
 def test_bad_input_names_the_field(change, field, tmp_path, capsys):

@@ -20,8 +20,9 @@ per-head q/k RMSNorm (and a scale-free v norm). What Gemma 4 adds, each switched
   and the PLE table by √d_pl (non-persistent buffers). The head is tied by default. Final logit
   soft-capping is elementwise (0 FLOPs).
 
-Layers are grouped by (type, KV-shared, head dim, KV heads): ``swa_layers`` (L_swa), ``full_layers``
-(L_full), ``shared_swa_layers`` (L_sh,swa), ``shared_full_layers`` (L_sh,full), or one ``layers`` group (L).
+Layers are grouped by type and KV sharing (head dim and KV heads are one per type, as transformers
+requires): ``swa_layers`` (L_swa), ``full_layers`` (L_full), ``shared_swa_layers`` (L_sh,swa),
+``shared_full_layers`` (L_sh,full), or one ``layers`` group (L).
 ``gemma4`` (``Gemma4ForConditionalGeneration``) wraps the text model. Its tying follows the top-level
 ``tie_word_embeddings``. When ``vision_config`` / ``audio_config`` are given (both optional), it adds the
 vision tower (``components/gemma4_vision.py``: patch embedder, ``vision_layers`` × L_vis, embedder) and the
@@ -31,6 +32,7 @@ text pass, as for Kimi K2.5's tower. ``--images`` adds the vision tower's FLOPs 
 """
 from __future__ import annotations
 
+import collections
 from typing import ClassVar
 
 import sympy
@@ -115,6 +117,7 @@ class Gemma4TextAdapter(Gemma2Adapter):
             if self.top_k_experts > self.num_experts:
                 self.fail("top_k_experts", f"top_k_experts={self.top_k_experts} is more than "
                           f"num_experts={self.num_experts}")
+        self.type_shapes()
         for i, (hd, kv) in enumerate(self.layer_shapes()):
             if self.num_attention_heads % kv:
                 self.fail("per_layer_config" if self._explicit_layers() else "num_global_key_value_heads",
@@ -171,25 +174,26 @@ class Gemma4TextAdapter(Gemma2Adapter):
                 for t in self.resolved_layer_types()]
 
     # -- the model -----------------------------------------------------------------------------
-    def _dims(self):
-        """Symbols for the head dims and KV heads that occur: D_h / H_kv (global), D_g / H_kv,g (the one
-        other value full layers share), else the literal number."""
-        types, shapes = self.resolved_layer_types(), self.layer_shapes()
-        full = {s for t, s in zip(types, shapes) if t == "full_attention"}
-        g_hd = {h for h, _ in full} - {self.D_h}
-        g_kv = {k for _, k in full} - {self.H_kv}
-        hd_sym = {self.D_h: sym.D_h}
-        kv_sym = {self.H_kv: sym.H_kv}
-        vals = {}
-        if len(g_hd) == 1:
-            hd_sym[g_hd.pop()] = sym.D_g
-        if len(g_kv) == 1:
-            kv_sym[g_kv.pop()] = sym.H_kvg
-        for v, s in hd_sym.items():
-            vals[s] = v
-        for v, s in kv_sym.items():
-            vals[s] = v
-        return hd_sym, kv_sym, vals
+    def type_shapes(self) -> dict[str, tuple[int, int]]:
+        """(head dim, KV heads) per layer type; transformers requires them equal within a type (its
+        rotary tables and masks are built per type from ``per_layer_config[layer_type]``)."""
+        out: dict[str, tuple[int, int]] = {}
+        for i, (t, s) in enumerate(zip(self.resolved_layer_types(), self.layer_shapes())):
+            if out.setdefault(t, s) != s:
+                self.fail("per_layer_config", f"layer {i} ({t}) has head_dim, num_key_value_heads = {s}, other "
+                          f"{t} layers {out[t]}: transformers needs one shape per layer type")
+        return out
+
+    def _dims(self) -> dict[str, tuple]:
+        """Symbols per layer type: sliding layers D_h, H_kv; full layers D_g, H_kv,g where they differ."""
+        shapes = self.type_shapes()
+        swa = shapes.get("sliding_attention", (self.D_h, self.H_kv))
+        full = shapes.get("full_attention", swa)
+        hd = {"sliding_attention": (sym.D_h, swa[0]),
+              "full_attention": (sym.D_h, swa[0]) if full[0] == swa[0] else (sym.D_g, full[0])}
+        kv = {"sliding_attention": (sym.H_kv, swa[1]),
+              "full_attention": (sym.H_kv, swa[1]) if full[1] == swa[1] else (sym.H_kvg, full[1])}
+        return {t: (hd[t], kv[t]) for t in shapes}
 
     def layer_components(self, kind: str, consumer: bool, hd, kv) -> tuple:
         norms = GEMMA_NORMS + (MOE_NORMS if self.enable_moe_block else ())
@@ -206,27 +210,20 @@ class Gemma4TextAdapter(Gemma2Adapter):
         return tuple(LastPosition(c) for c in parts) if consumer else tuple(parts)
 
     def to_model(self, tied: bool | None = None) -> Model:
-        types, shapes, consumers = self.resolved_layer_types(), self.layer_shapes(), self.kv_consumers()
+        types, consumers = self.resolved_layer_types(), self.kv_consumers()
         if "sliding_attention" in types and self.sliding_window is None:
             self.fail("sliding_window", "sliding-attention layers need a sliding_window")
-        hd_sym, kv_sym, vals = self._dims()
-        order: dict[tuple, int] = {}
-        for t, c, s in zip(types, consumers, shapes):
-            order[(t, c, *s)] = order.get((t, c, *s), 0) + 1
-        per_kind = {}
-        for (t, c, hd, kv) in order:
-            per_kind[(t, c)] = per_kind.get((t, c), 0) + 1
-        groups = []
-        for (t, c, hd, kv), n in sorted(order.items(), key=lambda kv_: (kv_[0][1], kv_[0][0] != "sliding_attention")):
-            name, count = KINDS[(t, c)]
-            if per_kind[(t, c)] > 1:  # per_layer_config splits a kind by shape: name and count literally
-                name, count = f"{name}_hd{hd}_kv{kv}", sympy.Integer(n)
-            else:
-                vals[count] = n
-            groups.append(LayerGroup(name, count, self.layer_components(
-                t, c, hd_sym.get(hd, sympy.Integer(hd)), kv_sym.get(kv, sympy.Integer(kv)))))
+        dims = self._dims()
+        counts = collections.Counter(zip(types, consumers))
+        vals, groups = {}, []
+        for kind in KINDS:  # swa, full, shared swa, shared full
+            if counts[kind]:
+                name, count = KINDS[kind]
+                (hd, hd_v), (kv, kv_v) = dims[kind[0]]
+                vals.update({count: counts[kind], hd: hd_v, kv: kv_v})
+                groups.append(LayerGroup(name, count, self.layer_components(kind[0], kind[1], hd, kv)))
         if len(groups) == 1:
-            vals.pop(groups[0].count, None)
+            vals.pop(groups[0].count)
             groups = [LayerGroup("layers", sym.L, groups[0].components)]
         vals = {k: sympy.Integer(v) for k, v in vals.items()}
         vals.update(values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
