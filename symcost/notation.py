@@ -41,7 +41,7 @@ TABLE: tuple[Entry, ...] = (
     # -- mixture of experts (seed 000 §1.4, 002) --
     Entry("E", "E", "routed experts", "n_routed_experts, num_experts, num_local_experts"),
     Entry("E_s", "E_{s}", "shared experts", "n_shared_experts"),
-    Entry("k", "k", "experts per token", "num_experts_per_tok"),
+    Entry("k", "k", "experts per token", "num_experts_per_tok, top_k_experts"),
     Entry("d_moe", "d_{moe}", "routed expert intermediate size", "moe_intermediate_size", "length"),
     Entry("d_sh", "d_{sh}", "shared expert intermediate size",
           "shared_expert_intermediate_size, moe_shared_expert_intermediate_size", "length"),
@@ -129,7 +129,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("H_vis", "H_{vis}", "vision tower attention heads", "vision_config.num_attention_heads"),
     Entry("H_kv_vis", "H_{kv,vis}", "vision tower key/value heads", "vision_config.num_key_value_heads"),
     Entry("D_vis", "D_{vis}", "vision tower head dim", "vision_config.head_dim", "length"),
-    Entry("P_vis", "P_{vis}", "vision position table size (per axis)", "vision_config.position_embedding_size"),
+    Entry("P_axis", "P_{axis}", "vision position table size per image axis (Gemma 4)",
+          "vision_config.position_embedding_size"),
     Entry("d_aud", "d_{aud}", "audio tower hidden size", "audio_config.hidden_size", "length"),
     Entry("L_aud", "L_{aud}", "audio tower (conformer) layers", "audio_config.num_hidden_layers"),
     Entry("H_aud", "H_{aud}", "audio tower attention heads", "audio_config.num_attention_heads"),

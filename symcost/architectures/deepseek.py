@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import sympy
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..assembly import LayerGroup, Model
 from ..components.embedding import Embedding, LMHead
@@ -273,7 +273,15 @@ class KimiK25Adapter(Adapter):
     def text(self) -> DeepseekV3Adapter:
         raw = {**self.text_config, "model_type": "deepseek_v3", "name": self.name,
                "tie_word_embeddings": self.tie_word_embeddings}
-        return self.nested(DeepseekV3Adapter, raw, "text_config")
+        try:
+            return DeepseekV3Adapter.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc, msg = ".".join(str(p) for p in err["loc"]), err["msg"]
+            if not loc and "field '" in msg:  # a consistency check of the text adapter
+                msg = msg.split("field '", 1)[1]
+                loc, msg = msg.split("'", 1)[0], msg.split("': ", 1)[-1]
+            self.fail(f"text_config.{loc}", msg)
 
     def to_model(self) -> Model:
         text, v = self.text(), self.vision_config

@@ -50,7 +50,7 @@ from ..components.parallel_moe import ParallelMoE
 from ..components.per_layer_input import PerLayerEmbedding, PerLayerInputGate
 from ..notation import sym
 from . import register
-from .base import Adapter, NonNegInt, PosInt, values
+from .base import Adapter, NonNegInt, PosInt, nested, values
 from .gemma import GEMMA_NORMS, Gemma2Adapter
 
 MOE_NORMS = ("post_feedforward_layernorm_1", "post_feedforward_layernorm_2", "pre_feedforward_layernorm_2")
@@ -167,9 +167,10 @@ class Gemma4TextAdapter(Gemma2Adapter):
                     if not isinstance(o[f], int) or isinstance(o[f], bool) or o[f] <= 0:
                         self.fail("per_layer_config", f"layer {i}: {f}={o[f]!r} is not a positive integer")
                 overrides[i] = o
-            return [(overrides.get(i, {}).get("head_dim", hd), overrides.get(i, {}).get("num_key_value_heads", kv))
-                    for i in range(L)]
-        g_kv = self.num_global_key_value_heads if self.attention_k_eq_v and self.num_global_key_value_heads else kv
+            return [(overrides.get(i, {}).get("head_dim", hd),
+                     overrides.get(i, {}).get("num_key_value_heads", kv)) for i in range(L)]
+        g_kv = (self.num_global_key_value_heads if self.attention_k_eq_v and self.num_global_key_value_heads
+                else kv)
         return [(self.global_head_dim, g_kv) if t == "full_attention" else (hd, kv)
                 for t in self.resolved_layer_types()]
 
@@ -308,8 +309,8 @@ class Gemma4Adapter(Adapter):
         return self
 
     def text(self) -> Gemma4TextAdapter:
-        raw = {**(self.text_config or {}), "model_type": "gemma4_text", "name": self.name}
-        return self.nested(Gemma4TextAdapter, raw, "text_config")
+        return nested(Gemma4TextAdapter, self.text_config, "text_config", model_type="gemma4_text",
+                      name=self.name)
 
     def soft_tokens(self) -> int:
         """Soft tokens of one image: the config's stated budget, else the processor's default (280)."""
@@ -324,22 +325,24 @@ class Gemma4Adapter(Adapter):
             k = v.pooling_kernel_size
             n_img = self.soft_tokens()
             pre += [Gemma4VisionStem(standardize=v.standardize), Gemma4VisionEmbedder()]
-            groups.insert(0, LayerGroup("vision_layers", sym.L_vis, (Gemma4VisionBlock(clipped=v.use_clipped_linears),)))
+            block = Gemma4VisionBlock(clipped=v.use_clipped_linears)
+            groups.insert(0, LayerGroup("vision_layers", sym.L_vis, (block,)))
             m.values.update(values(d_vis=v.hidden_size, d_ff_vis=v.intermediate_size, L_vis=v.num_hidden_layers,
                                    H_vis=v.num_attention_heads, H_kv_vis=v.num_key_value_heads, D_vis=v.head_dim,
-                                   p_vis=v.patch_size, P_vis=v.position_embedding_size,
+                                   p_vis=v.patch_size, P_axis=v.position_embedding_size,
                                    N_pat=n_img * k * k, N_img=n_img))
             m.vision = Gemma4Vision(pooled=k > 1)
             m.notes.append(f"vision tower: weights exact against Gemma4ForConditionalGeneration; it runs only on "
                            f"images (0 FLOPs in a text pass). One image (--images) fills the patch budget: "
                            f"{n_img} soft tokens (vision_soft_tokens_per_image / default_output_length, else the "
-                           f"processor's 280) from {n_img * k * k} patches of {v.patch_size} px (the processor pads "
-                           f"every image to that many; pooling {k}×{k})")
+                           f"processor's 280) from {n_img * k * k} patches of {v.patch_size} px (the "
+                           f"processor pads every image to that many; pooling {k}×{k})")
         if (a := self.audio_config) is not None:
             c0, c1 = a.subsampling_conv_channels
             at = groups.index(next(g for g in groups if g.name != "vision_layers"))
             pre += [Gemma4AudioStem(), Gemma4AudioEmbedder()]
-            groups.insert(at, LayerGroup("audio_layers", sym.L_aud, (Gemma4AudioBlock(clipped=a.use_clipped_linears),)))
+            block = Gemma4AudioBlock(clipped=a.use_clipped_linears)
+            groups.insert(at, LayerGroup("audio_layers", sym.L_aud, (block,)))
             m.values.update(values(d_aud=a.hidden_size, L_aud=a.num_hidden_layers, H_aud=a.num_attention_heads,
                                    D_aud=a.hidden_size // a.num_attention_heads, K_aud=a.conv_kernel_size,
                                    c_aud0=c0, c_aud1=c1, d_aud_out=a.output_proj_dims))

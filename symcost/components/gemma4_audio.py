@@ -3,7 +3,8 @@
 Parameters (transformers 5.24 ``Gemma4AudioModel`` and ``Gemma4MultimodalEmbedder``), with
 d = d_aud, H = H_aud, D = D_aud = d_aud // H_aud, c₀, c₁ = ``subsampling_conv_channels``:
     stem      two Conv2d 3×3 stride 2 (no bias): 9·c₀ and 9·c₀·c₁, each followed by a LayerNorm without
-              bias (c₀, c₁); ``input_proj_linear`` ⌊c₀/4⌋·c₁ → d (no bias; the class sizes it from c₀)
+              bias (c₀, c₁); ``input_proj_linear`` ⌊c₀/4⌋·c₁ → d (no bias; the class sizes it
+              from c₀)
     per layer two macaron feed-forwards, each d → 4d → d (8·d²) with pre/post RMSNorms (2·d);
               chunked local attention q, k, v d·H·D, ``post`` d·d, ``relative_k_proj`` d·H·D,
               ``per_dim_scale`` D; light conv ``linear_start`` d → 2d, depthwise conv d·K_aud (no bias),
@@ -49,7 +50,8 @@ class Gemma4AudioStem(Component):
                 Param("audio_conv0_norm", self.c0, doc="LayerNorm [c₀], no bias"),
                 Param("audio_conv1", 9 * self.c0 * self.c1, doc="Conv2d c₀ → c₁, 3×3"),
                 Param("audio_conv1_norm", self.c1, doc="LayerNorm [c₁], no bias"),
-                _lin("audio_input_proj", sympy.floor(self.c0 / 4) * self.c1, self.d_aud, ph, "[⌊c₀/4⌋·c₁, d_aud]")]
+                _lin("audio_input_proj", sympy.floor(self.c0 / 4) * self.c1, self.d_aud, ph,
+                     "[⌊c₀/4⌋·c₁, d_aud]")]
 
     def label(self) -> str:
         return "Gemma 4 audio subsampling stem"

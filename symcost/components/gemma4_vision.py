@@ -3,7 +3,7 @@ soft tokens, and the multimodal embedder into the text model.
 
 Parameters (transformers 5.24 ``Gemma4VisionModel`` and ``Gemma4MultimodalEmbedder``):
     stem      ``patch_embedder.input_proj`` 3·p_vis² → d_vis (no bias), ``position_embedding_table``
-              [2, P_vis, d_vis] (one table per axis, summed)
+              [2, P_axis, d_vis] (one table per axis, summed)
     per layer q_proj d_vis·H_vis·D_vis, k_proj and v_proj d_vis·H_kv,vis·D_vis, o_proj H_vis·D_vis·d_vis
               (no biases); q_norm, k_norm RMSNorm D_vis (v_norm has no weight); GeGLU MLP gate, up
               d_vis·d_ff_vis, down d_ff_vis·d_vis; four RMSNorms of d_vis (Gemma's input/post-attention/
@@ -16,7 +16,8 @@ FLOPs: a text-only pass never runs the tower, so its weights have 0 token rows t
     MoonViT). ``image_flops()`` is one image as ``Gemma4Model.get_image_features`` computes it (eager): the
     processor pads every image to N_pat = max_soft_tokens·k² patches (k = pooling_kernel_size) and the
     encoder runs on all of them. input_proj 2·N_pat·3·p_vis²·d_vis; per layer q/k/v/o
-    2·N_pat·d_vis·(2·H_vis + 2·H_kv,vis)·D_vis, QKᵀ and PV 2·N_pat²·H_vis·D_vis each, MLP 6·N_pat·d_vis·d_ff_vis;
+    2·N_pat·d_vis·(2·H_vis + 2·H_kv,vis)·D_vis, QKᵀ and PV 2·N_pat²·H_vis·D_vis each,
+    MLP 6·N_pat·d_vis·d_ff_vis;
     the pooler averages k×k patches with a one-hot matmul [N_img, N_pat]·[N_pat, d_vis], 2·N_img·N_pat·d_vis
     (absent when k = 1); then the embedder 2·N_img·d_vis·d. ``image_tokens()`` = N_img = max_soft_tokens,
     the soft tokens of an image whose resize fills the patch budget (a smaller one has fewer and costs
@@ -59,12 +60,12 @@ class Gemma4VisionStem(Component):
     key = "vision_stem"
     d_vis: sympy.Expr = sym.d_vis
     p_vis: sympy.Expr = sym.p_vis
-    P_vis: sympy.Expr = sym.P_vis
+    P_axis: sympy.Expr = sym.P_axis
     standardize: bool = False
 
     def primitives(self, ph: Phase | None = None):
         return [_lin("vision_input_proj", 3 * self.p_vis**2, self.d_vis, ph, "[3·p_vis², d_vis]"),
-                Param("vision_position_embedding_table", 2 * self.P_vis * self.d_vis, doc="[2, P_vis, d_vis]")]
+                Param("vision_position_embedding_table", 2 * self.P_axis * self.d_vis, doc="[2, P_axis, d_vis]")]
 
     def buffers(self) -> Terms:
         if not self.standardize:
