@@ -126,7 +126,7 @@ def last_position(ph: Phase | None):
 class LastPosition(Component):
     """Any component of a KV-consumer layer: the same weights and cache, FLOPs under ``last_position``."""
 
-    inner: Component = None  # type: ignore[assignment]
+    inner: Component = SharedKVAttention(consumer=True)
 
     @property
     def key(self) -> str:  # type: ignore[override]
