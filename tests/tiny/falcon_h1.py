@@ -7,6 +7,7 @@ T values straddle the (small) SSD chunk sizes: the scan pads T up to a multiple 
 
 MODEL_TYPES = ("falcon_h1",)
 T_VALUES = (3, 8, 13)
+SEEDS = 5
 
 
 def tiny(rng, model_type):
@@ -46,7 +47,7 @@ def tiny(rng, model_type):
         "ssm_multipliers": [0.3, 0.2, 0.5, 0.25, 0.35],
         "max_position_embeddings": 128,
     }
-    if rng.random() < 0.6:
+    if rng.random() < 0.4:
         raw["mamba_d_ssm"] = H_m * D_m  # independent of hidden_size
     else:
         expand = rng.choice([1, 2])
