@@ -178,3 +178,26 @@ def test_full_size_shapes_equal_transformers(name):
     total = m.params().total_at(m.values)
     assert isinstance(total, int) and total > 10**9
     assert total == oracle.params(raw)
+
+
+# -- the multipliers: elementwise only ----------------------------------------------------------------
+def test_multipliers_are_elementwise_only_and_counted_by_hand():
+    """Falcon-H1, one layer, per token: ssm_in d + mup_vector (2·d_in + 2·G·N + H_m) + ssm_out d +
+    attention_in d + key H_kv·D_h + attention_out d + mlp gate d_ff + mlp down d; plus the embedding
+    (d per token) and lm_head_multiplier (V per logit row). Granite: 2·d per layer, d, V."""
+    raw = _tiny("falcon_h1", 2)
+    m = symcost.build(dict(raw))
+    v = {s.name: int(x) for s, x in m.values.items()}
+    d, L, T = v["d"], v["L"], 7
+    per_token = (5 * d + 2 * v["H_m"] * v["D_m"] + 2 * v["G"] * v["N"] + v["H_m"] + v["H_kv"] * v["D_h"]
+                 + v["d_ff"])
+    ew = m.elementwise(Phase(kind="prefill", logits="last")).at(m.values_with(T=T, B=1))
+    mult = sum(n for k, n in ew.items() if k.startswith("layers/multipliers/"))
+    assert mult == L * T * per_token
+    assert ew["embedding_multiplier"] == T * d and ew["lm_head_multiplier"] == v["V"]
+    for terms in (m.params(), m.flops(Phase(kind="prefill")), m.cache()):
+        assert not any("multiplier" in k for k in terms.flatten())
+    g = symcost.build(_tiny("granitemoehybrid", 1))
+    ew = g.elementwise(Phase(kind="decode")).at(g.values_with(T=5, B=2))
+    L = int(g.values[sym.L_M] + g.values[sym.L_A])
+    assert sum(n for k, n in ew.items() if k.endswith("multipliers/residual")) == 2 * 2 * L * int(g.values[sym.d])

@@ -19,7 +19,10 @@ The µP multipliers (``embedding_multiplier``, ``lm_head_multiplier``, ``attenti
 ``attention_out_multiplier``, ``key_multiplier``, ``ssm_in_multiplier``, ``ssm_out_multiplier``,
 the two ``mlp_multipliers`` and the five ``ssm_multipliers``, which become the non-persistent
 ``mup_vector`` buffer [1, 1, 2·d_in + 2·G·N + H_m] each mixer multiplies its in_proj output by)
-are not parameters and change no shape: 0 parameters, 0 matmul FLOPs (elementwise work only).
+are not parameters and change no shape: 0 parameters, 0 matmul FLOPs; their elementwise
+multiplies are ``components.multipliers`` (one per layer, and on the embeddings and logits). The
+branch sum mamba + attention and the residual add are the two adds the mixers' ``residual``
+elementwise terms count.
 The ``mup_vector`` is recomputed from the config at load, never stored in a checkpoint, so it is
 not reported as a checkpoint buffer.
 """
@@ -34,6 +37,7 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mamba2 import Mamba2
+from ..components.multipliers import Multipliers
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -78,13 +82,15 @@ class FalconH1Adapter(MambaHybridAdapter):
     def to_model(self) -> Model:
         layer = (Norms(("input_layernorm", "pre_ff_layernorm")), self.mamba(),
                  Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias),
-                 FFN(bias=self.mlp_bias))
+                 FFN(bias=self.mlp_bias), Multipliers())
         vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                       d_ff=self.intermediate_size)
         vals.update(self.mamba_values())
         vals.update(self.attention_values())
-        model = Model(self.name, self.model_type, (Embedding(),), (LayerGroup("layers", sym.L, layer),),
-                      (Norms(("final_layernorm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+        pre = (Embedding(), Multipliers((("embedding_multiplier", sym.d, "embeddings × embedding_multiplier"),)))
+        post = (Norms(("final_layernorm",)), LMHead(tied=self.tie_word_embeddings),
+                Multipliers((("lm_head_multiplier", sym.V, "logits × lm_head_multiplier"),), on_logits=True))
+        model = Model(self.name, self.model_type, pre, (LayerGroup("layers", sym.L, layer),), post, vals,
                       state_dtype={"recurrent_states": "float32"})
         model.notes.append("every layer runs attention and the Mamba-2 mixer in parallel on the same "
                            "normed input (outputs added); the µP multipliers are elementwise only")

@@ -16,7 +16,7 @@ FLOPs and is left out.
 
 Granite's multipliers (``embedding_multiplier``, ``residual_multiplier``, ``attention_multiplier``
 — it replaces the 1/√D_h score scale —, ``logits_scaling``) are scalars: no parameters, no shapes,
-0 matmul FLOPs.
+0 matmul FLOPs; ``components.multipliers`` counts their elementwise multiplies.
 """
 from __future__ import annotations
 
@@ -29,11 +29,17 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.moe import MoE
+from ..components.multipliers import Multipliers
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
 from .bamba import GROUPS, KINDS, MambaHybridAdapter
 from .base import NonNegInt, PosInt, values
+
+#: Granite's scalar multipliers (``components.multipliers``): elementwise work only
+EMBEDDING = Multipliers((("embedding_multiplier", sym.d, "embeddings × embedding_multiplier"),))
+RESIDUAL = Multipliers((("residual", 2 * sym.d, "both sublayer outputs × residual_multiplier"),))
+LOGITS = Multipliers((("logits_scaling", sym.V, "logits ÷ logits_scaling"),), on_logits=True)
 
 
 @register("granitemoehybrid")
@@ -95,11 +101,12 @@ class GraniteMoeHybridAdapter(MambaHybridAdapter):
                 continue
             name, count = GROUPS[kind]
             parts = (Norms(("input_layernorm", "post_attention_layernorm")), self.mixer(kind))
-            groups.append(LayerGroup(name, count, parts + ((ffn,) if ffn is not None else ())))
+            parts += ((ffn,) if ffn is not None else ()) + (RESIDUAL,)
+            groups.append(LayerGroup(name, count, parts))
             vals[count] = values(L=n)[sym.L]
             vals.update(self.mamba_values() if kind == "linear_attention" else self.attention_values())
-        model = Model(self.name, self.model_type, (Embedding(),), tuple(groups),
-                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+        model = Model(self.name, self.model_type, (Embedding(), EMBEDDING), tuple(groups),
+                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings), LOGITS), vals,
                       state_dtype={"recurrent_states": "float32"})
         if not self.num_local_experts:
             model.notes.append("num_local_experts = 0: every layer keeps only its shared MLP "
