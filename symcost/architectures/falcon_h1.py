@@ -87,9 +87,8 @@ class FalconH1Adapter(MambaHybridAdapter):
                       d_ff=self.intermediate_size)
         vals.update(self.mamba_values())
         vals.update(self.attention_values())
-        pre = (Embedding(), Multipliers((("embedding_multiplier", sym.d, "embeddings × embedding_multiplier"),)))
-        post = (Norms(("final_layernorm",)), LMHead(tied=self.tie_word_embeddings),
-                Multipliers((("lm_head_multiplier", sym.V, "logits × lm_head_multiplier"),), on_logits=True))
+        pre = (Embedding(), Multipliers("embedding"))
+        post = (Norms(("final_layernorm",)), LMHead(tied=self.tie_word_embeddings), Multipliers("falcon_h1_logits"))
         model = Model(self.name, self.model_type, pre, (LayerGroup("layers", sym.L, layer),), post, vals,
                       state_dtype={"recurrent_states": "float32"})
         model.notes.append("every layer runs attention and the Mamba-2 mixer in parallel on the same "

@@ -37,9 +37,7 @@ from .bamba import GROUPS, KINDS, MambaHybridAdapter
 from .base import NonNegInt, PosInt, values
 
 #: Granite's scalar multipliers (``components.multipliers``): elementwise work only
-EMBEDDING = Multipliers((("embedding_multiplier", sym.d, "embeddings × embedding_multiplier"),))
-RESIDUAL = Multipliers((("residual", 2 * sym.d, "both sublayer outputs × residual_multiplier"),))
-LOGITS = Multipliers((("logits_scaling", sym.V, "logits ÷ logits_scaling"),), on_logits=True)
+EMBEDDING, RESIDUAL, LOGITS = (Multipliers(k) for k in ("embedding", "granite_residual", "granite_logits"))
 
 
 @register("granitemoehybrid")

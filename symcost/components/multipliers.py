@@ -15,7 +15,8 @@ its value, so they are counted even when it is 1.
 Parameters: 0. FLOPs (matmul): 0. Shapes: unchanged, so no other count moves.
 Elementwise (``symcost.elementwise``): one multiply per scaled element, per row —
     Σ widths × tokens, or × logit rows for the scales applied to the logits (width V).
-The default instance is Falcon-H1's decoder layer, per token:
+The sets (``SETS``): ``embedding`` d per token; ``granite_residual`` 2·d per token per layer;
+``granite_logits`` and ``falcon_h1_logits`` V per logit row; ``falcon_h1_layer`` (the default), per token:
     ssm_in d, mup_vector 2·H_m·D_m + 2·G·N + H_m, ssm_out d, attention_in d, key H_kv·D_h,
     attention_out d, mlp_gate d_ff, mlp_down d.
 
@@ -23,8 +24,7 @@ The default instance is Falcon-H1's decoder layer, per token:
 >>> m = Multipliers()
 >>> m.params().total, m.flops(Phase(kind="prefill")).total
 (0, 0)
->>> Multipliers((("logits", sym.V, "÷ logits_scaling"),), on_logits=True).elementwise(
-...     Phase(kind="prefill", logits="last")).total
+>>> Multipliers("granite_logits").elementwise(Phase(kind="prefill", logits="last")).total
 B*V
 """
 from __future__ import annotations
@@ -38,31 +38,42 @@ from ..notation import sym
 from ..terms import Terms
 from .base import Component
 
-#: Falcon-H1's per-layer multipliers: (name, elements scaled per token, what)
-FALCON_H1_LAYER: tuple[tuple[str, sympy.Expr, str], ...] = (
-    ("ssm_in", sym.d, "Mamba input × ssm_in_multiplier"),
-    ("mup_vector", 2 * sym.H_m * sym.D_m + 2 * sym.G * sym.N + sym.H_m,
-     "in_proj output × mup_vector (ssm_multipliers)"),
-    ("ssm_out", sym.d, "Mamba output × ssm_out_multiplier"),
-    ("attention_in", sym.d, "attention input × attention_in_multiplier"),
-    ("key", sym.H_kv * sym.D_h, "keys × key_multiplier"),
-    ("attention_out", sym.d, "attention output × attention_out_multiplier"),
-    ("mlp_gate", sym.d_ff, "gate_proj output × mlp_multipliers[0]"),
-    ("mlp_down", sym.d, "down_proj output × mlp_multipliers[1]"),
-)
+#: the multiplier sets, by name: (term, elements scaled per row, what); ``on_logits`` sets scale
+#: the logit rows, the others every new token
+SETS: dict[str, tuple[tuple[str, sympy.Expr, str], ...]] = {
+    "falcon_h1_layer": (
+        ("ssm_in", sym.d, "Mamba input × ssm_in_multiplier"),
+        ("mup_vector", 2 * sym.H_m * sym.D_m + 2 * sym.G * sym.N + sym.H_m,
+         "in_proj output × mup_vector (ssm_multipliers)"),
+        ("ssm_out", sym.d, "Mamba output × ssm_out_multiplier"),
+        ("attention_in", sym.d, "attention input × attention_in_multiplier"),
+        ("key", sym.H_kv * sym.D_h, "keys × key_multiplier"),
+        ("attention_out", sym.d, "attention output × attention_out_multiplier"),
+        ("mlp_gate", sym.d_ff, "gate_proj output × mlp_multipliers[0]"),
+        ("mlp_down", sym.d, "down_proj output × mlp_multipliers[1]"),
+    ),
+    "granite_residual": (("residual", 2 * sym.d, "both sublayer outputs × residual_multiplier"),),
+    "embedding": (("embedding_multiplier", sym.d, "embeddings × embedding_multiplier"),),
+    "granite_logits": (("logits_scaling", sym.V, "logits ÷ logits_scaling"),),
+    "falcon_h1_logits": (("lm_head_multiplier", sym.V, "logits × lm_head_multiplier"),),
+}
+ON_LOGITS = {"granite_logits", "falcon_h1_logits"}
 
 
 @dataclass(frozen=True)
 class Multipliers(Component):
     key = "multipliers"
-    scales: tuple[tuple[str, sympy.Expr, str], ...] = FALCON_H1_LAYER
-    on_logits: bool = False  # rows are the logit rows (all new tokens, or B with logits="last")
+    kind: str = "falcon_h1_layer"  # a key of ``SETS``
+
+    @property
+    def scales(self) -> tuple[tuple[str, sympy.Expr, str], ...]:
+        return SETS[self.kind]
 
     def primitives(self, ph: Phase | None = None):
         return []
 
     def elementwise(self, ph: Phase) -> Terms:
-        rows = ph.logit_rows if self.on_logits else ph.tokens
+        rows = ph.logit_rows if self.kind in ON_LOGITS else ph.tokens
         t = Terms()
         for name, width, doc in self.scales:
             t.add(name, rows * width, doc)
