@@ -76,9 +76,14 @@ def test_bad_input_is_exit_2_with_one_line(tmp_path, capsys):
 
 
 def test_disabled_features_are_not_validated():
-    """num_experts_per_tok is not checked against 0 experts (the dense Granite 4.0 layout)."""
+    """num_experts_per_tok is not checked against 0 experts (the dense Granite 4.0 layout); with no
+    experts and a 0-wide shared MLP a layer is norms + mixer only."""
     raw = {**_tiny("granitemoehybrid", 1), "num_local_experts": 0, "num_experts_per_tok": 99}
     assert _params(raw) == oracle.params(raw)
+    raw["shared_intermediate_size"] = 0
+    m = symcost.build(dict(raw))
+    assert not any("/mlp" in k for k in m.params().flatten())
+    assert m.params().total_at(m.values) == oracle.params(raw)
 
 
 # -- the forms transformers writes ---------------------------------------------------------------
