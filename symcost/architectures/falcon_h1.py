@@ -51,7 +51,6 @@ class FalconH1Adapter(MambaHybridAdapter):
 
     mamba_d_ssm: PosInt | None = 1024
     mamba_rms_norm: bool = False
-    mamba_norm_before_gate: bool = True
     projectors_bias: bool = False
     mlp_multipliers: list[float] | None = None
     ssm_multipliers: list[float] | None = None
