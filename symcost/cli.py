@@ -23,6 +23,17 @@ from .units import human_bytes, human_count
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse would print usage + exit 2; keep it to one line
         where = self.prog.removeprefix("symcost").strip()  # main() prints the one "symcost:" prefix
+        if message.startswith("unrecognized arguments:"):
+            import difflib
+            parsers = [self] + [sp for a in self._actions if isinstance(a, argparse._SubParsersAction)
+                                for sp in a.choices.values()]  # the top level reports for commands
+            known = sorted({o for p in parsers for a in p._actions for o in a.option_strings
+                            if o.startswith("--")})
+            for arg in message.split(":", 1)[1].split():
+                close = difflib.get_close_matches(arg.split("=")[0], known, n=1, cutoff=0.6)
+                if close:
+                    message += f" (did you mean {close[0]}?)"
+                    break
         raise SymcostError(f"{where}: {message}" if where else message)
 
 
@@ -808,6 +819,91 @@ MLA_FLAG = dict(choices=["auto", "expand", "absorb"], default="auto",
                      "absorb = up-projections folded into query and output (default auto)")
 
 
+#: help for options many commands share (by dest); ``_document`` fills any option left without
+#: one and appends the default, so every option of every command says what it does, its unit
+#: and its default.
+OPTION_HELP = {
+    "T": "tokens: prompt length (prefill) or cached context (decode); suffixes K, M = 2^10, 2^20",
+    "seq": "sequence length in tokens; suffixes K, M = 2^10, 2^20",
+    "batch": "sequences B in the batch",
+    "micro_batch": "sequences per micro-batch on one data-parallel rank",
+    "global_batch": "sequences per optimizer step over all ranks (default: micro-batch x dp)",
+    "dtype": "element dtype of the cache (bytes per element: bf16/fp16 2, fp32 4, fp8 1)",
+    "kv_dtype": "KV-cache element dtype (bytes per element: bf16/fp16 2, fp32 4, fp8 1)",
+    "tp": "tensor-parallel size (GPUs a layer's heads and FFN are split over)",
+    "pp": "pipeline-parallel stages (layers split in order)",
+    "dp": "data-parallel replicas",
+    "ep": "expert-parallel size (GPUs the routed experts are split over)",
+    "cp": "context-parallel size (sequence split over GPUs, ring attention)",
+    "zero": "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters sharded over dp",
+    "recompute": "activation recomputation: none, selective (attention core) or full (every layer)",
+    "optimizer": "optimizer state per parameter: adamw 2 fp32 moments (+ fp32 master), sgd none",
+    "gpu": "GPU from the catalogue (`symcost gpus` lists them)",
+    "wrt": "the symbol to differentiate and take the leading order in",
+    "T_prefill": "prompt tokens of the prefill section",
+    "T_decode": "cached context of the decode section",
+    "T_min": "smallest T on the x axis",
+    "T_max": "largest T on the x axis",
+    "layout": "hf: tensors exactly as transformers holds them; vllm: paged blocks as vLLM allocates",
+    "block_size": "tokens per KV page (vLLM layout)",
+    "max_batched_tokens": "tokens per chunked-prefill step (vLLM's max_num_batched_tokens)",
+    "mem_util": "fraction of usable GPU memory the engine may take (vLLM's gpu_memory_utilization)",
+    "overhead_gib": "allowance for non-torch memory per GPU (CUDA context, NCCL, cuBLAS), GiB",
+    "compute_eff": "fraction of the dense peak FLOP/s reached (1.0: the roofline bound)",
+    "bw_eff": "fraction of the HBM bandwidth reached (1.0: the roofline bound)",
+    "metric": "the quantity compared",
+    "b": "the other side: a term path prefix, 'total', or 'weights' (weight bytes)",
+    "phase": "prefill: T new tokens, context T; decode: 1 new token after T cached",
+    "impl": "chunked scans: minimal counts what the math needs; reference what the transformers "
+            "torch path computes, padding included",
+}
+
+#: one real example per command, shown at the end of its --help
+EXAMPLES = {
+    "models": "symcost models --json",
+    "params": "symcost params deepseek-v3",
+    "flops": "symcost flops llama-3.1-8b --phase decode --T 128K --batch 8",
+    "cache": "symcost cache qwen3-next-80b-a3b-thinking --T 1M --layout vllm",
+    "memory": "symcost memory deepseek-v3 --T 32K --batch 16 --gpu H200 --tp 8",
+    "train": "symcost train llama-3.1-8b --seq 8K --micro-batch 1 --dp 8 --zero 1",
+    "comm": "symcost comm llama-3.1-70b --seq 8K --micro-batch 1 --dp 4 --tp 8 --gpu H100",
+    "roofline": "symcost roofline deepseek-v3 --phase decode --T 32K --batch 64 --gpu H200 --tp 8",
+    "deploy": "symcost deploy deepseek-v3 --gpu H200 --gpus 8-16 --T 32K --top 5",
+    "gpus": "symcost gpus",
+    "presets": "symcost presets llama-3.1-8b --seq 8K",
+    "check": "symcost check llama-2-7b --metric params --expr 'L(4d^2 + 3d d_ff + 2d) + d + 2Vd' --strict",
+    "scale": "symcost scale gemma-2-9b-it --metric cache_bytes --wrt T",
+    "crossover": "symcost crossover llama-3.1-8b --metric cache --a total --b weights",
+    "export": "symcost export llama-3.1-8b --metric flops --phase prefill --to python",
+    "sheet": "symcost sheet deepseek-v3 -o deepseek-v3.tex --pdf",
+    "plot": "symcost plot llama-3.1-8b qwen3-next-80b-a3b-thinking --metric cache_bytes -o cache.png",
+}
+
+
+def _unset(default) -> bool:
+    """No default worth stating: None, a store_true's False, argparse's SUPPRESS (0 is a value)."""
+    return default is None or default is False or default == argparse.SUPPRESS
+
+
+def _document(parser: argparse.ArgumentParser) -> None:
+    """Every option of every command gets a help line (``OPTION_HELP`` where the command gave
+    none) ending in its default, and every command an example epilog."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sp in sub.choices.items():
+        if name in EXAMPLES:
+            sp.epilog = f"example:\n  {EXAMPLES[name]}"
+            sp.formatter_class = argparse.RawDescriptionHelpFormatter
+        for a in sp._actions:
+            if isinstance(a, (argparse._HelpAction, argparse._VersionAction)) or not a.option_strings:
+                continue
+            text = a.help or OPTION_HELP.get(a.dest, "")
+            if a.required and "required" not in text:
+                text += " (required)"
+            elif not _unset(a.default) and "default" not in text:
+                text += f" (default {a.default})"
+            a.help = text.strip()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
     p.add_argument("--version", action="version", version=f"symcost {_version()}",
@@ -999,6 +1095,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
     sp.add_argument("--seq", type=_positive("--seq"), required=True)
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
+    _document(p)
     return p
 
 

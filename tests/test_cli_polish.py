@@ -96,3 +96,40 @@ def test_context_beyond_the_config_warns(capsys):
     # within the YaRN-extended context of DeepSeek-V3 (40 x 4,096): no warning
     code, out, err = run(["cache", "deepseek-v3", "--T", "163840", "--json"], capsys)
     assert "warnings" not in json.loads(out) and err == ""
+
+
+def _subparsers():
+    import argparse
+
+    from symcost.cli import build_parser
+    p = build_parser()
+    return next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_every_option_has_help_with_its_default():
+    import argparse
+    for name, sp in _subparsers().items():
+        for a in sp._actions:
+            if isinstance(a, argparse._HelpAction) or not a.option_strings:
+                continue
+            where = f"{name} {'/'.join(a.option_strings)}"
+            assert a.help and len(a.help) > 10, where
+            if not (a.default is None or a.default is False or a.default == argparse.SUPPRESS):
+                assert "default" in a.help, where  # 0 is a default too (--zero 0)
+
+
+def test_every_command_shows_an_example_that_parses():
+    import shlex
+
+    from symcost.cli import EXAMPLES, build_parser
+    subs = _subparsers()
+    assert set(subs) <= set(EXAMPLES), set(subs) - set(EXAMPLES)
+    for name, example in EXAMPLES.items():
+        assert name in subs, name
+        assert example in subs[name].format_help(), name
+        build_parser().parse_args(shlex.split(example)[1:])  # real options, valid values
+
+
+def test_misspelled_option_suggests(capsys):
+    code, _, err = run(["flops", "llama-3.1-8b", "--phase", "decode", "--T", "5", "--bacth", "2"], capsys)
+    assert code == 2 and "did you mean --batch?" in err
