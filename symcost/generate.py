@@ -56,6 +56,10 @@ def render_all() -> dict[str, str]:
                  "[seeds-audit.tex](seeds-audit.tex).")
     from . import scenario  # the seeds' 1M-context decode scenario for the flagship models (issue 7)
     out["reports/flagships-1m.md"] = scenario.render_markdown()
+    from .serving import seed_cases  # the seeds' CH5/CH6 serving cases, every layout of 8xH200
+    out["reports/serving-1m.md"] = seed_cases.render_markdown()
+    index.append("\nThe seeds' 1M-context serving cases (Nemotron 3 Ultra, MiniMax M3 on 8×H200, "
+                 "BF16 and FP8), layout by layout: [serving-1m.md](serving-1m.md).")
     index.append("\nThe flagship models at a 1M-token context, side by side: "
                  "[flagships-1m.md](flagships-1m.md).")
     readme = ROOT / "README.md"

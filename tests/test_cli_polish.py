@@ -133,3 +133,14 @@ def test_every_command_shows_an_example_that_parses():
 def test_misspelled_option_suggests(capsys):
     code, _, err = run(["flops", "llama-3.1-8b", "--phase", "decode", "--T", "5", "--bacth", "2"], capsys)
     assert code == 2 and "did you mean --batch?" in err
+
+
+def test_deploy_without_numpy_is_one_clear_line():
+    """NumPy is optional (symcost[plan]); a bare install gets exit 2 and the install hint."""
+    code = ("import sys; sys.modules['numpy'] = None; from symcost.cli import main; "
+            "sys.exit(main(['deploy', 'llama-3.1-8b', '--gpu', 'H100', '--gpus', '1', '--T', '4096']))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert p.stderr.strip().splitlines() == [
+        "symcost: error: searching layouts evaluates them with NumPy, which is not installed: "
+        "pip install 'symcost[plan]'"]

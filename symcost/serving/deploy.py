@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import sympy
 
 from ..errors import SymcostError
@@ -64,9 +63,20 @@ def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dt
     exprs = {"weights": f.weights.total, "activation": f.activation, "fixed": f.fixed,
              "num_blocks": f.num_blocks, "groups": f.kv.groups, "block": f.kv.block, "need": f.kv.need,
              "decode_step": dec.step_time, "prefill_step": pre.step_time}
+    numpy()  # lambdify(modules="numpy") needs it: a clear error instead of an ImportError
     fns = {k: compile_expr(sympy.sympify(v), SYMS) for k, v in exprs.items()}
     cdt = compute_dtype(ck, compute)
     return Compiled(fns, cdt, gpu.peak(cdt)[1] if gpu is not None else cdt)
+
+
+def numpy():
+    """NumPy, which vectorised layout searches need (an optional dependency: ``symcost[plan]``)."""
+    try:
+        import numpy
+    except ImportError:
+        raise SymcostError("searching layouts evaluates them with NumPy, which is not installed: "
+                           "pip install 'symcost[plan]'") from None
+    return numpy
 
 
 def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max_batched_tokens=8192,
@@ -74,6 +84,7 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     if not lays:
         return []
     gv, _ = gpu_values(gpu, comp.dtype, mem_util)
+    np = numpy()
     tp = np.array([l.tp for l in lays], dtype=float)
     pp = np.array([l.pp for l in lays], dtype=float)
     dp = np.array([l.dp for l in lays], dtype=float)
