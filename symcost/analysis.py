@@ -223,6 +223,22 @@ def polynomial_in(expr: Expr | Terms, var=sym.T, *, values: Mapping | None = Non
     return out
 
 
+def relax_steps(e: Expr, var) -> Expr:
+    """``e`` with its staircases in ``var`` replaced by their trend: ``floor(x)``, ``ceiling(x)`` →
+    ``x`` and ``Mod(x, m)`` → 0 (consistent: ``m·floor(T/m) + Mod(T, m) = T`` stays ``T``). A step
+    function's derivative is 0 almost everywhere, which says nothing about growth; the trend's is
+    the slope a user asks ``scale`` for. Used for derivatives only, never for values.
+
+    >>> from symcost.notation import sym
+    >>> relax_steps(sym.L * sympy.floor(sym.T / 4) + sympy.Mod(sym.T, 4), sym.T)
+    L*T/4
+    """
+    steps = [a for a in e.atoms(sympy.floor, sympy.ceiling, sympy.Mod) if a.has(var)]
+    if not steps:
+        return e
+    return e.xreplace({a: (0 if isinstance(a, sympy.Mod) else a.args[0]) for a in steps})
+
+
 def _diff(e: Expr, var) -> Expr:
     """``∂e/∂var`` with ``Min``/``Max`` unfolded into ``Piecewise`` regimes first, so the result is
     a ``Piecewise`` of ordinary derivatives (which ``symcost.parse`` reads back), never the
@@ -232,6 +248,7 @@ def _diff(e: Expr, var) -> Expr:
     >>> _diff(sym.L * sympy.Min(sym.T, sym.W - 1), sym.T)
     Piecewise((L, T <= W - 1), (0, True))
     """
+    e = relax_steps(e, var)
     if e.has(sympy.Min, sympy.Max):
         e = sympy.piecewise_fold(e.rewrite(sympy.Piecewise))
     d = sympy.diff(e, var)
@@ -269,6 +286,10 @@ def scale_summary(expr: Expr | Terms, var, *, values: Mapping | None = None) -> 
     {'wrt': 'E', 'derivative': '2*d*(3*d_ff + 1)', 'leading_term': '2*E*d*(3*d_ff + 1)', 'degree': 1, 'asymptotic_degree': 1, 'big_o': 'O(E)', 'coefficients': {'1': '2*d*(3*d_ff + 1)'}, 'regimes': [], 'note': ''}
     """
     s = polynomial_in(_expr(expr), var, values=values)
+    e = _expr(expr)
+    if any(a.has(var) for a in e.atoms(sympy.floor, sympy.ceiling, sympy.Mod)):
+        relaxed = f"the derivative is that of the trend: floor/ceiling(x) read as x and Mod(x, m) as 0 in {var}"
+        s["note"] = f"{s['note']}; {relaxed}" if s["note"] else relaxed
     return {
         "wrt": str(var),
         "derivative": to_text(derivative(expr, var, values=values)),
