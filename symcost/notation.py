@@ -120,6 +120,15 @@ TABLE: tuple[Entry, ...] = (
     Entry("B", "B", "batch size", "(input)"),
     Entry("b_w", "b_{w}", "bytes per weight", "(dtype)", "bytes"),
     Entry("b_kv", "b_{kv}", "bytes per cache element", "(dtype)", "bytes"),
+    # -- training: activation bytes and parallel sizes (symcost.training) --
+    Entry("b_a", "b_{a}", "bytes per activation element (compute dtype)", "(--act-dtype)", "bytes"),
+    Entry("N_dp", "N_{dp}", "data-parallel size", "(--dp)"),
+    Entry("N_tp", "N_{tp}", "tensor-parallel size", "(--tp)"),
+    Entry("N_pp", "N_{pp}", "pipeline-parallel stages", "(--pp)"),
+    Entry("N_ep", "N_{ep}", "expert-parallel size", "(--ep)"),
+    Entry("N_cp", "N_{cp}", "context-parallel size", "(--cp)"),
+    Entry("m_mb", "m_{mb}", "micro-batches per step (gradient accumulation)",
+          "(global batch / (micro-batch × dp))"),
 )
 
 _SYMBOLS: dict[str, sympy.Symbol] = {

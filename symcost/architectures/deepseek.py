@@ -73,6 +73,7 @@ class DeepseekV3Adapter(Adapter):
     attention_bias: bool = False
     tie_word_embeddings: bool = False
     num_nextn_predict_layers: NonNegInt = _alias(1, "num_nextn_predict_layers", "num_mtp_layers")
+    norm_topk_prob: bool | None = True  # renormalise the top-k routing weights (training activations only)
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -110,7 +111,9 @@ class DeepseekV3Adapter(Adapter):
         return (MLA(d_q=None if self.q_lora_rank is None else sym.d_q, bias=self.attention_bias),)
 
     def moe(self) -> MoE:
-        return MoE(d_sh=sym.E_s * sym.d_moe, correction_bias=self.correction_bias, proj_bias=self.ffn_bias())
+        return MoE(d_sh=sym.E_s * sym.d_moe, correction_bias=self.correction_bias, proj_bias=self.ffn_bias(),
+                   norm_topk=bool(self.norm_topk_prob),
+                   router="sigmoid_group" if self.correction_bias else "softmax_v2")
 
     def to_model(self) -> Model:
         kinds = self.mlp_kinds()

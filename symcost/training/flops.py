@@ -25,10 +25,10 @@ from math import ceil
 
 import sympy
 
-from .conventions import Phase
-from .errors import SymcostError
-from .notation import sym
-from .terms import Terms, exact
+from ..conventions import Phase
+from ..errors import SymcostError
+from ..notation import sym
+from ..terms import Terms, exact
 
 B, T = sym.B, sym.T
 
@@ -120,7 +120,7 @@ def preset_megatron(model) -> sympy.Expr:
       MoE as above at 4·(3/2 | 1), logits 2·d·V·(1 + L_mtp); all × B·T.
     The router, norms, indexers and convolutions outside GDN are not counted.
     """
-    from .components.mamba2 import Mamba2
+    from ..components.mamba2 import Mamba2
     if any(isinstance(c, Mamba2) for c in model.components()):
         return _megatron_hybrid(model)
     mtp = _megatron_mtp(model)
@@ -139,12 +139,12 @@ def preset_megatron(model) -> sympy.Expr:
 
 def _megatron_standard_term(c) -> sympy.Expr:
     """One layer's component, per token, before the 3·2 factor (Megatron's standard path)."""
-    from .components.attention import Attention
-    from .components.ffn import FFN
-    from .components.gated_deltanet import GatedDeltaNet
-    from .components.mla import MLA
-    from .components.moe import MoE
-    from .components.sparse_index import Indexer
+    from ..components.attention import Attention
+    from ..components.ffn import FFN
+    from ..components.gated_deltanet import GatedDeltaNet
+    from ..components.mla import MLA
+    from ..components.moe import MoE
+    from ..components.sparse_index import Indexer
     if isinstance(c, Attention):
         q, kv = c.H_q * c.D_h, c.H_kv * c.D_h
         gate = q if c.output_gate else 0
@@ -172,11 +172,11 @@ def _megatron_standard_term(c) -> sympy.Expr:
 
 
 def _megatron_hybrid(model) -> sympy.Expr:
-    from .components.attention import Attention
-    from .components.ffn import FFN
-    from .components.gated_deltanet import GatedDeltaNet
-    from .components.mamba2 import Mamba2
-    from .components.moe import MoE
+    from ..components.attention import Attention
+    from ..components.ffn import FFN
+    from ..components.gated_deltanet import GatedDeltaNet
+    from ..components.mamba2 import Mamba2
+    from ..components.moe import MoE
     d = sym.d
     fwd = sympy.Integer(0)
     for g in model.groups:
@@ -211,9 +211,9 @@ def preset_maxtext(model) -> sympy.Expr:
     ffn = 2·B·T·d·d_ff·(3|2), MoE ffn = 2·B·T·d·(E + (k·d_moe + d_sh)·(3|2)) (router counted),
     qkv = 2·B·T·d·(H_q + 2·H_kv)·D_h, proj = 2·B·T·d·H_q·D_h; causal attention halved.
     """
-    from .components.attention import Attention
-    from .components.ffn import FFN
-    from .components.moe import MoE
+    from ..components.attention import Attention
+    from ..components.ffn import FFN
+    from ..components.moe import MoE
     weights = sympy.Integer(0)
     attention = sympy.Integer(0)
     for g in model.groups:
@@ -301,8 +301,8 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
     34·s·b·d/tp selective, 2·s·b·d full, × L layers held in flight on the first pipeline stage
     (1F1B), /cp for context parallelism.
     """
-    from .memory import check_parallel
-    from .parallel import params_per_gpu
+    from ..memory import check_parallel
+    from ..parallel import params_per_gpu
     if optimizer not in OPTIMIZER_BYTES:
         raise SymcostError(f"--optimizer: unknown optimizer {optimizer!r} (adamw, sgd)")
     if zero not in (0, 1, 2, 3):
