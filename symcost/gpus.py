@@ -32,6 +32,9 @@ CATALOGUE: dict[str, GPU] = {g.name: g for g in (
     GPU("A100-80GB", 80, 2.039, 312, None, 300, "NVLink 3"),
     GPU("H100", 80, 3.35, 989, 1979, 450, "NVLink 4"),
     GPU("H100-PCIe", 80, 2.0, 756, 1513, 64, "PCIe 5"),
+    # H800 SXM: the H100 die with NVLink cut to 400 GB/s bidirectional (200 one way); NVIDIA H800
+    # datasheet; DeepSeek-V3 technical report §3.1 (2,048 H800s, NVLink 160 GB/s achieved)
+    GPU("H800", 80, 3.35, 989, 1979, 200, "NVLink 4 (400 GB/s bidirectional)"),
     GPU("H20", 96, 4.0, 148, 296, 450, "NVLink 4"),
     GPU("H200", 141, 4.8, 989, 1979, 450, "NVLink 4"),
     GPU("B200", 180, 8.0, 2250, 4500, 900, "NVLink 5"),

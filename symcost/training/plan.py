@@ -15,7 +15,8 @@ size:
                                                     absmax per 2048-element block and moment)
 with N_g = N_dp·N_cp for dense parameters and N_dp·N_cp/N_ep for experts (Rajbhandari et al.
 2020, ZeRO; Megatron's distributed optimizer is ZeRO-1 with ``--grad-dtype fp32``).
-Pipeline: L/N_pp layers per stage, the embedding on the first stage, the final norm and the head
+Pipeline: L/N_pp layers per stage (when N_pp does not divide L, the extra layers go to interior
+stages, one each), the embedding on the first stage, the final norm and the head
 on the last (a tied head keeps its own copy there when N_pp > 1, as Megatron does); the per-GPU
 figure is the heaviest stage's.
 """
@@ -80,8 +81,8 @@ class Plan:
                 if n % self.tp:
                     raise SymcostError(f"--tp {self.tp} does not divide the {what} ({n})")
         L = sum(exact(g.count, v) for g in model.groups)
-        if L % self.pp:
-            raise SymcostError(f"--pp {self.pp} does not divide the layers L={L}")
+        if self.pp > L:
+            raise SymcostError(f"--pp {self.pp} exceeds the layers L={L} (a stage needs at least one layer)")
         if seq is not None and seq % self.cp:
             raise SymcostError(f"--cp {self.cp} does not divide --seq {seq}")
         if self.sp and self.tp == 1:
@@ -118,7 +119,13 @@ def stages(model, pp: int) -> list[dict]:
     order = []
     for g in model.groups:
         order += [g] * exact(g.count, v)
-    per = len(order) // pp
+    # L/pp layers per stage; when pp does not divide L the L mod pp extra layers go to the
+    # interior stages (1, 2, ...), away from the embedding stage and the head stage
+    per, extra = divmod(len(order), pp)
+    sizes = [per] * pp
+    for i in range(extra):
+        sizes[(1 + i) % pp if pp > 2 else (i + 1) % pp] += 1
+    bounds = [sum(sizes[:i]) for i in range(pp + 1)]
     emb = _split(model.pre, v)
     head = _split(model.post, v)
     tied_copy = 0
@@ -130,7 +137,7 @@ def stages(model, pp: int) -> list[dict]:
     for s in range(pp):
         split = whole = experts = 0
         counts: dict[str, int] = {}
-        for g in order[s * per:(s + 1) * per]:
+        for g in order[bounds[s]:bounds[s + 1]]:
             if g.name not in cache:
                 cache[g.name] = _split(g.components, v)
             a, b, r = cache[g.name]

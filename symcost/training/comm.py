@@ -1,0 +1,155 @@
+"""Communication of one training step, per dimension: bytes each GPU sends, and collective counts.
+
+Ring collectives over n ranks send, per GPU, 2·(n−1)/n of the buffer for an all-reduce and
+(n−1)/n for an all-gather or a reduce-scatter. Per step, with m micro-batches, s = T/N_cp tokens
+per sequence on a GPU, b the micro-batch, b_a activation bytes, Ψ_g a GPU's parameters of group g
+(dense over N_dp·N_cp ranks, routed experts over N_dp·N_cp/N_ep; ``plan``):
+
+  dp   ZeRO-0 (DDP): one gradient all-reduce per step, 2·(n−1)/n·b_g·Ψ_g (gradient accumulation
+       reduces once, after the last micro-batch);
+       ZeRO-1/2 (distributed optimizer): reduce-scatter of the gradients + all-gather of the
+       updated parameters, (n−1)/n·(b_g + b_w)·Ψ_g, once per step;
+       ZeRO-3 / FSDP: every micro-batch all-gathers the parameters for the forward and again for
+       the backward and reduce-scatters the gradients, m·(n−1)/n·(2·b_w + b_g)·Ψ_g — with m = 1
+       and b_g = b_w, 3·(n−1)/n·b_w·Ψ: the ZeRO paper's 1.5× of plain data parallelism.
+  tp   Megatron TP, per layer with two TP blocks (mixer, FFN), per micro-batch: forward one
+       all-reduce of s·b·d after each block, backward one before each (2 + 2 all-reduces);
+       with sequence parallelism each all-reduce becomes an all-gather + a reduce-scatter (same
+       bytes) and the backward re-gathers each block's input (+2 all-gathers). Full recompute
+       repeats the forward's collectives. Plus the vocab-parallel embedding's forward all-reduce
+       and the head input gradient's backward all-reduce, s·b·d each.
+  pp   per micro-batch, an interior stage sends one activation forward and one gradient
+       backward of s·b·d (÷N_tp with sequence parallelism); the heaviest stage's bytes.
+  ep   per MoE layer and micro-batch: dispatch and combine all-to-alls of s·b·k·d forward and
+       backward (×(N_ep−1)/N_ep leaves the GPU, balanced routing); full recompute repeats the two
+       forward ones.
+  cp   ring attention (Megatron's p2p CP), per attention layer and micro-batch: forward passes
+       every K/V chunk around the ring (N_cp−1 sends of s·b·w), backward passes K/V again and
+       dK/dV back (2·(N_cp−1) more): 3·(N_cp−1)·s·b·w·b_a, w = 2·H_kv·D_h (GQA), or the
+       expanded H_q·(D_nope + D_rope + D_v) for MLA. Full or selective recompute re-runs the
+       forward ring (+1·(N_cp−1)).
+Layers per GPU are the heaviest stage's (L/N_pp). Cross-entropy statistics (two fp32 per token)
+and the MoE router's load-balancing reductions are not counted.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from math import ceil
+
+from ..errors import SymcostError
+from ..notation import sym
+from ..terms import exact
+from .memory import ACT_BYTES, micro_batches
+from .plan import GRAD_BYTES, WEIGHT_BYTES, Plan, model_states, stages
+
+
+def _layer_kinds(model):
+    from ..components.attention import Attention
+    from ..components.mla import MLA
+    from ..components.moe import MoE
+    out = {}
+    for g in model.groups:
+        attn = [c for c in g.components if isinstance(c, (Attention, MLA))]
+        moe = [c for c in g.components if isinstance(c, MoE)]
+        out[g.name] = (attn[0] if attn else None, moe[0] if moe else None)
+    return out
+
+
+def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
+         dp=1, tp=1, pp=1, ep=1, cp=1, zero=0, sp=False, recompute="none",
+         grad_dtype="bf16", act_dtype="bf16") -> dict:
+    """Bytes each GPU sends per step, and the collectives it takes part in, by dimension."""
+    plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp)
+    plan.check(model, seq)
+    if recompute == "selective" and cp == 1:
+        raise SymcostError("--recompute selective does not change communication unless --cp > 1 "
+                           "(the attention core it recomputes has no collectives otherwise)")
+    m = micro_batches(global_batch, micro_batch, dp)
+    v = model.values
+    a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
+    s, b, d = seq // cp, micro_batch, exact(sym.d, v)
+    out = {k: Fraction(0) for k in ("dp", "tp", "pp", "ep", "cp")}
+    count = {k: 0 for k in out}
+    states = model_states(model, plan, grad_dtype=grad_dtype)
+    all_stages = stages(model, pp)
+    kinds = _layer_kinds(model)
+    best = None
+    for i in range(pp):
+        o, c = _stage(i, states[i], all_stages[i]["layers"], kinds, plan, m, s, b, d, a, bg, bw, v,
+                      recompute)
+        if best is None:
+            best = (o, c)
+        else:  # the busiest GPU of each dimension
+            for key in o:
+                if o[key] > best[0][key]:
+                    best[0][key], best[1][key] = o[key], c[key]
+    out, count = best
+    return {"bytes": {k: ceil(x) for k, x in out.items()}, "collectives": count, "micro_batches": m}
+
+
+def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute):
+    from ..components.mla import MLA
+    dp, tp, pp, ep, cp, zero, sp = plan.dp, plan.tp, plan.pp, plan.ep, plan.cp, plan.zero, plan.sp
+    out = {k: Fraction(0) for k in ("dp", "tp", "pp", "ep", "cp")}
+    count = {k: 0 for k in out}
+
+
+    # -- data parallel: each parameter group over its own size --------------------------------------
+    for psi, n in ((st["params_dense"], plan.dense_dp), (st["params_experts"], plan.expert_dp)):
+        if n == 1 or psi == 0:
+            continue
+        r = Fraction(n - 1, n)
+        if zero == 0:
+            out["dp"] += 2 * r * bg * psi
+            count["dp"] += 1
+        elif zero in (1, 2):
+            out["dp"] += r * (bg + bw) * psi
+            count["dp"] += 2
+        else:
+            out["dp"] += m * r * (2 * bw + bg) * psi
+            count["dp"] += 3 * m
+    # -- per-layer activations collectives on the heaviest stage --------------------------------------
+    fwd_repeat = 2 if recompute == "full" else 1
+    L_here = sum(stage_layers.values())
+    if tp > 1:
+        r = Fraction(tp - 1, tp)
+        block = s * b * d * a
+        if sp:  # AG + RS per block forward (×fwd_repeat), RS + AG backward, + re-gather of inputs
+            per_layer = 2 * (2 * r * block) * fwd_repeat + 2 * (2 * r * block) + 2 * r * block
+            n_per_layer = 4 * fwd_repeat + 4 + 2
+        else:
+            per_layer = 2 * (2 * r * block) * fwd_repeat + 2 * (2 * r * block)
+            n_per_layer = 2 * fwd_repeat + 2
+        out["tp"] += m * L_here * per_layer + m * 2 * (2 * r * block)  # + embedding fwd, head bwd
+        count["tp"] += m * (L_here * n_per_layer + 2)
+    if pp > 1:
+        msg = Fraction(s * b * d * a, tp if sp else 1)
+        sends = 1 if i in (0, pp - 1) else 2
+        out["pp"] += m * sends * msg
+        count["pp"] += m * sends
+    if ep > 1:
+        k = exact(sym.k, v)
+        r = Fraction(ep - 1, ep)
+        for name, c in stage_layers.items():
+            if kinds[name][1] is not None:
+                n_a2a = 4 + (2 if recompute == "full" else 0)
+                out["ep"] += m * c * n_a2a * r * s * b * k * d * a
+                count["ep"] += m * c * n_a2a
+    if cp > 1:
+        for name, c in stage_layers.items():
+            attn = kinds[name][0]
+            if attn is None:
+                continue
+            if isinstance(attn, MLA):
+                w = exact(attn.H_q * (attn.D_nope + attn.D_rope + attn.D_v), v)
+            else:
+                w = exact(2 * attn.H_kv * attn.D_h, v)
+            rounds = 3 + (1 if recompute in ("full", "selective") else 0)
+            out["cp"] += m * c * rounds * (cp - 1) * s * b * w * a
+            count["cp"] += m * c * rounds * (cp - 1)
+    return out, count
+
+
+def ring_allreduce_bytes(n: int, nbytes: int) -> Fraction:
+    """Bytes one GPU sends in a ring all-reduce of ``nbytes`` over ``n`` ranks: 2·(n−1)/n·nbytes."""
+    return Fraction(2 * (n - 1), n) * nbytes
