@@ -57,7 +57,7 @@ def _layer_kinds(model):
 
 def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
          dp=1, tp=1, pp=1, ep=1, cp=1, zero=0, sp=False, recompute="none",
-         grad_dtype="bf16", act_dtype="bf16") -> dict:
+         grad_dtype="bf16", act_dtype="bf16", grad_sync="every", sp_regather=True) -> dict:
     """Bytes each GPU sends per step, and the collectives it takes part in, by dimension."""
     plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp)
     plan.check(model, seq)
@@ -76,7 +76,7 @@ def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
     best = None
     for i in range(pp):
         o, c = _stage(i, states[i], all_stages[i]["layers"], kinds, plan, m, s, b, d, a, bg, bw, v,
-                      recompute)
+                      recompute, grad_sync, sp_regather)
         if best is None:
             best = (o, c)
         else:  # the busiest GPU of each dimension
@@ -87,7 +87,7 @@ def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
     return {"bytes": {k: ceil(x) for k, x in out.items()}, "collectives": count, "micro_batches": m}
 
 
-def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute):
+def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute, grad_sync, sp_regather):
     from ..components.mla import MLA
     dp, tp, pp, ep, cp, zero, sp = plan.dp, plan.tp, plan.pp, plan.ep, plan.cp, plan.zero, plan.sp
     out = {k: Fraction(0) for k in ("dp", "tp", "pp", "ep", "cp")}
@@ -96,32 +96,16 @@ def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute
 
     # -- data parallel: each parameter group over its own size --------------------------------------
     for psi, n in ((st["params_dense"], plan.dense_dp), (st["params_experts"], plan.expert_dp)):
-        if n == 1 or psi == 0:
-            continue
-        r = Fraction(n - 1, n)
-        if zero == 0:
-            out["dp"] += 2 * r * bg * psi
-            count["dp"] += 1
-        elif zero in (1, 2):
-            out["dp"] += r * (bg + bw) * psi
-            count["dp"] += 2
-        else:
-            out["dp"] += m * r * (2 * bw + bg) * psi
-            count["dp"] += 3 * m
+        nbytes, ops = dp_collectives(psi, n, zero, m, bg, bw, grad_sync)
+        out["dp"] += nbytes
+        count["dp"] += sum(ops.values())
     # -- per-layer activations collectives on the heaviest stage --------------------------------------
     fwd_repeat = 2 if recompute == "full" else 1
     L_here = sum(stage_layers.values())
     if tp > 1:
-        r = Fraction(tp - 1, tp)
-        block = s * b * d * a
-        if sp:  # AG + RS per block forward (×fwd_repeat), RS + AG backward, + re-gather of inputs
-            per_layer = 2 * (2 * r * block) * fwd_repeat + 2 * (2 * r * block) + 2 * r * block
-            n_per_layer = 4 * fwd_repeat + 4 + 2
-        else:
-            per_layer = 2 * (2 * r * block) * fwd_repeat + 2 * (2 * r * block)
-            n_per_layer = 2 * fwd_repeat + 2
-        out["tp"] += m * L_here * per_layer + m * 2 * (2 * r * block)  # + embedding fwd, head bwd
-        count["tp"] += m * (L_here * n_per_layer + 2)
+        nbytes, ops = tp_collectives(L_here, s * b * d * a, tp, sp, fwd_repeat, sp_regather)
+        out["tp"] += m * nbytes + m * 2 * (2 * Fraction(tp - 1, tp) * s * b * d * a)  # + embedding fwd, head bwd
+        count["tp"] += m * (sum(ops.values()) + 2)
     if pp > 1:
         msg = Fraction(s * b * d * a, tp if sp else 1)
         sends = 1 if i in (0, pp - 1) else 2
@@ -148,6 +132,38 @@ def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute
             out["cp"] += m * c * rounds * (cp - 1) * s * b * w * a
             count["cp"] += m * c * rounds * (cp - 1)
     return out, count
+
+
+def dp_collectives(psi, n: int, zero: int, m: int, bg, bw, grad_sync: str = "every"):
+    """Bytes one GPU sends for ``psi`` parameters over ``n`` data-parallel ranks, and the ops.
+
+    ZeRO-0: one all-reduce; ZeRO-1/2: reduce-scatter + all-gather; ZeRO-3/FSDP: per micro-batch
+    an all-gather for the forward and one for the backward, and a reduce-scatter per micro-batch
+    (``grad_sync="every"``) or only after the last (``"last"``: FSDP2's
+    ``set_requires_gradient_sync(False)`` on the others, gradients kept unsharded meanwhile)."""
+    if n == 1 or psi == 0:
+        return Fraction(0), {}
+    r = Fraction(n - 1, n)
+    if zero == 0:
+        return 2 * r * bg * psi, {"all_reduce": 1}
+    if zero in (1, 2):
+        return r * (bg + bw) * psi, {"reduce_scatter": 1, "all_gather": 1}
+    rs = m if grad_sync == "every" else 1
+    return r * (2 * m * bw + rs * bg) * psi, {"all_gather": 2 * m, "reduce_scatter": rs}
+
+
+def tp_collectives(layers: int, block_bytes, tp: int, sp: bool, fwd_repeat: int = 1, regather: bool = True):
+    """Bytes one GPU sends for the TP collectives of ``layers`` layers (two TP blocks each) over one
+    micro-batch of ``block_bytes`` = s·b·d·b_a, and the ops. Without SP: an all-reduce after each
+    block forward and before each backward; with SP an all-gather + a reduce-scatter in their place,
+    and (Megatron, ``regather``) an all-gather of each block's saved input again in backward."""
+    r = Fraction(tp - 1, tp)
+    if sp:
+        ops = {"all_gather": layers * (2 * fwd_repeat + 2 + (2 if regather else 0)),
+               "reduce_scatter": layers * (2 * fwd_repeat + 2)}
+        return r * block_bytes * (ops["all_gather"] + ops["reduce_scatter"]), ops
+    ops = {"all_reduce": layers * (2 * fwd_repeat + 2)}
+    return 2 * r * block_bytes * ops["all_reduce"], ops
 
 
 def ring_allreduce_bytes(n: int, nbytes: int) -> Fraction:
