@@ -275,8 +275,11 @@ def cmd_train(args):
     tm = train_memory(m, optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
                       act_dtype=args.act_dtype, activation_model=args.activations, **_train_options(args))
     fits = None if g is None else tm.per_gpu <= g.memory_bytes
-    acts = tm.formula["activations_per_micro_batch"]
-    formula = {"activations_per_micro_batch": str(acts.total.xreplace(m.values))}
+    formula = {k: str((v.total if isinstance(v, Terms) else v).xreplace(m.values))
+               for k, v in tm.formula.items()}
+    if "activations" in tm.formula:
+        formula["total"] = str(sum((tm.formula[k] for k in ("weights", "gradients", "optimizer",
+                                                            "activations")), sympy.Integer(0)))
     payload = {"model": m.name, "seq": args.seq, "micro_batch": args.micro_batch,
                "global_batch": args.global_batch or args.micro_batch * args.dp,
                "per_gpu_bytes": tm.per_gpu,

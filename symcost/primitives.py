@@ -120,6 +120,12 @@ class Saved:
     doc: str = ""
 
 
+def is_one(x: Expr) -> Expr:
+    """1 when the positive integer ``x`` is 1, else 0, as ``Max(0, 2 − x)`` (a polynomial-friendly
+    indicator that stays in the expression grammar ``symcost.parse`` reads back)."""
+    return sympy.Max(0, 2 - x)
+
+
 def saved_norm(name: str, dim: Expr, layer: bool = False, split: str = "seq", rows: Expr | None = None,
                heads: Expr = ONE) -> list[Saved]:
     """What a norm's backward keeps, per row (``heads`` norms of width ``dim`` per row).

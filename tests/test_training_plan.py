@@ -204,3 +204,21 @@ def test_deepseek_v3_budget_cli(capsys):
     assert r["flops"] == pytest.approx(flops)
     assert r["implied_mfu"] == pytest.approx(flops / (2.664e6 * 3600 * 989e12))
     assert r["gpu_hours"] == pytest.approx(2.664e6)
+
+
+# -- symbolic: the JSON formula parses back and evaluates to the per-GPU number ------------------
+@pytest.mark.parametrize("model,extra", [
+    ("mixtral-8x7b-v0.1", ["--dp", "8", "--ep", "8", "--zero", "1", "--pp", "2", "--global-batch", "16"]),
+    ("llama-3.1-8b", ["--dp", "4", "--tp", "2", "--sp", "--zero", "3", "--recompute", "selective"]),
+    ("deepseek-v3", ["--dp", "16", "--ep", "16", "--pp", "8", "--zero", "1", "--global-batch", "64",
+                     "--recompute", "full"]),
+])
+def test_train_formula_round_trip(model, extra, capsys):
+    from symcost.exprparse import parse
+    assert main(["train", model, "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0
+    r = json.loads(capsys.readouterr().out)
+    v = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"], sym.B: 1,
+         sym.T: 4096, sym.b_a: 2}
+    total = parse(r["formula"]["total"]).xreplace(v)
+    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - r["breakdown"]["recompute_working"]
+    assert sympy.diff(parse(r["formula"]["optimizer"]), sym.N_dp) != 0 or r["zero"] == 0

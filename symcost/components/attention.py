@@ -33,7 +33,7 @@ import sympy
 from ..conventions import Phase
 from ..notation import sym
 from ..elementwise import COST
-from ..primitives import Linear, Matmul, Norm, Param, Saved, saved_norm
+from ..primitives import Linear, Matmul, Norm, Param, Saved, is_one, saved_norm
 from ..terms import Terms
 from .base import Component
 
@@ -121,7 +121,7 @@ class Attention(Component):
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_h, a)]
         else:
             # repeat_kv copies K and V to H_q heads; with one KV head and B = 1 the reshape is a view
-            rep = sympy.Piecewise((D_h, sympy.And(sympy.Eq(H_kv, 1), sympy.Eq(sym.B, 1))), (H_q * D_h, True))
+            rep = H_q * D_h - (H_q - 1) * D_h * is_one(H_kv) * is_one(sym.B)
             out += [Saved("q", H_q * D_h, a), Saved("k_repeated", rep, a, doc="repeat_kv to H_q"),
                     Saved("v_repeated", rep, a, doc="repeat_kv to H_q"),
                     Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]")]

@@ -17,7 +17,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
-from ..primitives import Linear, Param, Saved
+from ..primitives import Linear, Param, Saved, is_one
 from .base import Component
 
 
@@ -72,7 +72,7 @@ class LMHead(Component):
         and one fp32 normaliser."""
         return [Saved("input", self.d, sym.b_a, "seq", doc="lm_head input"),
                 Saved("log_softmax_fp32", self.V, 4, doc="cross-entropy over logits.float()"),
-                Saved("labels", 1, 8, "seq", sympy.Piecewise((sym.T + 1, sympy.Eq(sym.B, 1)), (sym.B * sym.T, True)),
+                Saved("labels", 1, 8, "seq", sym.B * sym.T + is_one(sym.B),
                       "int64 shifted labels (B = 1: the padded [1, T+1] tensor itself, already contiguous)"),
                 Saved("loss_weight", 1, 4, "none", sympy.Integer(1), "fp32 total weight (one scalar)")]
 

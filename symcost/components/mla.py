@@ -43,7 +43,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST, norm_terms
 from ..notation import sym
-from ..primitives import Linear, Matmul, Norm, Saved, saved_norm
+from ..primitives import Linear, Matmul, Norm, Saved, is_one, saved_norm
 from ..terms import Terms
 from .base import Component
 
@@ -152,8 +152,8 @@ class MLA(Component):
         whole = self.H_q * (self.D_nope + self.D_v)
         if bw.kernel != "eager" or bw.recompute == "selective":
             return whole
-        return sympy.Piecewise((whole, sympy.Or(sympy.Eq(sym.B, 1), sympy.Eq(self.H_q, 1))),
-                               (self.H_q * self.D_v, True))
+        copy = (1 - is_one(sym.B)) * (1 - is_one(self.H_q))  # 1 when v is copied
+        return whole - copy * self.H_q * self.D_nope
 
     def saved_shared(self, bw) -> list:
         if bw.recompute == "full":

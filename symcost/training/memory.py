@@ -109,7 +109,41 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
     heavy = max(rows, key=lambda r: r["per_gpu"])
     flops = exact(train_flops(model, recompute=recompute).total,
                   model.values_with(T=seq, B=micro_batch * m * dp))
-    formula = {"activations_per_micro_batch": tree}
+    formula = {"activations_per_micro_batch": tree,
+               **_state_formula(model, plan, heavy, optimizer, grad_dtype, bw, sp,
+                                activation_model == "engine")}
     return TrainMemory(heavy["weights"], heavy["gradients"], heavy["optimizer"], heavy["activations"],
                        heavy["per_gpu"], flops, notes, heavy["stage"], m, heavy["in_flight"],
                        heavy["recompute_working"], formula, rows)
+
+
+def _state_formula(model, plan: Plan, heavy: dict, optimizer, grad_dtype, bw, sp, engine) -> dict:
+    """The heaviest stage's per-GPU bytes as expressions in the parallel sizes (N_dp, N_tp, N_cp,
+    N_ep), B, T and b_a, with the stage's parameter counts as numbers."""
+    from .plan import GRAD_BYTES, OPTIMIZER_BYTES, stages as _stages
+    st = _stages(model, plan.pp)[heavy["stage"]]
+    n_dense, n_exp = sym.N_dp * sym.N_cp, sym.N_dp * sym.N_cp / sym.N_ep
+    dense = sympy.Integer(st["split"]) / sym.N_tp + st["whole"]
+    experts = sympy.Integer(st["experts"]) / (sym.N_ep * sym.N_tp)
+    K = sympy.Rational(OPTIMIZER_BYTES[optimizer].numerator, OPTIMIZER_BYTES[optimizer].denominator)
+    z = plan.zero
+    out = {"weights": 2 * (dense / (n_dense if z >= 3 else 1) + experts / (n_exp if z >= 3 else 1)),
+           "gradients": GRAD_BYTES[grad_dtype] * (dense / (n_dense if z >= 2 else 1)
+                                                  + experts / (n_exp if z >= 2 else 1)),
+           "optimizer": K * (dense / (n_dense if z >= 1 else 1) + experts / (n_exp if z >= 1 else 1))}
+    if engine:
+        tree = activations(model, bw, sp=sp)
+        per = sympy.Integer(0)
+        for g in model.groups:
+            if g.name in st["layers"] and g.name in tree:
+                per += st["layers"][g.name] * tree[g.name].total / g.count
+        for c in model.pre:
+            if heavy["stage"] == 0 and c.key in tree:
+                per += tree[c.key].total
+        if heavy["stage"] == 0 and "shared" in tree:
+            per += tree["shared"].total
+        for c in model.post:
+            if heavy["stage"] == plan.pp - 1 and c.key in tree:
+                per += tree[c.key].total
+        out["activations"] = heavy["in_flight"] * per.xreplace(model.values)
+    return out
