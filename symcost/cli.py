@@ -271,6 +271,8 @@ def cmd_train(args):
     from .training import train_memory
     m = loader.build(args.model)
     _check_positions(m, args.seq, "--seq")
+    if args.search:
+        return _train_search(m, args)
     g = find_gpu(args.gpu) if args.gpu else None
     tm = train_memory(m, optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
                       act_dtype=args.act_dtype, activation_model=args.activations, **_train_options(args))
@@ -313,6 +315,29 @@ def cmd_train(args):
         lines.append(f"  step time on {g.name} at MFU {args.mfu:.0%}: {payload['step']['step_time_s']:.3f} s "
                      f"(bubble {payload['step']['bubble']:.1%})")
     lines += [f"  note: {n}" for n in tm.notes]
+    _emit(args, payload, "\n".join(lines))
+
+
+def _train_search(m, args):
+    import time
+    from .gpus import gpu as find_gpu
+    from .training.search import search
+    if not (args.gpus and args.gpu and args.global_batch):
+        raise SymcostError("--search needs --gpus, --gpu and --global-batch")
+    t0 = time.perf_counter()
+    r = search(m, gpus=args.gpus, seq=args.seq, global_batch=args.global_batch, gpu=find_gpu(args.gpu),
+               mfu=args.mfu, kernel=args.attention_kernel, act_dtype=args.act_dtype,
+               grad_dtype=args.grad_dtype, optimizer=args.optimizer, ib_bytes_s=args.ib_gbs * 1e9,
+               gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6, overlap=args.overlap)
+    r["seconds"] = time.perf_counter() - t0
+    payload = {"model": m.name, "gpus": args.gpus, "gpu": args.gpu, "seq": args.seq,
+               "global_batch": args.global_batch, **r}
+    lines = [f"{m.name}: {r['candidates']:,} layouts on {args.gpus} x {args.gpu} ({r['fitting']:,} fit), "
+             f"evaluated in {r['seconds']:.2f} s; fastest that fit:"]
+    for b in r["best"]:
+        lines.append(f"  dp={b['dp']} tp={b['tp']} pp={b['pp']} ep={b['ep']} cp={b['cp']} micro={b['micro_batch']} "
+                     f"ZeRO-{b['zero']} recompute={b['recompute']}: {b['step_time_s']:.3f} s/step, "
+                     f"{human_bytes(b['per_gpu_bytes'])} per GPU")
     _emit(args, payload, "\n".join(lines))
 
 
@@ -691,6 +716,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--act-dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
         sp.add_argument("--attention-kernel", choices=["flash", "eager"], default="flash")
         if name == "train":
+            sp.add_argument("--search", action="store_true",
+                            help="sweep every valid layout (dp×tp×pp×cp, ep, micro-batch, ZeRO, recompute) "
+                                 "on --gpus GPUs; --micro-batch and the parallel options are ignored")
+            sp.add_argument("--gpus", type=_positive("--gpus"), default=None, help="world size for --search")
             sp.add_argument("--activations", choices=["engine", "korthikanti"], default="engine",
                             help="engine: each component's saved tensors; korthikanti: the 2022 "
                                  "dense-GPT closed form")
