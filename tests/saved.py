@@ -44,8 +44,9 @@ def build(raw: dict, kernel: str = "eager", recompute: str = "none", dtype: str 
     except (TypeError, ValueError):
         model = AutoModelForCausalLM.from_config(cfg, attn_implementation=impl)
     model = model.to(DTYPES[dtype])
-    if recompute == "full":
-        model.gradient_checkpointing_enable()
+    if recompute == "full":  # transformers' non-reentrant checkpoint of every decoder layer
+        enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+        enable()
     return model.train()
 
 
