@@ -354,8 +354,10 @@ def cmd_comm(args):
                           kernel=args.attention_kernel, act_dtype=args.act_dtype, **_train_options(args))
         g, step = _step_time(m, args, tm, cm)
         t = step["step_time_s"]
+    formula = {k: str(e) for k, e in cm["formula"].items()}
+    formula["total"] = str(sum(cm["formula"].values(), sympy.Integer(0)))
     payload = {"model": m.name, "bytes_per_step": per, "total_bytes_per_step": sum(per.values()),
-               "collectives_per_step": cm["collectives"], "micro_batches": cm["micro_batches"],
+               "formula": formula, "collectives_per_step": cm["collectives"], "micro_batches": cm["micro_batches"],
                "step_time_s": t, "step": step, "gpu": g.name if g else None, "zero": args.zero,
                "sp": args.sp, "recompute": args.recompute, **_parallel(args),
                "note": "bytes the busiest GPU of each dimension sends per step (ring collectives); "

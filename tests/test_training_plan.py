@@ -252,3 +252,19 @@ def test_search_cli_deepseek_2048(capsys):
     assert all(b["per_gpu_bytes"] <= 80 * 2**30 for b in r["best"])
     times = [b["step_time_s"] for b in r["best"]]
     assert times == sorted(times)
+
+
+@pytest.mark.parametrize("extra", [
+    ["--dp", "8", "--zero", "3", "--global-batch", "32"],
+    ["--dp", "2", "--tp", "4", "--pp", "2", "--cp", "2", "--sp", "--global-batch", "16", "--recompute", "full"],
+    ["--dp", "4", "--ep", "4", "--pp", "4", "--zero", "1", "--global-batch", "64"],
+])
+def test_comm_formula_round_trip(extra, capsys):
+    from symcost.exprparse import parse
+    model = "mixtral-8x7b-v0.1" if "--ep" in extra else "llama-3.1-8b"
+    assert main(["comm", model, "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0
+    r = json.loads(capsys.readouterr().out)
+    vals = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"],
+            sym.m_mb: r["micro_batches"], sym.B: 1, sym.T: 4096, sym.b_a: 2}
+    for dim, nbytes in r["bytes_per_step"].items():
+        assert int(sympy.ceiling(parse(r["formula"][dim]).xreplace(vals))) == nbytes, dim

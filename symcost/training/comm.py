@@ -73,18 +73,78 @@ def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
     states = model_states(model, plan, grad_dtype=grad_dtype)
     all_stages = stages(model, pp)
     kinds = _layer_kinds(model)
-    best = None
+    best, where = None, {}
     for i in range(pp):
         o, c = _stage(i, states[i], all_stages[i]["layers"], kinds, plan, m, s, b, d, a, bg, bw, v,
                       recompute, grad_sync, sp_regather)
         if best is None:
-            best = (o, c)
+            best, where = (o, c), {k: 0 for k in o}
         else:  # the busiest GPU of each dimension
             for key in o:
                 if o[key] > best[0][key]:
-                    best[0][key], best[1][key] = o[key], c[key]
+                    best[0][key], best[1][key], where[key] = o[key], c[key], i
     out, count = best
-    return {"bytes": {k: ceil(x) for k, x in out.items()}, "collectives": count, "micro_batches": m}
+    formula = {k: _formula(k, where[k], all_stages[where[k]], kinds, plan, zero, bg, bw, recompute,
+                           grad_sync, sp_regather, v) for k in out}
+    return {"bytes": {k: ceil(x) for k, x in out.items()}, "collectives": count, "micro_batches": m,
+            "formula": formula}
+
+
+def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_regather, v):
+    """The busiest stage's bytes on one dimension as an expression in N_dp, N_tp, N_cp, N_ep, m_mb,
+    B (micro-batch), T, b_a, with the stage's parameter and layer counts as numbers."""
+    import sympy
+    Ndp, Ntp, Ncp, Nep, M, B, T, a = (sym.N_dp, sym.N_tp, sym.N_cp, sym.N_ep, sym.m_mb, sym.B, sym.T, sym.b_a)
+    d = v[sym.d]
+    block = T / Ncp * B * d * a
+    L_here = sum(st["layers"].values())
+    zero_ = sympy.Integer(0)
+    if dim == "dp":
+        dense = sympy.Integer(st["split"]) / Ntp + st["whole"]
+        experts = sympy.Integer(st["experts"]) / (Nep * Ntp)
+        out = zero_
+        for psi, n in ((dense, Ndp * Ncp), (experts, Ndp * Ncp / Nep)):
+            if (plan.dense_dp if n == Ndp * Ncp else plan.expert_dp) == 1 or psi == 0:
+                continue
+            r = (n - 1) / n
+            if zero == 0:
+                out += 2 * r * bg * psi
+            elif zero in (1, 2):
+                out += r * (bg + bw) * psi
+            else:
+                out += r * (2 * M * bw + (M if grad_sync == "every" else 1) * bg) * psi
+        return out
+    if dim == "tp":
+        if plan.tp == 1:
+            return zero_
+        fr = 2 if recompute == "full" else 1
+        r = (Ntp - 1) / Ntp
+        n_ops = (L_here * ((2 * fr + 2 + (2 if sp_regather else 0)) + (2 * fr + 2)) if plan.sp
+                 else 2 * L_here * (2 * fr + 2))
+        return M * (r * block * n_ops + 2 * 2 * r * block)
+    if dim == "pp":
+        if plan.pp == 1:
+            return zero_
+        sends = 1 if i in (0, plan.pp - 1) else 2
+        return M * sends * block / (Ntp if plan.sp else 1)
+    if dim == "ep":
+        n_moe = sum(c for n, c in st["layers"].items() if kinds[n][1] is not None)
+        if plan.ep == 1 or not n_moe:
+            return zero_
+        return M * n_moe * (6 if recompute == "full" else 4) * (Nep - 1) / Nep * block * v[sym.k]
+    from ..components.mla import MLA
+    if plan.cp == 1:
+        return zero_
+    out = zero_
+    for n, c in st["layers"].items():
+        attn = kinds[n][0]
+        if attn is None:
+            continue
+        w = (attn.H_q * (attn.D_nope + attn.D_rope + attn.D_v) if isinstance(attn, MLA)
+             else 2 * attn.H_kv * attn.D_h).xreplace(v)
+        rounds = 3 + (1 if recompute in ("full", "selective") else 0)
+        out += M * c * rounds * (Ncp - 1) * T / Ncp * B * w * a
+    return out
 
 
 def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute, grad_sync, sp_regather):
