@@ -22,7 +22,8 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 
 
 def _selective(module, query, key, value, attention_mask, **kwargs):
-    from transformers.models.llama.modeling_llama import eager_attention_forward
+    import sys
+    eager_attention_forward = sys.modules[type(module).__module__].eager_attention_forward  # the family's own
 
     def core(q, k, v):
         return eager_attention_forward(module, q, k, v, attention_mask, **kwargs)

@@ -53,6 +53,7 @@ class Attention(Component):
     sinks: bool = False
     output_gate: bool = False
     rope: bool = True  # rotary embedding on q and k (False: GPT-2, Nemotron-H)
+    softmax_fp32: bool = True  # eager softmax in fp32 (Llama family) or in the compute dtype (GPT-2)
 
     def primitives(self, ph: Phase | None = None):
         d, H_q, H_kv, D_h = self.d, self.H_q, self.H_kv, self.D_h
@@ -124,9 +125,11 @@ class Attention(Component):
             rep = H_q * D_h - (H_q - 1) * D_h * is_one(H_kv) * is_one(sym.B)
             out += [Saved("q", H_q * D_h, a), Saved("k_repeated", rep, a, doc="repeat_kv to H_q"),
                     Saved("v_repeated", rep, a, doc="repeat_kv to H_q"),
-                    Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]")]
-            if bw.upcast:
-                out.append(Saved("probs", H_q * T, a, doc="probabilities cast back for PV"))
+                    ]
+            if self.softmax_fp32:
+                out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))
+            if bw.upcast or not self.softmax_fp32:
+                out.append(Saved("probs", H_q * T, a, doc="probabilities in the compute dtype, for PV"))
         out.append(Saved("o_proj_input", H_q * D_h, a, doc="transpose(1, 2).contiguous()"))
         return out
 

@@ -50,6 +50,9 @@ class PositionEmbedding(Component):
     def primitives(self, ph: Phase | None = None):
         return [Param(self.name, self.P * self.d, doc="[P, d] lookup table by position")]
 
+    def saved(self, bw) -> list:
+        return [Saved("position_ids", 1, 8, "none", sym.T, "int64 positions [1, T], for the table's gradient")]
+
     def label(self) -> str:
         return "learned positions"
 

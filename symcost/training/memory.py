@@ -74,7 +74,7 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
              f"GPUs; experts over ep={plan.ep}, their data-parallel size dp·cp/ep = {plan.expert_dp}",
              "1F1B: the first stage holds min(m, pp) micro-batches of activations",
              "activations measured exactly against transformers (tests/test_activations.py) for "
-             "Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2/3-MoE and DeepSeek-V3; other families' "
+             "GPT-2, Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2/3-MoE and DeepSeek-V3; other families' "
              "declarations follow the same modules but are not measured"]
     if activation_model == "korthikanti":
         tree = korthikanti(model, recompute=recompute, sp=sp or tp == 1, tp=tp, cp=cp)
