@@ -436,59 +436,155 @@ def _parallel(args) -> dict:
     return {k: getattr(args, k) for k in ("dp", "tp", "pp", "ep", "cp")}
 
 
+def _train_options(args) -> dict:
+    return dict(seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
+                zero=args.zero, sp=args.sp, recompute=args.recompute, **_parallel(args))
+
+
+def _step_time(m, args, tm, cm):
+    from .gpus import gpu as find_gpu
+    from .training.steptime import Links, step_time
+    g = find_gpu(args.gpu)
+    world = args.dp * args.tp * args.pp * args.cp
+    links = Links(nvlink_bytes_s=g.link_gbs * 1e9, ib_bytes_s=args.ib_gbs * 1e9,
+                  gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6)
+    return g, step_time(tm.flops_per_step // world, cm["bytes"], cm["collectives"],
+                        peak_flops=g.bf16_tflops * 1e12, mfu=args.mfu, links=links,
+                        layout=_parallel(args), overlap=args.overlap, m=cm["micro_batches"],
+                        virtual=args.virtual_stages)
+
+
 def cmd_train(args):
     from .gpus import gpu as find_gpu
     from .training import train_memory
     m = loader.build(args.model)
     _check_positions(m, args.seq, "--seq")
+    if args.search:
+        return _train_search(m, args)
     g = find_gpu(args.gpu) if args.gpu else None
-    tm = train_memory(m, seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
-                      zero=args.zero, recompute=args.recompute, optimizer=args.optimizer,
-                      **_parallel(args))
+    tm = train_memory(m, optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
+                      act_dtype=args.act_dtype, activation_model=args.activations, **_train_options(args))
     fits = None if g is None else tm.per_gpu <= g.memory_bytes
+    formula = {k: str((v.total if isinstance(v, Terms) else v).xreplace(m.values))
+               for k, v in tm.formula.items()}
+    if "activations" in tm.formula:
+        formula["total"] = str(sum((tm.formula[k] for k in ("weights", "gradients", "optimizer",
+                                                            "activations")), sympy.Integer(0)))
     payload = {"model": m.name, "seq": args.seq, "micro_batch": args.micro_batch,
                "global_batch": args.global_batch or args.micro_batch * args.dp,
                "per_gpu_bytes": tm.per_gpu,
                "breakdown": {"weights": tm.weights, "gradients": tm.gradients,
-                             "optimizer": tm.optimizer, "activations": tm.activations},
+                             "optimizer": tm.optimizer, "activations": tm.activations,
+                             "recompute_working": tm.recompute_working},
+               "heaviest_stage": tm.stage, "micro_batches": tm.micro_batches,
+               "in_flight_micro_batches": tm.in_flight,
+               "stages": [{k: v for k, v in r.items()} for r in tm.stages],
                "flops_per_step": tm.flops_per_step, "gpus": args.dp * args.tp * args.pp * args.cp,
-               "fits": fits, "gpu": g.name if g else None, "zero": args.zero,
-               "recompute": args.recompute, "optimizer": args.optimizer, "notes": tm.notes,
+               "fits": fits, "gpu": g.name if g else None, "zero": args.zero, "sp": args.sp,
+               "recompute": args.recompute, "optimizer": args.optimizer, "grad_dtype": args.grad_dtype,
+               "attention_kernel": args.attention_kernel, "act_dtype": args.act_dtype,
+               "activations_model": args.activations, "notes": tm.notes, "formula": formula,
                **_parallel(args)}
-    lines = [f"{m.name}: training memory per GPU, seq={args.seq}, micro-batch={args.micro_batch}, "
-             f"ZeRO-{args.zero}, recompute={args.recompute}, {args.optimizer}"]
+    if g is not None:
+        from .training.comm import comm
+        cm = comm(m, grad_dtype=args.grad_dtype, act_dtype=args.act_dtype, **{
+            **_train_options(args), "recompute": "none" if args.recompute == "selective" and args.cp == 1
+            else args.recompute})
+        payload["step"] = _step_time(m, args, tm, cm)[1]
+    lines = [f"{m.name}: training memory per GPU (heaviest pipeline stage {tm.stage}), seq={args.seq}, "
+             f"micro-batch={args.micro_batch}, ZeRO-{args.zero}, recompute={args.recompute}, {args.optimizer}"]
     for k, v in payload["breakdown"].items():
-        lines.append(f"  {k:<12} {v:>22,}  {human_bytes(v)}")
-    lines.append(f"  {'per GPU':<12} {tm.per_gpu:>22,}  {human_bytes(tm.per_gpu)}"
+        lines.append(f"  {k:<18} {v:>22,}  {human_bytes(v)}")
+    lines.append(f"  {'per GPU':<18} {tm.per_gpu:>22,}  {human_bytes(tm.per_gpu)}"
                  + (f"   fits on {g.name}: {fits}" if g else ""))
+    lines.append(f"  micro-batches per step {tm.micro_batches}, in flight on that stage {tm.in_flight}")
     lines.append(f"  FLOPs per step (exact, causal): {tm.flops_per_step:,} = {human_count(tm.flops_per_step)}FLOP")
+    if "step" in payload:
+        lines.append(f"  step time on {g.name} at MFU {args.mfu:.0%}: {payload['step']['step_time_s']:.3f} s "
+                     f"(bubble {payload['step']['bubble']:.1%})")
     lines += [f"  note: {n}" for n in tm.notes]
     _emit(args, payload, "\n".join(lines))
 
 
-def cmd_comm(args):
+def _train_search(m, args):
+    import time
     from .gpus import gpu as find_gpu
-    from .parallel import comm_bytes, step_time
+    from .training.search import search
+    if not (args.gpus and args.gpu and args.global_batch):
+        raise SymcostError("--search needs --gpus, --gpu and --global-batch")
+    t0 = time.perf_counter()
+    r = search(m, gpus=args.gpus, seq=args.seq, global_batch=args.global_batch, gpu=find_gpu(args.gpu),
+               mfu=args.mfu, kernel=args.attention_kernel, act_dtype=args.act_dtype,
+               grad_dtype=args.grad_dtype, optimizer=args.optimizer, ib_bytes_s=args.ib_gbs * 1e9,
+               gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6, overlap=args.overlap)
+    r["seconds"] = time.perf_counter() - t0
+    payload = {"model": m.name, "gpus": args.gpus, "gpu": args.gpu, "seq": args.seq,
+               "global_batch": args.global_batch, **r}
+    lines = [f"{m.name}: {r['candidates']:,} layouts on {args.gpus} x {args.gpu} ({r['fitting']:,} fit), "
+             f"evaluated in {r['seconds']:.2f} s; fastest that fit:"]
+    for b in r["best"]:
+        lines.append(f"  dp={b['dp']} tp={b['tp']} pp={b['pp']} ep={b['ep']} cp={b['cp']} micro={b['micro_batch']} "
+                     f"ZeRO-{b['zero']} recompute={b['recompute']}: {b['step_time_s']:.3f} s/step, "
+                     f"{human_bytes(b['per_gpu_bytes'])} per GPU")
+    _emit(args, payload, "\n".join(lines))
+
+
+def cmd_comm(args):
     from .training import train_memory
+    from .training.comm import comm
     m = loader.build(args.model)
     _check_positions(m, args.seq, "--seq")
-    g = find_gpu(args.gpu) if args.gpu else None
-    per = comm_bytes(m, seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
-                     zero=args.zero, **_parallel(args))
-    t = None
-    if g:
-        tm = train_memory(m, seq=args.seq, micro_batch=args.micro_batch,
-                          global_batch=args.global_batch, zero=args.zero, **_parallel(args))
-        gpus = args.dp * args.tp * args.pp * args.cp
-        t = step_time(tm.flops_per_step // gpus, sum(per.values()), g)
+    cm = comm(m, grad_dtype=args.grad_dtype, act_dtype=args.act_dtype, **_train_options(args))
+    per = cm["bytes"]
+    t, g, step = None, None, None
+    if args.gpu:
+        tm = train_memory(m, optimizer=args.optimizer, grad_dtype=args.grad_dtype,
+                          kernel=args.attention_kernel, act_dtype=args.act_dtype, **_train_options(args))
+        g, step = _step_time(m, args, tm, cm)
+        t = step["step_time_s"]
+    formula = {k: str(e) for k, e in cm["formula"].items()}
+    formula["total"] = str(sum(cm["formula"].values(), sympy.Integer(0)))
     payload = {"model": m.name, "bytes_per_step": per, "total_bytes_per_step": sum(per.values()),
-               "step_time_s": t, "gpu": g.name if g else None, **_parallel(args),
-               "note": "bytes each GPU sends per step (ring collectives); step time = compute at "
-                       "peak + communication at link bandwidth, no overlap (estimate)"}
-    lines = [f"{m.name}: communication per GPU per training step"]
-    lines += [f"  {k:<3} {v:>22,}  {human_bytes(v)}" for k, v in per.items()]
+               "formula": formula, "collectives_per_step": cm["collectives"], "micro_batches": cm["micro_batches"],
+               "step_time_s": t, "step": step, "gpu": g.name if g else None, "zero": args.zero,
+               "sp": args.sp, "recompute": args.recompute, **_parallel(args),
+               "note": "bytes the busiest GPU of each dimension sends per step (ring collectives); "
+                       "step time: alpha-beta per collective, NVLink inside a node, scale-out link "
+                       "across nodes, compute at --mfu of the dense BF16 peak, --overlap hidden, "
+                       "pipeline bubble (p-1)/(v*m+p-1)"}
+    lines = [f"{m.name}: communication per GPU per training step ({cm['micro_batches']} micro-batches)"]
+    lines += [f"  {k:<3} {v:>22,}  {human_bytes(v)}  in {cm['collectives'][k]} collectives"
+              for k, v in per.items()]
     if t is not None:
-        lines.append(f"  step time on {g.name} (no overlap, estimate): {t:.3f} s")
+        lines.append(f"  step time on {g.name} at MFU {args.mfu:.0%}, overlap {args.overlap:.0%}: {t:.3f} s")
+    _emit(args, payload, "\n".join(lines))
+
+
+def cmd_budget(args):
+    from .gpus import gpu as find_gpu
+    from .training import train_flops
+    from .training.steptime import budget
+    from fractions import Fraction
+    m = loader.build(args.model)
+    _check_positions(m, args.seq, "--seq")
+    g = find_gpu(args.gpu)
+    per_seq = train_flops(m).total_at(m.values_with(T=args.seq, B=1))
+    flops = args.flops if args.flops is not None else float(Fraction(per_seq, args.seq) * args.tokens)
+    r = budget(flops, gpus=args.gpus, peak_flops=g.bf16_tflops * 1e12, mfu=args.mfu,
+               gpu_hours=args.gpu_hours, tokens=args.tokens)
+    payload = {"model": m.name, "gpu": g.name, "seq": args.seq, "flops_source":
+               "--flops" if args.flops is not None else "exact training FLOPs (3 x forward, causal) per token x tokens",
+               "step_time_s": None, **r}
+    if args.global_batch:
+        steps = args.tokens / (args.global_batch * args.seq)
+        payload["step_time_s"] = r["wall_time_s"] / steps
+        payload["steps"] = steps
+    lines = [f"{m.name}: training budget for {args.tokens:,} tokens on {args.gpus} x {g.name}",
+             f"  FLOPs {r['flops']:.4g} ({payload['flops_source']})",
+             f"  at MFU {r['mfu']:.1%}: {r['wall_time_s'] / 86400:.2f} days, {r['gpu_hours'] / 1e6:.3f}M GPU-hours, "
+             f"{r['tokens_per_s']:.4g} tokens/s"]
+    if "implied_mfu" in r:
+        lines.append(f"  {args.gpu_hours:,.0f} GPU-hours imply MFU {r['implied_mfu']:.1%} of the BF16 peak")
     _emit(args, payload, "\n".join(lines))
 
 
@@ -852,6 +948,8 @@ OPTION_HELP = {
     "compute_eff": "fraction of the dense peak FLOP/s reached (1.0: the roofline bound)",
     "bw_eff": "fraction of the HBM bandwidth reached (1.0: the roofline bound)",
     "metric": "the quantity compared",
+    "tokens": "training tokens in all (suffixes K, M, G = 2^10, 2^20, 2^30; plain digits for 15T-style counts)",
+    "gpus": "GPUs in the job",
     "b": "the other side: a term path prefix, 'total', or 'weights' (weight bytes)",
     "phase": "prefill: T new tokens, context T; decode: 1 new token after T cached",
     "impl": "chunked scans: minimal counts what the math needs; reference what the transformers "
@@ -871,6 +969,7 @@ EXAMPLES = {
     "deploy": "symcost deploy deepseek-v3 --gpu H200 --gpus 8-16 --T 32K --top 5",
     "gpus": "symcost gpus",
     "presets": "symcost presets llama-3.1-8b --seq 8K",
+    "budget": "symcost budget deepseek-v3 --tokens 14800000000000 --gpus 2048 --gpu H800 --gpu-hours 2664000",
     "check": "symcost check llama-2-7b --metric params --expr 'L(4d^2 + 3d d_ff + 2d) + d + 2Vd' --strict",
     "scale": "symcost scale gemma-2-9b-it --metric cache_bytes --wrt T",
     "crossover": "symcost crossover llama-3.1-8b --metric cache --a total --b weights",
@@ -1061,10 +1160,43 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--micro-batch", type=_positive("--micro-batch"), required=True)
         sp.add_argument("--global-batch", type=_positive("--global-batch"), default=None)
         parallel_flags(sp)
-        sp.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=0)
+        sp.add_argument("--sp", action="store_true", help="sequence parallelism (needs --tp > 1)")
+        sp.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=0,
+                        help="ZeRO stage (3 = FSDP full shard; 1 + --grad-dtype fp32 = Megatron's "
+                             "distributed optimizer)")
         sp.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
-        sp.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
+        sp.add_argument("--optimizer", choices=["adamw", "sgd", "adam8bit"], default="adamw")
+        sp.add_argument("--grad-dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
+        sp.add_argument("--act-dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
+        sp.add_argument("--attention-kernel", choices=["flash", "eager"], default="flash")
+        if name == "train":
+            sp.add_argument("--search", action="store_true",
+                            help="sweep every valid layout (dp×tp×pp×cp, ep, micro-batch, ZeRO, recompute) "
+                                 "on --gpus GPUs; --micro-batch and the parallel options are ignored")
+            sp.add_argument("--gpus", type=_positive("--gpus"), default=None, help="world size for --search")
+            sp.add_argument("--activations", choices=["engine", "korthikanti"], default="engine",
+                            help="engine: each component's saved tensors; korthikanti: the 2022 "
+                                 "dense-GPT closed form")
         sp.add_argument("--gpu", default=None)
+        sp.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilisation for the step time")
+        sp.add_argument("--overlap", type=float, default=0.0, help="share of communication hidden")
+        sp.add_argument("--ib-gbs", type=float, default=50.0, help="scale-out GB/s per GPU")
+        sp.add_argument("--gpus-per-node", type=_positive("--gpus-per-node"), default=8)
+        sp.add_argument("--alpha-us", type=float, default=10.0, help="latency per collective, µs")
+        sp.add_argument("--virtual-stages", type=_positive("--virtual-stages"), default=1,
+                        help="interleaved 1F1B: model chunks per pipeline stage")
+
+    sp = command("budget", cmd_budget, "wall time, tokens/s and GPU-hours to train N tokens")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--tokens", type=_positive("--tokens"), required=True)
+    sp.add_argument("--gpus", type=_positive("--gpus"), required=True)
+    sp.add_argument("--gpu", required=True)
+    sp.add_argument("--mfu", type=float, default=None, help="default: 0.4, or implied by --gpu-hours")
+    sp.add_argument("--gpu-hours", type=float, default=None, help="a published budget: report its MFU")
+    sp.add_argument("--flops", type=float, default=None, help="a published FLOPs figure instead of the engine's")
+    sp.add_argument("--seq", type=_positive("--seq"), default=4096)
+    sp.add_argument("--global-batch", type=_positive("--global-batch"), default=None,
+                    help="sequences per step, for the step time")
 
     sp = command("roofline", cmd_roofline, "roofline of a prefill or decode step on a parallel layout: "
                  "time, TTFT, TPOT, tokens/s")

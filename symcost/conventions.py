@@ -22,6 +22,13 @@
   state einsum, broadcast-multiply recurrences that count 0, the decode conv over K_c+1 columns).
 * Prefill of ``T`` tokens has context ``T``; decode at ``T`` has ``T`` cached tokens and one new
   token.
+* Training activations (``Backward``): the tensors autograd saves for backward in transformers'
+  reference modules (the measured oracle, ``tests/saved.py``), each storage once, parameters
+  excluded, dropout off. ``kernel="eager"`` materialises the fp32 softmax probabilities
+  (``H_q·T`` per token, plus their copy in the compute dtype); ``"flash"`` (SDPA /
+  FlashAttention) saves q, k, v, the output and an fp32 log-sum-exp per head instead.
+  ``recompute="selective"`` checkpoints the attention core (QKᵀ, softmax, PV: its inputs q, k, v
+  are kept); ``"full"`` checkpoints every layer (its input is kept).
 """
 from __future__ import annotations
 
@@ -31,6 +38,26 @@ import sympy
 from pydantic import BaseModel, ConfigDict
 
 from .notation import sym
+
+
+class Backward(BaseModel):
+    """What one training forward keeps for backward: attention kernel, recomputation, dtype."""
+
+    model_config = ConfigDict(frozen=True)
+
+    kernel: Literal["eager", "flash"] = "flash"
+    recompute: Literal["none", "selective", "full"] = "none"
+    act_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+
+    @property
+    def upcast(self) -> bool:
+        """True when fp32 intermediates (softmax, norm input) are copies, not the activation itself."""
+        return self.act_dtype != "fp32"
+
+    def describe(self) -> str:
+        return (f"saved for backward: attention kernel={self.kernel}, recompute={self.recompute}, "
+                f"activations {self.act_dtype} (b_a bytes), fp32 softmax/norm statistics, int64 indices; "
+                f"dropout off")
 
 
 class Phase(BaseModel):

@@ -169,6 +169,15 @@ TABLE: tuple[Entry, ...] = (
     Entry("F_gpu", "F_{gpu}", "dense peak FLOP/s of the GPU for the compute dtype", "(GPU)"),
     Entry("BW_hbm", "BW_{hbm}", "GPU memory bandwidth, bytes/s", "(GPU)"),
     Entry("BW_link", "BW_{link}", "scale-up link bandwidth per GPU, one direction, bytes/s", "(GPU)"),
+    # -- training: activation bytes and parallel sizes (symcost.training) --
+    Entry("b_a", "b_{a}", "bytes per activation element (compute dtype)", "(--act-dtype)", "bytes"),
+    Entry("N_dp", "N_{dp}", "data-parallel size", "(--dp)"),
+    Entry("N_tp", "N_{tp}", "tensor-parallel size", "(--tp)"),
+    Entry("N_pp", "N_{pp}", "pipeline-parallel stages", "(--pp)"),
+    Entry("N_ep", "N_{ep}", "expert-parallel size", "(--ep)"),
+    Entry("N_cp", "N_{cp}", "context-parallel size", "(--cp)"),
+    Entry("m_mb", "m_{mb}", "micro-batches per step (gradient accumulation)",
+          "(global batch / (micro-batch × dp))"),
 )
 
 _SYMBOLS: dict[str, sympy.Symbol] = {

@@ -98,3 +98,47 @@ def Norm(name: str, dim: Expr, bias: bool = False, doc: str = "") -> Param:
     """RMSNorm (``dim`` scales) or LayerNorm (``2·dim`` with bias)."""
     return Param(name, dim * 2 if bias else dim, doc=doc or ("LayerNorm" if bias else "RMSNorm"),
                  norm="layer" if bias else "rms")
+
+
+@dataclass(frozen=True)
+class Saved:
+    """One tensor the backward keeps from the forward (training activations), declared once.
+
+    bytes = rows · width · nbytes, one layer, with ``rows`` token rows (``None``: all ``B·T``
+    tokens of the micro-batch; ``k·B·T`` for routed assignments; ``T`` for a batch-free table)
+    and ``nbytes`` per element (``b_a`` for the compute dtype, 4 for fp32, 8 for int64).
+    ``split`` says how tensor parallelism divides it: ``"tp"`` (a head / FFN / vocab shard,
+    always ÷ N_tp), ``"seq"`` (hidden-wide, replicated across TP ranks unless sequence
+    parallelism shards its tokens, then ÷ N_tp), ``"none"`` (never split).
+    """
+
+    name: str
+    width: Expr
+    nbytes: Expr
+    split: Literal["tp", "seq", "none"] = "tp"
+    rows: Expr | None = None
+    doc: str = ""
+
+
+def is_one(x: Expr) -> Expr:
+    """1 when the positive integer ``x`` is 1, else 0, as ``Max(0, 2 − x)`` (a polynomial-friendly
+    indicator that stays in the expression grammar ``symcost.parse`` reads back)."""
+    return sympy.Max(0, 2 - x)
+
+
+def saved_norm(name: str, dim: Expr, layer: bool = False, split: str = "seq", rows: Expr | None = None,
+               heads: Expr = ONE) -> list[Saved]:
+    """What a norm's backward keeps, per row (``heads`` norms of width ``dim`` per row).
+
+    RMSNorm as transformers writes it (``x.float()``, ``x * rsqrt(mean(x²) + ε)``, back to the
+    compute dtype, times the weight): the fp32 input ``4·dim``, the fp32 ``rsqrt`` 4 and the
+    normalised ``x`` in the compute dtype ``b_a·dim``. LayerNorm (``torch.nn.LayerNorm``): the input
+    ``b_a·dim`` and the fp32 mean and rstd, 4 each.
+    """
+    from .notation import sym
+    if layer:
+        return [Saved(f"{name}/input", heads * dim, sym.b_a, split, rows, "[.., dim] LayerNorm input"),
+                Saved(f"{name}/mean_rstd", 2 * heads, 4, split, rows, "fp32 mean and rstd")]
+    return [Saved(f"{name}/input_fp32", heads * dim, 4, split, rows, "x.float() [.., dim]"),
+            Saved(f"{name}/rstd", heads, 4, split, rows, "fp32 rsqrt(mean(x²)+ε) [.., 1]"),
+            Saved(f"{name}/normed", heads * dim, sym.b_a, split, rows, "x·rstd in the compute dtype")]

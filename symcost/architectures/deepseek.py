@@ -73,6 +73,7 @@ class DeepseekV3Adapter(Adapter):
     attention_bias: bool = False
     tie_word_embeddings: bool = False
     num_nextn_predict_layers: NonNegInt = _alias(1, "num_nextn_predict_layers", "num_mtp_layers")
+    norm_topk_prob: bool | None = True  # renormalise the top-k routing weights (training activations only)
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -124,7 +125,9 @@ class DeepseekV3Adapter(Adapter):
 
     def moe(self) -> MoE:
         d_sh = sym.E_s * sym.d_moe if self.n_shared_experts else None  # GLM allows n_shared_experts 0
-        return MoE(d_sh=d_sh, correction_bias=self.correction_bias, proj_bias=self.ffn_bias())
+        return MoE(d_sh=d_sh, correction_bias=self.correction_bias, proj_bias=self.ffn_bias(),
+                   norm_topk=bool(self.norm_topk_prob),
+                   router="sigmoid_group" if self.correction_bias else "softmax_v2")
 
     def to_model(self) -> Model:
         kinds = self.mlp_kinds()

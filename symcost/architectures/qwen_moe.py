@@ -65,6 +65,7 @@ class QwenMoeBase(LlamaAdapter):
     decoder_sparse_step: PosInt = 1
     mlp_only_layers: list[int] | None = None
     use_sliding_window: bool = False
+    norm_topk_prob: bool = False  # renormalise the top-k routing weights (training activations only)
     sliding_window: PosInt | None = 4096
 
     def ffn_kind(self, i: int) -> str:
@@ -73,7 +74,7 @@ class QwenMoeBase(LlamaAdapter):
         return "moe" if moe else "dense"
 
     def moe(self) -> MoE:
-        return MoE()
+        return MoE(norm_topk=self.norm_topk_prob, weights_fp32=False)
 
     def layer(self, mixer: str, ffn: str):
         window = sym.W if mixer == "swa" else None
@@ -122,7 +123,7 @@ class Qwen2MoeAdapter(QwenMoeBase):
         return Attention(W=window, qkv_bias=self.qkv_bias)
 
     def moe(self) -> MoE:
-        return MoE(d_sh=sym.d_sh, shared_gate=True)
+        return MoE(d_sh=sym.d_sh, shared_gate=True, norm_topk=self.norm_topk_prob, weights_fp32=False)
 
     def moe_values(self) -> dict:
         return {**super().moe_values(), **values(d_sh=self.shared_expert_intermediate_size)}

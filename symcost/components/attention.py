@@ -36,7 +36,7 @@ import sympy
 from ..conventions import Phase
 from ..notation import sym
 from ..elementwise import COST
-from ..primitives import Linear, Matmul, Norm, Param
+from ..primitives import Linear, Matmul, Norm, Param, Saved, is_one, saved_norm
 from ..terms import Terms
 from .base import Component
 
@@ -57,6 +57,7 @@ class Attention(Component):
     output_gate: bool = False
     rope: bool = True  # rotary embedding on q and k (False: GPT-2, Nemotron-H)
     D_v: sympy.Expr | None = None  # value head dim, if not D_h (MiMo-V2-Flash)
+    softmax_fp32: bool = True  # eager softmax in fp32 (Llama family) or in the compute dtype (GPT-2)
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -102,6 +103,51 @@ class Attention(Component):
                   "sigmoid gate times the attention output")
         t.add("residual", COST["residual"] * rows * self.d, "residual add")
         return t
+
+    def saved(self, bw) -> list:
+        """Saved for backward, per token row (``conventions.Backward``; measured in tests/test_activations.py).
+
+        Every kernel: the layer input ``b_a·d`` (read by q/k/v_proj), the per-head q/k norms
+        (``primitives.saved_norm``) and the o_proj input ``b_a·H_q·D_h``. ``flash`` (SDPA):
+        q ``H_q·D_h``, k and v ``H_kv·D_h`` each, an fp32 log-sum-exp per head (4·H_q); the output
+        is the o_proj input. ``eager``: q, and k and v repeated to ``H_q`` heads (``repeat_kv``),
+        ``b_a·3·H_q·D_h``, the fp32 probabilities ``4·H_q·T`` per query row (full rectangle, a
+        window only masks them) and, below fp32, their copy in the compute dtype ``b_a·H_q·T``.
+        ``selective`` keeps the checkpointed core's inputs: q, and k and v before the repeat.
+        """
+        a, H_q, H_kv, D_h, T = sym.b_a, self.H_q, self.H_kv, self.D_h, sym.T
+        D_v = self.D_val  # value (and o_proj input) head dim: D_h unless the model sets D_v
+        out = [Saved("input", self.d, a, "seq", doc="q/k/v_proj input [.., d]")]
+        if self.qk_norm:
+            out += saved_norm("q_norm", D_h, heads=H_q, split="tp")
+            out += saved_norm("k_norm", D_h, heads=H_kv, split="tp")
+        if self.qk_norm_full:
+            out += saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
+        if bw.kernel == "flash" and bw.recompute != "selective":
+            out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v, a),
+                    Saved("lse", H_q, 4, doc="fp32 log-sum-exp per head"),
+                    Saved("out", H_q * D_v, a, doc="attention output = o_proj input")]
+            return out
+        if bw.recompute == "selective":
+            out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v, a)]
+        else:
+            # repeat_kv copies K and V to H_q heads; with one KV head and B = 1 the reshape is a view
+            view = (H_q - 1) * is_one(H_kv) * is_one(sym.B)
+            out += [Saved("q", H_q * D_h, a), Saved("k_repeated", (H_q - view) * D_h, a, doc="repeat_kv to H_q"),
+                    Saved("v_repeated", (H_q - view) * D_v, a, doc="repeat_kv to H_q"),
+                    ]
+            if self.softmax_fp32:
+                out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))
+            if bw.upcast or not self.softmax_fp32:
+                out.append(Saved("probs", H_q * T, a, doc="probabilities in the compute dtype, for PV"))
+        out.append(Saved("o_proj_input", H_q * D_v, a, doc="transpose(1, 2).contiguous()"))
+        return out
+
+    def saved_shared(self, bw) -> list:
+        if not self.rope or bw.recompute == "full":
+            return []  # under full recompute the table is held by the checkpoint's closure
+        return [Saved("rope_cos_sin", 2 * self.D_h, sym.b_a, "none", sym.T,
+                      "cos and sin [1, T, D_h], computed once, read by every layer")]
 
     def kept_tokens(self) -> sympy.Expr:
         return sym.T if self.W is None else sympy.Min(sym.T, self.W - 1)

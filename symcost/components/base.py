@@ -70,6 +70,18 @@ class Component:
         from ..elementwise import norm_terms
         return norm_terms(self.primitives(ph), ph.tokens)
 
+    def saved(self, bw) -> list:
+        """Tensors one layer's backward keeps (``primitives.Saved``) under ``conventions.Backward``.
+
+        Not derivable from the weights alone (it depends on which intermediates each op needs),
+        so each component declares it; one that has not raises, and the training layer says so.
+        """
+        raise NotImplementedError(f"{self.label()} declares no saved-for-backward tensors")
+
+    def saved_shared(self, bw) -> list:
+        """Saved tensors computed once per forward and shared by every layer (the RoPE table)."""
+        return []
+
     def cache(self) -> Terms:
         """Cache elements held after ``T`` tokens, batch ``B`` (default: none)."""
         return Terms()

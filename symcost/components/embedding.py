@@ -17,7 +17,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
-from ..primitives import Linear, Param
+from ..primitives import Linear, Param, Saved, is_one
 from .base import Component
 
 
@@ -30,6 +30,9 @@ class Embedding(Component):
 
     def primitives(self, ph: Phase | None = None):
         return [Param(self.name, self.V * self.d, doc="[V, d] lookup table")]
+
+    def saved(self, bw) -> list:
+        return [Saved("token_ids", 1, 8, "seq", doc="int64 ids, for the embedding gradient")]
 
     def label(self) -> str:
         return "embedding"
@@ -47,6 +50,9 @@ class PositionEmbedding(Component):
     def primitives(self, ph: Phase | None = None):
         return [Param(self.name, self.P * self.d, doc="[P, d] lookup table by position")]
 
+    def saved(self, bw) -> list:
+        return [Saved("position_ids", 1, 8, "none", sym.T, "int64 positions [1, T], for the table's gradient")]
+
     def label(self) -> str:
         return "learned positions"
 
@@ -62,6 +68,16 @@ class LMHead(Component):
         rows = ph.logit_rows if ph is not None else None
         doc = "[d, V], tied to embed_tokens" if self.tied else "[d, V]"
         return [Linear("lm_head", self.d, self.V, tied=self.tied, rows=rows, tp="col", doc=doc)]
+
+    def saved(self, bw) -> list:
+        """The head input ``b_a·d``; the loss upcasts the logits and keeps the fp32 log-softmax
+        ``4·V`` per token (the logits in the compute dtype are not kept), the int64 shifted labels
+        and one fp32 normaliser."""
+        return [Saved("input", self.d, sym.b_a, "seq", doc="lm_head input"),
+                Saved("log_softmax_fp32", self.V, 4, doc="cross-entropy over logits.float()"),
+                Saved("labels", 1, 8, "seq", sym.B * sym.T + is_one(sym.B),
+                      "int64 shifted labels (B = 1: the padded [1, T+1] tensor itself, already contiguous)"),
+                Saved("loss_weight", 1, 4, "none", sympy.Integer(1), "fp32 total weight (one scalar)")]
 
     def label(self) -> str:
         return "LM head (tied)" if self.tied else "LM head"

@@ -25,7 +25,7 @@ import sympy
 from ..conventions import Phase
 from ..notation import sym
 from ..elementwise import COST, act_cost
-from ..primitives import Linear
+from ..primitives import Linear, Saved
 from ..terms import Terms
 from .base import Component
 
@@ -60,6 +60,23 @@ class FFN(Component):
         prims += [Linear("up_proj", d, d_ff, self.bias, tp="col", doc="[d, d_ff]"),
                   Linear("down_proj", d_ff, d, self.bias, tp="row", doc="[d_ff, d]")]
         return prims
+
+    def saved(self, bw) -> list:
+        """Input ``b_a·d``; gated: gate, act(gate), up and their product, ``b_a·4·d_ff``;
+        plain: the up projection and its activation, ``b_a·2·d_ff``, plus three more ``b_a·d_ff``
+        intermediates of the composite tanh GELU (``gelu_new``, GPT-2's default)."""
+        a = sym.b_a
+        out = [Saved("input", self.d, a, "seq", doc="gate/up_proj input")]
+        if self.gated:
+            return out + [Saved("gate", self.d_ff, a), Saved("act", self.d_ff, a),
+                          Saved("up", self.d_ff, a), Saved("down_input", self.d_ff, a, doc="act·up")]
+        out.append(Saved("up", self.d_ff, a))
+        if self.act in (None, "gelu_new", "gelu_tanh") and not self.gated:
+            # transformers' NewGELUActivation (GPT-2's gelu_new) is composite:
+            # 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) keeps tanh's output, 0.5·x and 1 + tanh
+            out += [Saved("gelu_tanh_out", self.d_ff, a), Saved("gelu_half_x", self.d_ff, a),
+                    Saved("gelu_one_plus_tanh", self.d_ff, a)]
+        return out + [Saved("down_input", self.d_ff, a, doc="act(up)")]
 
     def label(self) -> str:
         return "gated FFN" if self.gated else "FFN"

@@ -43,7 +43,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST, norm_terms
 from ..notation import sym
-from ..primitives import Linear, Matmul, Norm
+from ..primitives import Linear, Matmul, Norm, Saved, is_one, saved_norm
 from ..terms import Terms
 from .base import Component
 
@@ -107,6 +107,58 @@ class MLA(Component):
         t.add("softmax", COST["softmax"] * sym.B * self.H_q * self.pairs(ph), "5 per score")
         t.add("residual", COST["residual"] * rows * self.d, "residual add")
         return t
+
+    def saved(self, bw) -> list:
+        """Saved for backward (transformers ``DeepseekV3Attention``), per token row.
+
+        The input ``b_a·d``; with a q LoRA: q_a_layernorm (``saved_norm`` of d_q) and the q_b_proj
+        input ``b_a·d_q``; kv_a_layernorm: its fp32 input — below fp32 a copy of the d_kv latent
+        (4·d_kv), in fp32 the whole kv_a_proj output it is a view of (4·(d_kv+D_rope)) — its rstd
+        and normalised latent, and the kv_b_proj input ``b_a·d_kv``; q and k ``b_a·H_q·(D_nope+D_rope)``
+        each (concatenated after RoPE); v is a view of kv_b_proj's output, which is kept whole,
+        ``b_a·H_q·(D_nope+D_v)``; eager: fp32 probabilities ``4·H_q·T`` (+ their ``b_a`` copy below
+        fp32); flash: an fp32 log-sum-exp 4·H_q; the o_proj input ``b_a·H_q·D_v``. ``selective``
+        keeps the core's inputs (q, k, v) and drops the probabilities. Latents are replicated on
+        every TP rank (not split); per-head tensors are.
+        """
+        a, H, T = sym.b_a, self.H_q, sym.T
+        Dqk = self.D_nope + self.D_rope
+        out = [Saved("input", self.d, a, "seq")]
+        if self.d_q is not None:
+            out += saved_norm("q_a_layernorm", self.d_q, split="seq")
+            out.append(Saved("q_b_input", self.d_q, a, "seq"))
+        kv_in = 4 * self.d_kv if bw.upcast else 4 * (self.d_kv + self.D_rope)
+        out += [Saved("kv_a_layernorm/input_fp32", kv_in, 1, "seq"),
+                Saved("kv_a_layernorm/rstd", 1, 4, "seq"),
+                Saved("kv_a_layernorm/normed", self.d_kv, a, "seq"),
+                Saved("kv_b_input", self.d_kv, a, "seq"),
+                Saved("q", H * Dqk, a), Saved("k", H * Dqk, a),
+                Saved("v", self._v_width(bw), a, doc="v, a view of kv_b_proj's output")]
+        if bw.recompute == "selective":
+            pass
+        elif bw.kernel == "flash":
+            out.append(Saved("lse", H, 4))
+        else:
+            out.append(Saved("probs_fp32", H * T, 4))
+            if bw.upcast:
+                out.append(Saved("probs", H * T, a))
+        out.append(Saved("o_proj_input", H * self.D_v, a))
+        return out
+
+    def _v_width(self, bw):
+        """The storage v keeps: kv_b_proj's whole output H_q·(D_nope+D_v) it is a view of — except
+        when eager's matmul(probs, v) folds [B, H_q] into one batch dim, which copies v to
+        H_q·D_v unless B = 1 or H_q = 1."""
+        whole = self.H_q * (self.D_nope + self.D_v)
+        if bw.kernel != "eager" or bw.recompute == "selective":
+            return whole
+        copy = (1 - is_one(sym.B)) * (1 - is_one(self.H_q))  # 1 when v is copied
+        return whole - copy * self.H_q * self.D_nope
+
+    def saved_shared(self, bw) -> list:
+        if bw.recompute == "full":
+            return []
+        return [Saved("rope_cos_sin", 2 * self.D_rope, sym.b_a, "none", sym.T, "cos and sin [1, T, D_rope]")]
 
     def cache_tp_share(self, tp: int, values: dict):
         """One cached head shared by all query heads: every tensor-parallel rank holds all of it."""

@@ -36,7 +36,7 @@ import sympy
 from ..conventions import Phase
 from ..notation import sym
 from ..elementwise import COST, act_cost
-from ..primitives import Linear
+from ..primitives import Linear, Saved
 from ..terms import Terms
 from .base import Component
 
@@ -58,6 +58,10 @@ class MoE(Component):
     correction_bias: bool = False  # e_score_correction_bias buffer [E]
     proj_bias: bool = False  # bias on shared-expert and latent projections (Nemotron-H mlp_bias)
     act: str | None = None  # expert activation; None: silu if gated, else gelu_tanh (see FFN)
+    # -- how the reference router computes (what its backward keeps; ``saved``) --
+    router: str = "softmax"  # "softmax" (Mixtral, Qwen) | "sigmoid_group" (DeepSeek-V3 group-limited)
+    norm_topk: bool = True  # top-k weights renormalised to sum 1 (norm_topk_prob)
+    weights_fp32: bool = True  # routing weights stay fp32 (Mixtral, DeepSeek) or are cast back (Qwen)
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -101,6 +105,55 @@ class MoE(Component):
             if self.shared_gate:
                 prims.append(Linear("shared_expert_gate", d, 1, doc="[d, 1] sigmoid gate"))
         return prims
+
+    def saved(self, bw) -> list:
+        """Saved for backward with eager expert dispatch (transformers' ``*Experts`` loop).
+
+        Per token: the block input ``b_a·d``; the router — softmax: fp32 probabilities 4·E and the
+        int64 top-k indices 8·k, with renormalisation the fp32 sum 4 and weights 4·k; sigmoid_group
+        (DeepSeek-V3): below fp32 the fp32 copies of the input 4·d and of the router weight 4·d·E
+        (once per layer), sigmoid scores 4·E and the top-k
+        indices 8·k gather reads, with renormalisation 4 + 4·k (the group selection runs on tensors
+        that need no gradient: what it saves is freed with its branch). Per routed assignment (k·B·T rows, each expert's
+        tokens gathered): an int64 (position, token) pair 16, the gathered input ``b_a·d``, gate_up
+        ``b_a·2·d_moe`` (ungated ``b_a·d_moe``), the activation and the product ``b_a·d_moe`` each
+        (ungated: the activation), the routing weight (4 or ``b_a``), the expert output ``b_a·d``
+        and the weighted output ``b_a·d`` index_add keeps. Shared expert: a gated FFN ``b_a·4·d_sh``
+        (plain ``2·d_sh``); with a sigmoid gate its output ``b_a`` and the shared output ``b_a·d``.
+        """
+        a, d, E, k, f = sym.b_a, self.d, self.E, self.k, self.d_moe
+        if self.d_lat is not None or self.router not in ("softmax", "sigmoid_group"):
+            raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
+        out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
+        if self.router == "sigmoid_group":
+            if bw.upcast:  # F.linear(x.float(), weight.float()): both fp32 copies are kept
+                out += [Saved("router/input_fp32", d, 4, "seq"),
+                        Saved("router/weight_fp32", d * E, 4, "none", sympy.Integer(1),
+                              "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
+            out += [Saved("router/scores_fp32", E, 4, "seq"),
+                    Saved("router/topk_indices", k, 8, "seq", doc="read by gather")]
+        else:
+            out += [Saved("router/probs_fp32", E, 4, "seq"), Saved("router/topk_indices", k, 8, "seq")]
+        if self.norm_topk:
+            out += [Saved("router/topk_sum", 1, 4, "seq"), Saved("router/topk_weights", k, 4, "seq")]
+        rows = k * sym.B * sym.T
+        out += [Saved("experts/index_pairs", 2, 8, "seq", rows, "torch.where(expert_mask): int64 pairs"),
+                Saved("experts/input", d, a, "seq", rows, "hidden_states[token_idx]")]
+        if self.gated:
+            out += [Saved("experts/gate_up", 2 * f, a, rows=rows), Saved("experts/act", f, a, rows=rows),
+                    Saved("experts/down_input", f, a, rows=rows)]
+        else:
+            out += [Saved("experts/up", f, a, rows=rows), Saved("experts/down_input", f, a, rows=rows)]
+        out += [Saved("experts/weight", 1, 4 if self.weights_fp32 else a, "seq", rows),
+                Saved("experts/output", d, a, "seq", rows), Saved("experts/weighted", d, a, "seq", rows)]
+        if self.d_sh is not None:
+            sh = self.d_sh
+            out += ([Saved("shared/gate", sh, a), Saved("shared/act", sh, a), Saved("shared/up", sh, a),
+                     Saved("shared/down_input", sh, a)] if self.shared_gated else
+                    [Saved("shared/up", sh, a), Saved("shared/down_input", sh, a)])
+            if self.shared_gate:
+                out += [Saved("shared/gate_sigmoid", 1, a, "seq"), Saved("shared/output", d, a, "seq")]
+        return out
 
     def buffers(self) -> Terms:
         if self.correction_bias:

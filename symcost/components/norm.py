@@ -17,7 +17,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
-from ..primitives import Norm
+from ..primitives import Norm, Saved, saved_norm
 from .base import Component
 
 
@@ -30,6 +30,12 @@ class Norms(Component):
 
     def primitives(self, ph: Phase | None = None):
         return [Norm(n, self.dim, self.bias) for n in self.names]
+
+    def saved(self, bw) -> list:
+        out = []
+        for n in self.names:
+            out += saved_norm(n, self.dim, self.bias)
+        return out
 
     def label(self) -> str:
         return "LayerNorm" if self.bias else "RMSNorm"

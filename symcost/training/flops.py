@@ -13,22 +13,19 @@ FlopCounterMode measures on an eager model.
 
 Presets reproduce the closed forms practitioners compare against, from their published sources:
 ``6ND`` (Kaplan et al.; N = active parameters), ``torchtitan`` (6·N_non-embedding +
-12·L·H_q·D_h·T per token), ``megatron`` (Megatron-LM ``num_floating_point_operations``: ×3,
+12·L·H_q·D_h·T per token, MLA 6·L·H_q·(D_nope+D_rope+D_v)·T, a tied head's GEMM added back), ``megatron`` (Megatron-LM ``num_floating_point_operations``: ×3,
 causal halved, router and norms not counted, MLA/MoE/latent-MoE/MTP/GDN/hybrid terms) and
 ``maxtext`` (MaxText ``calculate_tflops_training_per_device`` with the causal halving it applies
 since mid-2025; router counted). Each is written here in the notation, from the model's values.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from math import ceil
-
 import sympy
 
-from .conventions import Phase
-from .errors import SymcostError
-from .notation import sym
-from .terms import Terms, exact
+from ..conventions import Phase
+from ..errors import SymcostError
+from ..notation import sym
+from ..terms import Terms, exact
 
 B, T = sym.B, sym.T
 
@@ -62,10 +59,11 @@ def _count(model, *syms):
 
 
 def _non_embedding_active(model) -> sympy.Expr:
-    t = model.active_params()
-    emb = sum((v for k, v in t.flatten().items() if k.split("/")[0] in ("embed_tokens", "wpe")),
+    """Active parameters minus the lookup tables (token and learned position embeddings)."""
+    from ..components.embedding import Embedding, PositionEmbedding
+    emb = sum((c.params().total for c in model.pre if isinstance(c, (Embedding, PositionEmbedding))),
               sympy.Integer(0))
-    return t.total - emb
+    return model.active_params().total - emb
 
 
 def preset_6nd(model) -> sympy.Expr:
@@ -74,12 +72,21 @@ def preset_6nd(model) -> sympy.Expr:
 
 
 def preset_torchtitan(model) -> sympy.Expr:
-    """torchtitan: per token 6·N_non-embedding + 12·L_attn·H_q·D_h·T; × B·T tokens."""
-    attn_layers = _attention_layers(model)
-    H_q, D_h = sym.H_q, sym.D_h
-    if sym.D_nope in model.values:  # MLA: torchtitan uses qk head dim
-        D_h = sym.D_nope + sym.D_rope
-    return (6 * _non_embedding_active(model) + 12 * attn_layers * H_q * D_h * T) * B * T
+    """torchtitan: per token 6·N_non-embedding + 12·L_attn·H_q·D_h·T (MLA: 6·L·H_q·(D_nope+D_rope+D_v)·T,
+    torchtitan's DeepSeek-V3 term); a tied head's 6·d·V GEMM, which torchtitan loses by excluding
+    the shared table as "embedding", is added back; × B·T tokens."""
+    from ..components.attention import Attention
+    from ..components.embedding import LMHead
+    from ..components.mla import MLA
+    attn = sympy.Integer(0)
+    for g in model.groups:
+        for c in g.components:
+            if isinstance(c, Attention):
+                attn += g.count * 12 * c.H_q * c.D_h * T
+            elif isinstance(c, MLA):
+                attn += g.count * 6 * c.H_q * (c.D_nope + c.D_rope + c.D_v) * T
+    tied = sum((6 * c.d * c.V for c in model.post if isinstance(c, LMHead) and c.tied), sympy.Integer(0))
+    return (6 * _non_embedding_active(model) + tied + attn) * B * T
 
 
 def _attention_layers(model) -> sympy.Expr:
@@ -120,7 +127,7 @@ def preset_megatron(model) -> sympy.Expr:
       MoE as above at 4·(3/2 | 1), logits 2·d·V·(1 + L_mtp); all × B·T.
     The router, norms, indexers and convolutions outside GDN are not counted.
     """
-    from .components.mamba2 import Mamba2
+    from ..components.mamba2 import Mamba2
     if any(isinstance(c, Mamba2) for c in model.components()):
         return _megatron_hybrid(model)
     mtp = _megatron_mtp(model)
@@ -139,12 +146,12 @@ def preset_megatron(model) -> sympy.Expr:
 
 def _megatron_standard_term(c) -> sympy.Expr:
     """One layer's component, per token, before the 3·2 factor (Megatron's standard path)."""
-    from .components.attention import Attention
-    from .components.ffn import FFN
-    from .components.gated_deltanet import GatedDeltaNet
-    from .components.mla import MLA
-    from .components.moe import MoE
-    from .components.sparse_index import Indexer
+    from ..components.attention import Attention
+    from ..components.ffn import FFN
+    from ..components.gated_deltanet import GatedDeltaNet
+    from ..components.mla import MLA
+    from ..components.moe import MoE
+    from ..components.sparse_index import Indexer
     if isinstance(c, Attention):
         q, kv = c.H_q * c.D_h, c.H_kv * c.D_h
         gate = q if c.output_gate else 0
@@ -172,11 +179,11 @@ def _megatron_standard_term(c) -> sympy.Expr:
 
 
 def _megatron_hybrid(model) -> sympy.Expr:
-    from .components.attention import Attention
-    from .components.ffn import FFN
-    from .components.gated_deltanet import GatedDeltaNet
-    from .components.mamba2 import Mamba2
-    from .components.moe import MoE
+    from ..components.attention import Attention
+    from ..components.ffn import FFN
+    from ..components.gated_deltanet import GatedDeltaNet
+    from ..components.mamba2 import Mamba2
+    from ..components.moe import MoE
     d = sym.d
     fwd = sympy.Integer(0)
     for g in model.groups:
@@ -209,11 +216,12 @@ def preset_maxtext(model) -> sympy.Expr:
 
     3·[L·(ffn + qkv + proj) + 2·B·T·d·V] + 3·L·(4·B·T²·H_q·D_h)/2, with
     ffn = 2·B·T·d·d_ff·(3|2), MoE ffn = 2·B·T·d·(E + (k·d_moe + d_sh)·(3|2)) (router counted),
-    qkv = 2·B·T·d·(H_q + 2·H_kv)·D_h, proj = 2·B·T·d·H_q·D_h; causal attention halved.
+    qkv = 2·B·T·d·(H_q + 2·H_kv)·D_h, proj = 2·B·T·d·H_q·D_h; causal attention halved; a
+    sliding-window layer's attention is 4·B·T·min(T, W)·H_q·D_h (MaxText's local-attention term).
     """
-    from .components.attention import Attention
-    from .components.ffn import FFN
-    from .components.moe import MoE
+    from ..components.attention import Attention
+    from ..components.ffn import FFN
+    from ..components.moe import MoE
     weights = sympy.Integer(0)
     attention = sympy.Integer(0)
     for g in model.groups:
@@ -221,7 +229,10 @@ def preset_maxtext(model) -> sympy.Expr:
             if isinstance(c, Attention):
                 weights += g.count * 2 * B * T * c.d * (c.H_q + 2 * c.H_kv) * c.D_h
                 weights += g.count * 2 * B * T * c.d * c.H_q * c.D_h
-                attention += g.count * 4 * B * T * T * c.H_q * c.D_h / 2
+                if c.W is None:
+                    attention += g.count * 4 * B * T * T * c.H_q * c.D_h / 2
+                else:  # MaxText's local-attention term (Gemma-2 path): a T × min(T, W) band, not halved
+                    attention += g.count * 4 * B * T * sympy.Min(T, c.W) * c.H_q * c.D_h
             elif isinstance(c, FFN):
                 weights += g.count * 2 * B * T * c.d * c.d_ff * (3 if c.gated else 2)
             elif isinstance(c, MoE):
@@ -271,67 +282,3 @@ def compare_presets(model, seq: int, batch: int) -> list[dict]:
     for r in rows:
         r["ratio_to_exact"] = (r["flops"] / base) if r["flops"] and base else None
     return rows
-
-
-# -- training memory -----------------------------------------------------------------------------
-OPTIMIZER_BYTES = {"adamw": 12, "sgd": 8}  # fp32 master + moments (m, v) | master + momentum
-
-
-@dataclass
-class TrainMemory:
-    weights: int
-    gradients: int
-    optimizer: int
-    activations: int
-    per_gpu: int
-    flops_per_step: int
-    notes: list
-
-
-def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
-                 dp=1, tp=1, pp=1, ep=1, cp=1, zero=0, recompute="none",
-                 optimizer="adamw") -> TrainMemory:
-    """Per-GPU training memory (mixed precision, Rajbhandari et al. 2020 accounting).
-
-    bf16 weights 2Ψ + bf16 gradients 2Ψ + optimizer KΨ (AdamW K=12: fp32 master, m, v), where Ψ
-    is this GPU's share: non-expert params / (tp·pp), routed experts / (ep·tp·pp). ZeRO-1 shards
-    the optimizer over dp, ZeRO-2 also gradients, ZeRO-3 also weights.
-    Activations: an ESTIMATE per layer from Korthikanti et al. 2022 (GPT layer, 2-byte
-    activations, sequence parallel): s·b·d·(34 + 5·H_q·s/d)/tp without recomputation,
-    34·s·b·d/tp selective, 2·s·b·d full, × L layers held in flight on the first pipeline stage
-    (1F1B), /cp for context parallelism.
-    """
-    from .memory import check_parallel
-    from .parallel import params_per_gpu
-    if optimizer not in OPTIMIZER_BYTES:
-        raise SymcostError(f"--optimizer: unknown optimizer {optimizer!r} (adamw, sgd)")
-    if zero not in (0, 1, 2, 3):
-        raise SymcostError(f"--zero: must be 0, 1, 2 or 3, got {zero}")
-    if seq % cp:
-        raise SymcostError(f"--cp {cp} does not divide --seq {seq}")
-    check_parallel(model, tp, pp, ep)
-    vals = model.values
-    psi = params_per_gpu(model, tp, pp, ep)
-    w, g, o = 2 * psi, 2 * psi, OPTIMIZER_BYTES[optimizer] * psi
-    if zero >= 1:
-        o = ceil(o / dp)
-    if zero >= 2:
-        g = ceil(g / dp)
-    if zero >= 3:
-        w = ceil(w / dp)
-    d, H_q = exact(sym.d, vals), exact(sym.H_q, vals) if sym.H_q in vals else 1
-    L = exact(sum((gr.count for gr in model.groups), sympy.Integer(0)), vals)
-    s, b = seq // cp, micro_batch
-    if recompute == "none":
-        per_layer = s * b * d * (34 + 5 * H_q * s // d) // tp
-    elif recompute == "selective":
-        per_layer = 34 * s * b * d // tp
-    elif recompute == "full":
-        per_layer = 2 * s * b * d
-    else:
-        raise SymcostError(f"--recompute: unknown mode {recompute!r}")
-    acts = per_layer * L
-    gb = global_batch or micro_batch * dp
-    flops = exact(train_flops(model, recompute=recompute).total, model.values_with(T=seq, B=gb))
-    notes = ["activations: estimate (Korthikanti et al. 2022), not measured"]
-    return TrainMemory(w, g, o, acts, w + g + o + acts, flops, notes)

@@ -1,0 +1,231 @@
+"""Communication of one training step, per dimension: bytes each GPU sends, and collective counts.
+
+Ring collectives over n ranks send, per GPU, 2·(n−1)/n of the buffer for an all-reduce and
+(n−1)/n for an all-gather or a reduce-scatter. Per step, with m micro-batches, s = T/N_cp tokens
+per sequence on a GPU, b the micro-batch, b_a activation bytes, Ψ_g a GPU's parameters of group g
+(dense over N_dp·N_cp ranks, routed experts over N_dp·N_cp/N_ep; ``plan``):
+
+  dp   ZeRO-0 (DDP): one gradient all-reduce per step, 2·(n−1)/n·b_g·Ψ_g (gradient accumulation
+       reduces once, after the last micro-batch);
+       ZeRO-1/2 (distributed optimizer): reduce-scatter of the gradients + all-gather of the
+       updated parameters, (n−1)/n·(b_g + b_w)·Ψ_g, once per step;
+       ZeRO-3 / FSDP: every micro-batch all-gathers the parameters for the forward and again for
+       the backward and reduce-scatters the gradients, m·(n−1)/n·(2·b_w + b_g)·Ψ_g — with m = 1
+       and b_g = b_w, 3·(n−1)/n·b_w·Ψ: the ZeRO paper's 1.5× of plain data parallelism.
+  tp   Megatron TP, per layer with two TP blocks (mixer, FFN), per micro-batch: forward one
+       all-reduce of s·b·d after each block, backward one before each (2 + 2 all-reduces);
+       with sequence parallelism each all-reduce becomes an all-gather + a reduce-scatter (same
+       bytes) and the backward re-gathers each block's input (+2 all-gathers). Full recompute
+       repeats the forward's collectives. Plus the vocab-parallel embedding's forward all-reduce
+       and the head input gradient's backward all-reduce, s·b·d each.
+  pp   per micro-batch, an interior stage sends one activation forward and one gradient
+       backward of s·b·d (÷N_tp with sequence parallelism); the heaviest stage's bytes.
+  ep   per MoE layer and micro-batch: dispatch and combine all-to-alls of s·b·k·d forward and
+       backward (×(N_ep−1)/N_ep leaves the GPU, balanced routing); full recompute repeats the two
+       forward ones.
+  cp   ring attention (Megatron's p2p CP), per attention layer and micro-batch: forward passes
+       every K/V chunk around the ring (N_cp−1 sends of s·b·w), backward passes K/V again and
+       dK/dV back (2·(N_cp−1) more): 3·(N_cp−1)·s·b·w·b_a, w = 2·H_kv·D_h (GQA), or the
+       expanded H_q·(D_nope + D_rope + D_v) for MLA. Full or selective recompute re-runs the
+       forward ring (+1·(N_cp−1)).
+Layers per GPU are the heaviest stage's (L/N_pp). Cross-entropy statistics (two fp32 per token)
+and the MoE router's load-balancing reductions are not counted.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from math import ceil
+
+from ..errors import SymcostError
+from ..notation import sym
+from ..terms import exact
+from .memory import ACT_BYTES, micro_batches
+from .plan import GRAD_BYTES, WEIGHT_BYTES, Plan, model_states, stages
+
+
+def _layer_kinds(model):
+    from ..components.attention import Attention
+    from ..components.mla import MLA
+    from ..components.moe import MoE
+    out = {}
+    for g in model.groups:
+        attn = [c for c in g.components if isinstance(c, (Attention, MLA))]
+        moe = [c for c in g.components if isinstance(c, MoE)]
+        out[g.name] = (attn[0] if attn else None, moe[0] if moe else None)
+    return out
+
+
+def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
+         dp=1, tp=1, pp=1, ep=1, cp=1, zero=0, sp=False, recompute="none",
+         grad_dtype="bf16", act_dtype="bf16", grad_sync="every", sp_regather=True) -> dict:
+    """Bytes each GPU sends per step, and the collectives it takes part in, by dimension."""
+    plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp)
+    plan.check(model, seq)
+    if recompute == "selective" and cp == 1:
+        raise SymcostError("--recompute selective does not change communication unless --cp > 1 "
+                           "(the attention core it recomputes has no collectives otherwise)")
+    m = micro_batches(global_batch, micro_batch, dp)
+    v = model.values
+    a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
+    s, b, d = seq // cp, micro_batch, exact(sym.d, v)
+    out = {k: Fraction(0) for k in ("dp", "tp", "pp", "ep", "cp")}
+    count = {k: 0 for k in out}
+    states = model_states(model, plan, grad_dtype=grad_dtype)
+    all_stages = stages(model, pp)
+    kinds = _layer_kinds(model)
+    best, where = None, {}
+    for i in range(pp):
+        o, c = _stage(i, states[i], all_stages[i]["layers"], kinds, plan, m, s, b, d, a, bg, bw, v,
+                      recompute, grad_sync, sp_regather)
+        if best is None:
+            best, where = (o, c), {k: 0 for k in o}
+        else:  # the busiest GPU of each dimension
+            for key in o:
+                if o[key] > best[0][key]:
+                    best[0][key], best[1][key], where[key] = o[key], c[key], i
+    out, count = best
+    formula = {k: _formula(k, where[k], all_stages[where[k]], kinds, plan, zero, bg, bw, recompute,
+                           grad_sync, sp_regather, v) for k in out}
+    return {"bytes": {k: ceil(x) for k, x in out.items()}, "collectives": count, "micro_batches": m,
+            "formula": formula}
+
+
+def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_regather, v):
+    """The busiest stage's bytes on one dimension as an expression in N_dp, N_tp, N_cp, N_ep, m_mb,
+    B (micro-batch), T, b_a, with the stage's parameter and layer counts as numbers."""
+    import sympy
+    Ndp, Ntp, Ncp, Nep, M, B, T, a = (sym.N_dp, sym.N_tp, sym.N_cp, sym.N_ep, sym.m_mb, sym.B, sym.T, sym.b_a)
+    d = v[sym.d]
+    block = T / Ncp * B * d * a
+    L_here = sum(st["layers"].values())
+    zero_ = sympy.Integer(0)
+    if dim == "dp":
+        dense = sympy.Integer(st["split"]) / Ntp + st["whole"]
+        experts = sympy.Integer(st["experts"]) / (Nep * Ntp)
+        out = zero_
+        for psi, n in ((dense, Ndp * Ncp), (experts, Ndp * Ncp / Nep)):
+            if (plan.dense_dp if n == Ndp * Ncp else plan.expert_dp) == 1 or psi == 0:
+                continue
+            r = (n - 1) / n
+            if zero == 0:
+                out += 2 * r * bg * psi
+            elif zero in (1, 2):
+                out += r * (bg + bw) * psi
+            else:
+                out += r * (2 * M * bw + (M if grad_sync == "every" else 1) * bg) * psi
+        return out
+    if dim == "tp":
+        if plan.tp == 1:
+            return zero_
+        fr = 2 if recompute == "full" else 1
+        r = (Ntp - 1) / Ntp
+        n_ops = (L_here * ((2 * fr + 2 + (2 if sp_regather else 0)) + (2 * fr + 2)) if plan.sp
+                 else 2 * L_here * (2 * fr + 2))
+        return M * (r * block * n_ops + 2 * 2 * r * block)
+    if dim == "pp":
+        if plan.pp == 1:
+            return zero_
+        sends = 1 if i in (0, plan.pp - 1) else 2
+        return M * sends * block / (Ntp if plan.sp else 1)
+    if dim == "ep":
+        n_moe = sum(c for n, c in st["layers"].items() if kinds[n][1] is not None)
+        if plan.ep == 1 or not n_moe:
+            return zero_
+        return M * n_moe * (6 if recompute == "full" else 4) * (Nep - 1) / Nep * block * v[sym.k]
+    from ..components.mla import MLA
+    if plan.cp == 1:
+        return zero_
+    out = zero_
+    for n, c in st["layers"].items():
+        attn = kinds[n][0]
+        if attn is None:
+            continue
+        w = (attn.H_q * (attn.D_nope + attn.D_rope + attn.D_v) if isinstance(attn, MLA)
+             else 2 * attn.H_kv * attn.D_h).xreplace(v)
+        rounds = 3 + (1 if recompute in ("full", "selective") else 0)
+        out += M * c * rounds * (Ncp - 1) * T / Ncp * B * w * a
+    return out
+
+
+def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute, grad_sync, sp_regather):
+    from ..components.mla import MLA
+    dp, tp, pp, ep, cp, zero, sp = plan.dp, plan.tp, plan.pp, plan.ep, plan.cp, plan.zero, plan.sp
+    out = {k: Fraction(0) for k in ("dp", "tp", "pp", "ep", "cp")}
+    count = {k: 0 for k in out}
+
+
+    # -- data parallel: each parameter group over its own size --------------------------------------
+    for psi, n in ((st["params_dense"], plan.dense_dp), (st["params_experts"], plan.expert_dp)):
+        nbytes, ops = dp_collectives(psi, n, zero, m, bg, bw, grad_sync)
+        out["dp"] += nbytes
+        count["dp"] += sum(ops.values())
+    # -- per-layer activations collectives on the heaviest stage --------------------------------------
+    fwd_repeat = 2 if recompute == "full" else 1
+    L_here = sum(stage_layers.values())
+    if tp > 1:
+        nbytes, ops = tp_collectives(L_here, s * b * d * a, tp, sp, fwd_repeat, sp_regather)
+        out["tp"] += m * nbytes + m * 2 * (2 * Fraction(tp - 1, tp) * s * b * d * a)  # + embedding fwd, head bwd
+        count["tp"] += m * (sum(ops.values()) + 2)
+    if pp > 1:
+        msg = Fraction(s * b * d * a, tp if sp else 1)
+        sends = 1 if i in (0, pp - 1) else 2
+        out["pp"] += m * sends * msg
+        count["pp"] += m * sends
+    if ep > 1:
+        k = exact(sym.k, v)
+        r = Fraction(ep - 1, ep)
+        for name, c in stage_layers.items():
+            if kinds[name][1] is not None:
+                n_a2a = 4 + (2 if recompute == "full" else 0)
+                out["ep"] += m * c * n_a2a * r * s * b * k * d * a
+                count["ep"] += m * c * n_a2a
+    if cp > 1:
+        for name, c in stage_layers.items():
+            attn = kinds[name][0]
+            if attn is None:
+                continue
+            if isinstance(attn, MLA):
+                w = exact(attn.H_q * (attn.D_nope + attn.D_rope + attn.D_v), v)
+            else:
+                w = exact(2 * attn.H_kv * attn.D_h, v)
+            rounds = 3 + (1 if recompute in ("full", "selective") else 0)
+            out["cp"] += m * c * rounds * (cp - 1) * s * b * w * a
+            count["cp"] += m * c * rounds * (cp - 1)
+    return out, count
+
+
+def dp_collectives(psi, n: int, zero: int, m: int, bg, bw, grad_sync: str = "every"):
+    """Bytes one GPU sends for ``psi`` parameters over ``n`` data-parallel ranks, and the ops.
+
+    ZeRO-0: one all-reduce; ZeRO-1/2: reduce-scatter + all-gather; ZeRO-3/FSDP: per micro-batch
+    an all-gather for the forward and one for the backward, and a reduce-scatter per micro-batch
+    (``grad_sync="every"``) or only after the last (``"last"``: FSDP2's
+    ``set_requires_gradient_sync(False)`` on the others, gradients kept unsharded meanwhile)."""
+    if n == 1 or psi == 0:
+        return Fraction(0), {}
+    r = Fraction(n - 1, n)
+    if zero == 0:
+        return 2 * r * bg * psi, {"all_reduce": 1}
+    if zero in (1, 2):
+        return r * (bg + bw) * psi, {"reduce_scatter": 1, "all_gather": 1}
+    rs = m if grad_sync == "every" else 1
+    return r * (2 * m * bw + rs * bg) * psi, {"all_gather": 2 * m, "reduce_scatter": rs}
+
+
+def tp_collectives(layers: int, block_bytes, tp: int, sp: bool, fwd_repeat: int = 1, regather: bool = True):
+    """Bytes one GPU sends for the TP collectives of ``layers`` layers (two TP blocks each) over one
+    micro-batch of ``block_bytes`` = s·b·d·b_a, and the ops. Without SP: an all-reduce after each
+    block forward and before each backward; with SP an all-gather + a reduce-scatter in their place,
+    and (Megatron, ``regather``) an all-gather of each block's saved input again in backward."""
+    r = Fraction(tp - 1, tp)
+    if sp:
+        ops = {"all_gather": layers * (2 * fwd_repeat + 2 + (2 if regather else 0)),
+               "reduce_scatter": layers * (2 * fwd_repeat + 2)}
+        return r * block_bytes * (ops["all_gather"] + ops["reduce_scatter"]), ops
+    ops = {"all_reduce": layers * (2 * fwd_repeat + 2)}
+    return 2 * r * block_bytes * ops["all_reduce"], ops
+
+
+def ring_allreduce_bytes(n: int, nbytes: int) -> Fraction:
+    """Bytes one GPU sends in a ring all-reduce of ``nbytes`` over ``n`` ranks: 2·(n−1)/n·nbytes."""
+    return Fraction(2 * (n - 1), n) * nbytes

@@ -1,0 +1,179 @@
+"""A training layout (DP × TP × PP × CP, EP folded into DP × CP) and the model states it shards.
+
+Layout (Megatron-LM's, with MoE parallel folding): world = N_dp·N_tp·N_pp·N_cp GPUs. Dense
+parameters are split by TP (the primitives' ``tp`` tags) and PP (whole layers per stage) and
+replicated over the N_dp·N_cp data-parallel ranks; routed experts are split by EP (whole experts)
+and, like Megatron's default expert-tensor-parallel size, by TP, and replicated over the
+expert-data-parallel size N_dp·N_cp / N_ep. Each group is sharded over its own data-parallel
+size:
+
+    weights   b_w·Ψ_g / (N_g if ZeRO-3/FSDP)
+    gradients b_g·Ψ_g / (N_g if ZeRO ≥ 2)          b_g = 2 (bf16) or 4 (fp32 main grads)
+    optimizer K·Ψ_g / (N_g if ZeRO ≥ 1)            K = 12 AdamW (fp32 master, m, v), 8 SGD with
+                                                    momentum (master, momentum), 6 + 1/256 8-bit
+                                                    Adam (master, two int8 moments, an fp32
+                                                    absmax per 2048-element block and moment)
+with N_g = N_dp·N_cp for dense parameters and N_dp·N_cp/N_ep for experts (Rajbhandari et al.
+2020, ZeRO; Megatron's distributed optimizer is ZeRO-1 with ``--grad-dtype fp32``).
+Pipeline: L/N_pp layers per stage (when N_pp does not divide L, the extra layers go to interior
+stages, one each), the embedding on the first stage, the final norm and the head
+on the last (a tied head keeps its own copy there when N_pp > 1, as Megatron does); the per-GPU
+figure is the heaviest stage's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from math import ceil
+
+import sympy
+
+from ..errors import SymcostError
+from ..notation import sym
+from ..terms import exact
+
+OPTIMIZER_BYTES = {"adamw": Fraction(12), "sgd": Fraction(8), "adam8bit": Fraction(6) + Fraction(2 * 4, 2048)}
+GRAD_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+WEIGHT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+@dataclass(frozen=True)
+class Plan:
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    cp: int = 1
+    zero: int = 0
+    sp: bool = False
+
+    @property
+    def world(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+    @property
+    def dense_dp(self) -> int:
+        return self.dp * self.cp
+
+    @property
+    def expert_dp(self) -> int:
+        return self.dp * self.cp // self.ep
+
+    def check(self, model, seq: int | None = None) -> None:
+        """Reject layouts that do not factor, naming the constraint."""
+        v = model.values
+        if self.zero not in (0, 1, 2, 3):
+            raise SymcostError(f"--zero: must be 0, 1, 2 or 3, got {self.zero}")
+        if self.ep > 1:
+            if sym.E not in v:
+                raise SymcostError(f"--ep {self.ep}: the model has no routed experts")
+            if (self.dp * self.cp) % self.ep:
+                raise SymcostError(f"--ep {self.ep} must divide dp × cp = {self.dp} × {self.cp} = "
+                                   f"{self.dp * self.cp} (experts are folded into the data-parallel ranks)")
+            if int(v[sym.E]) % self.ep:
+                raise SymcostError(f"--ep {self.ep} does not divide the routed experts E={int(v[sym.E])}")
+        for s, what in ((sym.H_q, "query heads H_q"), (sym.H_kv, "KV heads H_kv"), (sym.H_m, "Mamba heads H_m"),
+                        (sym.H_lv, "linear-attention value heads H_lv")):
+            if s in v:
+                n = int(v[s])
+                if s is sym.H_kv and self.tp > n and self.tp % n == 0:
+                    continue  # KV heads replicated across the TP ranks beyond them
+                if n % self.tp:
+                    raise SymcostError(f"--tp {self.tp} does not divide the {what} ({n})")
+        L = sum(exact(g.count, v) for g in model.groups)
+        if self.pp > L:
+            raise SymcostError(f"--pp {self.pp} exceeds the layers L={L} (a stage needs at least one layer)")
+        if seq is not None and seq % self.cp:
+            raise SymcostError(f"--cp {self.cp} does not divide --seq {seq}")
+        if self.sp and self.tp == 1:
+            raise SymcostError("--sp (sequence parallelism) needs --tp > 1")
+
+
+def _split(components, v) -> tuple[int, int, int]:
+    """(TP-split dense, TP-replicated dense, routed experts) parameters of some components.
+
+    A ``Linear`` with a ``tp`` tag is split (column / row parallel, the vocab-parallel head); the
+    embedding table is vocab-parallel (split); norms, routers and untagged projections (MLA's
+    down-projections) are replicated on every TP rank."""
+    from ..components.embedding import Embedding
+    from ..primitives import Linear
+    split = whole = routed = 0
+    for c in components:
+        for p in c.primitives(None):
+            n = p.params()
+            if n == 0:
+                continue
+            n = exact(n, v)
+            if getattr(p, "active", None) is not None:
+                routed += n
+            elif (isinstance(p, Linear) and p.tp is not None) or isinstance(c, Embedding):
+                split += n
+            else:
+                whole += n
+    return split, whole, routed
+
+
+def stages(model, pp: int) -> list[dict]:
+    """Each stage's parameters: {"split", "whole", "experts", "layers": {group: count}}."""
+    v = model.values
+    order = []
+    for g in model.groups:
+        order += [g] * exact(g.count, v)
+    # L/pp layers per stage; when pp does not divide L the L mod pp extra layers go to the
+    # interior stages (1, 2, ...), away from the embedding stage and the head stage
+    per, extra = divmod(len(order), pp)
+    sizes = [per] * pp
+    for i in range(extra):
+        sizes[(1 + i) % pp if pp > 2 else (i + 1) % pp] += 1
+    bounds = [sum(sizes[:i]) for i in range(pp + 1)]
+    emb = _split(model.pre, v)
+    head = _split(model.post, v)
+    tied_copy = 0
+    for c in model.post:
+        if getattr(c, "tied", False) and pp > 1:
+            tied_copy = exact(c.d * c.V, v)  # the last stage keeps its own copy of the tied weight
+    cache: dict[str, tuple[int, int, int]] = {}
+    out = []
+    for s in range(pp):
+        split = whole = experts = 0
+        counts: dict[str, int] = {}
+        for g in order[bounds[s]:bounds[s + 1]]:
+            if g.name not in cache:
+                cache[g.name] = _split(g.components, v)
+            a, b, r = cache[g.name]
+            split, whole, experts = split + a, whole + b, experts + r
+            counts[g.name] = counts.get(g.name, 0) + 1
+        if s == 0:
+            split, whole = split + emb[0], whole + emb[1]
+        if s == pp - 1:
+            split, whole = split + head[0] + tied_copy, whole + head[1]
+        out.append({"split": split, "whole": whole, "experts": experts, "layers": counts})
+    return out
+
+
+def model_states(model, plan: Plan, *, optimizer: str = "adamw", grad_dtype: str = "bf16",
+                 weight_dtype: str = "bf16") -> list[dict]:
+    """Bytes of weights, gradients and optimizer state on one GPU of each pipeline stage."""
+    if optimizer not in OPTIMIZER_BYTES:
+        raise SymcostError(f"--optimizer: unknown optimizer {optimizer!r} ({', '.join(OPTIMIZER_BYTES)})")
+    if grad_dtype not in GRAD_BYTES:
+        raise SymcostError(f"--grad-dtype: unknown dtype {grad_dtype!r} (bf16, fp16, fp32)")
+    K, bg, bw = OPTIMIZER_BYTES[optimizer], GRAD_BYTES[grad_dtype], WEIGHT_BYTES[weight_dtype]
+    z = plan.zero
+    rows = []
+    for st in stages(model, plan.pp):
+        dense = Fraction(st["split"], plan.tp) + st["whole"]
+        experts = Fraction(st["experts"], plan.ep * plan.tp)
+        groups = ((dense, plan.dense_dp), (experts, plan.expert_dp))
+        w = sum(bw * psi / (n if z >= 3 else 1) for psi, n in groups)
+        g = sum(bg * psi / (n if z >= 2 else 1) for psi, n in groups)
+        o = sum(K * psi / (n if z >= 1 else 1) for psi, n in groups)
+        rows.append({"weights": ceil(w), "gradients": ceil(g), "optimizer": ceil(o),
+                     "params_dense": dense, "params_experts": experts, "layers": st["layers"]})
+    return rows
+
+
+def zero_formula(psi, K, n, z: int, bw=2, bg=2) -> sympy.Expr:
+    """The ZeRO paper's per-GPU model-state bytes for Ψ parameters over N_d ranks (Fig. 1)."""
+    return (bw * psi / (n if z >= 3 else 1) + bg * psi / (n if z >= 2 else 1)
+            + K * psi / (n if z >= 1 else 1))

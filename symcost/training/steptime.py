@@ -1,0 +1,79 @@
+"""Step time and training budgets: an α–β model per collective, compute at a stated MFU, bubbles.
+
+    t_step = (t_compute + (1 − overlap)·Σ_dim t_dim) · (1 + bubble)
+    t_compute = FLOPs per GPU / (peak · MFU)
+    t_dim = n_dim·α + bytes_dim / β_dim      β = the GPU's NVLink bandwidth when the group fits in
+                                             one node (``gpus_per_node``), else the per-GPU
+                                             scale-out link (InfiniBand/RoCE, ``ib_gbs``)
+    bubble = (N_pp − 1) / (v·m)              1F1B (v = 1) or interleaved with v virtual stages;
+                                             as a share of the step, (N_pp − 1)/(v·m + N_pp − 1)
+
+Group spans follow Megatron's rank order (TP fastest, then CP, then DP with EP folded in, then
+PP): the TP group spans N_tp ranks, CP N_tp·N_cp, EP N_tp·N_ep, DP N_tp·N_cp·N_dp, PP the world.
+A budget is FLOPs / (GPUs · peak · MFU); a published GPU-hour figure implies
+MFU = FLOPs / (GPU-hours · 3600 · peak). Peaks are the catalogue's dense BF16 figures.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SymcostError
+
+
+def bubble(pp: int, m: int, virtual: int = 1) -> float:
+    """Pipeline bubble as a share of the step: (p − 1)/(v·m + p − 1)."""
+    if pp <= 1:
+        return 0.0
+    return (pp - 1) / (virtual * m + pp - 1)
+
+
+@dataclass(frozen=True)
+class Links:
+    nvlink_bytes_s: float
+    ib_bytes_s: float = 50e9  # 400 Gb/s per GPU (one NDR ConnectX-7 NIC per GPU)
+    gpus_per_node: int = 8
+    alpha_s: float = 10e-6  # per collective launch and hop latency
+
+
+def spans(dp, tp, pp, ep, cp) -> dict[str, int]:
+    return {"tp": tp, "cp": tp * cp, "ep": tp * ep, "dp": tp * cp * dp, "pp": tp * cp * dp * pp}
+
+
+def step_time(flops_per_gpu: int, comm: dict, counts: dict, *, peak_flops: float, mfu: float,
+              links: Links, layout: dict, overlap: float = 0.0, m: int = 1, virtual: int = 1) -> dict:
+    if not 0 < mfu <= 1:
+        raise SymcostError(f"--mfu must be in (0, 1], got {mfu}")
+    if not 0 <= overlap <= 1:
+        raise SymcostError(f"--overlap must be in [0, 1], got {overlap}")
+    compute = flops_per_gpu / (peak_flops * mfu)
+    span = spans(**layout)
+    per_dim = {}
+    for dim, nbytes in comm.items():
+        if not nbytes:
+            per_dim[dim] = 0.0
+            continue
+        beta = links.nvlink_bytes_s if span[dim] <= links.gpus_per_node else links.ib_bytes_s
+        per_dim[dim] = counts.get(dim, 0) * links.alpha_s + nbytes / beta
+    exposed = (1 - overlap) * sum(per_dim.values())
+    b = bubble(layout["pp"], m, virtual)
+    total = (compute + exposed) / (1 - b)
+    return {"step_time_s": total, "compute_s": compute, "comm_s": per_dim, "exposed_comm_s": exposed,
+            "bubble": b, "mfu": mfu, "overlap": overlap}
+
+
+def budget(flops: float, *, gpus: int, peak_flops: float, mfu: float | None = None,
+           gpu_hours: float | None = None, tokens: int) -> dict:
+    """Wall time, tokens/s and GPU-hours at an MFU; or the MFU a published GPU-hour figure implies."""
+    out = {"flops": flops, "gpus": gpus, "tokens": tokens, "peak_flops_per_gpu": peak_flops}
+    if gpu_hours is not None:
+        implied = flops / (gpu_hours * 3600 * peak_flops)
+        out["implied_mfu"] = implied
+        mfu = implied if mfu is None else mfu
+    if mfu is None:
+        mfu = 0.4
+    if not 0 < mfu <= 1:
+        raise SymcostError(f"--mfu must be in (0, 1], got {mfu}")
+    seconds = flops / (gpus * peak_flops * mfu)
+    out.update({"mfu": mfu, "wall_time_s": seconds, "gpu_hours": seconds * gpus / 3600,
+                "tokens_per_s": tokens / seconds, "days": seconds / 86400})
+    return out

@@ -1,0 +1,92 @@
+"""The activation oracle: bytes of the tensors autograd saves for backward, measured.
+
+One training forward (``model.train()``, labels given, no cache) under
+``torch.autograd.graph.saved_tensors_hooks``: every tensor packed for backward is recorded by its
+storage, each storage counted once (views of one buffer are one buffer), parameters' storages
+excluded (they are model state, not activations). That is what the backward keeps alive.
+``kernel``: ``"eager"`` (transformers' eager attention: scores and probabilities materialised) or
+``"sdpa"`` (``scaled_dot_product_attention``; on CPU the flash kernel, which saves q, k, v, the
+output and the fp32 log-sum-exp, as FlashAttention does). ``recompute``: ``"none"``, ``"full"``
+(transformers' gradient checkpointing of every decoder layer) or ``"selective"`` (the attention
+core — QKᵀ, softmax, PV — checkpointed, Megatron's selective recomputation).
+"""
+from __future__ import annotations
+
+import torch
+import torch.utils.checkpoint
+from transformers import AttentionInterface, AutoModelForCausalLM
+
+from tests import oracle
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+
+
+def _selective(module, query, key, value, attention_mask, **kwargs):
+    import sys
+    eager_attention_forward = sys.modules[type(module).__module__].eager_attention_forward  # the family's own
+
+    def core(q, k, v):
+        return eager_attention_forward(module, q, k, v, attention_mask, **kwargs)
+    return torch.utils.checkpoint.checkpoint(core, query, key, value, use_reentrant=False)
+
+
+AttentionInterface.register("eager_selective", _selective)
+
+
+def build(raw: dict, kernel: str = "eager", recompute: str = "none", dtype: str = "fp32", seed: int = 0):
+    cfg = oracle.hf_config(raw)
+    impl = {"eager": "eager", "sdpa": "sdpa"}[kernel]
+    if recompute == "selective":
+        impl = "eager_selective"
+    torch.manual_seed(seed)
+    try:
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation=impl,
+                                                 experts_implementation="eager")
+    except (TypeError, ValueError):
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation=impl)
+    model = model.to(DTYPES[dtype])
+    if recompute == "full":  # transformers' non-reentrant checkpoint of every decoder layer
+        enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
+        enable()
+    return model.train()
+
+
+def saved(model, B: int, T: int) -> list[tuple[int, tuple, torch.dtype]]:
+    """(storage bytes, first shape seen, dtype) of every distinct non-parameter storage that the
+    loss's backward graph still holds once the forward has returned.
+
+    Tensors are recorded by weak reference and looked at only after every output but the loss is
+    dropped: what a graph branch off the loss saved (router logits returned for an auxiliary loss
+    that is not computed, say) is freed with that branch, and its memory can be reused by a later
+    tensor, so counting at pack time would be wrong twice.
+    """
+    import gc
+    import weakref
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    packed: list = []
+
+    def pack(t):
+        packed.append(weakref.ref(t))
+        return t
+
+    ids = oracle._ids(model, B, T)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(ids, labels=ids, use_cache=False)
+    loss = out.loss
+    del out
+    gc.collect()
+    seen: dict[int, tuple] = {}
+    for ref in packed:
+        t = ref()
+        if t is None:
+            continue
+        st = t.untyped_storage()
+        ptr = st.data_ptr()
+        if ptr not in params and ptr not in seen:
+            seen[ptr] = (st.nbytes(), tuple(t.shape), t.dtype)
+    del loss
+    return list(seen.values())
+
+
+def saved_bytes(model, B: int, T: int) -> int:
+    return sum(n for n, _, _ in saved(model, B, T))
