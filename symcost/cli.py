@@ -1003,6 +1003,19 @@ def _document(parser: argparse.ArgumentParser) -> None:
             a.help = text.strip()
 
 
+def conventions(sp):
+    """The counting conventions of every command that prices FLOPs (``conventions.Phase``)."""
+    sp.add_argument("--attention", choices=["full", "causal"], default="full",
+                    help="full: every (query, key) in the buffer, as eager attention computes; "
+                         "causal: only the pairs the masks keep (default full)")
+    sp.add_argument("--logits", choices=["all", "last"], default="all",
+                    help="LM head on every new position or only the last (default all)")
+    sp.add_argument("--mla", **MLA_FLAG)
+    sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal",
+                    help="chunked scans: minimal counts what the math needs; reference what the "
+                         "transformers torch path computes, padding included (default minimal)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
     p.add_argument("--version", action="version", version=f"symcost {_version()}",
@@ -1025,15 +1038,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="prefill: T new tokens, context T; decode: 1 new token after T cached")
     sp.add_argument("--T", type=_positive("--T"), required=True, help="tokens (prefill) / context (decode)")
     sp.add_argument("--batch", type=_positive("--batch"), default=1, help="sequences B (default 1)")
-    sp.add_argument("--attention", choices=["full", "causal"], default="full",
-                    help="full: every (query, key) in the buffer, as eager attention computes; "
-                         "causal: only the pairs the masks keep, exactly (default full)")
-    sp.add_argument("--logits", choices=["all", "last"], default="all",
-                    help="LM head on every new position, or only the last (default all)")
-    sp.add_argument("--mla", **MLA_FLAG)
-    sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal",
-                    help="minimal: what the math needs; reference: what transformers' torch path "
-                         "computes (padded chunked scans, ...)")
+    conventions(sp)
     sp.add_argument("--images", type=int, default=0, metavar="N",
                     help=IMAGES_HELP + "; a prefill adds N x the tower's per-image FLOPs (breakdown key "
                          "'vision'; decode runs no tower)")
@@ -1060,17 +1065,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve_flags(sp)
     sp.add_argument("--phase", choices=["prefill", "decode"], default="prefill",
                     help="accepted for compatibility: the activation peak is one chunked-prefill step")
-
-    def conventions(sp):
-        sp.add_argument("--attention", choices=["full", "causal"], default="full",
-                        help="full: every (query, key) in the buffer, as eager attention computes; "
-                             "causal: only the pairs the masks keep (default full)")
-        sp.add_argument("--logits", choices=["all", "last"], default="all",
-                        help="LM head on every new position or only the last (default all)")
-        sp.add_argument("--mla", **MLA_FLAG)
-        sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal",
-                        help="chunked scans: minimal counts what the math needs; reference what the "
-                             "transformers torch path computes, padding included (default minimal)")
 
     def phase_flags(sp, required=False):
         sp.add_argument("--phase", choices=["prefill", "decode"], default=None if required else "prefill",
