@@ -38,7 +38,7 @@ from ..components.msa import MSAAttention, MSAIndexer
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, NonNegInt, PosInt, values
+from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS
 
 SEED_FULL_LAYERS = 3  # seed 001 §3.3.1 / §6.1: "3 层 Full Attention（Layer 0-2）+ 57 层 MSA"
@@ -73,7 +73,7 @@ class MiniMaxM3Adapter(Adapter):
 
     hidden_size: PosInt
     vocab_size: PosInt
-    num_hidden_layers: PosInt
+    num_hidden_layers: LayerCount
     num_attention_heads: PosInt
     num_key_value_heads: PosInt = 4
     head_dim: PosInt = 128
@@ -85,7 +85,7 @@ class MiniMaxM3Adapter(Adapter):
     tie_word_embeddings: bool = False
     layer_types: list[str] | None = None
     mlp_layer_types: list[str] | None = None
-    moe_layer_freq: list[int] | None = None
+    moe_layer_freq: list[Int] | None = None
     sparse_attention_config: dict | None = None
     index_n_heads: PosInt = 4
     index_head_dim: PosInt = 128
@@ -94,8 +94,8 @@ class MiniMaxM3Adapter(Adapter):
     index_local_blocks: NonNegInt = 1
     # not read by transformers
     first_k_dense_replace: NonNegInt | None = None
-    n_shared_experts: int | None = None
-    moe_intermediate_size: int | None = None
+    n_shared_experts: Int | None = None
+    moe_intermediate_size: Int | None = None
     use_qk_norm: bool | None = None
     num_mtp_modules: NonNegInt | None = None
     # the multimodal wrapper's fields, if a full config is given
