@@ -13,8 +13,11 @@ dict itself, which only works when every adapter default equals the config class
 """
 import json
 import random
+import re
 
 import pytest
+from pydantic import BaseModel
+from transformers import AutoConfig
 
 import symcost
 from symcost import architectures, loader
@@ -81,22 +84,72 @@ def _leaves(raw: dict, prefix=()) -> list[tuple]:
     return out
 
 
+def _alias_groups(model) -> list[set[str]]:
+    """The names of each adapter field with several spellings, nested config models included."""
+    groups, seen, todo = [], set(), [model]
+    while todo:
+        cls = todo.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        for field in cls.model_fields.values():
+            if field.validation_alias is not None:
+                groups.append(set(field.validation_alias.choices))
+            for arg in (field.annotation, *getattr(field.annotation, "__args__", ())):
+                if isinstance(arg, type) and issubclass(arg, BaseModel):
+                    todo.append(arg)
+    return groups
+
+
 def _without(raw: dict, path: tuple) -> dict:
+    """``raw`` without the field at ``path``, by every name the adapter reads it under."""
     out = json.loads(json.dumps(raw))
     node = out
     for k in path[:-1]:
         node = node[k]
-    node.pop(path[-1])
+    names = {path[-1]}
+    for group in _alias_groups(architectures.get(raw["model_type"])):
+        if path[-1] in group:
+            names |= group
+    for name in names:
+        node.pop(name, None)
     return out
 
 
-def _check_sparse(raw: dict, what: str) -> bool:
-    """symcost equals the class on a sparse dict and on its serialised form; False if HF refuses it."""
+#: why symcost may refuse a config transformers builds: a mix of tiny values and full-size class
+#: defaults can be inconsistent (8 query heads over 3 KV heads, k > E), which transformers does not check
+INCONSISTENT = re.compile(r"is not divisible by|exceeds|needs 1\.\.|needs more than|projector norms|"
+                          r"must split into|must equal|must be >=|must divide")
+#: why symcost may refuse the sparse dict while accepting its serialised form: a structural size the
+#: adapter requires instead of defaulting (a config without it is no model), or a stated layer count
+#: that disagrees with the default stack (transformers only warns)
+SPARSE_REFUSAL = re.compile(r"Field required|entries for num_hidden_layers")
+
+
+def _refusal(source) -> str | None:
+    try:
+        _params(source)
+    except SymcostError as e:
+        return str(e)
+    return None
+
+
+def _check_sparse(raw: dict, what: str) -> bool | str:
+    """symcost equals the class on a sparse dict and on its serialised form: True when compared,
+    False when transformers refuses the dict, else symcost's (allowed) refusal."""
     expected = _transformers_params(raw)
     if expected is None:
         return False
     serialised = _supported_type(oracle.hf_config(raw).to_dict(), raw["model_type"])
+    refused = _refusal(serialised)
+    if refused is not None:  # every field written out: only an inconsistent mix may be refused
+        assert INCONSISTENT.search(refused), f"{what}: serialised form refused: {refused}"
+        return refused
     assert _params(serialised) == expected, f"{what}: serialised"
+    refused = _refusal(dict(raw))
+    if refused is not None:
+        assert SPARSE_REFUSAL.search(refused), f"{what}: refused where the class fills a default: {refused}"
+        return refused
     assert _params(dict(raw)) == expected, f"{what}: symcost's default differs from the class's"
     return True
 
@@ -110,19 +163,63 @@ for _id, _raw, _mod in TINY:
 @pytest.mark.parametrize("model_type", sorted(FIRST))
 def test_each_field_left_to_the_class_default(model_type):
     _, raw = FIRST[model_type]
-    checked = [p for p in _leaves(raw) if _check_sparse(_without(raw, p), "without " + ".".join(p))]
+    checked = [p for p in _leaves(raw) if _check_sparse(_without(raw, p), "without " + ".".join(p)) is True]
     assert checked, "transformers refused every variant: the test checked nothing"
 
 
+def _required(model_type: str) -> set[str]:
+    """The names (aliases included) of the fields the symcost adapter requires."""
+    out = set()
+    for name, field in architectures.get(model_type).model_fields.items():
+        if field.is_required():
+            alias = field.validation_alias
+            out |= set(alias.choices) if alias is not None else {name}
+    return out - {"model_type"}
+
+
 @pytest.mark.parametrize("model_type", sorted(FIRST))
-def test_a_few_fields_the_rest_class_defaults(model_type):
-    """Random small subsets of the tiny fields kept; everything else the config class's default."""
-    _, raw = FIRST[model_type]
-    rng = random.Random(f"few-{model_type}")
-    leaves = [p for p in _leaves(raw) if len(p) == 1]
+def test_class_defaults_with_a_few_sizes(model_type):
+    """A config holding only the fields symcost requires, drawn from the class defaults, with a random
+    small layer count: every other field is what the config class fills in. Where the class's own
+    defaults are inconsistent (Gemma 3's 256 image tokens from a 14×14 patch grid, DeepSeek-V2's
+    num_experts_per_tok None) symcost names the field; that field is then taken from the tiny config."""
+    hf_type = oracle.ORACLE_TYPE.get(model_type, model_type)
+    defaults = AutoConfig.for_model(hf_type).to_dict()
+    _, tiny = FIRST[model_type]
+    rng = random.Random(f"defaults-{model_type}")
     checked = 0
-    for _ in range(6):
-        keep = set(rng.sample(leaves, min(len(leaves), rng.randint(1, 4))))
-        sparse = {k: v for k, v in raw.items() if k == "model_type" or (k,) in keep}
-        checked += _check_sparse(sparse, f"only {sorted(keep)}")
-    assert checked, "transformers refused every subset: the test checked nothing"
+    for _ in range(3):
+        raw = {"model_type": model_type}
+        for k in _required(model_type) & set(defaults):
+            raw[k] = defaults[k]
+        for k in ("num_hidden_layers", "n_layer"):
+            if k in raw:
+                raw[k] = rng.randint(1, 4)
+        for _ in range(4):
+            outcome = _check_sparse(raw, f"class defaults + {sorted(raw)}")
+            named = re.match(r"field '(\w+)", outcome) if isinstance(outcome, str) else None
+            if not named or named[1] not in tiny or named[1] in raw:
+                break
+            raw[named[1]] = tiny[named[1]]
+        checked += outcome is True
+    assert checked, "symcost or transformers refused every variant: the test checked nothing"
+
+
+@pytest.mark.parametrize("model_type", sorted(FIRST))
+def test_several_fields_left_to_the_class_defaults(model_type):
+    """Two to four fields of a tiny config left out at once, the class's defaults filling them."""
+    _, raw = FIRST[model_type]
+    rng = random.Random(f"several-{model_type}")
+    required = _required(model_type)  # left out one at a time above
+    leaves = [p for p in _leaves(raw) if len(p) > 1 or p[0] not in required]
+    checked = 0
+    for _ in range(8):
+        drop = rng.sample(leaves, min(len(leaves), rng.randint(2, 4)))
+        sparse = raw
+        for path in sorted(drop, key=len, reverse=True):
+            try:
+                sparse = _without(sparse, path)
+            except KeyError:  # inside a nested config dropped already
+                pass
+        checked += _check_sparse(sparse, f"without {sorted(drop)}") is True
+    assert checked, "transformers refused every variant: the test checked nothing"

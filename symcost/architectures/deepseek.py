@@ -254,16 +254,17 @@ class DeepseekV32Adapter(DeepseekV3Adapter):
 
 
 class MoonViTConfig(BaseModel):
-    """``vision_config`` of Kimi-K2.5: hub names (``vt_*``, ``init_pos_emb_*``) first, then transformers'."""
+    """``vision_config`` of Kimi-K2.5: transformers' names (``Kimi_K25VisionConfig``) first; where they are
+    absent, the Hub file's (``vt_*``, ``init_pos_emb_*``), which the original remote code reads."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    hidden_size: PosInt = _alias(1152, "vt_hidden_size", "hidden_size")
-    intermediate_size: PosInt = _alias(4304, "vt_intermediate_size", "intermediate_size")
-    num_hidden_layers: LayerCount = _alias(27, "vt_num_hidden_layers", "num_hidden_layers")
+    hidden_size: PosInt = _alias(1152, "hidden_size", "vt_hidden_size")
+    intermediate_size: PosInt = _alias(4304, "intermediate_size", "vt_intermediate_size")
+    num_hidden_layers: LayerCount = _alias(27, "num_hidden_layers", "vt_num_hidden_layers")
     patch_size: PosInt = 14
-    pos_emb_height: PosInt = _alias(64, "init_pos_emb_height", "pos_emb_height")
-    pos_emb_width: PosInt = _alias(64, "init_pos_emb_width", "pos_emb_width")
+    pos_emb_height: PosInt = _alias(64, "pos_emb_height", "init_pos_emb_height")
+    pos_emb_width: PosInt = _alias(64, "pos_emb_width", "init_pos_emb_width")
     merge_kernel_size: tuple[PosInt, PosInt] = (2, 2)
 
 

@@ -112,7 +112,8 @@ class MistralAdapter(LlamaAdapter):
     """Mistral: Llama wiring; when ``sliding_window`` is set (default 4096) every layer uses it."""
 
     reference: ClassVar[str] = "MistralForCausalLM"
-    sliding_window: Int | None = 4096  # MistralConfig's default
+    num_key_value_heads: PosInt | None = 8  # MistralConfig's defaults
+    sliding_window: Int | None = 4096
 
     def resolved_layer_types(self) -> list[str]:
         kind = "full_attention" if self.sliding_window is None else "sliding_attention"
