@@ -32,7 +32,10 @@ MESSAGE_LIMIT = 400
 
 def quote(value, limit: int = QUOTE_LIMIT) -> str:
     """``repr(value)``, cut to ``limit`` characters with the length of what was left out."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except RecursionError:
+        return "a value nested too deeply"
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
