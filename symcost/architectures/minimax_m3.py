@@ -38,7 +38,7 @@ from ..components.msa import MSAAttention, MSAIndexer
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, values
+from .base import MAX_INT, Adapter, Int, LayerCount, NonNegInt, PosInt, quote, values
 from .llama import LAYER_NORMS
 
 SEED_FULL_LAYERS = 3  # seed 001 §3.3.1 / §6.1: "3 层 Full Attention（Layer 0-2）+ 57 层 MSA"
@@ -130,7 +130,11 @@ class MiniMaxM3Adapter(Adapter):
         """An index setting: the legacy ``sparse_attention_config`` key wins, as in transformers."""
         for legacy, (name, _) in INDEX_FIELDS.items():
             if name == flat and legacy in (self.sparse_attention_config or {}):
-                return int(self.sparse_attention_config[legacy])
+                value = self.sparse_attention_config[legacy]
+                low = 0 if flat == "index_local_blocks" else 1
+                if type(value) is not int or not low <= value <= MAX_INT:
+                    self.fail(f"sparse_attention_config.{legacy}", f"must be an integer >= {low} (got {quote(value)})")
+                return value
         return getattr(self, flat)
 
     def attention_kinds(self) -> tuple[list[str], str | None]:
@@ -139,7 +143,10 @@ class MiniMaxM3Adapter(Adapter):
         if self.layer_types is not None:
             return list(self.layer_types), None
         if "sparse_attention_freq" in sac:
-            return [SPARSE if f else FULL for f in sac["sparse_attention_freq"]], None
+            freq = sac["sparse_attention_freq"]
+            if not isinstance(freq, list) or any(type(f) not in (int, bool) for f in freq):
+                self.fail("sparse_attention_config.sparse_attention_freq", f"must be a list of 0/1 (got {quote(freq)})")
+            return [SPARSE if f else FULL for f in freq], None
         if sac.get("use_sparse_attention"):
             n = min(SEED_FULL_LAYERS, L)
             return [FULL] * n + [SPARSE] * (L - n), (
