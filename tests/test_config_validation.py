@@ -277,3 +277,36 @@ def test_text_config_with_or_without_its_model_type(model_type, own_type):
         text.pop("model_type", None)
     m = symcost.build(dict(raw))
     assert m.params().total_at(m.values) == oracle.params(raw)
+
+
+@pytest.mark.parametrize("field", ["text_config", "vision_config"])
+def test_null_sub_config_is_the_class_default(field):
+    """transformers reads ``"vision_config": null`` as the default sub-config; so does symcost."""
+    raw = tiny("gemma3")
+    raw[field] = None
+    if field == "text_config":
+        raw["mm_tokens_per_image"] = 4
+    m = symcost.build(dict(raw))
+    assert m.params().total_at(m.values) == oracle.params(raw)
+
+
+# -- aliases, per adapter ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("model_type,canonical,alias", [
+    ("mixtral", "num_local_experts", "num_experts"), ("qwen3_moe", "num_experts", "num_local_experts"),
+    ("gpt_oss", "num_local_experts", "num_experts"), ("minimax_m2", "num_local_experts", "num_experts"),
+    ("minimax_m3", "num_local_experts", "num_experts"), ("nemotron_h", "n_routed_experts", "num_local_experts"),
+    ("deepseek_v3", "n_routed_experts", "num_local_experts"), ("deepseek_v2", "num_experts", "n_routed_experts"),
+    ("gpt2", "n_embd", "hidden_size"), ("gpt2", "n_layer", "num_hidden_layers")])
+def test_attribute_alias(model_type, canonical, alias):
+    """The names a family's config class maps to one attribute (its ``attribute_map``) are read alike."""
+    raw = tiny(model_type)
+    raw[alias] = raw.pop(canonical)
+    m = symcost.build(dict(raw))
+    assert m.params().total_at(m.values) == oracle.params(raw)
+
+
+def test_qwen2_moe_does_not_read_num_local_experts():
+    """Qwen2MoeConfig has no attribute_map: a num_local_experts key is not its expert count."""
+    raw = tiny("qwen2_moe", num_local_experts=2)
+    m = symcost.build(dict(raw))
+    assert m.params().total_at(m.values) == oracle.params(raw)

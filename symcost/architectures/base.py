@@ -87,7 +87,19 @@ class Adapter(BaseModel):
                 value = data.get(flag, False)
                 if value is False or (type(value) is int and value == 0):
                     data = {**data, **{f: None for f in fields}}
+            # a null sub-config (``"vision_config": null``) is the class's default one, as in transformers
+            nulls = [k for k in cls._subconfigs() if k in data and data[k] is None]
+            if nulls:
+                data = {k: v for k, v in data.items() if k not in nulls}
         return data
+
+    @classmethod
+    def _subconfigs(cls) -> tuple[str, ...]:
+        if "_subconfig_names" not in cls.__dict__:
+            cls._subconfig_names = tuple(
+                name for name, f in cls.model_fields.items()
+                if not f.is_required() and isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel))
+        return cls._subconfig_names
 
     def to_model(self):  # -> Model
         raise NotImplementedError

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import sympy
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from ..assembly import LayerGroup, Model
 from ..components.attention import Attention
@@ -80,7 +80,7 @@ class MiniMaxM3Adapter(Adapter):
     intermediate_size: PosInt = 3072
     dense_intermediate_size: PosInt = 12288
     shared_intermediate_size: PosInt = 3072
-    num_local_experts: PosInt = 128
+    num_local_experts: PosInt = Field(128, validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 4
     tie_word_embeddings: bool = False
     layer_types: list[str] | None = None
