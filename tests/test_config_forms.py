@@ -4,12 +4,14 @@ For every tiny config of every family (``tests.tiny.cases()``, so families added
 without editing this file), the transformers config class is instantiated from the raw dict the
 way the oracle does (``AutoConfig.for_model``), then serialised both with ``to_dict()`` and with
 ``save_pretrained`` (the ``config.json`` written to disk, read back through symcost's loader).
-symcost must accept each form and give the parameter count of the class on the meta device.
+symcost must accept each form, give the parameter count of the class on the meta device, and the
+same FLOPs and cache as the raw dict (which tests/test_oracle_hf.py compares with the class).
 
-Then configs that hold only some fields: each tiny config with one field left out (the class's
-default fills it) and with only a few fields kept. Where transformers builds the model, symcost
-must agree — both on the serialised form (the class wrote the default out) and on the sparse raw
-dict itself, which only works when every adapter default equals the config class default.
+Then configs that hold only some fields, everything else the class's defaults: each tiny config
+with one field left out, with several left out at once, and the class's default config holding
+only the sizes symcost requires (random layer counts). Where transformers builds the model,
+symcost must agree — both on the serialised form (the class wrote the defaults out) and on the
+sparse dict itself, which only works when every adapter default equals the config class default.
 """
 import json
 import random
@@ -20,7 +22,8 @@ from pydantic import BaseModel
 from transformers import AutoConfig
 
 import symcost
-from symcost import architectures, loader
+from symcost import architectures
+from symcost.conventions import Phase
 from symcost.errors import SymcostError
 from tests import oracle
 from tests.tiny import cases
@@ -56,12 +59,25 @@ def _params(source) -> int:
     return m.params().total_at(m.values)
 
 
+def _costs(m) -> tuple:
+    """Prefill and decode FLOPs and cache elements at two context lengths."""
+    out = []
+    for T in (7, 64):
+        values = m.values_with(T=T, B=2)
+        out += [m.flops(Phase(kind=kind, attention="full", impl="reference")).total_at(values)
+                for kind in ("prefill", "decode")] + [m.cache().total_at(values)]
+    return tuple(out)
+
+
 @pytest.mark.parametrize("case", TINY, ids=IDS)
 def test_round_trip_through_the_config_class(case, tmp_path):
     _, raw, _ = case
     expected = oracle.params(raw)
+    costs = _costs(symcost.build(dict(raw)))
     for form, source in _forms(raw, tmp_path).items():
-        assert _params(source) == expected, form
+        m = symcost.build(source)
+        assert m.params().total_at(m.values) == expected, form
+        assert _costs(m) == costs, form
 
 
 def _transformers_params(raw: dict) -> int | None:

@@ -178,6 +178,8 @@ def test_a_billion_layers_is_refused_at_once(model_type, tmp_path, capsys):
 
 def test_sizes_beyond_int64_are_refused(tmp_path, capsys):
     assert "'vocab_size'" in params_error(tmp_path, capsys, tiny("llama", vocab_size=2**64))
+    with pytest.raises(symcost.SymcostError, match="'vocab_size'.*bits"):  # too long even to print
+        symcost.build(tiny("llama", vocab_size=10**20_000))
 
 
 def test_json_integer_past_the_digit_limit(tmp_path, capsys):

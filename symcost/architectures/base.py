@@ -36,6 +36,8 @@ def quote(value, limit: int = QUOTE_LIMIT) -> str:
         text = repr(value)
     except RecursionError:
         return "a value nested too deeply"
+    except ValueError:  # an int past Python's 4,300-digit conversion limit
+        return f"an integer of {value.bit_length()} bits" if isinstance(value, int) else "an unprintable value"
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
