@@ -55,7 +55,8 @@ class LlamaAdapter(Adapter):
                           "(expected full_attention, sliding_attention)")
         if "sliding_attention" in self.resolved_layer_types():
             if self.sliding_window is None:
-                self.fail("sliding_window", "sliding-attention layers need a sliding_window")
+                flag = " and use_sliding_window: true" if "use_sliding_window" in self.switches else ""
+                self.fail("sliding_window", f"sliding-attention layers need a sliding_window{flag}")
             if self.sliding_window < 1:
                 self.fail("sliding_window", f"must be a positive window for the sliding-attention layers "
                           f"(got {self.sliding_window}; null means full attention)")
