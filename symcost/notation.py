@@ -13,6 +13,7 @@ D_h*H_kv
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -51,11 +52,13 @@ TABLE: tuple[Entry, ...] = (
     Entry("d_kv", "d_{kv}", "MLA key/value LoRA rank", "kv_lora_rank", "length"),
     Entry("D_nope", "D_{nope}", "MLA non-rotary q/k head dim", "qk_nope_head_dim", "length"),
     Entry("D_rope", "D_{rope}", "MLA rotary q/k head dim", "qk_rope_head_dim", "length"),
-    Entry("D_v", "D_{v}", "MLA value head dim", "v_head_dim", "length"),
+    Entry("D_v", "D_{v}", "value head dim (MLA; MiMo-V2-Flash attention)", "v_head_dim", "length"),
     # -- sparse indexer (DeepSeek V3.2 DSA, MiniMax M3 MSA) --
     Entry("H_I", "H_{I}", "indexer heads", "index_n_heads", "count"),
     Entry("D_I", "D_{I}", "indexer head dim", "index_head_dim", "length"),
     Entry("k_I", "k_{I}", "indexer top-k keys", "index_topk", "count"),
+    Entry("L_I", "L_{I}", "layers running their own DSA indexer (the others reuse its top-k)",
+          "indexer_types, index_topk_freq, index_topk_pattern"),
     # -- Mamba-2 (seed 001 §2.4) --
     Entry("N", "N", "SSM state size", "ssm_state_size, state_size", "length"),
     Entry("H_m", "H_{m}", "Mamba heads", "mamba_num_heads, num_heads", "count"),
@@ -85,12 +88,12 @@ TABLE: tuple[Entry, ...] = (
     # -- SigLIP vision tower (Gemma 3) --
     Entry("d_vis", "d_{vis}", "vision tower hidden size", "vision_config.hidden_size", "length"),
     Entry("d_ff_vis", "d_{ff,vis}", "vision tower MLP size", "vision_config.intermediate_size", "length"),
-    Entry("L_vis", "L_{vis}", "vision tower layers", "vision_config.num_hidden_layers"),
+    Entry("L_vis", "L_{vis}", "vision tower layers", "vision_config.num_hidden_layers, depth"),
     Entry("p_vis", "p_{vis}", "vision patch size (pixels per side)", "vision_config.patch_size", "length"),
-    Entry("C_img", "C_{img}", "image channels", "vision_config.num_channels"),
+    Entry("C_img", "C_{img}", "image channels", "vision_config.num_channels, in_channels"),
     Entry("N_pat", "N_{pat}", "patches per image", "(image_size // patch_size)^2"),
     # -- DeepSeek / Kimi (MoonViT patch merger) --
-    Entry("m_vis", "m_{vis}", "vision patches merged into one token", "vision_config.merge_kernel_size"),
+    Entry("m_vis", "m_{vis}", "vision patches merged into one token", "vision_config.merge_kernel_size, spatial_merge_size²"),
     # -- Gated DeltaNet (Qwen3-Next) --
     Entry("C_dn", "C_{dn}", "Gated DeltaNet chunk size (the torch scan pads T to a multiple)",
           "(64, fixed in transformers)", "length"),
@@ -115,11 +118,20 @@ TABLE: tuple[Entry, ...] = (
     Entry("L_hash", "L_{hash}", "hash-routed MoE layers", "num_hash_layers, mlp_layer_types"),
     # -- vision tokens per image (Gemma 3 pooled projector) --
     Entry("N_img", "N_{img}", "text tokens one image fills (pooled vision features)", "mm_tokens_per_image"),
+    # -- Qwen3-VL / Qwen3.5 vision tower (learned position table, deepstack mergers) --
+    Entry("P_vis", "P_{vis}", "vision learned position-embedding entries (resampled to each image's grid)",
+          "vision_config.num_position_embeddings"),
+    Entry("n_ds", "n_{ds}", "deepstack patch mergers (vision features fed into early text layers)",
+          "len(vision_config.deepstack_visual_indexes)"),
+    Entry("d_vout", "d_{vout}", "vision merger output size, where it differs from the text hidden size",
+          "vision_config.out_hidden_size", "length"),
     # -- user inputs --
     Entry("T", "T", "tokens: sequence / context length", "(input)", "length"),
     Entry("B", "B", "batch size", "(input)"),
     Entry("b_w", "b_{w}", "bytes per weight", "(dtype)", "bytes"),
     Entry("b_kv", "b_{kv}", "bytes per cache element", "(dtype)", "bytes"),
+    Entry("b_state", "b_{state}", "bytes per recurrent/conv state element (fp32 in transformers)",
+          "(dtype)", "bytes"),
 )
 
 _SYMBOLS: dict[str, sympy.Symbol] = {
@@ -131,7 +143,13 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in TABLE}
 sym = SimpleNamespace(**_SYMBOLS)
 
 #: LaTeX name of every symbol, for the printer.
-LATEX_NAMES: dict[sympy.Symbol, str] = {_SYMBOLS[e.name]: e.latex for e in TABLE}
+def _upright(tex: str) -> str:
+    """Multi-letter subscripts are names, set upright: ``d_{ff}`` → ``d_{\\mathrm{ff}}``;
+    a single-letter one stays a variable (``H_{q}``)."""
+    return re.sub(r"_\{([A-Za-z]{2,})\}", r"_{\\mathrm{\1}}", tex)
+
+
+LATEX_NAMES: dict[sympy.Symbol, str] = {_SYMBOLS[e.name]: _upright(e.latex) for e in TABLE}
 
 
 def by_name(name: str) -> sympy.Symbol:

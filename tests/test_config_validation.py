@@ -173,7 +173,7 @@ def test_a_billion_layers_is_refused_at_once(model_type, tmp_path, capsys):
     start = time.perf_counter()
     err = params_error(tmp_path, capsys, raw)
     assert time.perf_counter() - start < 2, "a 10^9-layer list was built"
-    assert any(f"{k}'" in err for k in keys), err
+    assert any(k in err for k in keys), err
 
 
 def test_sizes_beyond_int64_are_refused(tmp_path, capsys):

@@ -131,3 +131,13 @@ class Adapter(BaseModel):
 def values(**kw: int) -> dict:
     """Symbol values from keyword names of the notation: ``values(d=4096, L=32)``."""
     return {getattr(sym, k): sympy.Integer(v) for k, v in kw.items() if v is not None}
+
+
+def nested(cls: type[Adapter], raw: dict | None, prefix: str, **fixed) -> Adapter:
+    """Validate a nested sub-config (``text_config``) with adapter ``cls``; errors name the field
+    under ``prefix`` (``text_config.num_experts_per_tok``). ``fixed`` overrides keys of ``raw``
+    (the sub-config's own ``model_type``, a tying flag the wrapper decides)."""
+    try:
+        return cls.model_validate({**(raw or {}), **fixed})
+    except ValidationError as e:
+        raise SymcostError(validation_message(e, prefix)) from None
