@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from . import architectures
-from .architectures.base import Adapter
+from .architectures.base import Adapter, validation_message
 from .assembly import Model
 from .errors import SymcostError
 
@@ -119,9 +119,13 @@ def read_json(source: str) -> tuple[str, dict]:
         path = Path(f"{name}.json")
         text = (BUNDLED / f"{name}.json").read_text(encoding="utf-8")
     try:
-        raw = json.loads(text)
+        raw = json.loads(text)  # Infinity / NaN literals are read, as transformers writes them
     except json.JSONDecodeError as e:
         raise SymcostError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except ValueError as e:  # an integer literal past Python's 4,300-digit conversion limit
+        raise SymcostError(f"{path}: invalid JSON: {str(e).split(':')[0]}") from None
+    except RecursionError:
+        raise SymcostError(f"{path}: invalid JSON: nested too deeply") from None
     if not isinstance(raw, dict):
         raise SymcostError(f"{path}: expected a JSON object, got {type(raw).__name__}")
     return name, raw
@@ -142,13 +146,9 @@ def load_config(source: str | dict, name: str | None = None):
     try:
         return cls.model_validate({**raw, "name": name})
     except ValidationError as e:
-        err = e.errors()[0]
-        inner = (err.get("ctx") or {}).get("error")
-        if isinstance(inner, SymcostError):  # an adapter's own consistency check: already names its field
-            raise inner from None
-        field = ".".join(str(p) for p in err["loc"]) or "config"
-        got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
-        raise SymcostError(f"field '{field}': {err['msg']}{got}") from None
+        raise SymcostError(validation_message(e)) from None
+    except RecursionError:
+        raise SymcostError("config: nested too deeply") from None
 
 
 def build(config) -> Model:

@@ -51,7 +51,8 @@ def register(*model_types: str):
 
 def get(model_type: str):
     if model_type not in _MODULE_OF:
-        raise SymcostError(f"field 'model_type': unsupported architecture {model_type!r} "
+        from .base import quote
+        raise SymcostError(f"field 'model_type': unsupported architecture {quote(model_type)} "
                            f"(supported: {', '.join(sorted(_MODULE_OF))})")
     if model_type not in _REGISTRY:
         importlib.import_module(f"{__name__}.{_MODULE_OF[model_type]}")

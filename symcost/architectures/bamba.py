@@ -28,7 +28,7 @@ from ..components.mamba2 import Mamba2
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, PosInt, values
+from .base import Adapter, LayerCount, PosInt, values
 
 LEGACY = {"mamba": "linear_attention", "attention": "full_attention"}  # transformers' remap
 KINDS = ("linear_attention", "full_attention")
@@ -42,7 +42,7 @@ class MambaHybridAdapter(Adapter):
     vocab_size: PosInt = 128000
     hidden_size: PosInt = 4096
     intermediate_size: PosInt = 14336
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
     num_key_value_heads: PosInt | None = 8
     head_dim: PosInt | None = None

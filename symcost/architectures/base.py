@@ -9,13 +9,61 @@ from __future__ import annotations
 from typing import Annotated, ClassVar
 
 import sympy
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import SymcostError
 from ..notation import sym
 
-PosInt = Annotated[int, Field(gt=0, strict=False)]
-NonNegInt = Annotated[int, Field(ge=0, strict=False)]
+#: the largest size a config may state: int64, what torch shapes and checkpoint headers hold
+MAX_INT = 2**63 - 1
+#: the most layers a config may state: stacks are unrolled per layer to find their groups
+MAX_LAYERS = 100_000
+
+# Integer fields are strict: a JSON integer, never ``true`` read as 1, ``4.5`` truncated or ``"4"``.
+Int = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT, strict=True)]
+PosInt = Annotated[int, Field(gt=0, le=MAX_INT, strict=True)]
+NonNegInt = Annotated[int, Field(ge=0, le=MAX_INT, strict=True)]
+LayerCount = Annotated[int, Field(gt=0, le=MAX_LAYERS, strict=True)]
+
+#: longest quoted value in an error line (a 100 MB string must not become a 100 MB line)
+QUOTE_LIMIT = 80
+MESSAGE_LIMIT = 400
+
+
+def quote(value, limit: int = QUOTE_LIMIT) -> str:
+    """``repr(value)``, cut to ``limit`` characters with the length of what was left out."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        return "a value nested too deeply"
+    except ValueError:  # an int past Python's 4,300-digit conversion limit
+        return f"an integer of {value.bit_length()} bits" if isinstance(value, int) else "an unprintable value"
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit} more characters)"
+
+
+def clip(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    message = " ".join(message.split())  # one line
+    return message if len(message) <= limit else f"{message[:limit]}… (message cut)"
+
+
+def validation_message(error: ValidationError, prefix: str = "") -> str:
+    """One line naming the field of pydantic's first error: ``field 'a.b': message (got value)``.
+
+    A consistency check of an adapter (``Adapter.fail``, a ``SymcostError``) keeps its own field,
+    placed under the path of the nested config it came from (``text_config.num_key_value_heads``).
+    """
+    err = error.errors(include_url=False)[0]
+    loc = [prefix] if prefix else []
+    loc += [quote(p, 40) if not isinstance(p, (str, int)) or len(str(p)) > 40 else str(p) for p in err["loc"]]
+    inner = (err.get("ctx") or {}).get("error")
+    if err["type"] == "value_error" and isinstance(inner, SymcostError):
+        text = str(inner)
+        if text.startswith("field '") and loc:
+            return clip("field '" + ".".join(loc) + "." + text[len("field '"):])
+        return clip(text)
+    field = ".".join(loc) or "config"
+    got = "" if "input" not in err or isinstance(err["input"], dict) else f" (got {quote(err['input'])})"
+    return clip(f"field '{field}': {err['msg']}{got}")
 
 
 class Adapter(BaseModel):
@@ -25,9 +73,35 @@ class Adapter(BaseModel):
     model_types: ClassVar[tuple[str, ...]] = ()
     #: the transformers class this adapter mirrors (the parameter oracle)
     reference: ClassVar[str] = ""
+    #: a flag and the fields it switches on: when the flag is false (or absent: its default),
+    #: transformers drops the fields (e.g. ``use_sliding_window`` → ``sliding_window = None``), so
+    #: they are read as None and not validated (``sliding_window: 0`` or ``null`` is fine then)
+    switches: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     model_type: str
     name: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _switched_off(cls, data):
+        if isinstance(data, dict):
+            for flag, fields in cls.switches.items():
+                value = data.get(flag, False)
+                if value is False or (type(value) is int and value == 0):
+                    data = {**data, **{f: None for f in fields}}
+            # a null sub-config (``"vision_config": null``) is the class's default one, as in transformers
+            nulls = [k for k in cls._subconfigs() if k in data and data[k] is None]
+            if nulls:
+                data = {k: v for k, v in data.items() if k not in nulls}
+        return data
+
+    @classmethod
+    def _subconfigs(cls) -> tuple[str, ...]:
+        if "_subconfig_names" not in cls.__dict__:
+            cls._subconfig_names = tuple(
+                name for name, f in cls.model_fields.items()
+                if not f.is_required() and isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel))
+        return cls._subconfig_names
 
     def to_model(self):  # -> Model
         raise NotImplementedError
@@ -35,7 +109,18 @@ class Adapter(BaseModel):
     # -- helpers for subclasses ----------------------------------------------------------------
     @staticmethod
     def fail(field: str, message: str) -> None:
-        raise SymcostError(f"field '{field}': {message}")
+        raise SymcostError(clip(f"field '{field}': {message}"))
+
+    def check_count(self, field: str, got: int, expected: int, what: str = "num_hidden_layers") -> None:
+        """A per-layer list or pattern (``field``) must have one entry per layer."""
+        if got != expected:
+            self.fail(field, f"has {got} entries for {what}={expected}")
+
+    def check_top_k(self, experts_field: str, k_field: str = "num_experts_per_tok") -> None:
+        """Experts per token within 1..E (k > E would count more active than total parameters)."""
+        E, k = getattr(self, experts_field), getattr(self, k_field)
+        if k is not None and E is not None and k > E:
+            self.fail(k_field, f"{k_field}={k} exceeds {experts_field}={E}")
 
     def require_divisible(self, num_field: str, den_field: str) -> None:
         num, den = getattr(self, num_field), getattr(self, den_field)
@@ -52,13 +137,7 @@ def nested(cls: type[Adapter], raw: dict | None, prefix: str, **fixed) -> Adapte
     """Validate a nested sub-config (``text_config``) with adapter ``cls``; errors name the field
     under ``prefix`` (``text_config.num_experts_per_tok``). ``fixed`` overrides keys of ``raw``
     (the sub-config's own ``model_type``, a tying flag the wrapper decides)."""
-    from pydantic import ValidationError
     try:
         return cls.model_validate({**(raw or {}), **fixed})
     except ValidationError as e:
-        err = e.errors()[0]
-        loc, msg = ".".join(str(p) for p in err["loc"]), err["msg"]
-        if not loc and "field '" in msg:  # a consistency check of the nested adapter
-            msg = msg.split("field '", 1)[1]
-            loc, msg = msg.split("'", 1)[0], msg.split("': ", 1)[-1]
-        Adapter.fail(f"{prefix}.{loc}", msg)
+        raise SymcostError(validation_message(e, prefix)) from None

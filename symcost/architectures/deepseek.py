@@ -34,9 +34,10 @@ from ..components.mtp import add_mtp, mtp_module
 from ..components.moonvit import MoonViT, MoonViTBlock, MoonViTProjector, MoonViTStem
 from ..components.norm import Norms
 from ..components.sparse_index import Indexer
+from ..errors import SymcostError
 from ..notation import sym
 from . import register
-from .base import Adapter, NonNegInt, PosInt, values
+from .base import Adapter, LayerCount, NonNegInt, PosInt, quote, validation_message, values
 
 LAYER_NORMS = ("input_layernorm", "post_attention_layernorm")
 
@@ -53,7 +54,7 @@ class DeepseekV3Adapter(Adapter):
 
     hidden_size: PosInt
     vocab_size: PosInt
-    num_hidden_layers: PosInt
+    num_hidden_layers: LayerCount
     num_attention_heads: PosInt
     intermediate_size: PosInt = 18432
     num_key_value_heads: PosInt | None = None
@@ -78,9 +79,19 @@ class DeepseekV3Adapter(Adapter):
     @model_validator(mode="after")
     def _consistent(self):
         self.check_attention()
+        self.check_first_k_dense()
         if self.n_moe_layers:
             self.check_router()
         return self
+
+    def check_first_k_dense(self) -> None:
+        """A stated dense prefix past the stack is an error; the class default is not (transformers
+        writes it out whatever the depth, and then makes every layer dense)."""
+        default = type(self).model_fields["first_k_dense_replace"].default
+        if self.first_k_dense_replace > self.num_hidden_layers and self.first_k_dense_replace != default \
+                and self.uses_first_k_dense:
+            self.fail("first_k_dense_replace", f"first_k_dense_replace={self.first_k_dense_replace} exceeds "
+                      f"num_hidden_layers={self.num_hidden_layers}")
 
     def check_attention(self) -> None:
         H = self.num_attention_heads
@@ -112,6 +123,10 @@ class DeepseekV3Adapter(Adapter):
     def mlp_kinds(self) -> list[str]:
         n_dense = min(self.first_k_dense_replace, self.num_hidden_layers)
         return ["dense"] * n_dense + ["sparse"] * (self.num_hidden_layers - n_dense)
+
+    @property
+    def uses_first_k_dense(self) -> bool:
+        return True
 
     @property
     def n_moe_layers(self) -> int:
@@ -218,7 +233,7 @@ class DeepseekV2Adapter(DeepseekV3Adapter):
         if self.num_experts_per_tok is None or self.num_experts_per_tok > E:
             self.fail("num_experts_per_tok", f"needs 1..n_routed_experts={E} (got {self.num_experts_per_tok})")
         if self.topk_method not in ("greedy", "group_limited_greedy"):
-            self.fail("topk_method", f"unknown top-k method {self.topk_method!r}")
+            self.fail("topk_method", f"unknown top-k method {quote(self.topk_method)}")
         if self.topk_method == "group_limited_greedy":
             g = self.n_group
             if g is None or E % g:
@@ -251,6 +266,10 @@ class DeepseekV32Adapter(DeepseekV3Adapter):
     def mlp_kinds(self) -> list[str]:
         return list(self.mlp_layer_types) if self.mlp_layer_types is not None else super().mlp_kinds()
 
+    @property
+    def uses_first_k_dense(self) -> bool:
+        return self.mlp_layer_types is None
+
     def mixer(self) -> tuple:
         return (MLA(bias=self.attention_bias, k_sel=sym.k_I), Indexer())
 
@@ -259,16 +278,17 @@ class DeepseekV32Adapter(DeepseekV3Adapter):
 
 
 class MoonViTConfig(BaseModel):
-    """``vision_config`` of Kimi-K2.5: hub names (``vt_*``, ``init_pos_emb_*``) first, then transformers'."""
+    """``vision_config`` of Kimi-K2.5: transformers' names (``Kimi_K25VisionConfig``) first; where they are
+    absent, the Hub file's (``vt_*``, ``init_pos_emb_*``), which the original remote code reads."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    hidden_size: PosInt = _alias(1152, "vt_hidden_size", "hidden_size")
-    intermediate_size: PosInt = _alias(4304, "vt_intermediate_size", "intermediate_size")
-    num_hidden_layers: PosInt = _alias(27, "vt_num_hidden_layers", "num_hidden_layers")
+    hidden_size: PosInt = _alias(1152, "hidden_size", "vt_hidden_size")
+    intermediate_size: PosInt = _alias(4304, "intermediate_size", "vt_intermediate_size")
+    num_hidden_layers: LayerCount = _alias(27, "num_hidden_layers", "vt_num_hidden_layers")
     patch_size: PosInt = 14
-    pos_emb_height: PosInt = _alias(64, "init_pos_emb_height", "pos_emb_height")
-    pos_emb_width: PosInt = _alias(64, "init_pos_emb_width", "pos_emb_width")
+    pos_emb_height: PosInt = _alias(64, "pos_emb_height", "init_pos_emb_height")
+    pos_emb_width: PosInt = _alias(64, "pos_emb_width", "init_pos_emb_width")
     merge_kernel_size: tuple[PosInt, PosInt] = (2, 2)
 
 
@@ -297,12 +317,7 @@ class KimiK25Adapter(Adapter):
         try:
             return DeepseekV3Adapter.model_validate(raw)
         except ValidationError as e:
-            err = e.errors()[0]
-            loc, msg = ".".join(str(p) for p in err["loc"]), err["msg"]
-            if not loc and "field '" in msg:  # a consistency check of the text adapter
-                msg = msg.split("field '", 1)[1]
-                loc, msg = msg.split("'", 1)[0], msg.split("': ", 1)[-1]
-            self.fail(f"text_config.{loc}", msg)
+            raise SymcostError(validation_message(e, "text_config")) from None
 
     def to_model(self) -> Model:
         text, v = self.text(), self.vision_config

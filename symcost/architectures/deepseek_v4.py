@@ -39,7 +39,7 @@ from ..components.norm import Norms
 from ..notation import sym
 from ..terms import Terms
 from . import register
-from .base import Adapter, NonNegInt, PosInt, values
+from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, quote, values
 
 SWA, CSA, HCA = "sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention"
 RATIO_KIND = {0: SWA, 4: CSA, 128: HCA}  # transformers' _COMPRESS_RATIO_TO_LAYER_TYPE
@@ -52,7 +52,7 @@ class DeepseekV4Adapter(Adapter):
 
     hidden_size: PosInt
     vocab_size: PosInt
-    num_hidden_layers: PosInt
+    num_hidden_layers: LayerCount
     num_attention_heads: PosInt
     head_dim: PosInt = 512
     q_lora_rank: PosInt = 1024
@@ -73,7 +73,7 @@ class DeepseekV4Adapter(Adapter):
     mlp_bias: bool = False
     attention_bias: bool = False
     layer_types: list[str] | None = None
-    compress_ratios: list[int] | None = None
+    compress_ratios: list[Int] | None = None
     compress_rates: dict[str, PosInt] | None = None
     compress_rate_csa: PosInt | None = None
     compress_rate_hca: PosInt | None = None
@@ -88,14 +88,14 @@ class DeepseekV4Adapter(Adapter):
                 self.fail("layer_types", f"has {len(self.layer_types)} entries for num_hidden_layers={n}")
             bad = set(self.layer_types) - {SWA, CSA, HCA}
             if bad:
-                self.fail("layer_types", f"unknown layer type(s) {sorted(bad)}")
+                self.fail("layer_types", f"unknown layer type(s) {quote(sorted(bad))}")
         elif self.compress_ratios is not None:
             if len(self.compress_ratios) < n:
                 self.fail("compress_ratios", f"has {len(self.compress_ratios)} entries for num_hidden_layers={n}")
             bad = set(self.compress_ratios) - set(RATIO_KIND)
             if bad:
                 self.fail("compress_ratios", f"entries must be 0, 4 or 128 (they select the layer kind; "
-                          f"the ratios come from compress_rates), got {sorted(bad)}")
+                          f"the ratios come from compress_rates), got {quote(sorted(bad))}")
         if self.mlp_layer_types is not None:
             if len(self.mlp_layer_types) < n:
                 self.fail("mlp_layer_types", f"has {len(self.mlp_layer_types)} entries for num_hidden_layers={n}")

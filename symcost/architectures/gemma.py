@@ -27,7 +27,7 @@ from ..components.norm import Norms
 from ..components.vision import Vision
 from ..notation import sym
 from . import register
-from .base import Adapter, PosInt, values
+from .base import Adapter, Int, LayerCount, PosInt, values
 from .llama import LlamaAdapter
 
 GEMMA_NORMS = ("input_layernorm", "post_attention_layernorm",
@@ -65,7 +65,7 @@ class Gemma2Adapter(LlamaAdapter):
     num_key_value_heads: PosInt | None = 4
     head_dim: PosInt | None = 256
     tie_word_embeddings: bool = True
-    sliding_window: PosInt | None = 4096
+    sliding_window: Int | None = 4096
     use_bidirectional_attention: bool | None = None
 
     @model_validator(mode="after")
@@ -86,8 +86,6 @@ class Gemma2Adapter(LlamaAdapter):
 
     def to_model(self, tied: bool | None = None) -> Model:
         types = self.resolved_layer_types()
-        if "sliding_attention" in types and self.sliding_window is None:
-            self.fail("sliding_window", "sliding-attention layers need a sliding_window")
         groups, vals = window_groups(types, self.layer)
         vals.update(values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                            H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h,
@@ -113,7 +111,7 @@ class Gemma3TextAdapter(Gemma2Adapter):
     vocab_size: PosInt = 262_208
     hidden_size: PosInt = 2304
     intermediate_size: PosInt = 9216
-    num_hidden_layers: PosInt = 26
+    num_hidden_layers: LayerCount = 26
     num_attention_heads: PosInt = 8
     sliding_window_pattern: PosInt = 6
 

@@ -50,7 +50,7 @@ from ..components.parallel_moe import ParallelMoE
 from ..components.per_layer_input import PerLayerEmbedding, PerLayerInputGate
 from ..notation import sym
 from . import register
-from .base import Adapter, NonNegInt, PosInt, nested, values
+from .base import Adapter, LayerCount, NonNegInt, PosInt, nested, values
 from .gemma import GEMMA_NORMS, Gemma2Adapter
 
 MOE_NORMS = ("post_feedforward_layernorm_1", "post_feedforward_layernorm_2", "pre_feedforward_layernorm_2")
@@ -73,7 +73,7 @@ class Gemma4TextAdapter(Gemma2Adapter):
     vocab_size: PosInt = 262_144
     hidden_size: PosInt = 2304
     intermediate_size: PosInt = 9216
-    num_hidden_layers: PosInt = 30
+    num_hidden_layers: LayerCount = 30
     num_attention_heads: PosInt = 8
     num_key_value_heads: PosInt | None = 4
     head_dim: PosInt | None = 256

@@ -52,7 +52,9 @@ class _GlmChecks:
     """Checks GLM's config classes share (methods only; each adapter declares its own fields)."""
 
     def check_dense_prefix(self) -> None:
-        if self.first_k_dense_replace > self.num_hidden_layers:
+        # the class default is not an error: transformers writes it out at any depth (all layers dense then)
+        default = type(self).model_fields["first_k_dense_replace"].default
+        if self.first_k_dense_replace > self.num_hidden_layers and self.first_k_dense_replace != default:
             self.fail("first_k_dense_replace", f"{self.first_k_dense_replace} dense layers exceed "
                       f"num_hidden_layers={self.num_hidden_layers}")
 
@@ -145,6 +147,10 @@ class Glm4MoeLiteAdapter(_GlmChecks, DeepseekV3Adapter):
     def check_attention(self) -> None:
         self.check_mla_heads()
         self.check_layer_list("mlp_layer_types", self.mlp_layer_types, ("dense", "sparse"))
+
+    @property
+    def uses_first_k_dense(self) -> bool:
+        return False  # Glm4MoeLiteConfig does not read first_k_dense_replace
 
     def mlp_kinds(self) -> list[str]:
         if self.mlp_layer_types is not None:

@@ -19,7 +19,7 @@ from ..components.ffn import FFN
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, PosInt, values
+from .base import Adapter, LayerCount, PosInt, values
 
 
 def _alias(*names: str):
@@ -31,7 +31,7 @@ class GPT2Adapter(Adapter):
     reference: ClassVar[str] = "GPT2LMHeadModel"
 
     n_embd: PosInt = _alias("n_embd", "hidden_size")
-    n_layer: PosInt = _alias("n_layer", "num_hidden_layers")
+    n_layer: LayerCount = _alias("n_layer", "num_hidden_layers")
     n_head: PosInt = _alias("n_head", "num_attention_heads")
     n_positions: PosInt = _alias("n_positions", "max_position_embeddings")
     vocab_size: PosInt

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import AliasChoices, Field, model_validator
+
 from ..assembly import Model
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.moe import MoE
 from ..components.norm import Norms
 from . import register
-from .base import PosInt, values
+from .base import Int, PosInt, values
 from .gemma import alternating_layer_types, window_groups
 from .llama import LAYER_NORMS, LlamaAdapter
 
@@ -26,12 +28,17 @@ from .llama import LAYER_NORMS, LlamaAdapter
 class GptOssAdapter(LlamaAdapter):
     reference: ClassVar[str] = "GptOssForCausalLM"
 
-    num_local_experts: PosInt
+    num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 4
     num_key_value_heads: PosInt | None = 8
     head_dim: PosInt | None = 64
-    sliding_window: PosInt | None = 128
+    sliding_window: Int | None = 128
     attention_bias: bool = True
+
+    @model_validator(mode="after")
+    def _router(self):
+        self.check_top_k("num_local_experts")
+        return self
 
     def resolved_layer_types(self) -> list[str]:
         return alternating_layer_types(self.layer_types, self.num_hidden_layers)
@@ -44,11 +51,6 @@ class GptOssAdapter(LlamaAdapter):
 
     def to_model(self) -> Model:
         types = self.resolved_layer_types()
-        if "sliding_attention" in types and self.sliding_window is None:
-            self.fail("sliding_window", "sliding-attention layers need a sliding_window")
-        if self.num_experts_per_tok > self.num_local_experts:
-            self.fail("num_experts_per_tok", f"{self.num_experts_per_tok} exceeds "
-                      f"num_local_experts={self.num_local_experts}")
         groups, vals = window_groups(types, self.layer)
         vals.update(values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                            H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h,

@@ -18,7 +18,7 @@ from ..components.ffn import FFN
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, PosInt, values
+from .base import Adapter, Int, LayerCount, PosInt, quote, values
 
 LAYER_NORMS = ("input_layernorm", "post_attention_layernorm")
 
@@ -31,7 +31,7 @@ class LlamaAdapter(Adapter):
 
     hidden_size: PosInt
     vocab_size: PosInt
-    num_hidden_layers: PosInt
+    num_hidden_layers: LayerCount
     num_attention_heads: PosInt
     intermediate_size: PosInt
     num_key_value_heads: PosInt | None = None
@@ -39,7 +39,7 @@ class LlamaAdapter(Adapter):
     tie_word_embeddings: bool = False
     attention_bias: bool = False
     mlp_bias: bool = False
-    sliding_window: PosInt | None = None
+    sliding_window: Int | None = None  # checked only where a layer uses it
     layer_types: list[str] | None = None
 
     @model_validator(mode="after")
@@ -48,12 +48,18 @@ class LlamaAdapter(Adapter):
             self.fail("num_key_value_heads", f"num_attention_heads={self.num_attention_heads} is not "
                       f"divisible by num_key_value_heads={self.H_kv}")
         if self.layer_types is not None:
-            if len(self.layer_types) != self.num_hidden_layers:
-                self.fail("layer_types", f"has {len(self.layer_types)} entries for "
-                          f"num_hidden_layers={self.num_hidden_layers}")
+            self.check_count("layer_types", len(self.layer_types), self.num_hidden_layers)
             unknown = set(self.layer_types) - {"full_attention", "sliding_attention"}
             if unknown:
-                self.fail("layer_types", f"unknown layer type(s) {sorted(unknown)}")
+                self.fail("layer_types", f"unknown layer type(s) {quote(sorted(unknown))} "
+                          "(expected full_attention, sliding_attention)")
+        if "sliding_attention" in self.resolved_layer_types():
+            if self.sliding_window is None:
+                flag = " and use_sliding_window: true" if "use_sliding_window" in self.switches else ""
+                self.fail("sliding_window", f"sliding-attention layers need a sliding_window{flag}")
+            if self.sliding_window < 1:
+                self.fail("sliding_window", f"must be a positive window for the sliding-attention layers "
+                          f"(got {self.sliding_window}; null means full attention)")
         return self
 
     # -- derived values, as transformers derives them --------------------------------------------
@@ -84,8 +90,6 @@ class LlamaAdapter(Adapter):
         n_swa = types.count("sliding_attention")
         n_full = len(types) - n_swa
         norms = Norms(LAYER_NORMS)
-        if n_swa and self.sliding_window is None:
-            self.fail("sliding_window", "sliding-attention layers need a sliding_window")
         kinds = [("layers" if not n_swa else "full_layers", n_full, None, sym.L_full),
                  ("layers" if not n_full else "swa_layers", n_swa, sym.W, sym.L_swa)]
         kinds = [k for k in kinds if k[1]]
@@ -106,9 +110,11 @@ class LlamaAdapter(Adapter):
 
 @register("mistral")
 class MistralAdapter(LlamaAdapter):
-    """Mistral: Llama wiring; when ``sliding_window`` is set every layer uses it."""
+    """Mistral: Llama wiring; when ``sliding_window`` is set (default 4096) every layer uses it."""
 
     reference: ClassVar[str] = "MistralForCausalLM"
+    num_key_value_heads: PosInt | None = 8  # MistralConfig's defaults
+    sliding_window: Int | None = 4096
 
     def resolved_layer_types(self) -> list[str]:
         kind = "full_attention" if self.sliding_window is None else "sliding_attention"
@@ -121,9 +127,11 @@ class Qwen2Adapter(LlamaAdapter):
 
     reference: ClassVar[str] = "Qwen2ForCausalLM"
     qkv_bias_always: ClassVar[bool] = True
+    switches: ClassVar[dict] = {"use_sliding_window": ("sliding_window",)}
     num_key_value_heads: PosInt | None = 32
     use_sliding_window: bool = False
-    max_window_layers: int = 28
+    sliding_window: Int | None = 4096
+    max_window_layers: Int = 28
 
     def resolved_layer_types(self) -> list[str]:
         if self.layer_types is not None:

@@ -18,7 +18,7 @@ from ..components.mamba2 import Mamba2
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, PosInt, values
+from .base import Adapter, LayerCount, PosInt, values
 
 
 @register("mamba2")
@@ -30,7 +30,7 @@ class Mamba2Adapter(Adapter):
     vocab_size: PosInt
     hidden_size: PosInt
     state_size: PosInt = 128
-    num_hidden_layers: PosInt
+    num_hidden_layers: LayerCount
     expand: PosInt = 2
     conv_kernel: PosInt = 4
     n_groups: PosInt = 8

@@ -37,7 +37,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, NonNegInt, PosInt, values
+from .base import Adapter, LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS
 
 FULL, SWA = "full_attention", "sliding_attention"
@@ -55,7 +55,7 @@ class MiMoV2FlashAdapter(Adapter):
 
     hidden_size: PosInt
     vocab_size: PosInt
-    num_hidden_layers: PosInt
+    num_hidden_layers: LayerCount
     num_attention_heads: PosInt
     num_key_value_heads: PosInt = 4
     head_dim: PosInt | None = 192

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import AliasChoices, Field, model_validator
+
 from ..assembly import LayerGroup, Model
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
@@ -20,7 +22,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import PosInt, values
+from .base import Int, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter
 
 
@@ -28,16 +30,18 @@ from .llama import LAYER_NORMS, LlamaAdapter
 class MiniMaxM2Adapter(LlamaAdapter):
     reference: ClassVar[str] = "MiniMaxM2ForCausalLM"
 
-    num_local_experts: PosInt
+    num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 8
     num_key_value_heads: PosInt = 8
     head_dim: PosInt = 128
-    num_mtp_modules: int = 0
+    num_mtp_modules: Int = 0
+
+    @model_validator(mode="after")
+    def _router(self):
+        self.check_top_k("num_local_experts")
+        return self
 
     def to_model(self) -> Model:
-        if self.num_experts_per_tok > self.num_local_experts:
-            self.fail("num_experts_per_tok", f"{self.num_experts_per_tok} exceeds "
-                      f"num_local_experts={self.num_local_experts}")
         layer = (Norms(LAYER_NORMS), Attention(qk_norm_full=True), MoE(correction_bias=True))
         vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                       H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h,

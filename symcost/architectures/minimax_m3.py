@@ -43,7 +43,7 @@ from ..components.norm import Norms
 from ..errors import SymcostError
 from ..notation import sym
 from . import register
-from .base import Adapter, NonNegInt, PosInt, values
+from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, validation_message, values
 from .llama import LAYER_NORMS
 
 SEED_MTP_MODULES = 7  # seed 000 §2.8: "7 个 MTP 模块，num_mtp_modules=7"
@@ -113,7 +113,7 @@ class MiniMaxM3TextAdapter(Adapter):
 
     hidden_size: PosInt
     vocab_size: PosInt
-    num_hidden_layers: PosInt
+    num_hidden_layers: LayerCount
     num_attention_heads: PosInt
     num_key_value_heads: PosInt = 4
     head_dim: PosInt = 128
@@ -134,8 +134,8 @@ class MiniMaxM3TextAdapter(Adapter):
     index_local_blocks: NonNegInt = 1
     # not read by transformers
     first_k_dense_replace: NonNegInt | None = None
-    n_shared_experts: int | None = None
-    moe_intermediate_size: int | None = None
+    n_shared_experts: Int | None = None
+    moe_intermediate_size: Int | None = None
     use_qk_norm: bool | None = None
     num_mtp_modules: NonNegInt | None = None
 
@@ -372,13 +372,7 @@ class MiniMaxM3VLAdapter(Adapter):
         try:
             return MiniMaxM3VLTextAdapter.model_validate(raw)
         except ValidationError as e:
-            err = e.errors()[0]
-            inner = (err.get("ctx") or {}).get("error")
-            if isinstance(inner, SymcostError):  # "field 'x': msg" from a consistency check
-                raise SymcostError(str(inner).replace("field '", "field 'text_config.", 1)) from None
-            loc = ".".join(str(p) for p in err["loc"]) or "text_config"
-            got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
-            self.fail(f"text_config.{loc}", f"{err['msg']}{got}")
+            raise SymcostError(validation_message(e, "text_config")) from None
 
     def to_model(self) -> Model:
         m = self.text().to_model()

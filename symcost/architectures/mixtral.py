@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 
 from ..components.attention import Attention
 from ..components.moe import MoE
 from ..notation import sym
 from . import register
-from .base import PosInt, values
+from .base import Int, PosInt, values
 from .llama import MistralAdapter
 
 
@@ -24,8 +24,14 @@ class MixtralAdapter(MistralAdapter):
     reference: ClassVar[str] = "MixtralForCausalLM"
 
     num_key_value_heads: PosInt | None = 8
+    sliding_window: Int | None = None  # MixtralConfig's default (Mistral's is 4096)
     num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt
+
+    @model_validator(mode="after")
+    def _router(self):
+        self.check_top_k("num_local_experts")
+        return self
 
     def attention(self, window) -> Attention:
         return Attention(W=window)

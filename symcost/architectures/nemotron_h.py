@@ -6,7 +6,8 @@ without biases (``*`` / ``full_attention`` / legacy ``attention``), an ungated R
 (``-`` / ``mlp``) or a ReLU² MoE (``E`` / ``moe``: sigmoid router with an
 ``e_score_correction_bias`` buffer, one shared expert of width ``moe_shared_expert_intermediate_size``,
 optional LatentMoE ``moe_latent_size``). The stack is ``layers_block_type`` when given, otherwise
-``hybrid_override_pattern`` (``num_hidden_layers`` is ignored, as transformers ignores it).
+``hybrid_override_pattern`` (``layer_types`` is an alias of the list, as in transformers'
+``attribute_map``); ``num_hidden_layers``, which transformers ignores, must agree with it when given.
 Groups: L_M Mamba, L_A attention, L_F MLP, L_E MoE layers. The LM head is never tied (the class
 declares no tied weights, whatever ``tie_word_embeddings`` says). d_in = mamba_num_heads ·
 mamba_head_dim (``expand`` is unused).
@@ -31,7 +32,7 @@ from ..components.norm import Norms
 from ..notation import sym
 from ..terms import Terms
 from . import register
-from .base import Adapter, NonNegInt, PosInt, values
+from .base import MAX_LAYERS, Adapter, LayerCount, NonNegInt, PosInt, quote, values
 
 PATTERN = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
 LEGACY = {"mamba": "linear_attention", "attention": "full_attention"}
@@ -50,8 +51,9 @@ class NemotronHAdapter(Adapter):
 
     vocab_size: PosInt
     hidden_size: PosInt
-    layers_block_type: list[str] | None = None
+    layers_block_type: list[str] | None = _alias("layers_block_type", "layer_types", default=None)
     hybrid_override_pattern: str | None = None
+    num_hidden_layers: LayerCount | None = None  # transformers derives it from the stack
     num_attention_heads: PosInt = 32
     num_key_value_heads: PosInt | None = 8
     head_dim: PosInt = 128
@@ -66,7 +68,7 @@ class NemotronHAdapter(Adapter):
     use_conv_bias: bool = _alias("mamba_conv_bias", "use_conv_bias", default=True)
     chunk_size: PosInt = _alias("mamba_chunk_size", "chunk_size", default=128)
     use_bias: bool = False
-    n_routed_experts: PosInt = 8
+    n_routed_experts: PosInt = _alias("n_routed_experts", "num_local_experts", default=8)
     num_experts_per_tok: PosInt = 2
     moe_intermediate_size: PosInt = 7688
     moe_shared_expert_intermediate_size: PosInt = 7688
@@ -78,7 +80,14 @@ class NemotronHAdapter(Adapter):
 
     @model_validator(mode="after")
     def _consistent(self):
-        self.layer_types()  # validates the pattern / list
+        types = self.layer_types()  # validates the pattern / list
+        field = "layers_block_type" if self.layers_block_type is not None else "hybrid_override_pattern"
+        if not types:
+            self.fail(field, "is empty: the model needs at least one layer")
+        if len(types) > MAX_LAYERS:
+            self.fail(field, f"has {len(types)} layers (at most {MAX_LAYERS})")
+        if self.num_hidden_layers is not None:
+            self.check_count(field, len(types), self.num_hidden_layers)
         if self.num_nextn_predict_layers:
             self.mtp_layer_types()
         if self.num_attention_heads % self.H_kv:
@@ -101,11 +110,11 @@ class NemotronHAdapter(Adapter):
             kinds = [LEGACY.get(n, n) for n in names]
             bad = sorted(set(kinds) - set(KINDS))
             if bad:
-                Adapter.fail(field, f"unknown layer type(s) {bad} (expected {sorted(KINDS)})")
+                Adapter.fail(field, f"unknown layer type(s) {quote(bad)} (expected {sorted(KINDS)})")
             return kinds
         bad = sorted(set(pattern) - set(PATTERN))
         if bad:
-            Adapter.fail(field, f"unknown pattern character(s) {bad} (expected one of 'M*-E')")
+            Adapter.fail(field, f"unknown pattern character(s) {quote(bad)} (expected one of 'M*-E')")
         return [PATTERN[ch] for ch in pattern]
 
     def layer_types(self) -> list[str]:

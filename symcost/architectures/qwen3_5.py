@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from pydantic import model_validator
 
 from . import register
-from .base import Adapter, PosInt
+from .base import Adapter, LayerCount, PosInt
 from .qwen3_next import Qwen3NextAdapter
 from .qwen3_vl import QwenVLWrapper
 
@@ -40,7 +40,7 @@ class Qwen35Base(Qwen3NextAdapter):
 
     vocab_size: PosInt = 248320
     hidden_size: PosInt = 4096
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 16
     num_key_value_heads: PosInt = 4
     linear_key_head_dim: PosInt = 128
@@ -79,7 +79,7 @@ class Qwen35MoeTextAdapter(Qwen35Base):
 
     model_type: str = "qwen3_5_moe_text"
     hidden_size: PosInt = 2048
-    num_hidden_layers: PosInt = 40
+    num_hidden_layers: LayerCount = 40
     num_key_value_heads: PosInt = 2
     num_experts: PosInt = 256
     num_experts_per_tok: PosInt = 8

@@ -24,7 +24,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, NonNegInt, PosInt, values
+from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, quote, values
 from .llama import LAYER_NORMS
 from .qwen_moe import group_layers
 
@@ -38,7 +38,7 @@ class Qwen3NextAdapter(Adapter):
 
     hidden_size: PosInt
     vocab_size: PosInt
-    num_hidden_layers: PosInt
+    num_hidden_layers: LayerCount
     num_attention_heads: PosInt
     num_key_value_heads: PosInt = 2
     head_dim: PosInt = 256
@@ -55,7 +55,7 @@ class Qwen3NextAdapter(Adapter):
     moe_intermediate_size: PosInt
     shared_expert_intermediate_size: PosInt
     decoder_sparse_step: PosInt = 1
-    mlp_only_layers: list[int] | None = None
+    mlp_only_layers: list[Int] | None = None
     layer_types: list[str] | None = None
     full_attention_interval: PosInt = 4
 
@@ -68,12 +68,13 @@ class Qwen3NextAdapter(Adapter):
             self.fail("linear_num_value_heads", f"linear_num_value_heads={self.linear_num_value_heads} "
                       f"is not divisible by linear_num_key_heads={self.linear_num_key_heads}")
         if self.layer_types is not None:
-            if len(self.layer_types) != self.num_hidden_layers:
-                self.fail("layer_types", f"has {len(self.layer_types)} entries for "
-                          f"num_hidden_layers={self.num_hidden_layers}")
+            self.check_count("layer_types", len(self.layer_types), self.num_hidden_layers)
             unknown = set(self.layer_types) - {"full_attention", "linear_attention"}
             if unknown:
-                self.fail("layer_types", f"unknown layer type(s) {sorted(unknown)}")
+                self.fail("layer_types", f"unknown layer type(s) {quote(sorted(unknown))} "
+                          "(expected full_attention, linear_attention)")
+        if self.num_experts:
+            self.check_top_k("num_experts")
         return self
 
     def resolved_layer_types(self) -> list[str]:

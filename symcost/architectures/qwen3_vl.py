@@ -23,7 +23,7 @@ from ..assembly import Model
 from ..components.qwen_vit import QwenViT
 from ..notation import sym
 from . import register
-from .base import Adapter, NonNegInt, PosInt, nested, values
+from .base import Adapter, LayerCount, NonNegInt, PosInt, nested, values
 from .llama import Qwen3Adapter
 from .qwen_moe import Qwen3MoeAdapter
 
@@ -125,7 +125,7 @@ class Qwen3VLTextAdapter(Qwen3Adapter):
     vocab_size: PosInt = 151936
     hidden_size: PosInt = 4096
     intermediate_size: PosInt = 22016
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
     num_key_value_heads: PosInt | None = 32
     head_dim: PosInt | None = 128
@@ -146,7 +146,7 @@ class Qwen3VLMoeTextAdapter(Qwen3MoeAdapter):
     vocab_size: PosInt = 151936
     hidden_size: PosInt = 2048
     intermediate_size: PosInt = 5632
-    num_hidden_layers: PosInt = 24
+    num_hidden_layers: LayerCount = 24
     num_attention_heads: PosInt = 16
     num_key_value_heads: PosInt | None = 16
     head_dim: PosInt | None = None

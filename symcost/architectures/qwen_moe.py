@@ -15,6 +15,7 @@ from collections import Counter
 from typing import ClassVar
 
 import sympy
+from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import LayerGroup, Model
 from ..components.attention import Attention
@@ -24,7 +25,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import NonNegInt, PosInt, values
+from .base import Int, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter
 
 #: count symbol of a layer kind, used when only one axis (mixer or FFN) varies
@@ -58,15 +59,23 @@ def group_layers(kinds: list[tuple[str, str]], build) -> tuple[tuple[LayerGroup,
 class QwenMoeBase(LlamaAdapter):
     """Fields and layer layout shared by qwen2_moe and qwen3_moe."""
 
+    switches: ClassVar[dict] = {"use_sliding_window": ("sliding_window",)}
+
     intermediate_size: PosInt = 5632  # dense layers only (transformers default)
     num_experts: NonNegInt
     num_experts_per_tok: PosInt
     moe_intermediate_size: PosInt
     decoder_sparse_step: PosInt = 1
-    mlp_only_layers: list[int] | None = None
+    mlp_only_layers: list[Int] | None = None
     use_sliding_window: bool = False
     norm_topk_prob: bool = False  # renormalise the top-k routing weights (training activations only)
-    sliding_window: PosInt | None = 4096
+    sliding_window: Int | None = 4096
+
+    @model_validator(mode="after")
+    def _router(self):
+        if self.num_experts:
+            self.check_top_k("num_experts")
+        return self
 
     def ffn_kind(self, i: int) -> str:
         moe = (i not in (self.mlp_only_layers or []) and self.num_experts > 0
@@ -88,9 +97,6 @@ class QwenMoeBase(LlamaAdapter):
                       H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h)
         vals.update(counts)
         if "swa" in mixers:
-            if not self.use_sliding_window or self.sliding_window is None:
-                self.fail("sliding_window", "sliding-attention layers need use_sliding_window "
-                          "and a sliding_window")
             vals.update(values(W=self.sliding_window))
         if any(f == "dense" for _, f in kinds):
             vals.update(values(d_ff=self.intermediate_size))
@@ -110,7 +116,7 @@ class Qwen2MoeAdapter(QwenMoeBase):
     num_key_value_heads: PosInt | None = 16
     shared_expert_intermediate_size: PosInt
     qkv_bias: bool = True
-    max_window_layers: int = 28
+    max_window_layers: Int = 28
 
     def resolved_layer_types(self) -> list[str]:
         if self.layer_types is not None:
@@ -135,6 +141,8 @@ class Qwen3MoeAdapter(QwenMoeBase):
 
     num_key_value_heads: PosInt | None = 4
     intermediate_size: PosInt = 6144
+    # Qwen3MoeConfig maps num_experts to num_local_experts (its attribute_map); Qwen2MoeConfig does not
+    num_experts: NonNegInt = Field(validation_alias=AliasChoices("num_local_experts", "num_experts"))
 
     def resolved_layer_types(self) -> list[str]:
         swa = self.use_sliding_window and self.sliding_window is not None

@@ -36,7 +36,7 @@ from ..components.norm import Norms
 from ..errors import SymcostError
 from ..notation import ENTRIES, by_name
 from . import register
-from .base import Adapter
+from .base import Adapter, Int, NonNegInt, quote
 
 
 def component_classes() -> dict[str, type]:
@@ -63,13 +63,13 @@ def _expr(value, where: str):
             raise SymcostError(f"field '{where}': {e}") from None
     if isinstance(value, list):
         return tuple(value)
-    raise SymcostError(f"field '{where}': expected a number, boolean, list or expression, got {value!r}")
+    raise SymcostError(f"field '{where}': expected a number, boolean, list or expression, got {quote(value)}")
 
 
 class GroupSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
-    count: int | str
+    count: NonNegInt | str
     components: list[dict[str, Any]] = Field(min_length=1)
 
 
@@ -78,7 +78,7 @@ class SpecAdapter(Adapter):
     reference: ClassVar[str] = ""
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    values: dict[str, int]
+    values: dict[str, Int]
     groups: list[GroupSpec] = Field(min_length=1)
     tie_word_embeddings: bool = False
     final_norm: bool = True
@@ -87,7 +87,7 @@ class SpecAdapter(Adapter):
         classes = component_classes()
         kind = spec.get("type")
         if kind not in classes:
-            raise SymcostError(f"field '{where}.type': unknown component {kind!r} "
+            raise SymcostError(f"field '{where}.type': unknown component {quote(kind)} "
                                f"(known: {', '.join(sorted(classes))})")
         cls = classes[kind]
         names = {f.name for f in dataclasses.fields(cls)}
@@ -96,7 +96,7 @@ class SpecAdapter(Adapter):
             if key == "type":
                 continue
             if key not in names:
-                raise SymcostError(f"field '{where}.{key}': {kind} has no field {key!r} "
+                raise SymcostError(f"field '{where}.{key}': {kind} has no field {quote(key)} "
                                    f"(fields: {', '.join(sorted(names))})")
             kwargs[key] = _expr(value, f"{where}.{key}")
         try:
