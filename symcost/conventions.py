@@ -23,7 +23,7 @@
 * Prefill of ``T`` tokens has context ``T``; decode at ``T`` has ``T`` cached tokens and one new
   token.
 * Training activations (``Backward``): the tensors autograd saves for backward in transformers'
-  reference modules (the measured oracle, ``tests/saved.py``), each storage once, parameters
+  reference modules (what the oracle tests measure), each storage once, parameters
   excluded, dropout off. ``kernel="eager"`` materialises the fp32 softmax probabilities
   (``H_q·T`` per token, plus their copy in the compute dtype); ``"flash"`` (SDPA /
   FlashAttention) saves q, k, v, the output and an fp32 log-sum-exp per head instead.

@@ -307,8 +307,7 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
     wb = {**model.values, sym.b_w: sympy.Integer(int(b))}
 
     params = model.params()
-    sections = [section(model, params, model.values, title="Parameters", lhs="P",
-                        unit_name="parameters")]
+    sections = [section(model, params, model.values, title="Parameters", lhs="P")]
     active = model.active_params()
     active_total = active.total_at(model.values)
     prefill = model.flops(prefill_phase)
@@ -523,8 +522,9 @@ _INTERNAL = re.compile(r"\s*\((?:[^()]*\btests?/[^()]*|seeds?\s+\d{3}[^()]*)\)|\
 
 
 def _clean(line: str) -> str:
-    """One docstring line for readers: no test-file names, no internal seed references."""
-    out = _INTERNAL.sub("", line)
+    """One docstring line for readers: no test-file names, no internal seed references, no
+    Markdown bold (the sheets set their own emphasis)."""
+    out = re.sub(r"\*\*(.+?)\*\*", r"\1", _INTERNAL.sub("", line))
     out = re.sub(r"\s*\(\s*[;,]\s*\)|\s*\(\s+\)", "", out)
     return re.sub(r"\(\s*[;,]?\s+", "(", out).rstrip()
 
@@ -548,12 +548,15 @@ def _doc_blocks(doc: str) -> list[dict]:
         line = _clean(raw)
         if not line.strip():
             continue
-        if cur is None or cur["kind"] == "doctest":
-            cur = {"kind": "text", "lines": []}
+        bullet = re.match(r"^[*-] ", line)
+        if cur is None or cur["kind"] == "doctest" or bullet:
+            cur = {"kind": "text", "lines": [], "bullet": bool(bullet)}  # a bullet item: a paragraph
             blocks.append(cur)
-        if raw.startswith((" ", "\t")) or re.match(r"^[A-Z][\w ,()/'-]*:\s", line) and cur["lines"]:
+            line = line[2:] if bullet else line
+        elif not cur["bullet"] and (raw.startswith((" ", "\t"))
+                                    or re.match(r"^[A-Z][\w ,()/'-]*:\s", line)):
             cur["kind"] = "formula"  # an aligned layout: keep its lines
-        cur["lines"].append(line)
+        cur["lines"].append(line.strip() if cur["bullet"] else line)
     blocks = [b for b in blocks if b["kind"] != "doctest"]
     for b in blocks:  # a layout is shown verbatim: RST literal quotes would print as ``x``
         if b["kind"] == "formula":
@@ -561,6 +564,12 @@ def _doc_blocks(doc: str) -> list[dict]:
     if blocks and blocks[0]["kind"] == "text":
         blocks[0]["kind"] = "lead"
     return blocks
+
+
+def _short_flag(value) -> str:
+    """A default field as a reader wants it: a nested component by its class name only."""
+    text = str(value)
+    return f"{type(value).__name__}(...)" if len(text) > 40 and "(" in text else text
 
 
 def mechanism_context(mech: dict) -> dict:
@@ -588,7 +597,7 @@ def mechanism_context(mech: dict) -> dict:
             names = [f.name for f in dataclasses.fields(c)]
             entry["fields"] = [(f, latex(getattr(c, f))) for f in names
                                if isinstance(getattr(c, f), sympy.Basic)]
-            entry["flags"] = [(f, str(getattr(c, f))) for f in names
+            entry["flags"] = [(f, _short_flag(getattr(c, f))) for f in names
                               if not isinstance(getattr(c, f), sympy.Basic)]
         except Exception as e:  # a component without usable defaults: say so, keep going
             entry["label"] = ""
