@@ -101,7 +101,8 @@ TABLE: tuple[Entry, ...] = (
           "sparse_attention_config.sparse_topk_blocks, index_topk_blocks"),
     Entry("t_vis", "t_{vis}", "vision temporal patch size (frames per Conv3d patch)",
           "vision_config.temporal_patch_size", "length"),
-    Entry("d_proj", "d_{proj}", "vision projector hidden size", "projector_hidden_size", "length"),
+    Entry("d_proj", "d_{proj}", "vision projector hidden size",
+          "projector_hidden_size, vision_config.projector_input_dim", "length"),
     # -- DeepSeek V4 (compressed attention, grouped output projection, mHC, hash routing) --
     Entry("n_hc", "n_{hc}", "hyper-connection residual streams", "hc_mult"),
     Entry("m_csa", "m_{csa}", "CSA compression ratio (tokens per compressed entry)",
@@ -113,6 +114,13 @@ TABLE: tuple[Entry, ...] = (
     Entry("L_csa", "L_{csa}", "compressed-sparse-attention (CSA) layers", "layer_types, compress_ratios 4"),
     Entry("L_hca", "L_{hca}", "heavily-compressed-attention (HCA) layers", "layer_types, compress_ratios 128"),
     Entry("L_hash", "L_{hash}", "hash-routed MoE layers", "num_hash_layers, mlp_layer_types"),
+    # -- Llama 4 (chunked local attention, vision adapter) --
+    Entry("C_att", "C_{att}", "attention chunk size (a query attends only within its chunk)",
+          "attention_chunk_size", "length"),
+    Entry("L_chunk", "L_{chunk}", "chunked local attention layers", "layer_types 'chunked_attention'"),
+    Entry("d_pout", "d_{pout}", "vision adapter output size", "vision_config.projector_output_dim", "length"),
+    Entry("d_vout", "d_{vout}", "vision tower output size (the projector's input)",
+          "vision_config.vision_output_dim", "length"),
     # -- vision tokens per image (Gemma 3 pooled projector) --
     Entry("N_img", "N_{img}", "text tokens one image fills (pooled vision features)", "mm_tokens_per_image"),
     # -- user inputs --

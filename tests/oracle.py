@@ -50,8 +50,11 @@ def hf_config(raw: dict):
 
 
 def auto_class(cfg):
-    """The causal-LM auto class, or the image-text-to-text one for a VLM without it (kimi_k25)."""
-    if type(cfg) in AutoModelForCausalLM._model_mapping:
+    """The causal-LM auto class, or the image-text-to-text one for a VLM: a config with a vision tower
+    (llama4 maps to the text-only Llama4ForCausalLM in the causal-LM table) or without a causal LM (kimi_k25)."""
+    wrapper = getattr(cfg, "vision_config", None) is not None
+    if type(cfg) in AutoModelForCausalLM._model_mapping and not (
+            wrapper and type(cfg) in AutoModelForImageTextToText._model_mapping):
         return AutoModelForCausalLM
     return AutoModelForImageTextToText
 
