@@ -84,9 +84,8 @@ class Llama4TextAdapter(Adapter):
                 self.fail("no_rope_layers", "entries must be 1 (RoPE) or 0 (NoPE)")
             if len(self.no_rope_layers) < L or (self.layer_types is None and len(self.no_rope_layers) != L):
                 self.fail("no_rope_layers", f"has {len(self.no_rope_layers)} entries for num_hidden_layers={L}")
-        elif self.no_rope_layer_interval < 1:
-            self.fail("no_rope_layer_interval", f"must be >= 1 without no_rope_layers "
-                      f"(got {self.no_rope_layer_interval})")
+        if self.no_rope_layer_interval == 0:  # transformers derives its default list even when one is given
+            self.fail("no_rope_layer_interval", "must not be 0 (transformers takes layer_idx + 1 modulo it)")
         types = self.resolved_layer_types()
         if len(types) != L:
             self.fail("layer_types", f"has {len(types)} entries for num_hidden_layers={L}")
