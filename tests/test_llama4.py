@@ -79,6 +79,15 @@ def test_reference_runs_all_experts_minimal_runs_k(raw, kind):
     assert sympy.expand((ref - minimal - expected).xreplace(m.values)) == 0
 
 
+def test_elementwise_l2_qk_norm_on_rope_layers_temperature_on_nope_layers():
+    m = symcost.build("llama-4-scout-17b-16e-instruct")
+    t = m.elementwise(Phase(kind="decode"))
+    chunked, nope = t["chunked_moe_layers/self_attn"], t["full_nope_moe_layers/self_attn"]
+    assert {"rope", "qk_l2norm"} <= set(chunked) and "temperature" not in chunked
+    assert "temperature" in nope and not {"rope", "qk_l2norm"} & set(nope)
+    assert nope["temperature"] == sym.L_full * sym.B * sym.H_q * sym.D_h
+
+
 # -- Maverick-shaped (typed from the published sizes) on the meta device ----------------------------------
 MAVERICK_TEXT = {"model_type": "llama4_text", "hidden_size": 5120, "num_hidden_layers": 48, "num_attention_heads": 40,
                  "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 202048, "num_local_experts": 128,
@@ -108,12 +117,23 @@ def test_image_flops_and_tokens(raw):
     m = symcost.build(dict(raw))
     model = oracle.build(raw)
     v = raw["vision_config"]
-    pixels = torch.randn(1, 3, v["image_size"], v["image_size"])
+    pixels = torch.randn(1, v["num_channels"], v["image_size"], v["image_size"])
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         feats = model.get_image_features(pixel_values=pixels).last_hidden_state
         rows = model.multi_modal_projector(feats.view(-1, feats.size(-1)))  # as the forward does
     assert m.vision.image_flops().total_at(m.values) == counter.get_total_flops()
     assert m.vision.image_tokens().subs(m.values) == rows.shape[0]
+
+
+@pytest.mark.parametrize("raw", [r for r in WRAPPER_CASES if symcost.build(dict(r)).vision is None])
+def test_towers_without_images_fail_in_transformers_too(raw):
+    """The note's claim: such a tower is built (its weights counted) but cannot embed an image."""
+    model = oracle.build(raw)
+    v = raw["vision_config"]
+    with pytest.raises(RuntimeError), torch.no_grad():
+        feats = model.get_image_features(pixel_values=torch.randn(1, v["num_channels"], v["image_size"],
+                                                                  v["image_size"])).last_hidden_state
+        model.multi_modal_projector(feats.view(-1, feats.size(-1)))
 
 
 def test_bundled_scout_tower_cannot_embed_an_image(capsys):

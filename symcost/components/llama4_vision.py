@@ -24,7 +24,7 @@ FLOPs: the tower runs only on image tiles, never in a text-only prefill or decod
     ``Llama4Processor`` writes for one tile (its image start/end markers are prompt text).
 
 >>> Llama4VisionStem().params().total
-C_img*d_vis*p_vis**2 + N_pat*d_vis + 4*d_vis
+C_img*d_vis*p_vis**2 + d_vis*(N_pat + 1) + 3*d_vis
 >>> Llama4Vision().image_tokens(), Llama4Vision().image_flops()["scores"]
 (N_pat/m_vis, 2*L_vis*d_vis*(N_pat + 1)**2)
 """

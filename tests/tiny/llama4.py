@@ -55,12 +55,12 @@ def tiny(rng, model_type):
     out = rng.randint(6, 20)
     vision = {
         "hidden_size": d_vis, "num_hidden_layers": rng.randint(1, 2), "num_attention_heads": heads,
-        "patch_size": rng.choice([2, 3]), "pixel_shuffle_ratio": 0.5,
+        "patch_size": rng.choice([2, 3]), "pixel_shuffle_ratio": 0.5, "num_channels": rng.choice([1, 3]),
         "intermediate_size": 4 * d_vis, "projector_input_dim": out, "projector_output_dim": out,
         "vision_output_dim": out,
     }
     vision["image_size"] = vision["patch_size"] * rng.choice([2, 4])
-    if rng.random() < 0.3:  # a tower transformers builds but cannot run on pixels (its defaults are such)
+    if rng.random() < 0.5:  # a tower transformers builds but cannot run on pixels (its defaults are such)
         vision["intermediate_size"] = rng.randint(6, 20)
         vision["vision_output_dim"] = rng.randint(6, 20)
     text.pop("model_type")
