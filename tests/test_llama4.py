@@ -26,9 +26,9 @@ TEXT_CASES = [tiny.tiny(random.Random(f"llama4_text-{s}"), "llama4_text") for s 
 WRAPPER_CASES = [tiny.tiny(random.Random(f"llama4-{s}"), "llama4") for s in range(tiny.SEEDS)]
 
 
-def _layer_attentions(m):
+def _layer_attentions(raw):
     """The attention component of every layer, in layer order (as the adapter resolved them)."""
-    adapter = symcost.load_config(dict(m))
+    adapter = symcost.load_config(dict(raw))
     kinds = list(zip(adapter.resolved_layer_types(), adapter.rope_kinds()))
     return [adapter.attention(kind, rope) for kind, rope in kinds]
 
