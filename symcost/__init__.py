@@ -4,13 +4,23 @@
 >>> m = symcost.build("llama-3.1-8b")
 >>> m.params().total_at(m.values)
 8030261248
+>>> m.flops(symcost.Phase(kind="prefill", attention="causal")).total_at(T=4096, B=1)
+65877282127872
+>>> symcost.parse("2*B*L*T*H_kv*D_h") == 2 * sym.B * sym.L * sym.T * sym.H_kv * sym.D_h
+True
+
+Read formula strings back with ``symcost.parse`` (the whitelist parser), never ``sympy.sympify``:
+SymPy reads ``E`` as Euler's number and ``N`` as its ``N()`` function.
 """
 from .assembly import Model
 from .conventions import Phase
 from .errors import SymcostError
+from .exprparse import parse
 from .loader import build, load_config
 from .notation import sym
+from .notation import sym as symbols
 from .terms import Terms
 from .architectures import register
 
-__all__ = ["load_config", "build", "Model", "Terms", "Phase", "sym", "register", "SymcostError"]
+__all__ = ["load_config", "build", "Model", "Terms", "Phase", "sym", "symbols", "parse", "register",
+           "SymcostError"]

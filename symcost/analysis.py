@@ -223,6 +223,23 @@ def polynomial_in(expr: Expr | Terms, var=sym.T, *, values: Mapping | None = Non
     return out
 
 
+def _diff(e: Expr, var) -> Expr:
+    """``∂e/∂var`` with ``Min``/``Max`` unfolded into ``Piecewise`` regimes first, so the result is
+    a ``Piecewise`` of ordinary derivatives (which ``symcost.parse`` reads back), never the
+    ``Heaviside`` SymPy gives for ``d Min(T, W)/dT`` (STYLE.md trap 6).
+
+    >>> from symcost.notation import sym
+    >>> _diff(sym.L * sympy.Min(sym.T, sym.W - 1), sym.T)
+    Piecewise((L, T <= W - 1), (0, True))
+    """
+    if e.has(sympy.Min, sympy.Max):
+        e = sympy.piecewise_fold(e.rewrite(sympy.Piecewise))
+    d = sympy.diff(e, var)
+    if isinstance(d, sympy.Piecewise):
+        d = sympy.Piecewise(*[(sympy.factor_terms(sympy.expand(p)), c) for p, c in d.args])
+    return d
+
+
 def derivative(expr: Expr | Terms, var, *, values: Mapping | None = None, at=None) -> Expr:
     """``∂expr/∂var``, with ``values`` (all but ``var``) substituted first; at a point if ``at``.
 
@@ -231,7 +248,7 @@ def derivative(expr: Expr | Terms, var, *, values: Mapping | None = None, at=Non
     L*d*(3*d_ff + 1)
     """
     e = _expr(expr)
-    d = sympy.diff(_subs(e, values, var), var)
+    d = _diff(_subs(e, values, var), var)
     if at is not None:
         return sympy.expand(d.xreplace({var: _expr(at)}))
     if d.is_polynomial(*d.free_symbols) if d.free_symbols else True:
@@ -489,6 +506,53 @@ def _tidy(e: Expr) -> Expr:
     return sympy.factor_terms(e) if e.free_symbols else e
 
 
+# -- diagnosing a hand derivation ------------------------------------------------------------------
+#: (symbols swapped or replaced in the engine's formula, what the user did if that reproduces theirs)
+_SWAPS = (
+    ({sym.H_kv: sym.H_q}, "K and V are counted with H_q heads (as multi-head attention); this model "
+                          "has H_kv key/value heads (grouped-query attention)"),
+    ({sym.H_q: sym.H_kv}, "H_kv is used where H_q (query heads) belongs"),
+    ({sym.d_moe: sym.d_ff}, "the dense width d_ff is used for the experts, whose width is d_moe"),
+    ({sym.d_ff: sym.d_moe}, "the expert width d_moe is used for the dense FFN, whose width is d_ff"),
+    ({sym.k: sym.E}, "all E experts are counted where only k are active per token"),
+    ({sym.E: sym.k}, "k experts are counted where all E exist"),
+    ({sym.B: 1}, "the batch factor B is missing"),
+    ({sym.D_h: sym.d / sym.H_q}, "D_h is taken as d/H_q; this model's head dim differs"),
+)
+
+
+def _group_counts(engine: Expr, values: Mapping) -> list[sympy.Symbol]:
+    """Layer-group counts (``L_dense``, ``L_moe``, ``L_full``, ...) that add up to ``L``."""
+    groups = sorted((s for s in engine.free_symbols if s.name.startswith("L_") and s in values),
+                    key=lambda s: s.name)
+    if sym.L not in values or not groups or sum(int(values[g]) for g in groups) != int(values[sym.L]):
+        return []
+    return groups
+
+
+def _same(a: Expr, b: Expr, values: Mapping) -> bool:
+    d = sympy.expand(a - b)
+    return d == 0 or sympy.expand(d.xreplace(values)) == 0
+
+
+def diagnose(engine: Expr, user: Expr, values: Mapping) -> list[str]:
+    """Plain-language causes that reproduce ``user`` from ``engine`` exactly (at the config's
+    values): a symbol swapped or replaced (``_SWAPS``), a constant or symbolic factor off, or the
+    layer count taken as one ``L``. Empty when no single cause explains the difference."""
+    found = []
+    for sub, why in _SWAPS:
+        if any(s in engine.free_symbols for s in sub) and _same(engine.xreplace(sub), user, values):
+            found.append(why)
+    if user != 0 and not found:
+        ratio = sympy.cancel(sympy.expand(engine.xreplace(values)) / sympy.expand(user.xreplace(values)))
+        if ratio.is_Rational and ratio != 1 and max(abs(ratio.p), ratio.q) <= 64:
+            found.append(f"the whole expression is off by a factor {ratio} (engine / yours)")
+        elif ratio.free_symbols and sympy.Poly(sympy.numer(ratio), *ratio.free_symbols).is_monomial \
+                and sympy.denom(ratio).is_number:
+            found.append(f"a factor {ratio} is missing (engine / yours)")
+    return found
+
+
 def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
             user_text: str | None = None) -> dict:
     """Check a hand-derived ``user_expr`` against the engine's ``Terms`` (``symcost check``).
@@ -506,6 +570,12 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
     engine = engine_terms.total
     user = _expr(user_expr)
     values = {k: sympy.Integer(v) for k, v in values.items()}
+    notes = []
+    groups = _group_counts(engine, values)
+    if sym.L in user.free_symbols and sym.L not in engine.free_symbols and groups:
+        # L·(…) over a stack of several layer kinds: read it as the sum of the groups
+        user = user.xreplace({sym.L: sympy.Add(*groups)})
+        notes.append(f"L read as {' + '.join(g.name for g in groups)} (this model's layer groups)")
     diff = sympy.expand(engine - user)
     diff_cfg = sympy.expand(diff.xreplace(values))
     eq_sym, eq_cfg = diff == 0, diff_cfg == 0
@@ -524,13 +594,18 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
            "difference_for_config": to_text(diff_cfg),
            "difference_value": int(diff_cfg) if diff_cfg.is_Integer else None,
            "explained_by": [], "explanation": [], "match": None, "alternatives": [],
-           "unknown_symbols": unknown, "config_numbers": config_numbers, "note": ""}
+           "unknown_symbols": unknown, "config_numbers": config_numbers, "note": "",
+           "diagnosis": [], "components": []}
     if eq_sym:
+        out["note"] = "; ".join(notes)
         return out
     if eq_cfg:
-        out["note"] = ("equal for this config only: the expressions differ symbolically by "
-                       f"{out['difference_symbolic']}, which is 0 at the config's values")
+        out["note"] = "; ".join(notes + ["equal for this config only: the expressions differ "
+                                         f"symbolically by {out['difference_symbolic']}, which is 0 "
+                                         "at the config's values"])
         return out
+    out["diagnosis"] = diagnose(engine, user, values)
+    out["components"] = _by_component(engine_terms, user, values)
     found = explain(engine_terms, diff, values)
     out["difference"] = out["difference_symbolic"]
     if found["match"]:
@@ -551,7 +626,40 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
             out["note"] = f"the expression has {to_text(_tidy(-expl))} too many: {who}"
         if found["match"] == "config":
             out["note"] += " (at this config's values)"
+    if out["diagnosis"]:  # a named cause beats a list of terms that happen to add up to the difference
+        out["note"] = "; ".join(out["diagnosis"])
+        out["difference"] = out["difference_symbolic"]
+    out["note"] = "; ".join(notes + ([out["note"]] if out["note"] else []))
     return out
+
+
+def _by_component(terms: Terms, user: Expr, values: Mapping) -> list[dict]:
+    """Yours vs the engine's per top-level component, when ``user`` is a sum whose addends can be
+    assigned to components by their symbols at the config's values (monomials sharing a
+    component's symbol signature). Empty when the assignment is ambiguous."""
+    comps = terms.depth(2)
+    sig = lambda e: frozenset(s for s in e.free_symbols if s not in (sym.B, sym.T))  # noqa: E731
+    by_sig: dict[frozenset, list[str]] = {}
+    for path, e in comps.items():
+        for mono in sympy.Add.make_args(sympy.expand(e)):
+            by_sig.setdefault(sig(mono), [])
+            if path not in by_sig[sig(mono)]:
+                by_sig[sig(mono)].append(path)
+    mine: dict[str, Expr] = {p: sympy.Integer(0) for p in comps}
+    for mono in sympy.Add.make_args(sympy.expand(user)):
+        owners = by_sig.get(sig(mono), [])
+        if len(owners) != 1:
+            return []
+        mine[owners[0]] += mono
+    rows = []
+    for p, e in comps.items():
+        ev = sympy.expand(e.xreplace(values))
+        uv = sympy.expand(mine[p].xreplace(values))
+        rows.append({"term": p, "engine": to_text(e), "yours": to_text(_tidy(mine[p])),
+                     "engine_value": int(ev) if ev.is_Integer else None,
+                     "yours_value": int(uv) if uv.is_Integer else None,
+                     "equal": sympy.expand(ev - uv) == 0})
+    return rows
 
 
 # -- export ------------------------------------------------------------------------------------------

@@ -43,6 +43,10 @@ class Model:
     #: one image fills) and ``image_flops()`` (Terms); never walked by the totals above
     vision: Component | None = None
 
+    def __repr__(self) -> str:
+        layers = " + ".join(f"{g.count}" for g in self.groups)
+        return f"<Model {self.name!r} ({self.model_type}): {layers} layers, {len(self.values)} values>"
+
     # -- the shared walk over parts -----------------------------------------------------------
     def _collect(self, fn) -> Terms:
         out = Terms()
@@ -58,6 +62,7 @@ class Model:
                 out.add(g.name, layer.scale(g.count), f"{g.count} layers")
         for c in self.post:
             out.merge(fn(c))
+        out.bound = dict(self.values)  # total_at(T=..., B=...) needs only the user's inputs
         return out
 
     # -- the questions ------------------------------------------------------------------------
@@ -89,6 +94,35 @@ class Model:
         """Cache elements held after ``T`` tokens for batch ``B`` (KV, conv and SSM state)."""
         return self._collect(lambda c: c.cache())
 
+    def cache_bytes(self, kv_dtype: str = "bf16") -> Terms:
+        """Cache bytes: every KV leaf × ``b_kv``, every leaf kept in its own dtype (``state_dtype``,
+        e.g. fp32 Mamba/DeltaNet state) × ``b_state``; both bound (``kv_dtype``; the state's dtype).
+
+        >>> m = Model("x", "t", (), (), (), {})
+        >>> m.cache_bytes().bound[sym.b_kv]
+        2
+        """
+        from .units import dtype_bytes
+        state = {dtype_bytes(dt) for dt in self.state_dtype.values()}
+        if len(state) > 1:  # one symbol per dtype would be needed; no family has two yet
+            raise ValueError(f"{self.name}: cache state leaves in several dtypes {sorted(state)}")
+        out = Terms()
+        for path, expr in self.cache().flatten().items():
+            own = path.rsplit("/", 1)[-1] in self.state_dtype
+            out.add(path, expr * (sym.b_state if own else sym.b_kv))
+        out.bound = {**self.values, sym.b_kv: _whole(dtype_bytes(kv_dtype, "--kv-dtype"), "b_kv")}
+        if state:
+            out.bound[sym.b_state] = _whole(state.pop(), "b_state")
+        return out
+
+    def weights_bytes(self, dtype: str = "bf16") -> Terms:
+        """Weight bytes as ``b_w`` × each parameter term (one dtype for all; quantized checkpoints
+        with per-module dtypes and scale tensors are the serving layer's account)."""
+        out = self.params().scale(sym.b_w)
+        b = _rational_bytes(dtype)
+        out.bound = {**self.values, sym.b_w: b}
+        return out
+
     def components(self):
         yield from self.pre
         for g in self.groups:
@@ -101,3 +135,15 @@ class Model:
         for name, v in inputs.items():
             vals[getattr(sym, name)] = sympy.Integer(v)
         return vals
+
+
+def _whole(b, name: str) -> sympy.Integer:
+    if b.denominator != 1:
+        raise ValueError(f"{name}: {b} bytes is not a whole number per element")
+    return sympy.Integer(int(b))
+
+
+def _rational_bytes(dtype: str) -> sympy.Rational:
+    from .units import dtype_bytes
+    b = dtype_bytes(dtype, "--weights-dtype")
+    return sympy.Rational(b.numerator, b.denominator)

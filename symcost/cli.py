@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import sympy
@@ -21,15 +22,36 @@ from .units import human_bytes, human_count
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse would print usage + exit 2; keep it to one line
-        raise SymcostError(f"{self.prog}: {message}")
+        where = self.prog.removeprefix("symcost").strip()  # main() prints the one "symcost:" prefix
+        raise SymcostError(f"{where}: {message}" if where else message)
+
+
+#: size suffixes, binary as context lengths are quoted (128K = 131,072; 1M = 1,048,576)
+_SUFFIX = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def parse_size(text: str) -> int:
+    """``"4096"``, ``"128K"`` (131,072), ``"1M"`` (1,048,576), ``"2G"``; ``ValueError`` otherwise.
+
+    >>> parse_size("128K"), parse_size("1M"), parse_size("4096")
+    (131072, 1048576, 4096)
+    """
+    t = text.strip().replace("_", "")
+    mult = _SUFFIX.get(t[-1:].upper(), 1)
+    digits = t[:-1] if mult > 1 else t
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 30:
+        raise ValueError(text)
+    return int(digits) * mult
 
 
 def _positive(name):
     def parse(text):
         try:
-            value = int(text)
+            value = parse_size(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer (suffixes K, M, G "
+                                             f"= 2^10, 2^20, 2^30), got {shown!r}") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{name} must be positive, got {value}")
         return value
@@ -51,11 +73,32 @@ def _table(rows: list[tuple[str, str, int]], total: int, fmt=human_count) -> str
     return "\n".join(lines)
 
 
+#: warnings of the running command (``_context_warnings``), printed by ``_emit`` on success only
+_WARNINGS: list[str] = []
+
+
+def _context_warnings(args) -> list[str]:
+    """A context beyond what the config supports (``symcost.limits``), from the raw config only."""
+    from .limits import context_warnings
+    model = getattr(args, "model", None)
+    T = max((v for v in (getattr(args, a, None) for a in ("T", "seq", "T_prefill", "T_decode"))
+             if isinstance(v, int)), default=None)
+    if not isinstance(model, str) or T is None:
+        return []
+    try:
+        _, raw = loader.read_json(model)
+    except SymcostError:
+        return []  # the command reports the problem itself
+    return context_warnings(raw, T)
+
+
 def _emit(args, payload: dict, text: str) -> None:
     if args.json:
-        print(json.dumps(payload))
+        print(json.dumps({**payload, "warnings": list(_WARNINGS)} if _WARNINGS else payload))
     else:
         print(text)
+    for w in _WARNINGS:
+        print(f"symcost: warning: {w}", file=sys.stderr)
 
 
 # -- commands ------------------------------------------------------------------------------------
@@ -360,14 +403,27 @@ def cmd_plot(args):
     _emit(args, payload, f"wrote {plot.path} ({plot.metric} vs T for {', '.join(plot.models)})")
 
 
+#: what `check` and `scale` compare, and the unit each counts
+METRICS = {"params": "parameters", "active": "active parameters per token",
+           "flops": "forward matmul FLOPs (--phase, conventions)", "cache": "cache elements",
+           "cache_bytes": "cache bytes (b_kv per KV element, b_state per fp32 state element)",
+           "weights_bytes": "weight bytes (b_w per parameter)"}
+METRICS_HELP = "; ".join(f"{k}: {v}" for k, v in METRICS.items())
+
+
 def _metric_terms(m, args):
-    """The engine Terms a `check`/`scale` metric refers to."""
+    """The engine Terms a `check`/`scale` metric refers to (bound to the config's values and,
+    for bytes, to the dtype sizes ``b_kv`` = 2, ``b_state`` = 4, ``b_w`` = 2)."""
     if args.metric == "params":
         return m.params()
     if args.metric == "active":
         return m.active_params()
     if args.metric == "cache":
         return m.cache()
+    if args.metric == "cache_bytes":
+        return m.cache_bytes()
+    if args.metric == "weights_bytes":
+        return m.weights_bytes()
     return m.flops(_phase(args))
 
 
@@ -378,38 +434,55 @@ def cmd_check(args):
     extra = parse_map(args.map or [])
     user = parse(args.expr, extra=extra)
     inputs = {k: v for k, v in (("T", args.T), ("B", args.batch)) if v is not None}
-    result = compare(_metric_terms(m, args), user, m.values_with(**inputs), user_text=args.expr)
-    payload = {"model": m.name, "metric": args.metric, **result}
+    terms = _metric_terms(m, args)
+    result = compare(terms, user, {**terms.bound, **m.values_with(**inputs)}, user_text=args.expr)
+    payload = {"model": m.name, "metric": args.metric, "unit": METRICS[args.metric], **result}
     verdict = ("EQUAL" if result["equal"] else "NOT EQUAL")
     lines = [f"{m.name}: {args.metric}: your expression is {verdict} to the engine's"]
     if not result["equal"]:
         lines.append(f"  difference (engine - yours): {result['difference']}"
                      + (f" = {result['difference_value']:,}" if result["difference_value"] is not None else ""))
-        if result["explained_by"]:
+        if result["explained_by"] and not result["diagnosis"]:
             lines.append(f"  explained by: {', '.join(result['explained_by'])}")
+        wrong = [r for r in result["components"] if not r["equal"]]
+        if wrong:
+            lines.append("  per component (yours vs the engine's, at this config):")
+            lines += [f"    {r['term']:<28} yours {r['yours']}  engine {r['engine']}" for r in wrong]
     if result["note"]:
-        lines.append(f"  {result['note']}")
+        lines.append(f"  {'cause: ' if result['diagnosis'] else ''}{result['note']}")
     if result["unknown_symbols"]:
         lines.append(f"  unknown symbols (map them with --map NAME=EXPR): {', '.join(result['unknown_symbols'])}")
     if result["config_numbers"]:
         nums = ", ".join(f"{c['number']} (= {'/'.join(c['symbols'])})" for c in result["config_numbers"])
         lines.append(f"  numbers in your expression that equal config values: {nums}")
     _emit(args, payload, "\n".join(lines))
+    return 1 if args.strict and not result["equal"] else 0
+
+
+def cmd_export(args):
+    from .export import export
+    m = loader.build(args.model)
+    terms = _metric_terms(m, args)
+    convention = f"; {_phase(args).describe()}" if args.metric == "flops" else ""
+    keep = [k.strip() for k in (args.keep or "").split(",") if k.strip()]
+    doc = f"{m.name} {args.metric} ({METRICS[args.metric]}{convention})"
+    ident = "".join(ch if ch.isalnum() else "_" for ch in f"{args.metric}").strip("_")
+    print(export(terms.total, terms.bound, keep=keep, to=args.to, name=ident, doc=doc))
 
 
 def cmd_scale(args):
-    from .analysis import scale_summary
+    from .analysis import derivative, scale_summary
     m = loader.build(args.model)
     var = getattr(sym, args.wrt)
     if var not in m.values and var is not sym.T:
         raise SymcostError(f"--wrt {args.wrt}: the model has no {args.wrt}")
-    values = {k: v for k, v in m.values.items() if k is not var}
+    terms = _metric_terms(m, args)
+    values = {k: v for k, v in {**terms.bound, **m.values}.items() if k is not var}
     if args.batch is not None:
         values[sym.B] = sympy.Integer(args.batch)
     from .exprparse import to_text
-    terms = _metric_terms(m, args)
     summary = scale_summary(terms, var, values=values)
-    symbolic = to_text(sympy.factor_terms(sympy.expand(sympy.diff(terms.total, var))))
+    symbolic = to_text(derivative(terms.total, var))
     payload = {"model": m.name, "metric": args.metric, **summary, "derivative_symbolic": symbolic}
     lines = [f"{m.name}: how {args.metric} grows with {args.wrt}",
              f"  d/d{args.wrt}: {symbolic} = {summary['derivative']}",
@@ -479,6 +552,8 @@ IMAGES_HELP = ("N images per sequence at the config's default image size (vision
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
+    p.add_argument("--version", action="version", version=f"symcost {_version()}",
+                   help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def command(name, fn, help_):
@@ -551,17 +626,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = command("check", cmd_check, "compare a hand-derived expression with the engine's")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
-    sp.add_argument("--metric", choices=["params", "active", "flops", "cache"], required=True)
+    sp.add_argument("--metric", choices=list(METRICS), required=True, help=METRICS_HELP)
     sp.add_argument("--expr", required=True, help="plain text (H_kv*D_h, ^ for powers) or LaTeX")
+    sp.add_argument("--strict", "--exit-code", dest="strict", action="store_true",
+                    help="exit with status 1 when the expressions are NOT EQUAL (default: 0 either way)")
     sp.add_argument("--map", action="append", metavar="NAME=EXPR",
                     help="rename your symbols into the notation, e.g. --map m=d_ff --map c=2")
     sp.add_argument("--T", type=_positive("--T"), default=None, help="substitute T in the difference")
     sp.add_argument("--batch", type=_positive("--batch"), default=None)
     phase_flags(sp)
 
+    sp = command("export", cmd_export, "a metric as standalone code (Python, NumPy, C) or LaTeX/SymPy/JSON")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--metric", choices=list(METRICS), required=True, help=METRICS_HELP)
+    sp.add_argument("--to", choices=["python", "numpy", "c", "latex", "sympy", "json"], default="python",
+                    help="python: exact int arithmetic; numpy: vectorised, float64 by default (dtype=object "
+                         "for exact); c: double; latex; sympy: code rebuilding the expression; json "
+                         "(default python)")
+    sp.add_argument("--keep", default="", metavar="SYMS",
+                    help="comma-separated notation symbols left as arguments instead of the config's "
+                         "values, e.g. --keep d,L (default: only T, B and other inputs stay free)")
+    phase_flags(sp)
+
     sp = command("scale", cmd_scale, "derivative, leading term and big-O in T or E")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
-    sp.add_argument("--metric", choices=["flops", "cache", "params", "active"], required=True)
+    sp.add_argument("--metric", choices=list(METRICS), required=True, help=METRICS_HELP)
     sp.add_argument("--wrt", choices=["T", "E"], required=True)
     sp.add_argument("--batch", type=_positive("--batch"), default=None)
     phase_flags(sp)
@@ -634,16 +723,31 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("symcost")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     want_json = "--json" in argv
     try:
         args = build_parser().parse_args(argv)
-        args.fn(args)
+        _WARNINGS[:] = _context_warnings(args)
+        rc = args.fn(args)
+    except BrokenPipeError:  # `symcost ... | head`: the reader left; not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
     except SymcostError as e:
         msg = str(e).replace("\n", " ")
         if want_json:
             print(json.dumps({"error": msg}))
         print(f"symcost: error: {msg}", file=sys.stderr)
         return 2
-    return 0
+    return rc or 0

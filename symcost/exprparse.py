@@ -367,6 +367,12 @@ _CMDS = {"frac", "dfrac", "tfrac", "sqrt", "min", "max", "log", "ln", "lceil", "
          "rfloor", "div"}
 
 
+def _digit(ch: str) -> bool:
+    """An ASCII digit. ``str.isdigit`` is also true for ``²``, ``③``, ..., which no number pattern
+    matches (the lexer would then loop on an empty match)."""
+    return len(ch) == 1 and "0" <= ch <= "9"
+
+
 class _Lexer:
     def __init__(self, text: str, latex: bool, known: Mapping[str, sympy.Expr]):
         self.s, self.latex, self.known = text, latex, known
@@ -450,8 +456,8 @@ class _Lexer:
             ch, start = s[self.i], self.i
             if ch == " ":
                 self.i += 1
-            elif ch.isdigit() or (ch == "." and self.peek(1).isdigit()):
-                m = re.compile(r"\d*\.?\d*").match(s, self.i)
+            elif _digit(ch) or (ch == "." and _digit(self.peek(1))):
+                m = re.compile(r"[0-9]*\.?[0-9]*").match(s, self.i)
                 self.i = m.end()
                 if self.peek() == ".":
                     self.err("malformed number", start)
@@ -463,7 +469,7 @@ class _Lexer:
                 self.toks.append(_Tok("op", "^", start + 1))
                 while self.peek() == " ":
                     self.i += 1
-                if self.latex and self.peek().isdigit():  # LaTeX: d^23 is d² · 3
+                if self.latex and _digit(self.peek()):  # LaTeX: d^23 is d² · 3
                     self.toks.append(_Tok("num", self.peek(), self.i + 1))
                     self.i += 1
                 elif self.latex and self.peek().isalpha() and self.peek().isascii():

@@ -8,7 +8,7 @@ long sum into lines short enough for the page; ``texescape`` makes any config st
 
 >>> from symcost.notation import sym
 >>> latex(sym.H_kv * sym.D_h)
-'D_{h} H_{kv}'
+'D_{h} H_{\\\\mathrm{kv}}'
 >>> print(latex_plugged(sym.d * (sym.H_q + 2 * sym.H_kv) * sym.D_h,
 ...                     {sym.d: 4096, sym.H_q: 32, sym.H_kv: 8, sym.D_h: 128}))
 128 \\cdot 4096 \\cdot \\left(2 \\cdot 8 + 32\\right)

@@ -13,6 +13,7 @@ D_h*H_kv
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -56,6 +57,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("H_I", "H_{I}", "indexer heads", "index_n_heads", "count"),
     Entry("D_I", "D_{I}", "indexer head dim", "index_head_dim", "length"),
     Entry("k_I", "k_{I}", "indexer top-k keys", "index_topk", "count"),
+    Entry("L_I", "L_{I}", "layers running their own DSA indexer (the others reuse its top-k)",
+          "indexer_types, index_topk_freq, index_topk_pattern"),
     # -- Mamba-2 (seed 001 §2.4) --
     Entry("N", "N", "SSM state size", "ssm_state_size, state_size", "length"),
     Entry("H_m", "H_{m}", "Mamba heads", "mamba_num_heads, num_heads", "count"),
@@ -128,6 +131,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("B", "B", "batch size", "(input)"),
     Entry("b_w", "b_{w}", "bytes per weight", "(dtype)", "bytes"),
     Entry("b_kv", "b_{kv}", "bytes per cache element", "(dtype)", "bytes"),
+    Entry("b_state", "b_{state}", "bytes per recurrent/conv state element (fp32 in transformers)",
+          "(dtype)", "bytes"),
 )
 
 _SYMBOLS: dict[str, sympy.Symbol] = {
@@ -139,7 +144,13 @@ ENTRIES: dict[str, Entry] = {e.name: e for e in TABLE}
 sym = SimpleNamespace(**_SYMBOLS)
 
 #: LaTeX name of every symbol, for the printer.
-LATEX_NAMES: dict[sympy.Symbol, str] = {_SYMBOLS[e.name]: e.latex for e in TABLE}
+def _upright(tex: str) -> str:
+    """Multi-letter subscripts are names, set upright: ``d_{ff}`` → ``d_{\\mathrm{ff}}``;
+    a single-letter one stays a variable (``H_{q}``)."""
+    return re.sub(r"_\{([A-Za-z]{2,})\}", r"_{\\mathrm{\1}}", tex)
+
+
+LATEX_NAMES: dict[sympy.Symbol, str] = {_SYMBOLS[e.name]: _upright(e.latex) for e in TABLE}
 
 
 def by_name(name: str) -> sympy.Symbol:

@@ -467,18 +467,49 @@ def _symbolic_section(title: str, lhs: str, terms: Terms) -> dict | None:
             "lines": [f"{lhs} &= {total[0]}"] + [r"&\quad " + x for x in total[1:]]}
 
 
+#: what a reader's sheet leaves out of a module docstring: test-file names, internal seed pointers
+_INTERNAL = re.compile(r"\s*\((?:[^()]*\btests?/[^()]*|seeds?\s+\d{3}[^()]*)\)|\s*\(?\btests?/\S+\)?"
+                       r"|,?\s*\bseeds?\s+\d{3}(?:\s*§\s*[\d.]+)?;?", re.I)
+
+
+def _clean(line: str) -> str:
+    """One docstring line for readers: no test-file names, no internal seed references."""
+    out = _INTERNAL.sub("", line)
+    out = re.sub(r"\s*\(\s*[;,]\s*\)|\s*\(\s+\)", "", out)
+    return re.sub(r"\(\s*[;,]?\s+", "(", out).rstrip()
+
+
 def _doc_blocks(doc: str) -> list[dict]:
-    """A module docstring as paragraphs: {"kind": "text"|"code", "lines": [...]}."""
+    """A module docstring for readers: paragraphs ``{"kind": "lead"|"text"|"formula", "lines"}``.
+
+    The first paragraph is the lead (what the mechanism is); indented paragraphs are formula
+    layouts kept line by line; doctest examples are dropped (they are tests, not prose).
+    """
     blocks, cur = [], None
-    for line in doc.splitlines():
-        kind = "code" if line.lstrip().startswith((">>>", "...")) or (cur and cur["kind"] == "code" and line.strip()) else "text"
-        if not line.strip():
+    for raw in doc.splitlines():
+        if raw.lstrip().startswith((">>>", "...")) or (cur and cur["kind"] == "doctest" and raw.strip()):
+            if cur is None or cur["kind"] != "doctest":
+                cur = {"kind": "doctest", "lines": []}
+                blocks.append(cur)
+            continue
+        if not raw.strip():
             cur = None
             continue
-        if cur is None or cur["kind"] != kind:
-            cur = {"kind": kind, "lines": []}
+        line = _clean(raw)
+        if not line.strip():
+            continue
+        if cur is None or cur["kind"] == "doctest":
+            cur = {"kind": "text", "lines": []}
             blocks.append(cur)
-        cur["lines"].append(line.rstrip())
+        if raw.startswith((" ", "\t")) or re.match(r"^[A-Z][\w ,()/'-]*:\s", line) and cur["lines"]:
+            cur["kind"] = "formula"  # an aligned layout: keep its lines
+        cur["lines"].append(line)
+    blocks = [b for b in blocks if b["kind"] != "doctest"]
+    for b in blocks:  # a layout is shown verbatim: RST literal quotes would print as ``x``
+        if b["kind"] == "formula":
+            b["lines"] = [re.sub(r"``(.+?)``", r"\1", x) for x in b["lines"]]
+    if blocks and blocks[0]["kind"] == "text":
+        blocks[0]["kind"] = "lead"
     return blocks
 
 
@@ -492,9 +523,16 @@ def mechanism_context(mech: dict) -> dict:
             cands = [("Parameters", "P", c.params())]
             if sympy.expand(c.active_params().total - c.params().total) != 0:
                 cands.append(("Active parameters per token", r"P_{\text{active}}", c.active_params()))
+            decode = c.flops(Phase(kind="decode"))
+            absorbed = c.flops(Phase(kind="decode", mla="absorb"))
             cands += [("Prefill FLOPs (T new tokens, batch B)", "F", c.flops(Phase(kind="prefill"))),
-                      ("Decode FLOPs (one new token after T, batch B)", "F", c.flops(Phase(kind="decode"))),
-                      ("Cache elements after T tokens, batch B", "C", c.cache()),
+                      ("Decode FLOPs (one new token after T, batch B)", "F", decode)]
+            if sympy.expand(absorbed.total - decode.total) != 0:
+                cands[-1] = ("Decode FLOPs, expanded (as transformers runs it)",
+                             "F", decode)
+                cands.append(("Decode FLOPs, absorbed (as vLLM and SGLang run it)",
+                              r"F_{\text{absorb}}", absorbed))
+            cands += [("Cache elements after T tokens, batch B", "C", c.cache()),
                       ("Buffers (not parameters)", "N", c.buffers())]
             entry["sections"] = [s for s in (_symbolic_section(*x) for x in cands) if s]
             names = [f.name for f in dataclasses.fields(c)]

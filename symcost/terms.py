@@ -11,6 +11,11 @@ keeps simplification cheap.
 D_h*H_q*d + d
 >>> t.at({sym.d: 8, sym.H_q: 2, sym.D_h: 4})["q_proj"]
 64
+>>> t.total_at(d=8, H_q=2, D_h=4)
+72
+
+A tree built by a ``Model`` carries the config's values (``bound``), so only the user's inputs
+remain to give: ``m.flops(phase).total_at(T=4096, B=1)``.
 """
 from __future__ import annotations
 
@@ -25,11 +30,14 @@ Node = Union[Leaf, "Terms"]
 class Terms:
     """An ordered mapping ``name -> expression | Terms`` with an optional doc per name."""
 
-    __slots__ = ("_items", "docs")
+    __slots__ = ("_items", "docs", "bound")
 
-    def __init__(self, items: Mapping[str, Node] | None = None, docs: Mapping[str, str] | None = None):
+    def __init__(self, items: Mapping[str, Node] | None = None, docs: Mapping[str, str] | None = None,
+                 bound: Mapping | None = None):
         self._items: dict[str, Node] = {}
         self.docs: dict[str, str] = dict(docs or {})
+        #: default symbol values (a model's config values) used by ``at`` / ``total_at``
+        self.bound: dict = dict(bound or {})
         for key, value in (items or {}).items():
             self.add(key, value)
 
@@ -59,7 +67,13 @@ class Terms:
 
     def copy(self) -> "Terms":
         return Terms({k: (v.copy() if isinstance(v, Terms) else v) for k, v in self._items.items()},
-                     self.docs)
+                     self.docs, self.bound)
+
+    def bind(self, values: Mapping) -> "Terms":
+        """The same tree with ``values`` as its default substitution (see ``at``)."""
+        out = self.copy()
+        out.bound = dict(values)
+        return out
 
     # -- reading -----------------------------------------------------------------------------
     def __iter__(self) -> Iterator[str]:
@@ -133,7 +147,7 @@ class Terms:
     def map(self, fn) -> "Terms":
         """A new tree with ``fn`` applied to every leaf (structure and docs kept)."""
         return Terms({k: (v.map(fn) if isinstance(v, Terms) else fn(v)) for k, v in self._items.items()},
-                     self.docs)
+                     self.docs, self.bound)
 
     def scale(self, factor) -> "Terms":
         return self.map(lambda e: factor * e)
@@ -156,29 +170,105 @@ class Terms:
                 out.add(k, v, self.docs.get(k))
         return out
 
-    def at(self, values: Mapping) -> dict[str, int]:
-        """Exact integer value of every leaf with ``values`` substituted (flattened paths)."""
-        return {path: exact(expr, values) for path, expr in self.flatten().items()}
+    def values(self, values: Mapping | None = None, **by_name) -> dict:
+        """The substitution ``at`` uses: the bound values, then ``values`` (keys: symbols or their
+        names), then keyword names (``T=4096``). An unknown name is an error, never ignored."""
+        out = dict(self.bound)
+        for key, v in list((values or {}).items()) + list(by_name.items()):
+            out[_symbol(key)] = v if isinstance(v, sympy.Basic) else _number(key, v)
+        return out
 
-    def total_at(self, values: Mapping) -> int:
-        return exact(self.total, values)
+    def at(self, values: Mapping | None = None, **by_name) -> dict[str, int]:
+        """Exact integer value of every leaf with ``values`` substituted (flattened paths)."""
+        vals = self.values(values, **by_name)
+        return {path: exact(expr, vals) for path, expr in self.flatten().items()}
+
+    def total_at(self, values: Mapping | None = None, **by_name) -> int:
+        """The exact integer total: ``total_at(T=4096, B=1)`` or ``total_at({sym.T: 4096})``."""
+        return exact(self.total, self.values(values, **by_name))
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{k!r}: {v!r}" for k, v in self._items.items())
         return f"Terms({{{inner}}})"
 
     # -- notebooks ---------------------------------------------------------------------------
+    def _rows(self) -> list[tuple[str, Leaf, int | None]]:
+        """(path, formula, exact value or None) for each leaf; values only when all are known."""
+        flat = self.flatten()
+        try:
+            vals = [exact(e, self.bound) for e in flat.values()] if self.bound else None
+        except ValueError:
+            vals = None
+        return [(p, e, vals[i] if vals else None) for i, (p, e) in enumerate(flat.items())]
+
     def _repr_markdown_(self) -> str:
-        rows = ["| term | formula |", "| --- | --- |"]
-        rows += [f"| `{k}` | ${sympy.latex(v)}$ |" for k, v in self.flatten().items()]
-        return "\n".join(rows)
+        rows = self._rows()
+        total = sum(v for _, _, v in rows) if rows and rows[0][2] is not None else None
+        if total is None:
+            out = ["| term | formula |", "| --- | --- |"]
+            out += [f"| `{p}` | ${sympy.latex(e)}$ |" for p, e, _ in rows]
+            return "\n".join(out)
+        out = ["| term | formula | value | share |", "| --- | --- | ---: | ---: |"]
+        out += [f"| `{p}` | ${sympy.latex(e)}$ | {v:,} | {_share(v, total)} |" for p, e, v in rows]
+        out.append(f"| **total** | | **{total:,}** | 100% |")
+        return "\n".join(out)
+
+    def _repr_latex_(self) -> str:
+        from .latex import latex  # the project's printer (upright multi-letter subscripts)
+        rows = self._rows()
+        total = sum(v for _, _, v in rows) if rows and rows[0][2] is not None else None
+        name = lambda p: "\\texttt{" + p.replace("_", "\\_") + "}"  # noqa: E731
+        if total is None:
+            body = " \\\\ ".join(f"{name(p)} & {latex(e)}" for p, e, _ in rows)
+            return f"$\\begin{{array}}{{ll}} {body} \\end{{array}}$"
+        body = " \\\\ ".join(f"{name(p)} & {latex(e)} & {v:,} & {_share(v, total)}".replace("%", "\\%")
+                              for p, e, v in rows)
+        return (f"$\\begin{{array}}{{llrr}} {body} \\\\ \\hline \\textbf{{total}} & & {total:,} & "
+                f"100\\% \\end{{array}}$")
+
+
+def _share(v: int, total: int) -> str:
+    return f"{100 * v / total:.2f}%" if total else "-"
+
+
+def _symbol(key) -> sympy.Symbol:
+    from .errors import SymcostError
+    from .notation import by_name
+    if isinstance(key, sympy.Symbol):
+        return key
+    if isinstance(key, str):
+        try:
+            return by_name(key)
+        except (KeyError, AttributeError, ValueError):
+            raise SymcostError(f"unknown symbol {key[:40]!r} (the notation's names: "
+                               "symcost.notation.names())") from None
+    raise SymcostError(f"a value key must be a symbol or its name, got {type(key).__name__}")
+
+
+def _number(key, v) -> sympy.Expr:
+    from .errors import SymcostError
+    if isinstance(v, bool) or not isinstance(v, (int, sympy.Rational)):
+        from fractions import Fraction
+        if isinstance(v, Fraction):
+            return sympy.Rational(v.numerator, v.denominator)
+        raise SymcostError(f"value of {key}: expected an integer, got {type(v).__name__}")
+    return sympy.Integer(v) if isinstance(v, int) else v
 
 
 def exact(expr, values: Mapping) -> int:
-    """Substitute ``values`` and return an exact Python int (raises if not an integer)."""
+    """Substitute ``values`` and return an exact Python int.
+
+    Raises ``SymcostError`` naming the symbols still free (``T``, ``B``, ...) when values are
+    missing, and ``ValueError`` when the result is not an integer.
+    """
     value = sympy.sympify(sympy.sympify(expr).xreplace(values))
     if not value.is_Integer:
         value = sympy.nsimplify(value) if value.is_Float else value.doit()
     if not value.is_Integer:
+        free = sorted(str(s) for s in getattr(value, "free_symbols", ()))
+        if free:
+            from .errors import SymcostError
+            raise SymcostError(f"no value for {', '.join(free)}: give them, e.g. total_at("
+                               + ", ".join(f"{n}=..." for n in free[:4]) + ")")
         raise ValueError(f"expression did not evaluate to an integer: {value}")
     return int(value)

@@ -99,10 +99,11 @@ def _ids(model, B: int, T: int, seed: int = 1) -> torch.Tensor:
     return torch.randint(0, model.config.get_text_config().vocab_size, (B, T), generator=g)
 
 
-def prefill_flops(model, B: int, T: int) -> int:
+def prefill_flops(model, B: int, T: int, logits_to_keep: int = 0) -> int:
+    """``logits_to_keep=1``: the head runs on the last position only, as ``generate()`` does."""
     ids = _ids(model, B, T)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        _forward(model)(ids, use_cache=False)
+        _forward(model)(ids, use_cache=False, logits_to_keep=logits_to_keep)
     return counter.get_total_flops()
 
 

@@ -94,7 +94,8 @@ def test_plugged_keeps_structure_and_exact_value():
     vals = {sym.d: 4096, sym.H_q: 32, sym.H_kv: 8, sym.D_h: 128}
     assert latex_plugged(expr, vals) == r"128 \cdot 4096 \cdot \left(2 \cdot 8 + 32\right)"
     assert latex(sympy.Integer(25165824) * 1000) == "25{,}165{,}824{,}000"
-    assert latex(sym.H_kv * sym.d_ff) == "H_{kv} d_{ff}"
+    assert latex(sym.H_kv * sym.d_ff) == r"H_{\mathrm{kv}} d_{\mathrm{ff}}"  # names upright, H_{q} a variable
+    assert latex(sym.H_q) == "H_{q}"
 
 
 def test_long_sums_are_split():

@@ -76,13 +76,16 @@ class DeepseekV3Adapter(Adapter):
 
     @model_validator(mode="after")
     def _consistent(self):
+        self.check_attention()
+        if self.n_moe_layers:
+            self.check_router()
+        return self
+
+    def check_attention(self) -> None:
         H = self.num_attention_heads
         if self.num_key_value_heads not in (None, H):
             self.fail("num_key_value_heads", f"MLA expands keys to every head: must equal "
                       f"num_attention_heads={H} (got {self.num_key_value_heads})")
-        if self.n_moe_layers:
-            self.check_router()
-        return self
 
     def check_router(self) -> None:
         """V3 routing: top-2 per group summed, top ``topk_group`` groups, top-k experts among them."""
@@ -93,6 +96,16 @@ class DeepseekV3Adapter(Adapter):
             self.fail("n_group", f"n_routed_experts={E} must split into n_group={g} groups of >= 2")
         if self.topk_group is None or self.topk_group > g:
             self.fail("topk_group", f"needs 1..n_group={g} (got {self.topk_group})")
+
+    def check_layer_list(self, field: str, entries: list | None, allowed: tuple[str, ...]) -> None:
+        """A per-layer list (``mlp_layer_types``, ...): one entry per layer, each one of ``allowed``."""
+        if entries is None:
+            return
+        if len(entries) != self.num_hidden_layers:
+            self.fail(field, f"has {len(entries)} entries for num_hidden_layers={self.num_hidden_layers}")
+        unknown = sorted({str(e) for e in entries} - set(allowed))
+        if unknown:
+            self.fail(field, f"unknown entries {unknown}: each must be one of {', '.join(map(repr, allowed))}")
 
     # -- the layer stack -----------------------------------------------------------------------
     def mlp_kinds(self) -> list[str]:
@@ -110,7 +123,8 @@ class DeepseekV3Adapter(Adapter):
         return (MLA(d_q=None if self.q_lora_rank is None else sym.d_q, bias=self.attention_bias),)
 
     def moe(self) -> MoE:
-        return MoE(d_sh=sym.E_s * sym.d_moe, correction_bias=self.correction_bias, proj_bias=self.ffn_bias())
+        d_sh = sym.E_s * sym.d_moe if self.n_shared_experts else None  # GLM allows n_shared_experts 0
+        return MoE(d_sh=d_sh, correction_bias=self.correction_bias, proj_bias=self.ffn_bias())
 
     def to_model(self) -> Model:
         kinds = self.mlp_kinds()
@@ -122,14 +136,13 @@ class DeepseekV3Adapter(Adapter):
         parts = [p for p in parts if p[1]]
         groups = tuple(LayerGroup("layers" if len(parts) == 1 else name, sym.L if len(parts) == 1 else count,
                                   (norms, *mixer, ffn)) for name, _, count, ffn in parts)
-        vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
-                      H_q=self.num_attention_heads, d_q=self.q_lora_rank, d_kv=self.kv_lora_rank,
-                      D_nope=self.qk_nope_head_dim, D_rope=self.qk_rope_head_dim, D_v=self.v_head_dim)
+        groups += self.extra_groups()
+        vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers)
+        vals.update(self.attention_values())
         if n_dense:
             vals.update(values(d_ff=self.intermediate_size))
         if n_moe:
-            vals.update(values(E=self.n_routed_experts, k=self.num_experts_per_tok, E_s=self.n_shared_experts,
-                               d_moe=self.moe_intermediate_size))
+            vals.update(self.moe_values())
         if len(parts) > 1:
             vals.update(values(L_dense=n_dense, L_moe=n_moe))
         vals.update(self.extra_values())
@@ -141,6 +154,18 @@ class DeepseekV3Adapter(Adapter):
         self.add_mtp(model, norms, mixer)
         return model
 
+    def attention_values(self) -> dict:
+        return values(H_q=self.num_attention_heads, d_q=self.q_lora_rank, d_kv=self.kv_lora_rank,
+                      D_nope=self.qk_nope_head_dim, D_rope=self.qk_rope_head_dim, D_v=self.v_head_dim)
+
+    def moe_values(self) -> dict:
+        return values(E=self.n_routed_experts, k=self.num_experts_per_tok, E_s=self.n_shared_experts or None,
+                      d_moe=self.moe_intermediate_size)
+
+    def extra_groups(self) -> tuple[LayerGroup, ...]:
+        """Groups beside the dense/MoE layers (GLM-5's indexers when some layers share top-k)."""
+        return ()
+
     def extra_values(self) -> dict:
         return {}
 
@@ -149,9 +174,7 @@ class DeepseekV3Adapter(Adapter):
         if not n:
             return
         add_mtp(model, n, mtp_module((norms, *mixer, self.moe()), "one decoder layer with an MoE FFN"))
-        moe_vals = values(E=self.n_routed_experts, k=self.num_experts_per_tok, E_s=self.n_shared_experts,
-                          d_moe=self.moe_intermediate_size)
-        for s_, v_ in moe_vals.items():  # the MTP layer is MoE even when the main stack is dense
+        for s_, v_ in self.moe_values().items():  # the MTP layer is MoE even when the main stack is dense
             model.values.setdefault(s_, v_)
         model.notes.append(
             "MTP modules (extras, not in the total): enorm + hnorm + eh_proj [2d, d] + one MoE decoder layer "
@@ -219,12 +242,7 @@ class DeepseekV32Adapter(DeepseekV3Adapter):
         if self.index_head_dim < self.qk_rope_head_dim:
             self.fail("index_head_dim", f"must be >= qk_rope_head_dim={self.qk_rope_head_dim} "
                       "(the indexer rotates its first qk_rope_head_dim dims)")
-        if self.mlp_layer_types is not None:
-            if len(self.mlp_layer_types) != self.num_hidden_layers:
-                self.fail("mlp_layer_types", f"has {len(self.mlp_layer_types)} entries for "
-                          f"num_hidden_layers={self.num_hidden_layers}")
-            if set(self.mlp_layer_types) - {"dense", "sparse"}:
-                self.fail("mlp_layer_types", "entries must be 'dense' or 'sparse'")
+        self.check_layer_list("mlp_layer_types", self.mlp_layer_types, ("dense", "sparse"))
         return self
 
     def mlp_kinds(self) -> list[str]:

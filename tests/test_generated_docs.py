@@ -1,0 +1,49 @@
+"""What readers get from the generated documents (issue 15): no machine paths, clean pages."""
+import re
+import subprocess
+
+import pytest
+
+from symcost.generate import ROOT, render_all
+from tests.tex import need_tex
+
+DOCS = render_all()
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|home|root|usr|opt|var|mnt)/")
+
+
+def test_no_generated_file_holds_a_machine_path():
+    bad = sorted(path for path, text in DOCS.items() if MACHINE_PATH.search(text))
+    assert not bad, bad
+
+
+def test_no_raw_markup_leaks_into_latex():
+    for path, text in DOCS.items():
+        if path.endswith(".tex"):
+            assert "**" not in text, path  # Markdown bold left in a LaTeX page
+
+
+def test_mechanism_sheets_drop_doctests_and_test_files():
+    for path, text in DOCS.items():
+        if path.startswith("formulas/") and path.endswith(".md"):
+            assert ">>>" not in text and "tests/" not in text, path
+            assert not re.search(r"(?<!`)``(?!`)", text), path  # RST literal quotes
+
+
+def test_mla_sheet_shows_absorbed_decode_next_to_expanded():
+    text = DOCS["formulas/mla.md"]
+    assert "### Decode FLOPs, expanded (as transformers runs it)" in text
+    assert "### Decode FLOPs, absorbed (as vLLM and SGLang run it)" in text
+
+
+@pytest.mark.parametrize("path", sorted(p for p in DOCS if p.endswith(".tex")))
+def test_generated_tex_compiles_without_overfull_boxes(tmp_path, path):
+    need_tex()
+    (tmp_path / "doc.tex").write_text(DOCS[path], encoding="utf-8")
+    cmd = ["pdflatex", "-no-shell-escape", "-halt-on-error", "-interaction=nonstopmode", "doc.tex"]
+    for _ in range(2):  # longtable widths settle on the second pass
+        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stdout[-2000:]
+    log = (tmp_path / "doc.log").read_text(errors="replace")
+    overfull = re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)
+    assert not overfull, f"{path}: {len(overfull)} overfull boxes ({', '.join(overfull[:5])} pt)"
