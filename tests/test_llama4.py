@@ -55,6 +55,15 @@ def test_causal_pairs_equal_the_masks_transformers_applies(seed):
             assert a.pairs(Phase(kind="decode")).subs(vals) == step.attentions[i].shape[-1], (T, i)
 
 
+@pytest.mark.parametrize("raw", TEXT_CASES[:2] + WRAPPER_CASES[:2])
+def test_prefill_logits_last_equals_logits_to_keep_1(raw):
+    m = symcost.build(dict(raw))
+    model = oracle.build(raw)
+    terms = m.flops(Phase(kind="prefill", logits="last", impl="reference"))
+    for T in tiny.T_VALUES:
+        assert terms.total_at(m.values_with(T=T, B=2)) == oracle.prefill_flops(model, 2, T, logits_to_keep=1)
+
+
 def test_chunked_pairs_closed_form():
     """Σ_{i<T} (i mod C + 1), against a direct sum, over many T and C."""
     ca = ChunkedAttention()
