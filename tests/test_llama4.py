@@ -75,6 +75,17 @@ def test_chunked_pairs_closed_form():
     assert ChunkedAttention(C=None).pairs(Phase(attention="causal")) == sym.T * (sym.T + 1) / 2
 
 
+def test_scale_derivative_of_chunked_pairs_is_clean_and_parses_back(capsys):
+    """⌊T/C_att⌋ is constant between chunk boundaries: its derivative is 0 there, not an unevaluated Subs."""
+    code = main(["scale", "llama-4-scout-17b-16e-instruct", "--metric", "flops", "--wrt", "T", "--phase", "prefill",
+                 "--attention", "causal", "--json"])
+    d = symcost.parse(json.loads(capsys.readouterr().out)["derivative"])
+    assert code == 0 and not d.has(sympy.Derivative, sympy.Subs)
+    pairs = ChunkedAttention().pairs(Phase(attention="causal"))
+    rest = sym.T - sym.C_att * sympy.floor(sym.T / sym.C_att)
+    assert sympy.expand(symcost.analysis.derivative(pairs, sym.T) - (rest + sympy.Rational(1, 2))) == 0
+
+
 # -- routed experts: reference = all E on every token, minimal = k -------------------------------------
 @pytest.mark.parametrize("raw", TEXT_CASES + WRAPPER_CASES)
 @pytest.mark.parametrize("kind", ["prefill", "decode"])
