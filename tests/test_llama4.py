@@ -86,6 +86,16 @@ def test_scale_derivative_of_chunked_pairs_is_clean_and_parses_back(capsys):
     assert sympy.expand(symcost.analysis.derivative(pairs, sym.T) - (rest + sympy.Rational(1, 2))) == 0
 
 
+@pytest.mark.parametrize("expr,equal", [
+    ("4*B*D_h*H_q*(L_chunk*(Mod(T, C_att) + 1) + L_full*(T + 1)) + 4*B*D_h*(H_q + H_kv)*d*L"
+     " + 2*B*(E + 3*d_moe*(k + 1))*d*L + 2*B*V*d", True),  # T mod C_att as a user writes it
+    ("2*B*T", False)])  # far off: answered, not a traceback (⌊T/C_att⌋ is no polynomial generator)
+def test_check_reads_mod_and_answers_floor_models(expr, equal, capsys):
+    code = main(["check", "llama-4-scout-17b-16e-instruct", "--metric", "flops", "--phase", "decode",
+                 "--attention", "causal", "--expr", expr, "--json"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["equal"] is equal
+
+
 # -- routed experts: reference = all E on every token, minimal = k -------------------------------------
 @pytest.mark.parametrize("raw", TEXT_CASES + WRAPPER_CASES)
 @pytest.mark.parametrize("kind", ["prefill", "decode"])
