@@ -32,7 +32,7 @@ from . import loader
 from .conventions import Phase
 from .errors import SymcostError
 from .gpus import gpu
-from .memory import cache_bytes_total, inference_memory, weight_bytes
+from .memory import cache_bytes_total, inference_memory, leaf_bytes, weight_bytes
 from .notation import sym
 from .terms import exact
 from .training import train_memory
@@ -86,9 +86,10 @@ VARIANTS: dict[str, tuple[str, dict, str]] = {
 NAMES = {
     "llama-3.1-8b": "Llama-3-8B (bundled llama-3.1-8b: same shapes)",
     "llama-3.1-70b": "Llama-3-70B (bundled llama-3.1-70b: same shapes)",
-    "nemotron-3-ultra-550b-a55b": "Nemotron 3 Ultra", "minimax-m3-abridged": "MiniMax M3 (abridged + seeds' tables)",
+    "nemotron-3-ultra-550b-a55b": "Nemotron 3 Ultra", "minimax-m3": "MiniMax M3 (+ the seeds' vision table)",
     "kimi-k2.5": "Kimi K2.5", "deepseek-v3": "DeepSeek-V3", "deepseek-v4-flash": "DeepSeek V4 Flash",
     "llama-2-7b": "Llama-2-7B", "qwen2.5-7b": "Qwen2.5-7B",
+    "qwen3.5-35b-a3b": "Qwen3.5-35B-A3B (the seeds' Qwen3.5-MoE)",
 }
 
 
@@ -191,6 +192,14 @@ def cache(key: str, T: int, B: int = 1, kv: str = "bf16", comps: tuple[str, ...]
     return total if not comps else sum(v for k, v in by.items() if k.startswith(comps))
 
 
+def _leaf_bytes(key: str, leaf_name: str, T: int = 1, B: int = 1, kv: str = "bf16") -> int:
+    """Bytes of every cache leaf called ``leaf_name`` (e.g. ``recurrent_state``), in its own dtype."""
+    m = model(key)
+    vals = m.values_with(T=T, B=B)
+    return int(sum(exact(e, vals) * leaf_bytes(m, p, kv) for p, e in m.cache().flatten().items()
+                   if p.rsplit("/", 1)[-1] == leaf_name))
+
+
 def max_batch(key: str, *, T: int, weights: str = "bf16", gpus: int = 8, card: str = "H200") -> int:
     """Largest decode batch at context T on ``gpus`` cards using all of their memory (mem_util 1)."""
     fit = inference_memory(model(key), T=T, B=1, weights_dtype=weights, phase="decode", tp=gpus,
@@ -263,8 +272,9 @@ def pct(a, b) -> Fraction:
 
 L8, L70, L405, L2 = "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-2-7b"
 MIS, Q7, Q05, TOY = "mistral-7b-v0.2", "qwen2.5-7b", "qwen2.5-0.5b", "moe-toy"
-DS3, NEM, M3, K25, V4, F60 = ("deepseek-v3", "nemotron-3-ultra-550b-a55b", "minimax-m3-abridged",
+DS3, NEM, M3, K25, V4, F60 = ("deepseek-v3", "nemotron-3-ultra-550b-a55b", "minimax-m3",
                              "kimi-k2.5", "deepseek-v4-flash", "full-attn-60")
+Q35 = "qwen3.5-35b-a3b"
 EMB = ("embed_tokens", "lm_head")
 
 
@@ -684,10 +694,40 @@ claim("001 §3.5.7", "48 层 Mamba-2 合计：≈ 40.7G FLOPs/token", "Nemotron 
             "transformers' torch step does the update by broadcast multiplies, which FlopCounterMode "
             "counts 0 (impl=reference: 40.68G)",
       alt=lambda: flops(NEM, T=M1, impl="reference", keep=under(MAMBA)))
+MIMO, SWA_QK = "mimo-v2-flash", "swa_moe_layers/self_attn/scores"
+claim("001 §3.6", "以 MiMo-V2-Flash 为例：W = 131072", "MiMo-V2-Flash sliding window W (keys a query sees)", MIMO,
+      "131072", "", lambda: count(MIMO, sym.W), "disagrees",
+      cause="not reproduced: the config's window is sliding_window_size = 128 previous keys plus the query "
+            "(transformers' sliding_window = 129); 131,072 is no field of the config (max_position_embeddings "
+            "is 262,144)")
+claim("001 §3.6", "D_h = 128", "MiMo-V2-Flash attention head dim (q and k)", MIMO, "128", "",
+      lambda: count(MIMO, sym.D_h), "disagrees",
+      cause="queries and keys have head_dim = 192; 128 is v_head_dim, the value head dim",
+      alt=lambda: count(MIMO, sym.D_v))
+claim("001 §3.6", "decode 时：2 × 64 × 1 × 131072 × 128 = 2.15 × 10^9 FLOPs", "MiMo SWA layer QK^T decode FLOPs, "
+      "T=131072", MIMO, "2.15", "G", lambda: Fraction(flops(MIMO, T=131072, keep=under(SWA_QK)), 39), "disagrees",
+      cause="with the real window a sliding layer's decode attends to 129 keys at any T (3.17M FLOPs at "
+            "D_h = 192), a thousandth of a full layer's 3.22G at T = 131,072: SWA saves decode too; the seed's "
+            "2.15G is its formula at its W = 131,072 and D_h = 128",
+      alt=lambda: 2 * count(MIMO, sym.H_q) * 131072 * count(MIMO, sym.D_v))
 claim("001 §3.8", "激活 22 个专家：≈ 462M FLOPs", "Nemotron 22 latent experts decode FLOPs per layer", NEM, "462", "M",
       lambda: Fraction(flops(NEM, T=M1, keep=leaf("experts_up", "experts_down")), 48), "disagrees",
       cause="one FLOP per weight: 2 x 2048 x 5120 is the expert's parameter count; a token costs 2 FLOPs per "
             "weight (922.7M)", alt=lambda: 22 * 21 * 10**6)
+claim("001 §3.7", "6 × 64 × 128^2 ... ≈ 6.3 × 10^6 FLOPs/token/layer", "Qwen3.5-MoE DeltaNet state reads + update, "
+      "decode FLOPs per DeltaNet layer", Q35, "6.3", "M",
+      lambda: Fraction(flops(Q35, T=M1, keep=both(under("lin_layers"), leaf("state_reads", "state_update"))),
+                       count(Q35, sym.L_lin)), "disagrees",
+      cause="the real Qwen3.5-35B-A3B has H_lv = 32 value heads (linear_num_value_heads) of 128 x 128 state: "
+            "6 x 32 x 128^2 = 3.1M; 6.3M is the seed's H = 64", alt=lambda: 6 * 64 * 128**2)
+claim("001 §4.6", "L × 64 × 128^2 × 2 = L × 2.1MB", "Qwen3.5-MoE DeltaNet recurrent state bytes per layer", Q35,
+      "2.1", "MB", lambda: Fraction(_leaf_bytes(Q35, "recurrent_state"), count(Q35, sym.L_lin)), "agrees",
+      cause="agrees by two errors cancelling: the real model has 32 value heads (not 64) but the torch scan "
+            "keeps the state in fp32 (4 bytes, not 2); the conv state adds 64 KiB per layer")
+claim("001 §4.6", "48 × 2.1MB ≈ 100MB", "Qwen3.5-MoE DeltaNet state (conv + recurrent), all layers", Q35, "100",
+      "MB", lambda: cache(Q35, 1, comps=("lin_layers",)), "disagrees",
+      cause="L = 48 layers of 64 heads assumed; Qwen3.5-35B-A3B has 30 DeltaNet layers of 40 (every 4th is "
+            "full attention) with 32 heads: 64.9 MB", alt=lambda: 48 * 64 * 128**2 * 2, alt_rule="truncate")
 claim("001 §3.10", "每产生一个 token 需要 2.1T FLOPs", "pure full-attention 60-layer model decode FLOPs, T=1M", F60,
       "2.1", "T", lambda: flops(F60, T=M1), "agrees")
 claim("001 §3.10", "1.97T 占 94%", "its QK^T + PV share", F60, "94", "%",

@@ -380,11 +380,21 @@ def cmd_presets(args):
 
 
 def cmd_sheet(args):
+    from pathlib import Path
+
     from .report import write_sheet
     m = loader.build(args.model)
+    _, source = loader.resolve(args.model)
+    out = Path(args.output)
+    if source is not None and out.exists() and out.resolve() == source.resolve():
+        raise SymcostError(f"-o {args.output}: that is the model's config.json; choose another file")
+    if out.suffix != ".tex":
+        raise SymcostError(f"-o {args.output}: the sheet is LaTeX; give a path ending in .tex")
+    phase = Phase(attention=args.attention, logits=args.logits, mla=args.mla, impl=args.impl)
     try:
         tex, pdf, message = write_sheet(m, args.output, pdf=args.pdf, T_prefill=args.T_prefill,
-                                        T_decode=args.T_decode, batch=args.batch, dtype=args.dtype)
+                                        T_decode=args.T_decode, batch=args.batch, dtype=args.dtype,
+                                        prefill_phase=phase)
     except (RuntimeError, OSError) as e:
         raise SymcostError(f"sheet: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     payload = {"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message}
@@ -616,6 +626,20 @@ def build_parser() -> argparse.ArgumentParser:
     for flag in ("--tp", "--pp", "--ep"):
         sp.add_argument(flag, type=_positive(flag), default=1)
 
+    def conventions(sp):
+        sp.add_argument("--attention", choices=["full", "causal"], default="full",
+                        help="full: every (query, key) in the buffer, as eager attention computes; "
+                             "causal: only the pairs the masks keep (default full)")
+        sp.add_argument("--logits", choices=["all", "last"], default="all",
+                        help="LM head on every new position or only the last (default all)")
+        sp.add_argument("--mla", choices=["expand", "absorb"], default="expand",
+                        help="MLA decode: expand re-expands the cached latent (transformers); absorb "
+                             "folds the up-projections into query and output (serving engines) "
+                             "(default expand)")
+        sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal",
+                        help="chunked scans: minimal counts what the math needs; reference what the "
+                             "transformers torch path computes, padding included (default minimal)")
+
     def phase_flags(sp, required=False):
         sp.add_argument("--phase", choices=["prefill", "decode"], default=None if required else "prefill",
                         required=required)
@@ -676,7 +700,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--T-prefill", dest="T_prefill", type=_positive("--T-prefill"), default=4096)
     sp.add_argument("--T-decode", dest="T_decode", type=_positive("--T-decode"), default=4096)
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
-    sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16",
+                    help="cache dtype of the memory section (default bf16)")
+    conventions(sp)
 
     sp = command("plot", cmd_plot, "cost vs T on log-log axes, one model or several (needs matplotlib)")
     sp.add_argument("model", nargs="+", help="config.json paths, directories, or bundled names")

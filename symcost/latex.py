@@ -115,16 +115,26 @@ def split_lines(expr, printer_kw: Mapping | None = None, width: int = 64) -> lis
             terms = list(adds[0].args) if kw.get("order") == "none" else adds[0].as_ordered_terms()
     if not terms:
         return [whole]
-    pieces = []
+    pieces: list[str | list[str]] = []
     for i, t in enumerate(terms):
         tex = latex(t, **kw)
-        if i and not tex.startswith("-"):
-            tex = "+ " + tex
-        elif i:
-            tex = "- " + tex[1:]
-        pieces.append(tex)
+        sign = "" if not i else ("- " if tex.startswith("-") else "+ ")
+        if sign == "- ":
+            tex = tex[1:]
+        if not prefix and _width(tex) > width and t.is_Mul:  # a long factored group: its own lines
+            sub = split_lines(-t if sign == "- " else t, kw, width)
+            if len(sub) > 1:
+                pieces.append([sign + sub[0], *sub[1:]])
+                continue
+        pieces.append(sign + tex)
     lines, cur = [], prefix
     for p in pieces:
+        if isinstance(p, list):
+            if cur.strip() and cur != prefix:
+                lines.append(cur)
+            lines += p[:-1]
+            cur = p[-1]
+            continue
         if cur.strip() and cur != prefix and _width(cur + p) > width:
             lines.append(cur)
             cur = ""

@@ -143,6 +143,9 @@ def load_config(source: str | dict, name: str | None = None):
         return cls.model_validate({**raw, "name": name})
     except ValidationError as e:
         err = e.errors()[0]
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, SymcostError):  # an adapter's own consistency check: already names its field
+            raise inner from None
         field = ".".join(str(p) for p in err["loc"]) or "config"
         got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
         raise SymcostError(f"field '{field}': {err['msg']}{got}") from None

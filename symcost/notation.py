@@ -52,7 +52,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("d_kv", "d_{kv}", "MLA key/value LoRA rank", "kv_lora_rank", "length"),
     Entry("D_nope", "D_{nope}", "MLA non-rotary q/k head dim", "qk_nope_head_dim", "length"),
     Entry("D_rope", "D_{rope}", "MLA rotary q/k head dim", "qk_rope_head_dim", "length"),
-    Entry("D_v", "D_{v}", "MLA value head dim", "v_head_dim", "length"),
+    Entry("D_v", "D_{v}", "value head dim (MLA; MiMo-V2-Flash attention)", "v_head_dim", "length"),
     # -- sparse indexer (DeepSeek V3.2 DSA, MiniMax M3 MSA) --
     Entry("H_I", "H_{I}", "indexer heads", "index_n_heads", "count"),
     Entry("D_I", "D_{I}", "indexer head dim", "index_head_dim", "length"),
@@ -88,12 +88,12 @@ TABLE: tuple[Entry, ...] = (
     # -- SigLIP vision tower (Gemma 3) --
     Entry("d_vis", "d_{vis}", "vision tower hidden size", "vision_config.hidden_size", "length"),
     Entry("d_ff_vis", "d_{ff,vis}", "vision tower MLP size", "vision_config.intermediate_size", "length"),
-    Entry("L_vis", "L_{vis}", "vision tower layers", "vision_config.num_hidden_layers"),
+    Entry("L_vis", "L_{vis}", "vision tower layers", "vision_config.num_hidden_layers, depth"),
     Entry("p_vis", "p_{vis}", "vision patch size (pixels per side)", "vision_config.patch_size", "length"),
-    Entry("C_img", "C_{img}", "image channels", "vision_config.num_channels"),
+    Entry("C_img", "C_{img}", "image channels", "vision_config.num_channels, in_channels"),
     Entry("N_pat", "N_{pat}", "patches per image", "(image_size // patch_size)^2"),
     # -- DeepSeek / Kimi (MoonViT patch merger) --
-    Entry("m_vis", "m_{vis}", "vision patches merged into one token", "vision_config.merge_kernel_size"),
+    Entry("m_vis", "m_{vis}", "vision patches merged into one token", "vision_config.merge_kernel_size, spatial_merge_size²"),
     # -- Gated DeltaNet (Qwen3-Next) --
     Entry("C_dn", "C_{dn}", "Gated DeltaNet chunk size (the torch scan pads T to a multiple)",
           "(64, fixed in transformers)", "length"),
@@ -122,10 +122,15 @@ TABLE: tuple[Entry, ...] = (
           "attention_chunk_size", "length"),
     Entry("L_chunk", "L_{chunk}", "chunked local attention layers", "layer_types 'chunked_attention'"),
     Entry("d_pout", "d_{pout}", "vision adapter output size", "vision_config.projector_output_dim", "length"),
-    Entry("d_vout", "d_{vout}", "vision tower output size (the projector's input)",
-          "vision_config.vision_output_dim", "length"),
     # -- vision tokens per image (Gemma 3 pooled projector) --
     Entry("N_img", "N_{img}", "text tokens one image fills (pooled vision features)", "mm_tokens_per_image"),
+    # -- Qwen3-VL / Qwen3.5 vision tower (learned position table, deepstack mergers) --
+    Entry("P_vis", "P_{vis}", "vision learned position-embedding entries (resampled to each image's grid)",
+          "vision_config.num_position_embeddings"),
+    Entry("n_ds", "n_{ds}", "deepstack patch mergers (vision features fed into early text layers)",
+          "len(vision_config.deepstack_visual_indexes)"),
+    Entry("d_vout", "d_{vout}", "vision tower / merger output size, where it differs from the text hidden size",
+          "vision_config.out_hidden_size, vision_config.vision_output_dim", "length"),
     # -- user inputs --
     Entry("T", "T", "tokens: sequence / context length", "(input)", "length"),
     Entry("B", "B", "batch size", "(input)"),

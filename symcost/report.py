@@ -103,11 +103,31 @@ def _label(model: Model, path: str) -> str:
     return ""
 
 
+def _with_unit(human: str, unit: str) -> str:
+    """``"19.79 T"`` + ``"FLOP"`` → ``"19.79 TFLOP"``; never a bare ``T`` on a page where ``T``
+    is the token count."""
+    if not unit:
+        return human
+    return f"{human}{unit}" if human[-1:].isalpha() else f"{human} {unit}"
+
+
+def factored_total(terms: Terms) -> sympy.Expr:
+    """The total as the tree's top-level parts, each with its layer count factored out
+    (``L_dense·(…) + L_moe·(…) + V·d + …``), unevaluated so the grouping survives printing."""
+    parts = [sympy.factor_terms(sympy.expand(e)) for e in terms.depth(1).values()]
+    parts = [p for p in parts if p != 0]
+    if len(parts) < 2:
+        return sympy.Add(*parts)
+    with sympy.evaluate(False):
+        return sympy.Add(*parts)
+
+
 def section(model: Model, terms: Terms, values: dict, *, title: str, lhs: str, unit: str = "",
-            byte_label: bool = False, weights: dict | None = None) -> dict:
+            byte_label: bool = False, weights: dict | None = None, unit_name: str = "") -> dict:
     """One cost (params, FLOPs, cache bytes): per component and per primitive, with totals.
 
-    ``weights`` maps a flattened leaf path to its multiplier (bytes per element) for byte sections.
+    ``weights`` maps a flattened leaf path to its multiplier (bytes per element) for byte sections;
+    ``unit_name`` follows the magnitude in the human-readable figures (``TFLOP``).
     """
     counts = _group_counts(model)
     terms = terms.prune()
@@ -117,7 +137,7 @@ def section(model: Model, terms: Terms, values: dict, *, title: str, lhs: str, u
     leaf_vals = {p: exact(e, values) for p, e in leaves.items()}
     total = sum(leaf_vals.values())
     docs = terms.docs_flat()
-    human = human_bytes if byte_label else human_count
+    human = human_bytes if byte_label else (lambda v: _with_unit(human_count(v), unit_name))
     comps = []
     for key in terms.depth(2):
         paths = [p for p in leaves if p == key or p.startswith(key + "/")]
@@ -143,7 +163,10 @@ def section(model: Model, terms: Terms, values: dict, *, title: str, lhs: str, u
             "value": value, "human": human(value), "share": _pct(value, total), "leaves": rows,
         })
     total_expr = sympy.Add(*leaves.values())
-    total_lines = split_lines(total_expr, {}, WIDTH)
+    by_part = Terms()
+    for p, e in leaves.items():
+        by_part.add(p.split("/", 1)[0], e)
+    total_lines = split_lines(factored_total(by_part), {"order": "none"}, WIDTH)
     sum_lines = split_lines(sympy.Add(*(sympy.Integer(c["value"]) for c in comps), evaluate=False),
                             PLUG, WIDTH) if len(comps) > 1 else []
     lines = [("&= " if i == 0 else r"&\quad ") + t for i, t in enumerate(total_lines)]
@@ -258,8 +281,15 @@ def notation_rows(symbols, values: dict | None = None) -> list[dict]:
 
 
 def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
-                  dtype: str = "bf16") -> dict:
-    """Everything a sheet template prints, computed once (LaTeX strings already rendered)."""
+                  dtype: str = "bf16", prefill_phase: Phase | None = None,
+                  decode_phase: Phase | None = None) -> dict:
+    """Everything a sheet template prints, computed once (LaTeX strings already rendered).
+
+    ``prefill_phase`` / ``decode_phase`` carry the counting conventions (attention pairs, logits,
+    MLA form, scan implementation); each FLOPs section states the one it used.
+    """
+    prefill_phase = (prefill_phase or Phase()).model_copy(update={"kind": "prefill"})
+    decode_phase = (decode_phase or prefill_phase).model_copy(update={"kind": "decode"})
     b = dtype_bytes(dtype)
     if b.denominator != 1:
         raise ValueError(f"dtype {dtype!r}: cache bytes per element must be whole")
@@ -268,15 +298,18 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
     wb = {**model.values, sym.b_w: sympy.Integer(int(b))}
 
     params = model.params()
-    sections = [section(model, params, model.values, title="Parameters", lhs="P")]
+    sections = [section(model, params, model.values, title="Parameters", lhs="P",
+                        unit_name="parameters")]
     active = model.active_params()
     active_total = active.total_at(model.values)
-    prefill = model.flops(Phase(kind="prefill"))
-    decode = model.flops(Phase(kind="decode"))
-    sections.append(section(model, prefill, prefill_vals, lhs="F",
-                            title=f"Prefill FLOPs at T = {T_prefill:,}, B = {batch}"))
-    sections.append(section(model, decode, decode_vals, lhs="F",
-                            title=f"Decode FLOPs for one new token at T = {T_decode:,}, B = {batch}"))
+    prefill = model.flops(prefill_phase)
+    decode = model.flops(decode_phase)
+    sections.append(section(model, prefill, prefill_vals, lhs="F", unit_name="FLOP",
+                            title=f"Prefill FLOPs at T = {T_prefill:,}, B = {batch} "
+                                  f"({_conventions_of(prefill_phase)})"))
+    sections.append(section(model, decode, decode_vals, lhs="F", unit_name="FLOP",
+                            title=f"Decode FLOPs for one new token at T = {T_decode:,}, B = {batch} "
+                                  f"({_conventions_of(decode_phase)})"))
     cache = model.cache()
     cache_vals = {**decode_vals, sym.b_kv: sympy.Integer(int(b))}
     weights = {}
@@ -333,21 +366,28 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
     }
 
 
+def _conventions_of(ph: Phase) -> str:
+    """The conventions a FLOPs section used, briefly: ``attention full, logits all, MLA expand``."""
+    return f"attention {ph.attention}, logits {ph.logits}, MLA {ph.mla}, scans {ph.impl}"
+
+
 def render_sheet(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
-                 dtype: str = "bf16", plots: dict | None = None) -> str:
+                 dtype: str = "bf16", plots: dict | None = None, **phases) -> str:
     """The LaTeX derivation document for ``model`` (compiles with plain pdflatex).
 
     ``plots``: None (no figures, no mention: the generated ``reports/``), or ``{"files": {"flops":
     name, "cache": name}, "missing": reason}`` — file names next to the .tex, or why there are none.
     """
-    ctx = sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype)
+    ctx = sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype,
+                        **phases)
     return environment().get_template("sheet.tex.j2").render(**ctx, plots=plots, rst=rst_to_tex)
 
 
 def render_sheet_md(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
-                    dtype: str = "bf16") -> str:
+                    dtype: str = "bf16", **phases) -> str:
     """The same derivation as GitHub Markdown with ``$…$`` / ``$$…$$`` math."""
-    ctx = sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype)
+    ctx = sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype,
+                        **phases)
     return environment().get_template("sheet.md.j2").render(**ctx, rst=rst_to_md)
 
 

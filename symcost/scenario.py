@@ -16,7 +16,7 @@ from .notation import sym
 from .terms import exact
 from .units import human_bytes
 
-FLAGSHIPS = ("nemotron-3-ultra-550b-a55b", "minimax-m3-abridged", "kimi-k2.5", "deepseek-v4-flash",
+FLAGSHIPS = ("nemotron-3-ultra-550b-a55b", "minimax-m3", "kimi-k2.5", "deepseek-v4-flash",
              "deepseek-v3.2")
 
 

@@ -23,26 +23,8 @@ TRANSFORMERS_VERSION = transformers.__version__
 ORACLE_TYPE = {"kimi_k2": "deepseek_v3", "minimax_m3": "minimax_m3_vl_text"}
 
 
-def _complete_minimax_m3(raw: dict) -> dict:
-    """The abridged MiniMax-M3 file omits the layout lists transformers reads; fill them as the
-    adapter's notes state (seeds: first_k_dense_replace dense layers; full attention on 3, MSA after)."""
-    L, sac = raw["num_hidden_layers"], dict(raw.get("sparse_attention_config") or {})
-    if "layer_types" not in raw and "sparse_attention_freq" not in sac and sac.get("use_sparse_attention"):
-        n = min(3, L)
-        raw["sparse_attention_config"] = {**sac, "sparse_attention_freq": [0] * n + [1] * (L - n)}
-    if "mlp_layer_types" not in raw and "moe_layer_freq" not in raw and "first_k_dense_replace" in raw:
-        n = min(raw["first_k_dense_replace"], L)
-        raw["moe_layer_freq"] = [0] * n + [1] * (L - n)
-    return raw
-
-
-#: abridged configs completed before transformers builds them (each adapter lists the same in its notes)
-COMPLETE = {"minimax_m3": _complete_minimax_m3}
-
-
 def hf_config(raw: dict):
     raw = dict(raw)
-    raw = COMPLETE.get(raw["model_type"], dict)(raw)
     mt = ORACLE_TYPE.get(raw["model_type"], raw.pop("model_type"))
     raw.pop("model_type", None)
     raw.pop("auto_map", None)
@@ -50,11 +32,11 @@ def hf_config(raw: dict):
 
 
 def auto_class(cfg):
-    """The causal-LM auto class, or the image-text-to-text one for a VLM: a config with a vision tower
-    (llama4 maps to the text-only Llama4ForCausalLM in the causal-LM table) or without a causal LM (kimi_k25)."""
-    wrapper = getattr(cfg, "vision_config", None) is not None
-    if type(cfg) in AutoModelForCausalLM._model_mapping and not (
-            wrapper and type(cfg) in AutoModelForImageTextToText._model_mapping):
+    """The causal-LM auto class, or the image-text-to-text one for a VLM: a config without a causal-LM
+    class (kimi_k25), or one with a vision tower whose causal-LM entry is the text model alone
+    (qwen3_5 -> Qwen3_5ForCausalLM, llama4 -> Llama4ForCausalLM; the engine counts the whole wrapper)."""
+    vlm = getattr(cfg, "vision_config", None) is not None and type(cfg) in AutoModelForImageTextToText._model_mapping
+    if type(cfg) in AutoModelForCausalLM._model_mapping and not vlm:
         return AutoModelForCausalLM
     return AutoModelForImageTextToText
 
@@ -166,3 +148,14 @@ def train_step_flops(model, B: int, T: int) -> int:
         model.eval()
         model.zero_grad(set_to_none=True)
     return counter.get_total_flops()
+
+
+def serialised(raw: dict, directory) -> tuple[dict, dict]:
+    """The config as transformers writes it back: ``to_dict()`` of its config class, and the
+    ``config.json`` that ``save_pretrained(directory)`` writes (read back as a dict)."""
+    import json
+    from pathlib import Path
+    cfg = hf_config(raw)
+    cfg.save_pretrained(directory)
+    saved = json.loads((Path(directory) / "config.json").read_text())
+    return cfg.to_dict(), saved

@@ -103,7 +103,7 @@ def test_minimax_vit_image_flops_and_tokens_from_adapter(seed):
 def test_bundled_image_tokens():
     kimi = symcost.build("kimi-k2.5")  # 896² px = the 64×64 position grid of 14-px patches, 2×2 merge
     assert kimi.vision.image_tokens().subs(kimi.values) == 64 * 64 // 4 == 1024
-    m3 = symcost.build("minimax-m3-abridged")  # vision_config.image_size 2016², patch 14, merge 2
+    m3 = symcost.build("minimax-m3")  # vision_config.image_size 2016², patch 14, merge 2
     assert m3.vision.image_tokens().subs(m3.values) == (2016 // 14) ** 2 // 4 == 5184
     assert symcost.build("llama-3.1-8b").vision is None
 
@@ -135,8 +135,8 @@ def test_cli_flops_images(capsys):
 
 
 def test_cli_cache_images(capsys):
-    code, data = _json(["cache", "minimax-m3-abridged", "--T", "1000", "--images", "3"], capsys)
-    _, plain = _json(["cache", "minimax-m3-abridged", "--T", str(1000 + 3 * 5184)], capsys)
+    code, data = _json(["cache", "minimax-m3", "--T", "1000", "--images", "3"], capsys)
+    _, plain = _json(["cache", "minimax-m3", "--T", str(1000 + 3 * 5184)], capsys)
     assert code == 0
     assert (data["T"], data["T_text"], data["vision_tokens"]) == (1000 + 3 * 5184, 1000, 3 * 5184)
     assert data["bytes"] == plain["bytes"]

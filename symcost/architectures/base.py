@@ -46,3 +46,19 @@ class Adapter(BaseModel):
 def values(**kw: int) -> dict:
     """Symbol values from keyword names of the notation: ``values(d=4096, L=32)``."""
     return {getattr(sym, k): sympy.Integer(v) for k, v in kw.items() if v is not None}
+
+
+def nested(cls: type[Adapter], raw: dict | None, prefix: str, **fixed) -> Adapter:
+    """Validate a nested sub-config (``text_config``) with adapter ``cls``; errors name the field
+    under ``prefix`` (``text_config.num_experts_per_tok``). ``fixed`` overrides keys of ``raw``
+    (the sub-config's own ``model_type``, a tying flag the wrapper decides)."""
+    from pydantic import ValidationError
+    try:
+        return cls.model_validate({**(raw or {}), **fixed})
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc, msg = ".".join(str(p) for p in err["loc"]), err["msg"]
+        if not loc and "field '" in msg:  # a consistency check of the nested adapter
+            msg = msg.split("field '", 1)[1]
+            loc, msg = msg.split("'", 1)[0], msg.split("': ", 1)[-1]
+        Adapter.fail(f"{prefix}.{loc}", msg)

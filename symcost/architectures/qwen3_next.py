@@ -34,6 +34,7 @@ CHUNK = 64  # torch_chunk_gated_delta_rule's chunk_size
 @register("qwen3_next")
 class Qwen3NextAdapter(Adapter):
     reference: ClassVar[str] = "Qwen3NextForCausalLM"
+    split_proj: ClassVar[bool] = False  # Qwen3.5: four DeltaNet input projections (same weights)
 
     hidden_size: PosInt
     vocab_size: PosInt
@@ -87,7 +88,7 @@ class Qwen3NextAdapter(Adapter):
         return "moe" if moe else "dense"
 
     def layer(self, mixer: str, ffn: str):
-        mix = (GatedDeltaNet() if mixer == "lin" else
+        mix = (GatedDeltaNet(split_proj=self.split_proj) if mixer == "lin" else
                Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias, qk_norm=True,
                          output_gate=True))
         mlp = MoE(d_sh=sym.d_sh, shared_gate=True) if ffn == "moe" else FFN()

@@ -3,11 +3,14 @@
 Parameters (seed 000 §1.2, transformers ``LlamaAttention``):
     q_proj d·H_q·D_h, k_proj and v_proj d·H_kv·D_h each, o_proj H_q·D_h·d (+ biases where the
     family has them, + per-head q/k RMSNorm of D_h — or MiniMax M2's q/k RMSNorm over the whole
-    projection, H_q·D_h and H_kv·D_h —, + per-head sinks H_q in gpt-oss).
+    projection, H_q·D_h and H_kv·D_h —, + per-head sinks H_q in gpt-oss). With a value head dim
+    D_v ≠ D_h (MiMo-V2-Flash ``v_head_dim``) v_proj is d·H_kv·D_v and o_proj H_q·D_v·d.
 FLOPs (seed 001 §2.1): the four projections 2·tokens·in·out, and QKᵀ and PV each
-    2·B·H_q·D_h·pairs, where ``pairs`` follows the convention (``conventions.Phase.pairs``):
+    2·B·H_q·D_h·pairs (PV: D_v in place of D_h), where ``pairs`` follows the convention
+    (``conventions.Phase.pairs``):
     KV heads are repeated to H_q before the matmul, so GQA saves cache, not score FLOPs.
-Cache: K and V, 2·B·H_kv·D_h per kept token; a sliding-window layer keeps min(T, W-1).
+Cache: K and V, B·H_kv·(D_h + D_v) per kept token (2·B·H_kv·D_h when D_v = D_h); a
+    sliding-window layer keeps min(T, W-1).
 An optional output gate (Qwen3-Next) doubles q_proj to 2·H_q·D_h.
 Elementwise (``symcost.elementwise``, a separate group): softmax 5 per score over the same
     (query, key) pairs as QKᵀ, B·H_q·pairs scores; RoPE 3·tokens·(H_q+H_kv)·D_h (``rope=False``:
@@ -53,15 +56,21 @@ class Attention(Component):
     sinks: bool = False
     output_gate: bool = False
     rope: bool = True  # rotary embedding on q and k (False: GPT-2, Nemotron-H)
+    D_v: sympy.Expr | None = None  # value head dim, if not D_h (MiMo-V2-Flash)
+
+    @property
+    def D_val(self) -> sympy.Expr:
+        return self.D_h if self.D_v is None else self.D_v
 
     def primitives(self, ph: Phase | None = None):
-        d, H_q, H_kv, D_h = self.d, self.H_q, self.H_kv, self.D_h
+        d, H_q, H_kv, D_h, D_v = self.d, self.H_q, self.H_kv, self.D_h, self.D_val
+        Dv = "D_h" if self.D_v is None else "D_v"  # for the shape docs
         q_out = (2 if self.output_gate else 1) * H_q * D_h
         prims = [
             Linear("q_proj", d, q_out, self.qkv_bias, tp="col", doc="[d, H_q·D_h]"),
             Linear("k_proj", d, H_kv * D_h, self.qkv_bias, tp="col", doc="[d, H_kv·D_h]"),
-            Linear("v_proj", d, H_kv * D_h, self.qkv_bias, tp="col", doc="[d, H_kv·D_h]"),
-            Linear("o_proj", H_q * D_h, d, self.o_bias, tp="row", doc="[H_q·D_h, d]"),
+            Linear("v_proj", d, H_kv * D_v, self.qkv_bias, tp="col", doc=f"[d, H_kv·{Dv}]"),
+            Linear("o_proj", H_q * D_v, d, self.o_bias, tp="row", doc=f"[H_q·{Dv}, d]"),
         ]
         if self.qk_norm:
             prims += [Norm("q_norm", D_h, doc="per-head RMSNorm [D_h]"),
@@ -75,7 +84,7 @@ class Attention(Component):
             pairs = self.pairs(ph)
             prims += [
                 Matmul("scores", 2 * sym.B * H_q * D_h * pairs, "QKᵀ: 2·B·H_q·D_h per (query, key)"),
-                Matmul("values", 2 * sym.B * H_q * D_h * pairs, "PV: 2·B·H_q·D_h per (query, key)"),
+                Matmul("values", 2 * sym.B * H_q * D_v * pairs, f"PV: 2·B·H_q·{Dv} per (query, key)"),
             ]
         return prims
 
@@ -111,8 +120,9 @@ class Attention(Component):
     def cache(self) -> Terms:
         kept = self.kept_tokens()
         return Terms({"keys": sym.B * self.H_kv * self.D_h * kept,
-                      "values": sym.B * self.H_kv * self.D_h * kept},
-                     {"keys": "[B, H_kv, T, D_h]", "values": "[B, H_kv, T, D_h]"})
+                      "values": sym.B * self.H_kv * self.D_val * kept},
+                     {"keys": "[B, H_kv, T, D_h]",
+                      "values": f"[B, H_kv, T, {'D_h' if self.D_v is None else 'D_v'}]"})
 
     def label(self) -> str:
         kind = "sliding-window attention" if self.W is not None else "attention"

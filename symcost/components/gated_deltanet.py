@@ -5,6 +5,8 @@ k = H_lk·D_lk, value width v = H_lv·D_lv and conv channels c = 2·k + v (q, k 
 the conv):
     in_proj_qkvz d·(2·k + 2·v)   [q | k | v | z]
     in_proj_ba   d·2·H_lv        [β | a]
+    (Qwen3.5 ``Qwen3_5GatedDeltaNet``, ``split_proj``: the same widths as four projections,
+    in_proj_qkv d·c, in_proj_z d·v, in_proj_b and in_proj_a d·H_lv each)
     conv1d       c·K_c depthwise, no bias
     dt_bias, A_log  H_lv each
     norm         D_lv (gated RMSNorm shared by all heads)
@@ -81,6 +83,9 @@ class GatedDeltaNet(Component):
     D_lv: sympy.Expr = sym.D_lv
     K_c: sympy.Expr = sym.K_c
     C: sympy.Expr = sym.C_dn  # chunk size of the prefill scan
+    #: Qwen3.5 (``Qwen3_5GatedDeltaNet``) splits the two input projections into four: in_proj_qkv,
+    #: in_proj_z, in_proj_b, in_proj_a — the same weights and FLOPs under their own names
+    split_proj: bool = False
 
     @property
     def conv_dim(self) -> sympy.Expr:
@@ -92,6 +97,13 @@ class GatedDeltaNet(Component):
         prims = [
             Linear("in_proj_qkvz", d, c + v, tp="col", doc="[d, 2·H_lk·D_lk + 2·H_lv·D_lv]: q, k, v, z"),
             Linear("in_proj_ba", d, 2 * Hv, tp="col", doc="[d, 2·H_lv]: β, a"),
+        ] if not self.split_proj else [
+            Linear("in_proj_qkv", d, c, tp="col", doc="[d, 2·H_lk·D_lk + H_lv·D_lv]: q, k, v"),
+            Linear("in_proj_z", d, v, tp="col", doc="[d, H_lv·D_lv]: output gate z"),
+            Linear("in_proj_b", d, Hv, tp="col", doc="[d, H_lv]: β"),
+            Linear("in_proj_a", d, Hv, tp="col", doc="[d, H_lv]: a (decay)"),
+        ]
+        prims += [
             Param("conv1d", c * K, doc="depthwise [2·H_lk·D_lk + H_lv·D_lv, K_c], no bias"),
             Param("dt_bias", Hv, doc="[H_lv]"),
             Param("A_log", Hv, doc="[H_lv]"),
