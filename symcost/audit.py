@@ -31,8 +31,8 @@ from typing import Callable
 from . import loader
 from .conventions import Phase
 from .errors import SymcostError
-from .gpus import gpu
-from .memory import cache_bytes_total, inference_memory, leaf_bytes, weight_bytes
+from .serving.gpus import gpu
+from .serving.memory import cache_bytes_total, inference_memory, leaf_bytes, weight_bytes
 from .notation import sym
 from .terms import exact
 from .training import train_memory

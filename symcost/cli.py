@@ -230,11 +230,11 @@ def cmd_flops(args):
 
 
 def cmd_cache(args):
-    from .memory import cache_bytes, cache_bytes_total
+    from .serving.memory import cache_bytes, cache_bytes_total
     m = loader.build(args.model)
     terms = m.cache()
     if args.layout == "vllm":
-        from .vllm import paged_cache
+        from .serving.vllm import paged_cache
         terms = paged_cache(m, args.block_size, args.max_batched_tokens)
     added, img = _images(m, args)
     _check_positions(m, args.T + added)
@@ -258,33 +258,167 @@ def cmd_cache(args):
     _emit(args, payload, text)
 
 
+SERVE_NOTE = ("vLLM accounting per GPU: budget = usable memory x --mem-util; weights = checkpoint bytes "
+              "(quantization_config, scales included) split by the layout; activations = the peak of one "
+              "chunked-prefill step of --max-batched-tokens tokens (an estimate); overhead = a stated "
+              "allowance (--overhead-gib non-torch + --cudagraph-gib); the rest holds KV pages "
+              "(vLLM block sizes, hybrid page alignment)")
+
+
+def _serve_plan(args, m, raw, lay, g, T):
+    from .serving.plan import plan
+    return plan(m, raw, lay=lay, gpu=g, T=T, mem_util=args.mem_util,
+                max_batched_tokens=args.max_batched_tokens, kv_dtype=args.kv_dtype,
+                weights_dtype=args.weights_dtype, experts_dtype=args.experts_dtype,
+                quant_fallback=args.quant_fallback, overhead_gib=args.overhead_gib,
+                cudagraph_gib=args.cudagraph_gib, block_size=args.block_size)
+
+
+def _read_model(source):
+    m = loader.build(source)
+    raw = loader.read_json(source)[1]
+    return m, raw
+
+
 def cmd_memory(args):
-    from .gpus import gpu as find_gpu
-    from .memory import inference_memory
-    m = loader.build(args.model)
+    from .serving.gpus import gpu as find_gpu
+    from .serving.memory import cache_bytes_total
+    from .serving.plan import Layout, check_layout
+    m, raw = _read_model(args.model)
     _check_positions(m, args.T)
     g = find_gpu(args.gpu) if args.gpu else None
-    fit = inference_memory(m, T=args.T, B=args.batch, weights_dtype=args.weights_dtype,
-                           kv_dtype=args.kv_dtype, experts_dtype=args.experts_dtype,
-                           phase=args.phase, tp=args.tp, pp=args.pp, ep=args.ep, gpu=g,
-                           mem_util=args.mem_util)
+    lay = Layout(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
+    p = _serve_plan(args, m, raw, lay, g, args.T)
+    cache, _ = cache_bytes_total(m, args.kv_dtype, m.values_with(T=args.T, B=args.batch))
+    per_gpu = p.per_gpu_bytes(args.batch)
+    gpus_needed = None
+    if g is not None:
+        tp = 1
+        while tp <= 64:
+            try:
+                check_layout(m, Layout(tp=tp))
+                q = _serve_plan(args, m, raw, Layout(tp=tp), g, args.T)
+                if q.max_batch is not None and q.max_batch >= args.batch:
+                    gpus_needed = tp
+                    break
+            except SymcostError:
+                pass
+            tp *= 2
+    kv = p.kv
     payload = {"model": m.name, "T": args.T, "batch": args.batch,
-               "weights_dtype": args.weights_dtype, "kv_dtype": args.kv_dtype,
-               "weights_bytes": fit.weights_bytes, "cache_bytes": fit.cache_bytes,
-               "activation_bytes": fit.activation_bytes, "total_bytes": fit.total_bytes,
-               "per_gpu_bytes": fit.per_gpu_bytes, "gpus": fit.gpus,
-               "gpus_needed": fit.gpus_needed, "max_batch": fit.max_batch, "fits": fit.fits,
-               "gpu": g.name if g else None, "usable_bytes_per_gpu": fit.usable_bytes,
-               "tp": args.tp, "pp": args.pp, "ep": args.ep,
-               "activation_note": "activations are an estimate (see symcost.memory)"}
-    lines = [f"{m.name}: inference memory at T={args.T}, B={args.batch} "
-             f"(weights {args.weights_dtype}, KV {args.kv_dtype})"]
-    for key in ("weights_bytes", "cache_bytes", "activation_bytes", "total_bytes", "per_gpu_bytes"):
-        lines.append(f"  {key:<18} {payload[key]:>22,}  {human_bytes(payload[key])}")
+               "weights_dtype": args.weights_dtype or "checkpoint", "kv_dtype": args.kv_dtype,
+               "quantization": _quant_label(raw, args),
+               "weights_bytes": p.weights_total, "cache_bytes": cache,
+               "activation_bytes": p.activation_rank,
+               "total_bytes": p.weights_total + cache + lay.gpus * (p.activation_rank + p.overhead_rank),
+               "per_gpu_bytes": per_gpu, "gpus": lay.gpus, "gpus_needed": gpus_needed,
+               "max_batch": p.max_batch, "fits": None if g is None else bool(p.max_batch and p.max_batch >= args.batch),
+               "gpu": g.name if g else None, "usable_bytes_per_gpu": g.usable_bytes if g else None,
+               "budget_bytes_per_gpu": p.budget_rank, "weights_per_gpu_bytes": p.weights_rank,
+               "overhead_bytes_per_gpu": p.overhead_rank, "kv_available_bytes_per_gpu": p.kv_available_rank,
+               "kv_capacity_tokens": kv.tokens if g else None,
+               "max_concurrency": kv.max_concurrency if g else None,
+               "kv_block_size": kv.block_size, "kv_page_bytes": kv.page_bytes,
+               "kv_blocks_per_request": kv.blocks_per_request, "kv_notes": kv.notes,
+               "max_batched_tokens": args.max_batched_tokens, "mem_util": args.mem_util,
+               "tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep, "mla": args.mla,
+               "component_dtypes": p.dtypes, "notes": p.notes,
+               "formula": {k: str(v) for k, v in p.formulas.formula().items()},
+               "formula_values": {str(k): int(v) for k, v in p.values.items()
+                                  if k in (sym.t, sym.e, sym.p, sym.r, sym.M, sym.T, sym.M_gpu)},
+               "convention": SERVE_NOTE,
+               "activation_note": "activations: peak of one chunked-prefill step, an estimate (symcost.serving.plan)"}
+    lines = [f"{m.name}: serving memory at T={args.T}, B={args.batch}, layout {lay.label()} "
+             f"(weights {payload['quantization']}, KV {args.kv_dtype})"]
+    for key in ("weights_bytes", "cache_bytes", "weights_per_gpu_bytes", "activation_bytes",
+                "overhead_bytes_per_gpu", "per_gpu_bytes"):
+        lines.append(f"  {key:<24} {payload[key]:>22,}  {human_bytes(payload[key])}")
     if g:
-        lines.append(f"  on {g.name} ({g.memory_gib} GiB, {args.mem_util:.0%} usable) x {fit.gpus}: "
-                     f"fits={fit.fits}, GPUs needed={fit.gpus_needed}, max batch at T={args.T}: {fit.max_batch}")
+        lines.append(f"  on {g.name} ({human_bytes(g.usable_bytes)} usable, x{args.mem_util}) x {lay.gpus}: "
+                     f"KV available {human_bytes(max(p.kv_available_rank, 0))} per GPU -> "
+                     f"{kv.tokens:,} tokens (block {kv.block_size}), max concurrency at T={args.T}: "
+                     f"{kv.max_concurrency:.2f}x; fits B={args.batch}: {payload['fits']}; "
+                     f"GPUs needed (TP, powers of two): {gpus_needed}")
+    lines += [f"  note: {n}" for n in p.notes + kv.notes]
+    lines.append(f"  ({SERVE_NOTE}; MLA form {args.mla}: FLOPs only, bytes unchanged)")
     _emit(args, payload, "\n".join(lines))
+
+
+def _quant_label(raw, args):
+    from .serving.quant import scheme
+    if args.weights_dtype:
+        return args.weights_dtype
+    s = scheme(raw, None, args.quant_fallback)
+    return s.base.label if s.method == "none" else f"{s.method}: {s.layout.label}"
+
+
+def _gpu_counts(text: str) -> list[int]:
+    try:
+        if "-" in text:
+            lo, hi = (int(x) for x in text.split("-", 1))
+            return list(range(lo, hi + 1)) if 0 < lo <= hi else []
+        return [int(text)] if int(text) > 0 else []
+    except ValueError:
+        return []
+
+
+def cmd_deploy(args):
+    from .serving.deploy import deploy
+    from .serving.gpus import gpu as find_gpu
+    m, raw = _read_model(args.model)
+    _check_positions(m, args.T)
+    g = find_gpu(args.gpu)
+    counts = _gpu_counts(args.gpus) if args.gpus else []
+    if args.gpus and not counts:
+        raise SymcostError(f"--gpus: expected N or MIN-MAX (positive integers), got {args.gpus!r}")
+    smallest = not counts
+    if smallest:  # the smallest N (powers of two up to 64) with a layout that fits
+        counts = [1, 2, 4, 8, 16, 32, 64]
+    over = int((args.overhead_gib + args.cudagraph_gib) * 2**30)
+    kw = dict(kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype, experts_dtype=args.experts_dtype,
+              quant_fallback=args.quant_fallback, overhead_bytes=over, mla=args.mla,
+              max_batched_tokens=args.max_batched_tokens, mem_util=args.mem_util)
+    if smallest:
+        res = None
+        for n in counts:
+            res = deploy(m, raw, gpu=g, gpus=[n], T=args.T, batch=args.batch, **dict(kw))
+            if any(r["fits"] for r in res["layouts"]):
+                break
+    else:
+        res = deploy(m, raw, gpu=g, gpus=counts, T=args.T, batch=args.batch, **kw)
+    rows = res["layouts"][: args.top] if args.top else res["layouts"]
+    payload = {"model": m.name, "gpu": g.name, "T": args.T, "batch": args.batch,
+               "gpus": counts if not smallest else [rows[0]["gpus"]] if rows else [],
+               "layouts": rows, "count": len(res["layouts"]),
+               "compute_dtype": res["compute_dtype"], "peak_dtype_used": res["peak_dtype_used"],
+               "convention": SERVE_NOTE + "; " + ROOF_NOTE + "; layouts evaluated in float64 from formulas "
+                             "compiled once (symcost memory/roofline give one layout exactly)"}
+    lines = [f"{m.name} on {g.name}: {len(res['layouts'])} valid layouts, T={args.T}, batch={args.batch} "
+             f"({res['compute_dtype']} compute, {res['peak_dtype_used']} peak)",
+             f"  {'layout':<22} {'GPUs':>4} {'fits':>5} {'KV tokens':>12} {'conc@T':>8} {'TTFT s':>8} "
+             f"{'TPOT ms':>8} {'tok/s/GPU':>10}"]
+    for r in rows:
+        lines.append(f"  TP{r['tp']}·PP{r['pp']}·DP{r['dp']}·EP{r['ep']:<7} {r['gpus']:>4} {str(r['fits']):>5} "
+                     f"{r['kv_capacity_tokens']:>12,} {r['max_concurrency']:>8.2f} {r['ttft_s']:>8.3f} "
+                     f"{r['tpot_s'] * 1e3:>8.2f} {r['tokens_per_s_per_gpu']:>10.1f}")
+    _emit(args, payload, "\n".join(lines))
+
+
+def cmd_gpus(args):
+    from .serving.gpus import CATALOGUE
+    rows = [{"name": g.name, "memory_bytes": g.memory_bytes, "usable_bytes": g.usable_bytes,
+             "usable_measured": g.usable_measured, "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
+             "peak_flops": {k: round(v * 10**12) for k, v in g.peak_tflops.items()},
+             "link_bytes_per_s": round(g.link_gbs * 10**9), "link": g.link, "source": g.source}
+            for g in CATALOGUE.values()]
+    text = "\n".join(f"  {r['name']:<12} {human_bytes(r['usable_bytes']):>28}{'' if r['usable_measured'] else '*'}  "
+                     f"{r['bandwidth_bytes_per_s'] / 1e12:5.2f} TB/s  "
+                     + "  ".join(f"{k} {v / 1e12:,.0f}" for k, v in r["peak_flops"].items()) + " TFLOPS"
+                     for r in rows)
+    _emit(args, {"gpus": rows, "convention": "usable_bytes: total memory as the driver reports it "
+                 "(* = not measured, nominal used); peak_flops: dense tensor-core FLOP/s per dtype"},
+          "GPU catalogue (usable memory, HBM bandwidth, dense peaks):\n" + text
+          + "\n  * no driver report in the catalogue: nominal memory")
 
 
 def _parallel(args) -> dict:
@@ -347,20 +481,97 @@ def cmd_comm(args):
     _emit(args, payload, "\n".join(lines))
 
 
+ROOF_NOTE = ("per rank of the layout: FLOPs of the step split over t*p ranks (matmuls, causal attention, "
+             "logits of the last token); bytes = the rank's checkpoint weights (routed experts as far as the "
+             "batch touches them, uniform routing; once per chunk of --max-batched-tokens in prefill) + KV "
+             "read/written; step = max(FLOPs/peak, bytes/bandwidth) + TP all-reduce + EP all-to-all at "
+             "the link bandwidth, no overlap; a step crosses the p stages in turn; efficiencies as given")
+
+
+def _roof_eval(rf, vals):
+    import sympy as _s
+    out = {}
+    for key in ("flops", "bytes", "compute_time", "memory_time", "comm_time", "step_time"):
+        out[key] = _s.sympify(getattr(rf, key)).xreplace(vals)
+    return out
+
+
 def cmd_roofline(args):
-    from .gpus import gpu as find_gpu
-    from .roofline import roofline
-    m = loader.build(args.model)
+    import sympy as _s
+    from .serving.formulas import compute_dtype, gpu_values, roofline_formulas
+    from .serving.gpus import gpu as find_gpu
+    from .serving.plan import Layout
+    from .serving.quant import checkpoint
+    m, raw = _read_model(args.model)
     _check_positions(m, args.T + (1 if args.phase == "decode" else 0))
-    r = roofline(m, phase=args.phase, T=args.T, B=args.batch, gpu=find_gpu(args.gpu),
-                 weights_dtype=args.weights_dtype, kv_dtype=args.kv_dtype)
-    payload = {"model": m.name, "phase": args.phase, "T": args.T, "batch": args.batch, **r}
-    text = (f"{m.name}: roofline of one {args.phase} pass, T={args.T}, B={args.batch} on {r['gpu']}\n"
-            f"  FLOPs {r['flops']:,}   bytes {r['bytes']:,}   intensity {r['intensity']:.1f} FLOP/B "
-            f"(ridge {r['ridge_intensity']:.1f})\n"
-            f"  {r['bound']}-bound, time {r['time_s'] * 1e3:.3f} ms "
-            f"(compute {r['compute_time_s'] * 1e3:.3f} ms, memory {r['memory_time_s'] * 1e3:.3f} ms)\n"
-            f"  note: {r['note']}")
+    g = find_gpu(args.gpu)
+    lay = Layout(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
+    p = _serve_plan(args, m, raw, lay, g, args.T)
+    ck = checkpoint(m, raw, args.weights_dtype, args.quant_fallback, args.experts_dtype)
+    cdt = compute_dtype(ck, args.compute_dtype)
+    gvals, used = gpu_values(g, cdt, args.mem_util)
+    gvals[sym.F_gpu] = gvals[sym.F_gpu] * _s.Rational(str(args.compute_eff))
+    gvals[sym.BW_hbm] = gvals[sym.BW_hbm] * _s.Rational(str(args.bw_eff))
+    base = {**p.values, **gvals}
+    res = {}
+    for phase, Tq, Bq in (("prefill", args.T, 1), ("decode", args.T, args.batch), (args.phase, args.T, args.batch)):
+        rf = roofline_formulas(m, ck, phase, kv_dtype=args.kv_dtype, mla=args.mla)
+        vals = {**base, sym.T: _s.Integer(Tq), sym.B: _s.Integer(Bq)}
+        res[(phase, Bq)] = (rf, _roof_eval(rf, vals))
+    rf, r = res[(args.phase, args.batch)]
+    _, pre = res[("prefill", 1)]
+    _, dec = res[("decode", args.batch)]
+    ttft = float(pre["step_time"]) * args.pp
+    tpot = float(dec["step_time"]) * args.pp
+    # the decode batch where the step turns compute-bound (compute time >= memory time)
+    drf = res[("decode", args.batch)][0]
+    crit = None
+    lo, hi = 1, 1 << 16
+    def cb(b):
+        v = {**base, sym.T: _s.Integer(args.T), sym.B: _s.Integer(b)}
+        return float(drf.compute_time.xreplace(v)) >= float(drf.memory_time.xreplace(v))
+    if cb(hi):
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if cb(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        crit = lo
+    flops, nbytes = int(_s.ceiling(r["flops"])), int(_s.ceiling(r["bytes"]))
+    ct, mt, comm = float(r["compute_time"]), float(r["memory_time"]), float(r["comm_time"])
+    payload = {"model": m.name, "phase": args.phase, "T": args.T, "batch": args.batch, "gpu": g.name,
+               "flops": flops, "bytes": nbytes, "intensity": flops / nbytes if nbytes else None,
+               "ridge_intensity": float(gvals[sym.F_gpu] / gvals[sym.BW_hbm]),
+               "bound": "compute" if ct >= mt else "memory",
+               "time_s": (max(ct, mt) + comm) * args.pp, "compute_time_s": ct, "memory_time_s": mt,
+               "comm_time_s": comm, "ttft_s": ttft, "tpot_s": tpot,
+               "tokens_per_s": args.batch * args.dp / tpot if tpot else None,
+               "tokens_per_s_per_gpu": args.batch / tpot / (args.tp * args.pp) if tpot else None,
+               "compute_bound_batch": crit, "compute_dtype": cdt, "peak_dtype_used": used,
+               "peak_flops": int(gvals[sym.F_gpu]), "bandwidth_bytes_per_s": int(gvals[sym.BW_hbm]),
+               "tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep, "mla": args.mla,
+               "fits": bool(p.max_batch and p.max_batch >= args.batch),
+               "kv_capacity_tokens": p.kv.tokens, "max_concurrency": p.kv.max_concurrency,
+               "per_gpu_weights_bytes": p.weights_rank,
+               "weight_bytes": int(_s.ceiling(rf.parts["weights_read"].xreplace({**base, sym.T: args.T, sym.B: args.batch}))),
+               # B substituted: the touched-expert fraction 1 - (1 - k/E)^(rows) needs a numeric exponent
+               "formula": {k: str(_s.sympify(v).xreplace({sym.B: _s.Integer(args.batch)}))
+                           for k, v in (("flops", rf.flops), ("bytes", rf.bytes),
+                                        ("time_s", rf.step_time * sym.p), ("total", rf.step_time * sym.p))},
+               "convention": ROOF_NOTE + "; " + Phase(kind=args.phase, attention="causal", logits="last",
+                                                       mla=args.mla).describe(),
+               "note": f"{lay.label()} on {g.name}, {used} dense peak x {args.compute_eff}, "
+                       f"HBM x {args.bw_eff}"}
+    text = (f"{m.name}: roofline of one {args.phase} step, T={args.T}, B={args.batch}, {lay.label()} on {g.name}\n"
+            f"  per rank: FLOPs {flops:,}   bytes {nbytes:,}   intensity {payload['intensity']:.1f} FLOP/B "
+            f"(ridge {payload['ridge_intensity']:.1f}, {used} peak)\n"
+            f"  {payload['bound']}-bound: compute {ct * 1e3:.3f} ms, memory {mt * 1e3:.3f} ms, "
+            f"communication {comm * 1e3:.3f} ms -> step {payload['time_s'] * 1e3:.3f} ms\n"
+            f"  TTFT (one prompt of T) {ttft * 1e3:.1f} ms   TPOT at B={args.batch} {tpot * 1e3:.2f} ms   "
+            f"{payload['tokens_per_s_per_gpu']:.0f} tokens/s per GPU   decode turns compute-bound at B={crit}\n"
+            f"  fits at B={args.batch}: {payload['fits']} (KV {p.kv.tokens:,} tokens per GPU)\n"
+            f"  ({ROOF_NOTE})")
     _emit(args, payload, text)
 
 
@@ -397,7 +608,8 @@ def cmd_sheet(args):
                                         prefill_phase=phase)
     except (RuntimeError, OSError) as e:
         raise SymcostError(f"sheet: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    payload = {"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message}
+    payload = {"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message,
+               "mla": args.mla}
     _emit(args, payload, message)
 
 
@@ -406,10 +618,10 @@ def cmd_plot(args):
     models = [loader.build(name) for name in args.model]
     try:
         plot = plot_vs_T(models, args.metric, args.output, T_min=args.T_min, T_max=args.T_max,
-                         batch=args.batch, dtype=args.dtype)
+                         batch=args.batch, dtype=args.dtype, mla=args.mla)
     except OSError as e:
         raise SymcostError(f"plot: cannot write {args.output}: {e.strerror or e}") from None
-    payload = {"path": str(plot.path), "models": plot.models, "metric": plot.metric}
+    payload = {"path": str(plot.path), "models": plot.models, "metric": plot.metric, "mla": args.mla}
     _emit(args, payload, f"wrote {plot.path} ({plot.metric} vs T for {', '.join(plot.models)})")
 
 
@@ -507,9 +719,10 @@ def _select(m, terms, what: str, args):
     prefix of the metric's tree (``layers/self_attn``; several joined with ``+``)."""
     if what == "total":
         return terms.total
-    if what == "weights":
-        from .memory import weight_bytes
-        return sympy.Integer(weight_bytes(m, args.weights_dtype))
+    if what == "weights":  # the checkpoint's bytes (quantization_config) unless --weights-dtype
+        from .serving.quant import checkpoint
+        _, raw = loader.read_json(args.model)
+        return sympy.Integer(checkpoint(m, raw, args.weights_dtype).total(m.values, served=True))
     flat = terms.flatten()
     total = sympy.Integer(0)
     for part in what.split("+"):
@@ -528,7 +741,7 @@ def cmd_crossover(args):
     values = {**m.values, sym.B: sympy.Integer(args.batch)}
     terms = _metric_terms(m, args)
     if args.metric == "cache":  # in bytes, so it can be weighed against the weights
-        from .memory import cache_bytes_terms
+        from .serving.memory import cache_bytes_terms
         terms = cache_bytes_terms(m, args.kv_dtype)
     a = _select(m, terms, args.a, args)
     if args.vs:
@@ -560,6 +773,41 @@ IMAGES_HELP = ("N images per sequence at the config's default image size (vision
                "becomes T = T_text + N x tokens per image, --T being T_text (JSON: T, T_text, vision_tokens)")
 
 
+DTYPES_W = ["bf16", "fp16", "fp32", "fp8", "int4", "fp4"]
+
+
+def serve_flags(sp, gpu_required=False):
+    """The serving options shared by memory, roofline and deploy."""
+    sp.add_argument("--gpu", required=gpu_required, default=None,
+                    help="GPU from the catalogue (symcost gpus)")
+    sp.add_argument("--weights-dtype", choices=DTYPES_W, default=None,
+                    help="cost every weight in this dtype, no scales (default: the checkpoint's "
+                         "quantization_config, scales included)")
+    sp.add_argument("--experts-dtype", choices=DTYPES_W, default=None,
+                    help="routed experts' dtype when it differs")
+    sp.add_argument("--quant-fallback", action="store_true",
+                    help="an unknown quantization method falls back to the base dtype (default: error)")
+    sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    sp.add_argument("--mem-util", type=float, default=0.9, help="vLLM's gpu_memory_utilization (0.9)")
+    sp.add_argument("--max-batched-tokens", type=_positive("--max-batched-tokens"), default=8192,
+                    help="tokens per chunked-prefill step (vLLM's max_num_batched_tokens, 8192)")
+    sp.add_argument("--overhead-gib", type=float, default=1.0,
+                    help="allowance for non-torch memory per GPU (CUDA context, NCCL, cuBLAS), GiB")
+    sp.add_argument("--cudagraph-gib", type=float, default=0.0,
+                    help="allowance for CUDA graphs per GPU, GiB (0: captured after KV sizing, vLLM <= 0.10)")
+    sp.add_argument("--block-size", type=_positive("--block-size"), default=None,
+                    help="KV block tokens (default vLLM's: 16, 64 for MLA, raised for hybrids)")
+    for flag in ("--tp", "--pp", "--dp", "--ep"):
+        sp.add_argument(flag, type=_positive(flag), default=1)
+    sp.add_argument("--mla", **MLA_FLAG)
+
+
+MLA_FLAG = dict(choices=["auto", "expand", "absorb"], default="auto",
+                help="MLA form: auto = expanded for prefill, absorbed for decode (vLLM/SGLang's MLA "
+                     "backends); expand = re-expand the cached latents every pass (transformers); "
+                     "absorb = up-projections folded into query and output (default auto)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
     p.add_argument("--version", action="version", version=f"symcost {_version()}",
@@ -587,9 +835,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "causal: only the pairs the masks keep, exactly (default full)")
     sp.add_argument("--logits", choices=["all", "last"], default="all",
                     help="LM head on every new position, or only the last (default all)")
-    sp.add_argument("--mla", choices=["expand", "absorb"], default="expand",
-                    help="MLA decode: re-expand cached latents (transformers) or absorbed "
-                         "up-projections (serving engines) (default expand)")
+    sp.add_argument("--mla", **MLA_FLAG)
     sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal",
                     help="minimal: what the math needs; reference: what transformers' torch path "
                          "computes (padded chunked scans, ...)")
@@ -611,20 +857,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-batched-tokens", type=_positive("--max-batched-tokens"), default=8192)
     sp.add_argument("--images", type=int, default=0, metavar="N", help=IMAGES_HELP)
 
-    sp = command("memory", cmd_memory, "inference memory: weights, cache, activations, GPU fit")
+    sp = command("memory", cmd_memory, "serving memory per GPU as vLLM accounts for it: weights, "
+                 "activations, overhead, KV capacity and max concurrency")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
-    sp.add_argument("--T", type=_positive("--T"), required=True)
-    sp.add_argument("--batch", type=_positive("--batch"), required=True)
-    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
-    sp.add_argument("--experts-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"],
-                    default=None, help="routed experts' dtype when it differs (e.g. fp8 experts)")
-    sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    sp.add_argument("--T", type=_positive("--T"), required=True, help="context per request (max_model_len)")
+    sp.add_argument("--batch", type=_positive("--batch"), required=True, help="concurrent requests of T tokens")
+    serve_flags(sp)
     sp.add_argument("--phase", choices=["prefill", "decode"], default="prefill",
-                    help="which pass the activation estimate is for")
-    sp.add_argument("--gpu", default=None, help="GPU from the catalogue (H100, H200, B200, ...)")
-    sp.add_argument("--mem-util", type=float, default=0.9, help="usable fraction of GPU memory")
-    for flag in ("--tp", "--pp", "--ep"):
-        sp.add_argument(flag, type=_positive(flag), default=1)
+                    help="accepted for compatibility: the activation peak is one chunked-prefill step")
 
     def conventions(sp):
         sp.add_argument("--attention", choices=["full", "causal"], default="full",
@@ -632,21 +872,17 @@ def build_parser() -> argparse.ArgumentParser:
                              "causal: only the pairs the masks keep (default full)")
         sp.add_argument("--logits", choices=["all", "last"], default="all",
                         help="LM head on every new position or only the last (default all)")
-        sp.add_argument("--mla", choices=["expand", "absorb"], default="expand",
-                        help="MLA decode: expand re-expands the cached latent (transformers); absorb "
-                             "folds the up-projections into query and output (serving engines) "
-                             "(default expand)")
+        sp.add_argument("--mla", **MLA_FLAG)
         sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal",
                         help="chunked scans: minimal counts what the math needs; reference what the "
                              "transformers torch path computes, padding included (default minimal)")
 
     def phase_flags(sp, required=False):
         sp.add_argument("--phase", choices=["prefill", "decode"], default=None if required else "prefill",
-                        required=required)
-        sp.add_argument("--attention", choices=["full", "causal"], default="full")
-        sp.add_argument("--logits", choices=["all", "last"], default="all")
-        sp.add_argument("--mla", choices=["expand", "absorb"], default="expand")
-        sp.add_argument("--impl", choices=["minimal", "reference"], default="minimal")
+                        required=required,
+                        help="prefill: T new tokens, context T; decode: 1 new token after T cached"
+                             + ("" if required else " (default prefill)"))
+        conventions(sp)
 
     sp = command("check", cmd_check, "compare a hand-derived expression with the engine's")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
@@ -689,7 +925,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the other side: a term path prefix, 'total', or 'weights' (weight bytes)")
     sp.add_argument("--vs", default=None, help="compare --a with another model's total instead")
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
-    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
+    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default=None,
+                    help="weights side: every weight in this dtype (default: the checkpoint's bytes)")
     sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
     phase_flags(sp)
 
@@ -714,6 +951,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
     sp.add_argument("--dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16",
                     help="cache dtype (cache_bytes)")
+    sp.add_argument("--mla", **MLA_FLAG)
 
     def parallel_flags(sp):
         for flag in ("--dp", "--tp", "--pp", "--ep", "--cp"):
@@ -732,14 +970,29 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--optimizer", choices=["adamw", "sgd"], default="adamw")
         sp.add_argument("--gpu", default=None)
 
-    sp = command("roofline", cmd_roofline, "roofline time of a prefill or decode pass on a GPU")
+    sp = command("roofline", cmd_roofline, "roofline of a prefill or decode step on a parallel layout: "
+                 "time, TTFT, TPOT, tokens/s")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
     sp.add_argument("--phase", choices=["prefill", "decode"], required=True)
     sp.add_argument("--T", type=_positive("--T"), required=True)
     sp.add_argument("--batch", type=_positive("--batch"), required=True)
-    sp.add_argument("--gpu", required=True)
-    sp.add_argument("--weights-dtype", choices=["bf16", "fp16", "fp32", "fp8", "int4", "fp4"], default="bf16")
-    sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    serve_flags(sp, gpu_required=True)
+    sp.add_argument("--compute-dtype", choices=["bf16", "fp8", "fp4"], default=None,
+                    help="dtype of the tensor-core peak (default: from the checkpoint: fp8/fp4/bf16)")
+    sp.add_argument("--compute-eff", type=float, default=1.0, help="fraction of the dense peak reached")
+    sp.add_argument("--bw-eff", type=float, default=1.0, help="fraction of the HBM bandwidth reached")
+
+    sp = command("deploy", cmd_deploy, "every valid TP x EP x PP x DP layout on N GPUs: fit, KV capacity, "
+                 "concurrency, TTFT, TPOT, tokens/s per GPU, sorted")
+    sp.add_argument("model", help="config.json path, its directory, or a bundled name")
+    sp.add_argument("--gpus", default=None, help="N, or MIN-MAX for every N in the range "
+                                                 "(default: the smallest power of two that fits)")
+    sp.add_argument("--T", type=_positive("--T"), required=True, help="context per request")
+    sp.add_argument("--batch", type=_positive("--batch"), default=1, help="concurrent requests per replica")
+    sp.add_argument("--top", type=int, default=0, help="print only the best N layouts (0: all)")
+    serve_flags(sp, gpu_required=True)
+
+    command("gpus", cmd_gpus, "the GPU catalogue: usable memory, bandwidth, dense peaks per dtype")
 
     sp = command("presets", cmd_presets,
                  "training FLOPs per step under every published convention, side by side")

@@ -10,9 +10,11 @@
 * ``attention="causal"``: only the (query, key) pairs the causal and window masks keep, exactly:
   ``T(T+1)/2`` in prefill, ``Σ_i min(i, W)`` with a window ``W``.
 * ``logits="all"``: the LM head runs on every new position; ``"last"``: only on the last one.
-* ``mla="expand"``: decode re-expands the cached latents through ``kv_b_proj`` every step
-  (transformers' reference code); ``"absorb"``: the up-projections are folded into the query and
-  output and attention runs in the latent space (what serving engines do).
+* ``mla="auto"`` (default): expanded for prefill, absorbed for decode — how vLLM's and SGLang's
+  MLA backends run it (prefill decompresses the latents once and runs ordinary attention; decode
+  attends in the latent space). ``"expand"``: every pass re-expands the cached latents through
+  ``kv_b_proj`` (transformers' reference code, what the oracle tests measure); ``"absorb"``:
+  the up-projections are folded into the query and output in both phases.
 * ``impl="minimal"`` (default): what the mathematics needs — chunked scans over exactly ``T``
   tokens with a linear pass of states between chunks, the recurrent decode update counted as
   the matrix-vector products it is. ``impl="reference"``: what the transformers torch path
@@ -39,8 +41,18 @@ class Phase(BaseModel):
     kind: Literal["prefill", "decode"] = "prefill"
     attention: Literal["full", "causal"] = "full"
     logits: Literal["all", "last"] = "all"
-    mla: Literal["expand", "absorb"] = "expand"
+    mla: Literal["auto", "expand", "absorb"] = "auto"
     impl: Literal["minimal", "reference"] = "minimal"
+
+    @property
+    def absorbed(self) -> bool:
+        """Whether MLA runs absorbed in this pass (``mla="auto"``: decode only)."""
+        return self.mla == "absorb" or (self.mla == "auto" and self.kind == "decode")
+
+    @property
+    def mla_mode(self) -> str:
+        """The MLA form this pass actually uses: ``"absorb"`` or ``"expand"``."""
+        return "absorb" if self.absorbed else "expand"
 
     @property
     def new(self) -> sympy.Expr:
@@ -78,4 +90,4 @@ class Phase(BaseModel):
 
     def describe(self) -> str:
         return (f"phase={self.kind}, attention={self.attention}, logits={self.logits}, "
-                f"mla={self.mla}, impl={self.impl}; 1 multiply-accumulate = 2 FLOPs; matmuls only")
+                f"mla={self.mla}{'' if self.mla != 'auto' else ' (' + self.mla_mode + 'ed in ' + self.kind + ')'}, impl={self.impl}; 1 multiply-accumulate = 2 FLOPs; matmuls only")

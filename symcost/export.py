@@ -10,7 +10,7 @@ in ``keep``) and prints the rest as code whose arguments are the free symbols *b
   ``dtype=float64`` by default, because int64 silently wraps past 2^63 (a prefill at
   ``T = 2^21, B = 8`` does); pass ``dtype=object`` for exact Python integers element by element;
 * ``c`` — a ``double`` function (IEEE doubles: exact below 2^53, rounded beyond);
-* ``latex``, ``sympy`` (code that rebuilds the expression with the notation's assumptions),
+* ``latex``, ``sympy`` (``srepr``: code that rebuilds the exact expression, assumptions included),
   ``json`` (the formula string, parseable with ``symcost.parse``, and the free symbols).
 
 >>> from symcost.notation import sym
@@ -98,10 +98,10 @@ def export(expr: sympy.Expr, values: Mapping, *, keep: Iterable[str] = (), to: s
         return latex(e)
     if to == "json":
         return json.dumps({"name": name, "formula": to_text(e), "arguments": args, "doc": doc})
-    if to == "sympy":
-        lines = ["import sympy", ""]
-        lines += [f'{a} = sympy.Symbol("{a}", integer=True, positive=True)' for a in args]
-        lines += ["", f"# {doc}", f"{name} = {sympy.sstr(e)}", ""]
+    if to == "sympy":  # srepr: the exact tree, symbols with the notation's assumptions
+        lines = ["from sympy import *  # noqa: F403 (srepr names SymPy's classes)", "",
+                 f"# {doc}; free symbols: {', '.join(args) or 'none'}",
+                 f"{name} = {sympy.srepr(e)}", ""]
         return "\n".join(lines)
     sig = ", ".join(args)
     if to == "python":

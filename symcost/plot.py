@@ -32,7 +32,7 @@ try:
 except ImportError:  # numpy comes with matplotlib
     raise SymcostError("plotting needs matplotlib, which is not installed: "
                        "pip install 'symcost[plot]' (or pip install matplotlib)") from None
-from .memory import cache_bytes
+from .serving.memory import cache_bytes
 from .notation import sym
 
 METRICS = ("flops_per_token", "decode_flops", "cache_bytes")
@@ -61,12 +61,13 @@ def _pyplot():
 
 
 # -- the numbers ---------------------------------------------------------------------------------
-def metric_expr(model: Model, metric: str, *, batch: int = 1, dtype: str = "bf16") -> sympy.Expr:
+def metric_expr(model: Model, metric: str, *, batch: int = 1, dtype: str = "bf16",
+                mla: str = "auto") -> sympy.Expr:
     """The metric as an expression in ``T`` alone (config values and ``B = batch`` substituted)."""
     if metric == "flops_per_token":
-        e = model.flops(Phase(kind="prefill")).total / (sym.B * sym.T)
+        e = model.flops(Phase(kind="prefill", mla=mla)).total / (sym.B * sym.T)
     elif metric == "decode_flops":
-        e = model.flops(Phase(kind="decode")).total
+        e = model.flops(Phase(kind="decode", mla=mla)).total
     elif metric == "cache_bytes":
         e = cache_bytes(model, dtype)
     else:
@@ -154,8 +155,8 @@ class Plot:
 
 
 def series(model: Model, metric: str, T_min: int, T_max: int, *, batch: int = 1, dtype: str = "bf16",
-           label: str | None = None) -> Series:
-    expr = metric_expr(model, metric, batch=batch, dtype=dtype)
+           label: str | None = None, mla: str = "auto") -> Series:
+    expr = metric_expr(model, metric, batch=batch, dtype=dtype, mla=mla)
     bps = _breaks(expr, T_min, T_max)
     T = grid(T_min, T_max, bps + [b + 1 for b in bps if b + 1 <= T_max])
     y = evaluate(expr, T)
@@ -241,7 +242,7 @@ def _check_path(path) -> Path:
 
 
 def plot_vs_T(models: list[Model], metric: str, path, *, T_min: int = 2**8, T_max: int = 2**21,
-              batch: int = 1, dtype: str = "bf16") -> Plot:
+              batch: int = 1, dtype: str = "bf16", mla: str = "auto") -> Plot:
     """Draw ``metric`` against ``T`` (log-log) for every model and write PNG or PDF by extension.
 
     Returns the ``Plot`` with each curve's grid and float64 values (what was drawn).
@@ -251,27 +252,28 @@ def plot_vs_T(models: list[Model], metric: str, path, *, T_min: int = 2**8, T_ma
     path = _check_path(path)
     if not models:
         raise SymcostError("plot: give at least one model")
-    curves = [series(m, metric, T_min, T_max, batch=batch, dtype=dtype) for m in models]
+    curves = [series(m, metric, T_min, T_max, batch=batch, dtype=dtype, mla=mla) for m in models]
     for s in curves:
         if not np.all(s.y > 0):
             raise SymcostError(f"{s.label}: {metric} is not positive over the range (no cache?); "
                                "cannot draw it on log axes")
     title = TITLE[metric] + f", B = {batch}" + (f", {dtype}" if metric == "cache_bytes" else "")
     footer = ("" if metric == "cache_bytes" else
-              Phase(kind="decode" if metric == "decode_flops" else "prefill").describe())
+              Phase(kind="decode" if metric == "decode_flops" else "prefill", mla=mla).describe())
     _draw(curves, metric, path, title=title, footer=footer)
     return Plot(path, metric, curves)
 
 
-def sheet_plots(model: Model, stem: Path, *, batch: int = 1, dtype: str = "bf16") -> dict[str, Path]:
+def sheet_plots(model: Model, stem: Path, *, batch: int = 1, dtype: str = "bf16",
+                mla: str = "auto") -> dict[str, Path]:
     """The sheet's figures next to ``stem``: ``<stem>-flops.pdf`` (prefill per token and decode per
     step on one axes) and ``<stem>-cache.pdf`` (when the model caches anything)."""
     P = model.values.get(sym.P)
     T_max = int(P) if P is not None and int(P) > 2**9 else 2**21
     T_min = min(2**8, T_max // 4)
     out = {}
-    flops = [series(model, "flops_per_token", T_min, T_max, batch=batch, label="prefill, per token"),
-             series(model, "decode_flops", T_min, T_max, batch=batch, label="decode, per step")]
+    flops = [series(model, "flops_per_token", T_min, T_max, batch=batch, label="prefill, per token", mla=mla),
+             series(model, "decode_flops", T_min, T_max, batch=batch, label="decode, per step", mla=mla)]
     out["flops"] = stem.with_name(stem.name + "-flops.pdf")
     _draw(flops, "flops_per_token", out["flops"], title=None, ylabel="FLOP", figsize=SHEET_SIZE)
     cache = series(model, "cache_bytes", T_min, T_max, batch=batch, dtype=dtype, label=f"cache, {dtype}")

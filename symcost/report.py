@@ -108,13 +108,17 @@ def _with_unit(human: str, unit: str) -> str:
     is the token count."""
     if not unit:
         return human
-    return f"{human}{unit}" if human[-1:].isalpha() else f"{human} {unit}"
+    prefixed = unit == "FLOP" and human[-1:].isalpha()  # an SI prefix joins its unit: TFLOP
+    return f"{human}{unit}" if prefixed else f"{human} {unit}"
 
 
 def factored_total(terms: Terms) -> sympy.Expr:
     """The total as the tree's top-level parts, each with its layer count factored out
     (``L_dense·(…) + L_moe·(…) + V·d + …``), unevaluated so the grouping survives printing."""
-    parts = [sympy.factor_terms(sympy.expand(e)) for e in terms.depth(1).values()]
+    parts = []
+    for e in terms.depth(1).values():
+        f = sympy.factor_terms(sympy.expand(e))
+        parts += list(f.as_ordered_terms()) if f.is_Add else [f]  # no common factor: its terms
     parts = [p for p in parts if p != 0]
     if len(parts) < 2:
         return sympy.Add(*parts)
@@ -282,14 +286,19 @@ def notation_rows(symbols, values: dict | None = None) -> list[dict]:
 
 def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
                   dtype: str = "bf16", prefill_phase: Phase | None = None,
-                  decode_phase: Phase | None = None) -> dict:
+                  decode_phase: Phase | None = None, mla: str | None = None) -> dict:
     """Everything a sheet template prints, computed once (LaTeX strings already rendered).
 
     ``prefill_phase`` / ``decode_phase`` carry the counting conventions (attention pairs, logits,
-    MLA form, scan implementation); each FLOPs section states the one it used.
+    MLA form, scan implementation); each FLOPs section states the one it used. ``mla`` overrides
+    the MLA form of both (default ``auto``: expanded prefill, absorbed decode, as servers run it).
     """
     prefill_phase = (prefill_phase or Phase()).model_copy(update={"kind": "prefill"})
     decode_phase = (decode_phase or prefill_phase).model_copy(update={"kind": "decode"})
+    if mla is not None:
+        prefill_phase = prefill_phase.model_copy(update={"mla": mla})
+        decode_phase = decode_phase.model_copy(update={"mla": mla})
+    has_mla = any(type(c).__name__ == "MLA" for c in model.components())
     b = dtype_bytes(dtype)
     if b.denominator != 1:
         raise ValueError(f"dtype {dtype!r}: cache bytes per element must be whole")
@@ -306,10 +315,10 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
     decode = model.flops(decode_phase)
     sections.append(section(model, prefill, prefill_vals, lhs="F", unit_name="FLOP",
                             title=f"Prefill FLOPs at T = {T_prefill:,}, B = {batch} "
-                                  f"({_conventions_of(prefill_phase)})"))
+                                  f"({_conventions_of(prefill_phase, has_mla)})"))
     sections.append(section(model, decode, decode_vals, lhs="F", unit_name="FLOP",
                             title=f"Decode FLOPs for one new token at T = {T_decode:,}, B = {batch} "
-                                  f"({_conventions_of(decode_phase)})"))
+                                  f"({_conventions_of(decode_phase, has_mla)})"))
     cache = model.cache()
     cache_vals = {**decode_vals, sym.b_kv: sympy.Integer(int(b))}
     weights = {}
@@ -366,9 +375,10 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
     }
 
 
-def _conventions_of(ph: Phase) -> str:
-    """The conventions a FLOPs section used, briefly: ``attention full, logits all, MLA expand``."""
-    return f"attention {ph.attention}, logits {ph.logits}, MLA {ph.mla}, scans {ph.impl}"
+def _conventions_of(ph: Phase, has_mla: bool = True) -> str:
+    """The conventions a FLOPs section used, briefly: ``attention full, logits all, MLA absorbed``."""
+    return (f"attention {ph.attention}, logits {ph.logits}"
+            + (f", MLA {ph.mla_mode}ed" if has_mla else "") + f", scans {ph.impl}")
 
 
 def render_sheet(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
@@ -458,7 +468,7 @@ def write_sheet(model: Model, path: str | Path, pdf: bool = False, plots: bool =
         if have_matplotlib():
             from .plot import sheet_plots
             figs = sheet_plots(model, _plot_stem(tex_path), batch=kw.get("batch", 1),
-                               dtype=kw.get("dtype", "bf16"))
+                               dtype=kw.get("dtype", "bf16"), mla=kw.get("mla", "auto"))
             info = {"files": {k: p.name for k, p in figs.items()}, "missing": ""}
         else:
             info = {"files": {}, "missing": "matplotlib is not installed (pip install 'symcost[plot]')"}
@@ -563,7 +573,7 @@ def mechanism_context(mech: dict) -> dict:
             cands = [("Parameters", "P", c.params())]
             if sympy.expand(c.active_params().total - c.params().total) != 0:
                 cands.append(("Active parameters per token", r"P_{\text{active}}", c.active_params()))
-            decode = c.flops(Phase(kind="decode"))
+            decode = c.flops(Phase(kind="decode", mla="expand"))
             absorbed = c.flops(Phase(kind="decode", mla="absorb"))
             cands += [("Prefill FLOPs (T new tokens, batch B)", "F", c.flops(Phase(kind="prefill"))),
                       ("Decode FLOPs (one new token after T, batch B)", "F", decode)]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from . import loader
 from .conventions import Phase
-from .gpus import gpu as find_gpu
-from .memory import cache_bytes_total, inference_memory
+from .serving.gpus import gpu as find_gpu
+from .serving.memory import cache_bytes_total, inference_memory
 from .notation import sym
 from .terms import exact
 from .units import human_bytes

@@ -166,7 +166,7 @@ def _megatron_standard_term(c) -> sympy.Expr:
                   else c.d_moe * c.k * f * c.d_lat + 2 * c.d * c.d_lat)
         shared = c.d * c.d_sh * f if c.d_sh is not None else 0
         return routed + shared
-    if c.key == "norms" or isinstance(c, Indexer):
+    if c.key in ("norms", "multipliers") or isinstance(c, Indexer):  # elementwise only
         return sympy.Integer(0)
     raise SymcostError(f"the megatron preset has no term for {c.label()}")
 
@@ -195,7 +195,7 @@ def _megatron_hybrid(model) -> sympy.Expr:
                 term = routed + (4 * c.d * c.d_sh * f if c.d_sh is not None else 0)
             elif isinstance(c, GatedDeltaNet):
                 term = 2 * _megatron_standard_term(c)
-            elif c.key == "norms":
+            elif c.key in ("norms", "multipliers"):  # elementwise only
                 continue
             else:
                 raise SymcostError(f"the megatron preset has no term for {c.label()}")
@@ -228,7 +228,7 @@ def preset_maxtext(model) -> sympy.Expr:
                 f = 3 if c.gated else 2
                 sh = c.d_sh * (3 if c.shared_gated else 2) if c.d_sh is not None else 0
                 weights += g.count * 2 * B * T * c.d * (c.E + c.k * c.d_moe * f + sh)
-            elif c.key == "norms":
+            elif c.key in ("norms", "multipliers"):  # elementwise only
                 continue
             else:
                 raise SymcostError(f"the maxtext preset has no term for {c.label()}")

@@ -38,7 +38,7 @@ def test_absorb_minus_expand_flops():
 
 
 def test_decode_reexpands_the_whole_cache():
-    f = MLA().flops(Phase(kind="decode"))
+    f = MLA().flops(Phase(kind="decode", mla="expand"))
     assert f["kv_b_proj"] == 2 * B * (T + 1) * d_kv * H * (Dn + Dv)
     assert f["scores"] == 2 * B * H * (Dn + Dr) * (T + 1)
 
@@ -47,9 +47,17 @@ def test_sparse_selection_counts_only_under_causal():
     dense, sparse = MLA(), MLA(k_sel=sym.k_I)
     full = Phase(kind="prefill", attention="full")
     assert sparse.flops(full).total == dense.flops(full).total  # eager masks after the matmul
-    causal = Phase(kind="decode", attention="causal")
+    causal = Phase(kind="decode", attention="causal", mla="expand")
     assert sparse.flops(causal)["values"] == 2 * B * H * Dv * sympy.Min(T + 1, sym.k_I)
 
 
 def test_expanded_cache_alternative():
     assert sympy.expand(MLA().cache_expanded().total) == sympy.expand(B * T * H * (Dn + Dr + Dv))
+
+
+def test_auto_is_expanded_prefill_and_absorbed_decode():
+    mla = MLA()
+    for kind, mode in (("prefill", "expand"), ("decode", "absorb")):
+        assert Phase(kind=kind).mla_mode == mode
+        assert mla.flops(Phase(kind=kind)).total == mla.flops(Phase(kind=kind, mla=mode)).total
+        assert f"mla=auto ({mode}ed in {kind})" in Phase(kind=kind).describe()

@@ -5,8 +5,8 @@ import pytest
 
 import symcost
 from symcost.cli import main
-from symcost.memory import cache_bytes_total, inference_memory
-from symcost.gpus import gpu
+from symcost.serving.memory import cache_bytes_total, inference_memory
+from symcost.serving.gpus import gpu
 
 
 def test_seed_llama_kv_formula():
@@ -57,18 +57,60 @@ def test_memory_json_keys(capsys):
     for key in ("weights_bytes", "cache_bytes", "activation_bytes", "total_bytes", "per_gpu_bytes",
                 "gpus_needed", "max_batch", "fits"):
         assert key in data
-    assert data["total_bytes"] == data["weights_bytes"] + data["cache_bytes"] + data["activation_bytes"]
+    gpus = data["gpus"]
+    assert data["total_bytes"] == (data["weights_bytes"] + data["cache_bytes"]
+                                   + gpus * (data["activation_bytes"] + data["overhead_bytes_per_gpu"]))
+    # one H100 holds Llama-3.1-8B in bf16 with room for many 4K requests
+    assert data["fits"] is True and data["max_batch"] >= 4 and data["gpus_needed"] == 1
+    assert data["max_concurrency"] * 4096 == pytest.approx(data["kv_capacity_tokens"], rel=0.01)
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--tp", "16"], None),  # valid: 64 query heads split, the 8 KV heads replicated past H_kv
+    (["--tp", "3"], "--tp 3"),
+    (["--pp", "200"], "--pp 200"),
+    (["--ep", "2"], "routed experts"),
+])
+def test_serving_layout_constraints(argv, needle, capsys):
+    code = main(["memory", "llama-3.1-70b", "--T", "1000", "--batch", "1", "--gpu", "H100", *argv, "--json"])
+    out, _ = capsys.readouterr()
+    if needle is None:
+        assert code == 0
+        return
+    assert code == 2 and needle in json.loads(out)["error"]
+
+
+def test_quantized_checkpoint_is_the_default_and_deepseek_v3_fits_8_h200(capsys):
+    """The FP8 checkpoint (with its block scales) is what is loaded: DeepSeek-V3 fits on 8×H200 at TP8."""
+    assert main(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--tp", "8",
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["weights_bytes"] < 700e9 and data["fits"] is True
+    assert data["component_dtypes"]["moe_layers/mlp/experts_down"].startswith("fp8")
+    assert main(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--tp", "8",
+                 "--weights-dtype", "bf16", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fits"] is False
+
+
+def test_unknown_quantization_method_exits_2(tmp_path, capsys):
+    from symcost.loader import read_json
+    raw = dict(read_json("llama-3.1-8b")[1], quantization_config={"quant_method": "hqq"})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    code = main(["memory", str(path), "--T", "100", "--batch", "1", "--json"])
+    assert code == 2 and "quant_method" in json.loads(capsys.readouterr().out)["error"]
+    assert main(["memory", str(path), "--T", "100", "--batch", "1", "--quant-fallback", "--json"]) == 0
 
 
 def test_vllm_pages_full_attention_in_blocks_of_16():
-    from symcost.vllm import paged_cache
+    from symcost.serving.vllm import paged_cache
     m = symcost.build("llama-3.1-8b")
     v = m.values_with(T=1000, B=1)
     assert cache_bytes_total(m, "bf16", v, paged_cache(m))[0] == 131072 * 1008  # ⌈1000/16⌉·16
 
 
 def test_vllm_sliding_window_keeps_w_minus_1_plus_batched_plus_a_block():
-    from symcost.vllm import paged_cache
+    from symcost.serving.vllm import paged_cache
     m = symcost.build("gemma-2-9b-it")  # W = 4096, 21 sliding + 21 full layers, H_kv·D_h = 8·256
     v = m.values_with(T=100_000, B=1)
     _, by = cache_bytes_total(m, "bf16", v, paged_cache(m, 16, 8192))
@@ -104,7 +146,7 @@ def test_vllm_data_point_gpt_oss_120b_73728_bytes_per_token():
 
 def test_tp_shards_gqa_heads_and_replicates_latents():
     """Per-rank cache: GQA splits KV heads until tp exceeds them, then replicates; MLA replicates."""
-    from symcost.memory import cache_bytes_per_gpu
+    from symcost.serving.memory import cache_bytes_per_gpu
     m = symcost.build("llama-3.1-70b")  # H_kv = 8
     v = m.values_with(T=1000, B=1)
     full, _ = cache_bytes_total(m, "bf16", v)
@@ -113,3 +155,44 @@ def test_tp_shards_gqa_heads_and_replicates_latents():
     ds = symcost.build("deepseek-v3")
     v = ds.values_with(T=1000, B=1)
     assert cache_bytes_per_gpu(ds, "bf16", v, 8) == cache_bytes_total(ds, "bf16", v)[0]
+
+
+def test_memory_formulas_parse_back_and_reproduce_the_numbers(capsys):
+    """The JSON "formula" object: every term in t, e, p, T, B, M, M_gpu parses back with
+    symcost.parse, and substituting the call's values gives the printed integers."""
+    import sympy
+    from symcost.exprparse import parse
+    assert main(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--tp", "8",
+                 "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    vals = {parse(k): sympy.Integer(v) for k, v in data["formula_values"].items()}
+    vals[parse("B")] = sympy.Integer(8)
+    f = {k: parse(v) for k, v in data["formula"].items()}
+    assert int(sympy.ceiling(f["weights_per_gpu"].xreplace(vals))) == data["weights_per_gpu_bytes"]
+    assert int(f["kv_capacity_tokens"].xreplace(vals)) == data["kv_capacity_tokens"]
+    assert float(f["max_concurrency"].xreplace(vals)) == pytest.approx(data["max_concurrency"])
+    assert int(sympy.ceiling(f["total"].xreplace(vals))) == data["per_gpu_bytes"]
+    assert {str(s) for s in f["weights_per_gpu"].free_symbols} <= {"t", "e", "p"}
+
+
+@pytest.mark.parametrize("name, tp", [("llama-3.1-70b", 4), ("qwen3-8b", 1), ("deepseek-v3", 8),
+                                      ("qwen3-next-80b-a3b-thinking", 2), ("gpt-oss-20b", 2),
+                                      ("gemma-2-9b-it", 1), ("nemotron-3-nano-30b-a3b", 1)])
+def test_kv_formula_equals_vllm_rules(name, tp):
+    """The symbolic page layout (formulas.kv_formula) substituted equals vllm.kv_capacity's numbers."""
+    import sympy
+    from symcost.loader import read_json
+    from symcost.notation import sym
+    from symcost.serving.formulas import serve_formulas
+    from symcost.serving.quant import checkpoint
+    from symcost.serving.vllm import kv_capacity
+    m = symcost.build(name)
+    f = serve_formulas(m, checkpoint(m, read_json(name)[1]), overhead_bytes=0)
+    for avail, T in ((20 * 2**30, 32768), (7 * 2**30 + 12345, 4096)):
+        kv = kv_capacity(m, avail, max_model_len=T, tp=tp)
+        v = {sym.t: tp, sym.p: 1, sym.e: tp, sym.T: T, sym.M: 8192}
+        blocks = int(sympy.floor(sympy.Integer(avail) / f.kv.block_bytes.xreplace(v)))
+        assert blocks == kv.num_blocks
+        assert int(f.kv.block.xreplace(v)) == kv.block_size
+        assert blocks // int(f.kv.groups) * kv.block_size == kv.tokens
+        assert int(f.kv.need.xreplace(v)) == kv.blocks_per_request

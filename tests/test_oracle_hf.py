@@ -56,7 +56,7 @@ def test_tiny_prefill_flops(tiny_case):
     raw, mod = tiny_case
     m = symcost.build(dict(raw))
     model = oracle.build(raw)
-    terms = m.flops(Phase(kind="prefill", attention="full", logits="all", impl="reference"))
+    terms = m.flops(Phase(kind="prefill", attention="full", logits="all", mla="expand", impl="reference"))
     for T in getattr(mod, "T_VALUES", (5, 9)):
         for B in (1, 2):
             assert terms.total_at(m.values_with(T=T, B=B)) == oracle.prefill_flops(model, B, T), (T, B)
@@ -66,7 +66,7 @@ def test_tiny_decode_flops(tiny_case):
     raw, mod = tiny_case
     m = symcost.build(dict(raw))
     model = oracle.build(raw)
-    terms = m.flops(Phase(kind="decode", attention="full", logits="all", impl="reference"))
+    terms = m.flops(Phase(kind="decode", attention="full", logits="all", mla="expand", impl="reference"))
     for T in getattr(mod, "T_VALUES", (5, 9)):
         assert terms.total_at(m.values_with(T=T, B=2)) == oracle.decode_flops(model, 2, T), T
 

@@ -14,7 +14,7 @@ from symcost import loader, report
 from symcost.cli import main
 from symcost.conventions import Phase
 from symcost.errors import SymcostError
-from symcost.memory import cache_bytes_total
+from symcost.serving.memory import cache_bytes_total
 from symcost.notation import sym
 from symcost.plot import METRICS, plot_vs_T, series
 from tests.tex import need_tex
@@ -35,7 +35,8 @@ def test_cli_writes_png_and_pdf(tmp_path, capsys, ext, models):
     code, text, err = _cli(["plot", *models, "--metric", "cache_bytes", "-o", str(out),
                             "--T-max", "65536", "--json"], capsys)
     assert code == 0, err
-    assert json.loads(text) == {"path": str(out), "models": models, "metric": "cache_bytes"}
+    assert json.loads(text) == {"path": str(out), "models": models, "metric": "cache_bytes",
+                                 "mla": "auto"}
     head = out.read_bytes()[:8]
     assert out.stat().st_size > 2000
     assert head.startswith(b"\x89PNG") if ext == "png" else head.startswith(b"%PDF")

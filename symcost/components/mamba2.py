@@ -5,8 +5,14 @@ d_in = H_m·D_m and the conv channels c = d_in + 2·G·N (x, B and C go through 
     in_proj  d·(2·d_in + 2·G·N + H_m)   [z | x B C | dt]   (+ bias with ``use_bias``)
     conv1d   c·K_c depthwise             (+ c bias with ``use_conv_bias``)
     dt_bias, A_log, D                    H_m each
-    norm     d_in (gated RMSNorm, G groups)
-    out_proj d_in·d                      (+ bias with ``use_bias``)
+    norm     d_in (gated RMSNorm, G groups; absent with ``gated_norm=False``: Falcon-H1's
+             ``mamba_rms_norm`` off, where y·silu(z) goes straight to out_proj)
+    out_proj d_in·d                      (+ bias with ``use_bias``, or ``out_bias`` when the family
+                                          has its own flag: Falcon-H1 ``projectors_bias``)
+d_in need not be expand·d (Falcon-H1 ``mamba_d_ssm``); every family requires H_m·D_m = d_in.
+Whether the norm runs before the gate (Falcon-H1 ``mamba_norm_before_gate``) or after (Bamba,
+Granite 4.0: silu(z) multiplies first) changes no count. The same mixer is transformers'
+``BambaMixer``, ``GraniteMoeHybridMambaLayer`` and ``FalconH1Mixer``.
 FLOPs, batch B; projections 2·tokens·in·out under both ``impl`` conventions. Discretisation,
 decays, D skip, gating and norms are elementwise (0 FLOPs). A state step ``h ← a·h + u`` counts
 one multiply-accumulate per state element.
@@ -78,8 +84,14 @@ class Mamba2(Component):
     N: sympy.Expr = sym.N
     K_c: sympy.Expr = sym.K_c
     C: sympy.Expr = sym.C  # SSD chunk size
-    bias: bool = False  # in_proj / out_proj bias (use_bias)
+    bias: bool = False  # in_proj (and, unless ``out_bias`` says otherwise, out_proj) bias: use_bias
     conv_bias: bool = True  # use_conv_bias
+    out_bias: bool | None = None  # out_proj bias when it has its own flag (Falcon-H1 projectors_bias)
+    gated_norm: bool = True  # the gated RMSNorm before out_proj (Falcon-H1: mamba_rms_norm)
+
+    @property
+    def o_bias(self) -> bool:
+        return self.bias if self.out_bias is None else self.out_bias
 
     @property
     def d_in(self) -> sympy.Expr:
@@ -100,9 +112,10 @@ class Mamba2(Component):
         if self.conv_bias:
             prims.append(Param("conv1d_bias", c, doc="[H_m·D_m + 2·G·N]"))
         prims += [Param("dt_bias", H, doc="[H_m]"), Param("A_log", H, doc="[H_m]"),
-                  Param("D", H, doc="[H_m] skip"),
-                  Param("norm", d_in, doc="gated RMSNorm [H_m·D_m]"),
-                  Linear("out_proj", d_in, d, self.bias, tp="row", doc="[H_m·D_m, d]")]
+                  Param("D", H, doc="[H_m] skip")]
+        if self.gated_norm:
+            prims.append(Param("norm", d_in, doc="gated RMSNorm [H_m·D_m]"))
+        prims.append(Linear("out_proj", d_in, d, self.o_bias, tp="row", doc="[H_m·D_m, d]"))
         if ph is None:
             return prims
         return prims + (self._reference(ph) if ph.impl == "reference" else self._minimal(ph))
@@ -152,7 +165,7 @@ class Mamba2(Component):
         else:
             q = self.C if ph.attention == "full" else (self.C + 1) / 2
             decay = B * sym.T * q * H + B * sympy.ceiling(sym.T / self.C) * state
-        return Terms({
+        t = {
             "conv_act": COST["silu"] * rows * self.conv_dim,
             "dt": (1 + COST["softplus"] + 2) * rows * H,
             "x_dt": rows * d_in,
@@ -161,7 +174,10 @@ class Mamba2(Component):
             "norm": COST["rmsnorm"] * rows * d_in,
             "scan_decay": decay,
             "residual": COST["residual"] * rows * self.d,
-        }, {"conv_act": "SiLU over the conv channels", "dt": "softplus(dt + dt_bias), exp(dt·A)",
+        }
+        if not self.gated_norm:
+            del t["norm"]
+        return Terms(t, {"conv_act": "SiLU over the conv channels", "dt": "softplus(dt + dt_bias), exp(dt·A)",
             "x_dt": "x·dt", "d_skip": "y + D·x", "gate": "y·silu(z)", "norm": "gated RMSNorm",
             "scan_decay": "decay multiplies of the scan", "residual": "residual add"})
 

@@ -6,11 +6,11 @@ Parameters (seed 001 §2.3; transformers ``DeepseekV3Attention`` / ``DeepseekV2A
     kv      kv_a_proj_with_mqa d·(d_kv+D_rope), kv_a_layernorm d_kv, kv_b_proj d_kv·H_q·(D_nope+D_v)
     output  o_proj H_q·D_v·d
     ``attention_bias`` puts biases on q_a_proj, kv_a_proj_with_mqa and o_proj only.
-FLOPs, ``mla="expand"`` (what transformers computes): every weight 2·rows·in·out over the new
-    tokens, except kv_b_proj, which re-expands the whole cache every step: rows = B·T in prefill,
-    B·(T+1) in decode. Scores 2·B·H_q·(D_nope+D_rope)·pairs, values 2·B·H_q·D_v·pairs.
-FLOPs, ``mla="absorb"`` (serving engines; DeepSeek's own inference code): kv_b_proj splits into
-    W_UK [d_kv → H_q·D_nope] folded into the query (q_nope → latent, per head) and W_UV
+FLOPs, expanded (``mla="expand"``, and prefill under the default ``"auto"``; what transformers
+    computes): every weight 2·rows·in·out over the new tokens, except kv_b_proj, which
+    re-expands the whole cache every step: rows = B·T in prefill, B·(T+1) in decode. Scores 2·B·H_q·(D_nope+D_rope)·pairs, values 2·B·H_q·D_v·pairs.
+FLOPs, absorbed (``mla="absorb"``, and decode under the default ``"auto"``: serving engines;
+    DeepSeek's own inference code): kv_b_proj splits into W_UK [d_kv → H_q·D_nope] folded into the query (q_nope → latent, per head) and W_UV
     [d_kv → H_q·D_v] applied after attention, both over the new tokens only; scores run in the
     latent space, 2·B·H_q·(d_kv+D_rope)·pairs, and values 2·B·H_q·d_kv·pairs. Same weights, same
     cache; absorbing saves 2·B·T·H_q·d_kv·(D_nope+D_v) per decode step and costs more per pair
@@ -76,7 +76,7 @@ class MLA(Component):
                      Linear("q_b_proj", self.d_q, H * (Dn + Dr), tp="col", doc="[d_q, H_q·(D_nope+D_rope)]")]
         prims += [Linear("kv_a_proj_with_mqa", d, d_kv + Dr, self.bias, doc="[d, d_kv+D_rope]"),
                   Norm("kv_a_layernorm", d_kv, doc="RMSNorm [d_kv]")]
-        if ph is not None and ph.mla == "absorb":
+        if ph is not None and ph.absorbed:
             prims += [Linear("kv_b_proj_k", d_kv, H * Dn, tp="col",
                              doc="W_UK half of kv_b_proj, folded into the query: [d_kv, H_q·D_nope]"),
                       Linear("kv_b_proj_v", d_kv, H * Dv, tp="col",
@@ -88,7 +88,7 @@ class MLA(Component):
         prims.append(Linear("o_proj", H * Dv, d, self.bias, tp="row", doc="[H_q·D_v, d]"))
         if ph is not None:
             pairs = self.pairs(ph)
-            if ph.mla == "absorb":
+            if ph.absorbed:
                 prims += [Matmul("scores", 2 * sym.B * H * (d_kv + Dr) * pairs,
                                  "QKᵀ in the latent: 2·B·H_q·(d_kv+D_rope) per (query, key)"),
                           Matmul("values", 2 * sym.B * H * d_kv * pairs,

@@ -1,0 +1,62 @@
+"""Deploy benchmark: every TP×EP×PP×DP layout of 8–64 GPUs for DeepSeek-V3, end to end.
+
+    python benchmarks/deploy_bench.py [MODEL] [GPU]
+
+Runs ``python -m symcost deploy MODEL --gpu GPU --gpus 8-64 --T 32768 --batch 16 --json`` (best
+of 3, wall and CPU time of the child process: on a shared machine the wall time includes waiting
+for a core) and, in process, the phases: building and compiling the formulas once, then
+evaluating all layouts as arrays. Target: under 2 s end to end.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's symcost
+
+MODEL = sys.argv[1] if len(sys.argv) > 1 else "deepseek-v3"
+GPU = sys.argv[2] if len(sys.argv) > 2 else "H200"
+ROOT = Path(__file__).resolve().parent.parent
+CMD = [sys.executable, "-m", "symcost", "deploy", MODEL, "--gpu", GPU, "--gpus", "8-64",
+       "--T", "32768", "--batch", "16", "--json"]
+
+
+def child_run():
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    out = subprocess.run(CMD, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, json.loads(out)["count"]
+
+
+def main():
+    runs = [child_run() for _ in range(3)]
+    wall, cpu, count = min(runs)
+    print(f"end to end: {count} layouts in {wall:.2f} s wall, {cpu:.2f} s CPU (best of 3)")
+    from symcost import loader
+    from symcost.serving.deploy import compile_model, evaluate, layouts
+    from symcost.serving.gpus import gpu
+    t0 = time.perf_counter()
+    m, raw = loader.build(MODEL), loader.read_json(MODEL)[1]
+    g = gpu(GPU)
+    comp = compile_model(m, raw, gpu=g)
+    t1 = time.perf_counter()
+    lays = [lay for n in range(8, 65) for lay in layouts(m, n)]
+    t2 = time.perf_counter()
+    rows = evaluate(comp, lays, gpu=g, T=32768, batch=16)
+    t3 = time.perf_counter()
+    print(f"in process: build + compile {t1 - t0:.3f} s, enumerate {len(lays)} layouts {t2 - t1:.3f} s, "
+          f"evaluate {t3 - t2:.3f} s ({len(rows)} rows); {os.cpu_count()} CPUs")
+    print("target < 2 s end to end:", "met" if wall < 2 else f"NOT met on wall time ({wall:.2f} s)"
+          + (f"; CPU time {cpu:.2f} s" if wall >= 2 else ""))
+
+
+if __name__ == "__main__":
+    main()

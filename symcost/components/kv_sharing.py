@@ -1,0 +1,171 @@
+"""KV sharing: attention layers that reuse keys and values instead of projecting their own.
+
+Two mechanisms of transformers' ``Gemma4TextAttention`` (5.24), both on top of ``attention.Attention``
+(per-head q/k RMSNorm of D_h, o_proj; H_kv KV heads of D_h):
+
+* **K = V** (``attention_k_eq_v``, full-attention layers only): the value states are the raw
+  ``k_proj`` output, so there is no ``v_proj``. Parameters lose d·H_kv·D_h; the cache still holds keys
+  and values (values pass through a scale-free RMSNorm ``v_norm`` and skip RoPE), 2·B·H_kv·D_h per token.
+* **Cross-layer KV sharing** (``num_kv_shared_layers``): the last ``L_sh`` layers build no k/v of their
+  own. Each reads the key/value states of the last earlier layer of its type (sliding or full) that does
+  project them, the ``"store"`` layer of ``Gemma4TextConfig.kv_sharing_modes``. A consumer layer keeps
+  q_proj d·H_q·D_h, q_norm D_h and o_proj H_q·D_h·d, and drops k_proj, v_proj, k_norm (and v_norm, which
+  has no weight). Its cache is nothing (a ``"dummy"`` layer of the ``DynamicCache``). Its QKᵀ and PV run
+  over the producer's buffer, which has the same pairs as its own layer type (``Phase.pairs``).
+  In a prefill that keeps only the last logits (``logits="last"``: ``generate`` passes
+  ``logits_to_keep=1``), ``Gemma4TextModel._maybe_slice_kv_shared_inputs`` cuts the hidden states to the
+  last position before the first consumer layer. Those layers then run on one row per sequence
+  (B rows), and each query meets the producer's T keys: T pairs under ``full`` (the whole key buffer),
+  min(T, W) under ``causal``. ``LastPosition`` wraps any of a consumer layer's components so that they
+  see that phase.
+
+Elementwise: RoPE and RMSNorm only on q for a consumer layer; v_norm 4·tokens·H_kv·D_h on a producer.
+
+>>> from symcost.notation import sym
+>>> SharedKVAttention(consumer=True).params().total
+2*D_h*H_q*d + D_h
+>>> SharedKVAttention(k_eq_v=True).params().total - 2*sym.D_h
+D_h*H_kv*d + 2*D_h*H_q*d
+>>> SharedKVAttention(consumer=True).cache().total
+0
+>>> from symcost.conventions import Phase
+>>> LastPosition(SharedKVAttention(consumer=True)).flops(Phase(logits="last"))["scores"]
+2*B*D_h*H_q*T
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..conventions import Phase
+from ..elementwise import COST
+from ..notation import sym
+from ..terms import Terms
+from .attention import Attention
+from .base import Component
+
+_CONSUMER_DROPS = {"k_proj", "v_proj", "k_norm"}
+
+
+@dataclass(frozen=True)
+class SharedKVAttention(Attention):
+    """GQA attention with Gemma-4 q/k/v norms, optionally K = V, optionally a KV consumer."""
+
+    qk_norm: bool = True
+    k_eq_v: bool = False  # values are the k_proj output (no v_proj)
+    consumer: bool = False  # reuses an earlier layer's K/V: no k/v weights, no cache
+
+    def primitives(self, ph: Phase | None = None):
+        prims = super().primitives(ph)
+        drop = _CONSUMER_DROPS if self.consumer else ({"v_proj"} if self.k_eq_v else set())
+        return [p for p in prims if p.name not in drop]
+
+    def elementwise(self, ph: Phase) -> Terms:
+        t = super().elementwise(ph)
+        if not self.consumer:
+            t.add("v_norm", COST["rmsnorm"] * ph.tokens * self.H_kv * self.D_h, "scale-free RMSNorm on v")
+            return t
+        rows, q = ph.tokens, self.H_q * self.D_h
+        out = Terms()
+        for key in t:
+            if key == "qk_norm":
+                out.add(key, COST["rmsnorm"] * rows * q, "RMSNorm on q (k is reused)")
+            elif key == "rope":
+                out.add(key, COST["rope"] * rows * q, "3 per rotated element of q (k is reused)")
+            else:
+                out.add(key, t[key], t.docs.get(key))
+        return out
+
+    def cache(self) -> Terms:
+        return Terms() if self.consumer else super().cache()
+
+    def label(self) -> str:
+        base = super().label()
+        if self.consumer:
+            return base + ", reusing an earlier layer's KV"
+        return base + (", K = V" if self.k_eq_v else "")
+
+
+class _LastPositionPhase:
+    """A prefill phase seen by layers that run on the last position only (B rows, one query per
+    sequence against the producer's T keys); every other property is the wrapped phase's."""
+
+    def __init__(self, ph: Phase):
+        self._ph = ph
+
+    def __getattr__(self, name):
+        return getattr(self._ph, name)
+
+    @property
+    def new(self):
+        return sympy.Integer(1)
+
+    @property
+    def tokens(self):
+        return sym.B
+
+    @property
+    def logit_rows(self):
+        return sym.B
+
+    def pairs(self, W=None):
+        if self._ph.attention == "full" or W is None:
+            return sym.T
+        return sympy.Min(sym.T, W)
+
+
+def last_position(ph: Phase | None):
+    """The phase a KV-consumer layer sees: the last position only in a ``logits="last"`` prefill."""
+    if ph is not None and ph.kind == "prefill" and ph.logits == "last":
+        return _LastPositionPhase(ph)
+    return ph
+
+
+@dataclass(frozen=True)
+class LastPosition(Component):
+    """Any component of a KV-consumer layer: the same weights and cache, FLOPs under ``last_position``."""
+
+    inner: Component = SharedKVAttention(consumer=True)
+
+    @property
+    def key(self) -> str:  # type: ignore[override]
+        return self.inner.key
+
+    def primitives(self, ph: Phase | None = None):
+        return self.inner.primitives(last_position(ph))
+
+    def params(self) -> Terms:
+        return self.inner.params()
+
+    def active_params(self) -> Terms:
+        return self.inner.active_params()
+
+    def routed_params(self) -> Terms:
+        return self.inner.routed_params()
+
+    def flops(self, ph: Phase) -> Terms:
+        return self.inner.flops(last_position(ph))
+
+    def elementwise(self, ph: Phase) -> Terms:
+        return self.inner.elementwise(last_position(ph))
+
+    def cache(self) -> Terms:
+        return self.inner.cache()
+
+    def buffers(self) -> Terms:
+        return self.inner.buffers()
+
+    def cache_tp_share(self, tp: int, values: dict):
+        return self.inner.cache_tp_share(tp, values)
+
+    def check(self, values: dict) -> None:
+        self.inner.check(values)
+
+    def label(self) -> str:
+        return self.inner.label()
+
+    def __getattr__(self, name):  # dimensions (d, d_ff, ...) read by analyses
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)

@@ -1,0 +1,47 @@
+"""A routed MoE beside the dense FFN (Gemma 4 ``enable_moe_block``): both branches on every layer, summed.
+
+transformers ``Gemma4TextDecoderLayer`` (5.24): the dense ``mlp`` (``ffn.FFN``, GeGLU d → d_ff) runs on
+``pre_feedforward_layernorm(x)``. Beside it the router reads the raw residual x: ``Gemma4TextRouter`` is a
+scale-free RMSNorm, a learned ``scale`` [d], ``proj`` d → E and softmax, then top-k renormalised and
+multiplied by a learned ``per_expert_scale`` [E]. The experts (``Gemma4TextExperts``, gated, fused
+gate_up [E, 2·d_moe, d] and down [E, d, d_moe]) run on ``pre_feedforward_layernorm_2(x)``. Each branch
+has its own post-norm (``post_feedforward_layernorm_1`` / ``_2``) before the sum, and
+``post_feedforward_layernorm`` follows the sum; those three norms of d are with the layer's norms.
+
+Parameters: router d·E + d + E, routed experts E·3·d·d_moe. Active: router + k of E experts.
+FLOPs: router 2·tokens·d·E, experts 2·tokens·k·3·d·d_moe (eager dispatch runs exactly k per token).
+Elementwise: as ``moe.MoE``, plus the router's RMSNorm (4·d per token) and its scale (1·d).
+
+>>> ParallelMoE().params().total
+3*E*d*d_moe + E*d + E + d
+>>> ParallelMoE().active_params().total
+E*d + E + 3*d*d_moe*k + d
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..conventions import Phase
+from ..elementwise import COST
+from ..primitives import Param
+from ..terms import Terms
+from .moe import MoE
+
+
+@dataclass(frozen=True)
+class ParallelMoE(MoE):
+    key = "moe"
+    act: str | None = "gelu_pytorch_tanh"
+
+    def primitives(self, ph: Phase | None = None):
+        return [*super().primitives(ph),
+                Param("router_scale", self.d, doc="[d] learned scale after the router's RMSNorm"),
+                Param("per_expert_scale", self.E, doc="[E] scales each chosen expert's weight")]
+
+    def elementwise(self, ph: Phase) -> Terms:
+        t = super().elementwise(ph)
+        t.add("router_norm", (COST["rmsnorm"] + 1) * ph.tokens * self.d, "scale-free RMSNorm + scale")
+        return t
+
+    def label(self) -> str:
+        return "MoE beside the dense FFN"

@@ -1,0 +1,82 @@
+"""Per-layer inputs (PLE, Gemma 4): a second, narrow residual signal of width d_pl fed into every layer.
+
+transformers ``Gemma4TextModel`` / ``Gemma4TextDecoderLayer`` (5.24), when ``hidden_size_per_layer_input``
+(d_pl) is not 0:
+
+* once per model (``PerLayerEmbedding``): ``embed_tokens_per_layer`` a [V_pl, L·d_pl] lookup table
+  (all layers packed into one row, scaled by √d_pl: a buffer, no parameter); the context part
+  ``per_layer_model_projection`` d → L·d_pl over every new token, then ``per_layer_projection_norm``
+  RMSNorm(d_pl), shared by all layers. Parameters V_pl·L·d_pl + d·L·d_pl + d_pl; FLOPs 2·tokens·d·L·d_pl.
+* in every layer (``PerLayerInputGate``), after the FFN residual: ``per_layer_input_gate`` d → d_pl,
+  the activation times that layer's d_pl slice of the per-layer input, ``per_layer_projection``
+  d_pl → d, ``post_per_layer_input_norm`` RMSNorm(d), one more residual add. Parameters 2·d·d_pl + d;
+  FLOPs 2·tokens·2·d·d_pl.
+
+Elementwise: the two norms, the projections' scaling and the mean of the two parts (2 per element of
+L·d_pl); in a layer the activation and product over d_pl and one residual add.
+
+>>> PerLayerEmbedding().params().total
+L*V_pl*d_pl + L*d*d_pl + d_pl
+>>> from symcost.conventions import Phase
+>>> PerLayerInputGate().flops(Phase(kind="decode")).total
+4*B*d*d_pl
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..conventions import Phase
+from ..elementwise import COST, act_cost, norm_terms
+from ..notation import sym
+from ..primitives import Linear, Norm, Param
+from ..terms import Terms
+from .base import Component
+
+
+@dataclass(frozen=True)
+class PerLayerEmbedding(Component):
+    key = "per_layer_inputs"
+    d: sympy.Expr = sym.d
+    d_pl: sympy.Expr = sym.d_pl
+    V_pl: sympy.Expr = sym.V_pl
+    L: sympy.Expr = sym.L
+
+    def primitives(self, ph: Phase | None = None):
+        width = self.L * self.d_pl
+        return [Param("embed_tokens_per_layer", self.V_pl * width, doc="[V_pl, L·d_pl] lookup table"),
+                Linear("per_layer_model_projection", self.d, width, doc="[d, L·d_pl]"),
+                Norm("per_layer_projection_norm", self.d_pl, doc="RMSNorm [d_pl], every layer's slice")]
+
+    def elementwise(self, ph: Phase) -> Terms:
+        t = norm_terms(self.primitives(ph), ph.tokens * self.L)  # the norm runs on L slices per token
+        t.add("combine", 2 * ph.tokens * self.L * self.d_pl, "(projection + embedding)·2^-1/2")
+        return t
+
+    def label(self) -> str:
+        return "per-layer input embeddings"
+
+
+@dataclass(frozen=True)
+class PerLayerInputGate(Component):
+    key = "per_layer_input"
+    d: sympy.Expr = sym.d
+    d_pl: sympy.Expr = sym.d_pl
+    act: str = "gelu_pytorch_tanh"
+
+    def primitives(self, ph: Phase | None = None):
+        return [Linear("per_layer_input_gate", self.d, self.d_pl, doc="[d, d_pl]"),
+                Linear("per_layer_projection", self.d_pl, self.d, doc="[d_pl, d]"),
+                Norm("post_per_layer_input_norm", self.d, doc="RMSNorm [d]")]
+
+    def elementwise(self, ph: Phase) -> Terms:
+        rows = ph.tokens
+        t = norm_terms(self.primitives(ph), rows)
+        t.add("act", act_cost(self.act) * rows * self.d_pl, f"{self.act} over d_pl")
+        t.add("gate_mul", COST["gate_mul"] * rows * self.d_pl, "act(gate) · per-layer input")
+        t.add("residual", COST["residual"] * rows * self.d, "residual add")
+        return t
+
+    def label(self) -> str:
+        return "per-layer input gate"

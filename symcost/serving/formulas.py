@@ -1,0 +1,409 @@
+"""Serving as formulas: per-GPU bytes, KV capacity, concurrency and roofline times as SymPy
+expressions in the layout (t, e, p, r), the context T, the batch B, the chunk M and the GPU
+(M_gpu, F_gpu, BW_hbm, BW_link), with the config's values and the checkpoint's bytes substituted.
+
+Layout symbols: t tensor-parallel ranks; e ranks each routed-expert layer is split over (t without
+expert parallelism, the expert-parallel size with it); p pipeline stages; r data-parallel
+replicas. Shares, as in ``plan``: matrices 1/t, KV heads ⌈H_kv/t⌉/H_kv, routed experts 1/e,
+replicated weights 1; a stage holds ⌈n/p⌉ of a group's n layers and, with p > 1, the larger of
+embedding and head (``Min(1, p − 1)`` switches that on). KV pages follow ``vllm`` (block, page,
+groups) with ⌈·⌉ and ⌊·⌋ kept symbolic. Everything is exact at substitution; ``compile`` turns a
+formula into one NumPy function for many layouts at once (``deploy``).
+
+Roofline per rank (the conventions stated in every output): FLOPs of a step split evenly over the
+t·p ranks (matmul FLOPs, causal attention, MLA auto); bytes read per step = the rank's weights —
+routed experts only as far as the batch touches them, E·(1 − (1 − k/E)^n) distinct experts of E
+for n routed tokens, uniform routing — plus the KV read and written; time of a step =
+max(FLOPs / F_gpu, bytes / BW_hbm) + communication (no overlap): TP all-reduces 2 per layer of
+rows·d activations, 2·(t − 1)/t of them per rank; EP all-to-all dispatch + combine of rows·k·d,
+(e − 1)/e off-rank, per MoE layer; at BW_link. Activations are bf16 (2 bytes).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import sympy
+
+from ..conventions import Phase
+from ..errors import SymcostError
+from ..notation import sym
+from ..primitives import Linear, Param
+from ..terms import Terms, exact
+from ..units import dtype_bytes
+from .quant import Checkpoint
+
+t, e, p, r, M, B, T = sym.t, sym.e, sym.p, sym.r, sym.M, sym.B, sym.T
+ceil, floor = sympy.ceiling, sympy.floor
+ACT_BYTES = 2
+MAX_NUM_SEQS = 256
+
+
+def _R(x) -> sympy.Rational:
+    x = Fraction(x)
+    return sympy.Rational(x.numerator, x.denominator)
+
+
+def _kv_share(c, vals) -> sympy.Expr:
+    """A component's cache share on one rank, as a function of t."""
+    s2 = c.cache_tp_share(2, vals)
+    if s2 == 1:
+        return sympy.Integer(1)
+    if type(c).__name__ == "Attention":
+        h = exact(c.H_kv, vals)
+        return ceil(sympy.Integer(h) / t) / h
+    return 1 / t
+
+
+def weight_share(model, c, prim) -> sympy.Expr:
+    vals = model.values
+    if isinstance(prim, Param):
+        if prim.name == "embed_tokens":
+            return 1 / t
+        if prim.norm is not None:
+            return sympy.Integer(1)
+        return 1 / t if c.cache().flatten() else sympy.Integer(1)
+    if prim.active is not None:
+        return 1 / e
+    if prim.name.startswith("shared_") and prim.name != "shared_expert_gate":
+        return 1 / t
+    if prim.name in ("k_proj", "v_proj") and sym.H_kv in vals:
+        h = int(vals[sym.H_kv])
+        return ceil(sympy.Integer(h) / t) / h
+    return 1 / t if prim.tp is not None else sympy.Integer(1)
+
+
+def _paths(model):
+    out = {}
+    for c in model.pre:
+        for q in c.primitives(None):
+            out[q.name] = (c, q, None)
+    for g in model.groups:
+        for c in g.components:
+            for q in c.primitives(None):
+                out[f"{g.name}/{c.key}/{q.name}"] = (c, q, g)
+    for c in model.post:
+        for q in c.primitives(None):
+            out[q.name] = (c, q, None)
+    return out
+
+
+def weights_per_gpu(model, ck: Checkpoint) -> Terms:
+    """Bytes of weights on the most-loaded rank, per weight, in t, e, p."""
+    vals = model.values
+    paths = _paths(model)
+    out = Terms()
+    edge = {}
+    for path, expr in ck.served_terms().flatten().items():
+        v = sympy.nsimplify(expr.xreplace(vals))
+        hit = paths.get(path)
+        if hit is None:
+            out.add(path.replace("/", "_"), v)
+            continue
+        c, q, g = hit
+        share = weight_share(model, c, q)
+        if g is not None:
+            n = exact(g.count, vals)
+            if n == 0:
+                continue
+            share = share * ceil(sympy.Integer(n) / p) / n
+            out.add(g.name, Terms({c.key: Terms({q.name: v * share})}))
+        elif path in ("embed_tokens", "lm_head"):
+            edge[path] = v * share
+        else:
+            out.add(path, v * share)
+    if edge:
+        a, b = edge.get("embed_tokens", 0), edge.get("lm_head", 0)
+        # p = 1: both on the one stage; p > 1: the larger of the two (first or last stage)
+        out.add("embed_and_head", a + b - sympy.Min(a, b) * sympy.Min(1, p - 1),
+                "embedding and head: both with one stage, the larger with p > 1")
+    return out
+
+
+def working_set(model, c) -> sympy.Expr:
+    """Elements per token a component holds at once on one rank: its GEMM outputs (+ the gated
+    activation output)."""
+    vals = model.values
+    w, gated = sympy.Integer(0), sympy.Integer(0)
+    names = {q.name for q in c.primitives(None)}
+    for q in c.primitives(None):
+        if not isinstance(q, Linear) or q.name == "lm_head" or q.tied:
+            continue
+        out = sympy.Integer(exact(q.out, vals))
+        if q.active is not None:
+            k = sympy.Integer(exact(q.active, vals))
+            if q.name.endswith("down"):
+                w += k * out
+            else:
+                w += k * out / e
+                if q.name.endswith("gate_up"):
+                    gated = k * out / 2 / e
+            continue
+        share = weight_share(model, c, q) if (q.tp == "col" or q.name.startswith("shared_")) else 1
+        w += out * share
+        if q.name == "up_proj" and "gate_proj" in names:
+            gated = sympy.Max(gated, out * share)
+    return w + gated
+
+
+def activation_per_gpu(model) -> sympy.Expr:
+    vals = model.values
+    d, V = exact(sym.d, vals), exact(sym.V, vals)
+    sets = [working_set(model, c) for g in model.groups for c in g.components]
+    widest = sympy.Max(*sets) if sets else sympy.Integer(0)
+    return sympy.Max(M * ACT_BYTES * (widest + 2 * d), sympy.Min(M, MAX_NUM_SEQS) * V * 4)
+
+
+@dataclass
+class KVFormula:
+    block: sympy.Expr  # tokens per block, in t
+    block_bytes: sympy.Expr  # bytes of one block index across the stage's layers, in t, p
+    groups: sympy.Expr  # KV cache groups (1 for a uniform model)
+    need: sympy.Expr  # blocks one request of T tokens needs, in T, t, M
+    kinds: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+
+def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
+               state_dtype: str | None = None) -> KVFormula:
+    """vLLM's page layout as formulas (see ``vllm`` for the rules)."""
+    from .vllm import DEFAULT_BLOCK, MLA_BLOCK, _is_mla
+    vals = model.values
+    bkv = dtype_bytes(kv_dtype, "--kv-dtype")
+    bst = dtype_bytes(state_dtype or ("bf16" if kv_dtype != "fp32" else kv_dtype), "--mamba-ssm-dtype")
+    kinds: dict[tuple, list] = {}
+    for g in model.groups:
+        n = exact(g.count, vals)
+        if n == 0:
+            continue
+        for c in g.components:
+            leaves = c.cache().flatten()
+            if not leaves:
+                continue
+            share = _kv_share(c, vals)
+            per_tok, state, window = sympy.Integer(0), sympy.Integer(0), None
+            for name, expr in leaves.items():
+                if "conv" in name:
+                    expr = expr.xreplace({sym.K_c: sym.K_c - 1})
+                x = expr.xreplace({sym.B: 1})
+                mins = [m for m in x.atoms(sympy.Min) if sym.T in m.free_symbols]
+                if mins:
+                    window = exact([a for a in mins[0].args if a != sym.T][0], vals) + 1
+                    x = x.xreplace({mins[0]: sym.T})
+                if sym.T in x.free_symbols:
+                    if _is_mla(c) and kv_dtype == "fp8":
+                        d_kv, D_r = exact(c.d_kv, vals), exact(c.D_rope, vals)
+                        per_tok = sympy.Integer(d_kv + 4 * -(-d_kv // 128) + 2 * D_r)
+                        break
+                    per_tok += exact(sympy.diff(x, sym.T), vals) * _R(bkv) * share
+                else:
+                    state += exact(x, vals) * _R(bst) * share
+            if per_tok != 0:
+                key = ("sliding" if window else "full", per_tok, window)
+                kinds.setdefault(key, []).append(n)
+            if state != 0:
+                kinds.setdefault(("state", state, None), []).append(n)
+    specs = [(k[0], k[1], k[2], sum(v)) for k, v in kinds.items()]
+    if not specs:
+        return KVFormula(sympy.Integer(1), sympy.Integer(0), sympy.Integer(1), sympy.Integer(0), [],
+                         ["no cache"])
+    has_mla = any(_is_mla(c) for c in model.components())
+    base = block_size or (MLA_BLOCK if has_mla else DEFAULT_BLOCK)
+    attn = [s for s in specs if s[0] != "state"]
+    states = [s for s in specs if s[0] == "state"]
+    notes = []
+    block = sympy.Integer(base)
+    if states and attn:
+        per_tok = sympy.Max(*[s[1] for s in attn])
+        biggest = sympy.Max(*[s[1] for s in states])
+        if block_size is None:
+            block = sympy.Max(base, 16 * ceil(biggest / (16 * per_tok)))
+        notes.append("hybrid: attention block raised so an attention page holds a state page")
+        page = block * per_tok
+    elif states:
+        page = sympy.Max(*[s[1] for s in states])
+    else:
+        page = None
+    if len(specs) == 1 or (not states and all(s[0] == "full" for s in specs)):
+        # one group; a stage holds ⌈n/p⌉ layers of every kind
+        block_bytes = sum(block * s[1] * ceil(sympy.Integer(s[3]) / p) for s in specs)
+        need = ceil(T / block)
+        return KVFormula(block, block_bytes, sympy.Integer(1), need, specs, notes)
+    if page is None:
+        page = block * attn[0][1]
+    counts = [s[3] for s in specs]
+    group = min(counts)
+    if max(counts) < 1.5 * group:
+        group = max(counts)
+    n_groups, need = 0, sympy.Integer(0)
+    for kind, per, window, n in specs:
+        k = -(-n // group)
+        n_groups += k
+        if kind == "full":
+            need += k * ceil(T / block)
+        elif kind == "sliding":
+            need += k * (ceil(sympy.Min(window - 1 + M, T) / block) + 1)
+        else:
+            need += k
+    block_bytes = page * ceil(sympy.Integer(group) / p)
+    return KVFormula(block, block_bytes, sympy.Integer(n_groups), need, specs, notes)
+
+
+@dataclass
+class ServeFormulas:
+    weights: Terms
+    activation: sympy.Expr
+    overhead: sympy.Expr
+    kv: KVFormula
+
+    @property
+    def fixed(self) -> sympy.Expr:
+        return self.weights.total + self.activation + self.overhead
+
+    @property
+    def kv_available(self) -> sympy.Expr:
+        return sym.M_gpu - self.fixed
+
+    @property
+    def num_blocks(self) -> sympy.Expr:
+        return floor(sympy.Max(self.kv_available, 0) / self.kv.block_bytes)
+
+    @property
+    def kv_tokens(self) -> sympy.Expr:
+        return floor(self.num_blocks / self.kv.groups) * self.kv.block
+
+    @property
+    def max_concurrency(self) -> sympy.Expr:
+        return self.num_blocks / self.kv.need
+
+    def per_gpu(self) -> sympy.Expr:
+        return self.fixed + B * self.kv.need * self.kv.block_bytes
+
+    def terms(self) -> Terms:
+        out = Terms()
+        out.add("weights", self.weights.copy(), "checkpoint bytes on the most-loaded rank")
+        out.add("activations", self.activation, "peak of one chunked-prefill step of M tokens (estimate)")
+        out.add("overhead", self.overhead, "stated allowance: non-torch memory + CUDA graphs")
+        out.add("kv_cache", B * self.kv.need * self.kv.block_bytes, "B requests of T tokens in vLLM pages")
+        return out
+
+    def formula(self) -> dict[str, sympy.Expr]:
+        return {"weights_per_gpu": self.weights.total, "activation_per_gpu": self.activation,
+                "overhead_per_gpu": self.overhead, "kv_per_request": self.kv.need * self.kv.block_bytes,
+                "kv_block_tokens": self.kv.block, "kv_available_per_gpu": self.kv_available,
+                "kv_capacity_tokens": self.kv_tokens, "max_concurrency": self.max_concurrency,
+                "total": self.per_gpu()}
+
+
+def serve_formulas(model, ck: Checkpoint, *, kv_dtype="bf16", overhead_bytes: int = 2**30,
+                   block_size=None, state_dtype=None) -> ServeFormulas:
+    return ServeFormulas(weights_per_gpu(model, ck), activation_per_gpu(model),
+                         sympy.Integer(overhead_bytes), kv_formula(model, kv_dtype, block_size, state_dtype))
+
+
+def layout_values(tp: int, pp: int, dp: int, ep: int) -> dict:
+    """Layout symbols for a (tp, pp, dp, ep) layout: e = ep with expert parallelism, else t."""
+    return {t: sympy.Integer(tp), p: sympy.Integer(pp), r: sympy.Integer(dp),
+            e: sympy.Integer(ep if ep > 1 else tp)}
+
+
+# -- roofline -----------------------------------------------------------------------------------
+@dataclass
+class Roofline:
+    flops: sympy.Expr  # per rank per step
+    bytes: sympy.Expr  # per rank per step
+    comm_time: sympy.Expr  # seconds of communication per step (per stage)
+    compute_time: sympy.Expr
+    memory_time: sympy.Expr
+    step_time: sympy.Expr  # one stage: max(compute, memory) + comm
+    parts: dict = field(default_factory=dict)
+
+
+def _moe_info(model):
+    vals = model.values
+    moe_layers, k, E, d = 0, 0, 0, exact(sym.d, vals)
+    for g in model.groups:
+        for c in g.components:
+            if any(isinstance(q, Linear) and q.active is not None for q in c.primitives(None)):
+                moe_layers += exact(g.count, vals)
+                k = exact(sym.k, vals)
+                E = exact(sym.E, vals)
+    return moe_layers, k, E, d
+
+
+def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla="auto") -> Roofline:
+    """One step on one rank: decode (B sequences at context T) or prefill (B prompts of T tokens)."""
+    vals = model.values
+    ph = Phase(kind=phase, attention="causal", logits="last", mla=mla)
+    F = sympy.expand(model.flops(ph).total.xreplace(vals))
+    w = weights_per_gpu(model, ck)
+    paths = _paths(model)
+    routed = sympy.Integer(0)
+    for path, expr in w.flatten().items():
+        hit = paths.get(path)
+        if hit is not None and isinstance(hit[1], Linear) and hit[1].active is not None:
+            routed += expr
+    nonrouted = w.total - routed
+    moe_layers, k, E, d = _moe_info(model)
+    rows = B if phase == "decode" else B * T
+    touched = 1 - (1 - sympy.Rational(k, E)) ** (rows * 1) if E else sympy.Integer(1)
+    from .memory import cache_bytes
+    kvb = sympy.expand(cache_bytes(model, kv_dtype).xreplace(vals))  # B·T-dependent, whole model
+    share = sympy.Integer(1)
+    for c in model.components():  # rank share of the KV (the first cached component decides)
+        if c.cache().flatten():
+            share = _kv_share(c, vals)
+            break
+    if phase == "decode":
+        kv_read = kvb * share / p
+        kv_write = (kvb.xreplace({T: T + 1}) - kvb) * share / p
+    else:
+        kv_read = sympy.Integer(0)
+        kv_write = kvb * share / p
+    weights_read = nonrouted + routed * touched
+    if phase == "prefill":  # chunked prefill reads the weights once per step of M tokens
+        weights_read = weights_read * ceil(rows / M)
+    nbytes = weights_read + kv_read + kv_write
+    flops = F / (t * p)
+    layers = sum(exact(g.count, vals) for g in model.groups if not g.name.startswith("vision"))
+    tp_bytes = 2 * ceil(sympy.Integer(layers) / p) * 2 * (t - 1) / t * rows * d * ACT_BYTES
+    ep_bytes = 2 * ceil(sympy.Integer(moe_layers) / p) * rows * k * d * ACT_BYTES * (e - 1) / e if moe_layers else 0
+    comm = (tp_bytes + ep_bytes) / sym.BW_link
+    ct, mt = flops / sym.F_gpu, nbytes / sym.BW_hbm
+    return Roofline(flops, nbytes, comm, ct, mt, sympy.Max(ct, mt) + comm,
+                    {"weights_read": weights_read, "kv_read": kv_read, "kv_write": kv_write,
+                     "tp_allreduce_bytes": tp_bytes, "ep_alltoall_bytes": ep_bytes})
+
+
+def compute_dtype(ck: Checkpoint, override: str | None = None) -> str:
+    """The dtype whose tensor-core peak a step runs at: fp8 for fp8 checkpoints, fp4 for NVFP4/MXFP4
+    (the GPU's peak falls back to fp8/bf16 where it has no fp4), bf16 otherwise (INT4 weight-only
+    checkpoints dequantize to bf16)."""
+    if override:
+        return override
+    lay = ck.scheme.layout
+    if lay.kind in ("fp8_block", "fp8_tensor"):
+        return "fp8"
+    if lay.kind in ("nvfp4", "mxfp4"):
+        return "fp4"
+    if lay.kind == "dense" and lay.b == 1:
+        return "fp8"
+    return "bf16"
+
+
+def gpu_values(gpu, dtype: str, mem_util: float) -> dict:
+    peak, used = gpu.peak(dtype)
+    return {sym.F_gpu: sympy.Integer(peak), sym.BW_hbm: sympy.Integer(gpu.bandwidth_bytes_per_s),
+            sym.BW_link: sympy.Integer(round(gpu.link_gbs * 10**9)),
+            sym.M_gpu: sympy.Integer(int(gpu.usable_bytes * Fraction(str(mem_util))))}, used
+
+
+def compile_expr(expr, symbols):
+    """One NumPy function of ``symbols`` (arrays broadcast), for evaluating many layouts at once."""
+    return sympy.lambdify(symbols, expr, modules="numpy")
+
+
+def check_symbols(expr, allowed) -> None:
+    left = expr.free_symbols - set(allowed)
+    if left:
+        raise SymcostError(f"serving formula still depends on {', '.join(sorted(map(str, left)))}")

@@ -1,0 +1,177 @@
+"""Serving memory on one GPU, as vLLM accounts for it, for a parallel layout (tp, pp, dp, ep).
+
+Per rank (the most-loaded one):
+    budget        = usable GPU memory (as the driver reports it) · mem_util          (0.9)
+    weights       = Σ checkpoint bytes of each weight · its share on the rank:
+                    column/row-parallel matrices, the vocab-parallel embedding/head and shared
+                    experts 1/tp; k/v projections ⌈H_kv/tp⌉/H_kv (KV heads replicated past H_kv);
+                    routed experts 1/ep with expert parallelism, else 1/tp; replicated weights
+                    (norms, routers, MLA's q_a/kv_a, latent projections) whole; a pipeline stage
+                    holds ⌈count/pp⌉ of every layer group and the larger of embedding and head
+    activations   = peak of one chunked-prefill step of M = max_num_batched_tokens tokens (8192):
+                    M · b_act · (w + 2·d), w the widest layer working set on the rank (every GEMM
+                    output of one component held at once, + the activation output d_ff of a gated
+                    MLP; routed experts k·(3·d_moe + d) per token) — or the sampler's fp32 logits of
+                    min(M, 256) rows, whichever is larger. AN ESTIMATE: vLLM measures it by a
+                    profiling run; on Llama-3.1-8B (vLLM 0.6, issue #10517) the formula gives
+                    110,592 B/token against 109,760 measured, but torch.compile'd MoE/hybrid graphs
+                    can hold several times more (Qwen3-Next TP=2 on H200, vLLM 0.10.2: 5.58 GiB
+                    logged for the 8192-token profile).
+    overhead      = a stated allowance for non-torch memory (CUDA context, cuBLAS/NCCL buffers;
+                    default 1 GiB: vLLM logged 0.35 GiB on one RTX 3090 and 1.38 GiB per rank at
+                    TP=2 on H200) + CUDA graphs (default 0: vLLM ≤ 0.10 captures them after sizing
+                    the KV cache; newer versions reserve them, pass --cudagraph-gib)
+    kv available  = budget − weights − activations − overhead
+KV capacity in tokens and the maximum concurrency at a context follow from vLLM's block and page
+rules (``vllm.kv_capacity``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import sympy
+
+from ..errors import SymcostError
+from ..notation import sym
+from ..terms import exact
+from .gpus import GPU
+from .quant import checkpoint
+from .vllm import KVConfig
+
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    def label(self) -> str:
+        return f"TP{self.tp}·PP{self.pp}·DP{self.dp}·EP{self.ep}"
+
+
+def check_layout(model, lay: Layout, gpus: int | None = None) -> None:
+    """Parallel sizes must divide what they split; name the constraint when they do not."""
+    vals = model.values
+    for s, what in ((sym.H_q, "query heads H_q"), (sym.H_m, "Mamba heads H_m"),
+                    (sym.H_lv, "linear-attention value heads H_lv")):
+        if s in vals and int(vals[s]) % lay.tp:
+            raise SymcostError(f"--tp {lay.tp} does not divide the {what} ({int(vals[s])})")
+    if sym.H_kv in vals:
+        n = int(vals[sym.H_kv])
+        if n % lay.tp and lay.tp % n:
+            raise SymcostError(f"--tp {lay.tp}: KV heads H_kv={n} can be split or replicated only "
+                               f"when one divides the other")
+    layers = sum(exact(g.count, vals) for g in model.groups if not g.name.startswith("vision"))
+    if lay.pp > layers:
+        raise SymcostError(f"--pp {lay.pp} exceeds the number of layers ({layers})")
+    if lay.ep > 1:
+        if sym.E not in vals:
+            raise SymcostError(f"--ep {lay.ep}: the model has no routed experts")
+        if int(vals[sym.E]) % lay.ep:
+            raise SymcostError(f"--ep {lay.ep} does not divide the routed experts E={int(vals[sym.E])}")
+        if (lay.tp * lay.dp) % lay.ep:
+            raise SymcostError(f"--ep {lay.ep} must divide tp·dp = {lay.tp * lay.dp} (vLLM's expert-"
+                               f"parallel group spans the tensor- and data-parallel ranks of a stage)")
+    if gpus is not None and lay.gpus > gpus:
+        raise SymcostError(f"layout {lay.label()} needs {lay.gpus} GPUs, more than --gpus {gpus}")
+
+
+@dataclass
+class Plan:
+    layout: Layout
+    gpu: GPU | None
+    weights_total: int  # checkpoint bytes an engine loads (no MTP unless asked)
+    weights_rank: int
+    activation_rank: int
+    overhead_rank: int
+    budget_rank: int | None
+    kv_available_rank: int | None
+    kv: KVConfig | None
+    dtypes: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    formulas: object = None
+    values: dict = field(default_factory=dict)
+
+    def kv_needed_rank(self, batch: int) -> int:
+        """Bytes of KV blocks ``batch`` requests of max_model_len need on the rank."""
+        return batch * self.kv.blocks_per_request * self.kv.block_bytes if self.kv else 0
+
+    def per_gpu_bytes(self, batch: int) -> int:
+        return self.weights_rank + self.activation_rank + self.overhead_rank + self.kv_needed_rank(batch)
+
+    @property
+    def max_batch(self) -> int | None:
+        if self.gpu is None:
+            return None
+        if self.kv_available_rank is None or self.kv_available_rank <= 0 or not self.kv.blocks_per_request:
+            return 0
+        return self.kv.num_blocks // self.kv.blocks_per_request
+
+
+def _values(lay: Layout, extra: dict | None = None) -> dict:
+    from .formulas import layout_values
+    return {**layout_values(lay.tp, lay.pp, lay.dp, lay.ep), **(extra or {})}
+
+
+def _int(expr, values) -> int:
+    return int(sympy.ceiling(sympy.sympify(expr).xreplace(values)))
+
+
+def weights_per_rank(model, ck, lay: Layout) -> int:
+    """Checkpoint bytes on the most-loaded rank (``formulas.weights_per_gpu`` substituted)."""
+    from .formulas import weights_per_gpu
+    return _int(weights_per_gpu(model, ck).total, _values(lay))
+
+
+def activation_peak(model, tokens: int, lay: Layout) -> int:
+    """Peak bytes of one chunked-prefill step of ``tokens`` tokens on a rank (an estimate)."""
+    from .formulas import activation_per_gpu
+    return _int(activation_per_gpu(model), _values(lay, {sym.M: sympy.Integer(tokens)}))
+
+
+def plan(model, raw: dict, *, lay: Layout = Layout(), gpu: GPU | None = None, T: int, mem_util: float = 0.9,
+         max_batched_tokens: int = 8192, kv_dtype: str = "bf16", weights_dtype: str | None = None,
+         experts_dtype: str | None = None, quant_fallback: bool = False, overhead_gib: float = 1.0,
+         cudagraph_gib: float = 0.0, block_size: int | None = None, state_dtype: str | None = None,
+         gpus: int | None = None) -> Plan:
+    check_layout(model, lay, gpus)
+    if not 0 < mem_util <= 1:
+        raise SymcostError(f"--mem-util must be in (0, 1], got {mem_util}")
+    from .formulas import serve_formulas
+    ck = checkpoint(model, raw, weights_dtype, quant_fallback, experts_dtype)
+    over = int((Fraction(str(overhead_gib)) + Fraction(str(cudagraph_gib))) * GiB)
+    f = serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=over, block_size=block_size,
+                       state_dtype=state_dtype)
+    vals = _values(lay, {sym.M: sympy.Integer(max_batched_tokens), sym.T: sympy.Integer(T)})
+    w_total = ck.total(model.values, served=True)
+    w_rank = _int(f.weights.total, vals)
+    act = _int(f.activation, vals)
+    notes = list(ck.notes)
+    budget = int(gpu.usable_bytes * Fraction(str(mem_util))) if gpu is not None else None
+    avail = budget - w_rank - act - over if gpu is not None else None
+    if gpu is not None and not gpu.usable_measured:
+        notes.append(f"{gpu.name}: no driver-reported memory in the catalogue; the nominal "
+                     f"{gpu.memory_gib} GiB is used")
+    vals[sym.M_gpu] = sympy.Integer(budget or 0)
+    block = _int(f.kv.block, vals)
+    block_bytes = _int(f.kv.block_bytes, vals)
+    num_blocks = _int(f.num_blocks, vals) if gpu is not None else 0
+    groups = _int(f.kv.groups, vals)
+    need = _int(f.kv.need, vals)
+    tokens = num_blocks // groups * block
+    kv = KVConfig(block, block_bytes,
+                  [(k[0], k[3]) for k in f.kv.kinds], num_blocks, tokens,
+                  num_blocks / need if need else float("inf"), need, block_bytes, [], list(f.kv.notes))
+    p = Plan(lay, gpu, w_total, w_rank, act, over, budget, avail, kv, ck.dtypes, notes)
+    p.formulas = f
+    p.values = vals
+    return p
+

@@ -1,0 +1,72 @@
+"""Roofline on layouts and the deployment planner: contract keys, constraints, agreement of the
+vectorised planner with the exact single-layout commands."""
+import json
+
+import pytest
+
+from symcost.cli import main
+
+
+def _run(argv, capsys):
+    code = main(argv + ["--json"])
+    out, err = capsys.readouterr()
+    return code, json.loads(out)
+
+
+def test_deploy_contract_and_agreement_with_memory(capsys):
+    code, data = _run(["deploy", "deepseek-v3", "--gpu", "H200", "--gpus", "8", "--T", "32768",
+                       "--batch", "8"], capsys)
+    assert code == 0 and data["model"] == "deepseek-v3" and data["gpu"] == "H200"
+    rows = data["layouts"]
+    assert rows and all(r["tp"] * r["pp"] * r["dp"] == 8 for r in rows)
+    for key in ("tp", "pp", "dp", "ep", "fits", "kv_capacity_tokens", "max_concurrency", "ttft_s", "tpot_s",
+                "tokens_per_s_per_gpu"):
+        assert key in rows[0]
+    fits = [r for r in rows if r["fits"]]
+    assert fits and rows[0]["fits"]  # fitting layouts first, best tokens/s per GPU first
+    assert all(a["tokens_per_s_per_gpu"] >= b["tokens_per_s_per_gpu"] for a, b in zip(fits, fits[1:]))
+    tp8 = next(r for r in rows if (r["tp"], r["pp"], r["dp"], r["ep"]) == (8, 1, 1, 1))
+    code, mem = _run(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--tp", "8"],
+                     capsys)
+    assert tp8["kv_capacity_tokens"] == mem["kv_capacity_tokens"]
+    assert tp8["max_concurrency"] == pytest.approx(mem["max_concurrency"], rel=1e-9)
+    code, roof = _run(["roofline", "deepseek-v3", "--phase", "decode", "--T", "32768", "--batch", "8",
+                       "--gpu", "H200", "--tp", "8"], capsys)
+    assert tp8["tpot_s"] == pytest.approx(roof["tpot_s"], rel=1e-9)
+    assert tp8["ttft_s"] == pytest.approx(roof["ttft_s"], rel=1e-9)
+
+
+def test_deploy_layouts_respect_constraints(capsys):
+    code, data = _run(["deploy", "llama-3.1-70b", "--gpu", "H100", "--gpus", "16", "--T", "8192"], capsys)
+    assert code == 0
+    assert {r["ep"] for r in data["layouts"]} == {1}  # no experts, no expert parallelism
+    assert all(64 % r["tp"] == 0 and r["pp"] <= 80 for r in data["layouts"])
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["roofline", "deepseek-v3", "--phase", "decode", "--T", "100", "--batch", "1", "--gpu", "H200",
+      "--tp", "3"], "--tp 3"),
+    (["roofline", "deepseek-v3", "--phase", "decode", "--T", "100", "--batch", "1", "--gpu", "H200",
+      "--ep", "7"], "--ep 7"),
+    (["roofline", "mixtral-8x7b-v0.1", "--phase", "decode", "--T", "100", "--batch", "1", "--gpu", "H100",
+      "--tp", "2", "--ep", "8"], "tp·dp"),
+    (["deploy", "deepseek-v3", "--gpu", "H200", "--gpus", "x", "--T", "100"], "--gpus"),
+    (["memory", "deepseek-v3", "--T", "100", "--batch", "1", "--gpu", "H200", "--pp", "100"], "--pp 100"),
+])
+def test_bad_layouts_exit_2_naming_the_constraint(argv, needle, capsys):
+    code = main(argv + ["--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and needle in json.loads(out)["error"] and err.count("\n") == 1
+
+
+def test_roofline_contract_and_fp8_peak(capsys):
+    code, r = _run(["roofline", "deepseek-v3", "--phase", "decode", "--T", "4096", "--batch", "64",
+                    "--gpu", "H200", "--tp", "8"], capsys)
+    assert code == 0
+    for key in ("flops", "bytes", "intensity", "bound", "time_s", "ttft_s", "tpot_s", "tokens_per_s",
+                "formula"):
+        assert key in r
+    assert r["compute_dtype"] == "fp8" and r["peak_flops"] == 1979 * 10**12  # the FP8 checkpoint
+    assert r["bound"] == "memory" and r["mla"] == "auto"
+    from symcost.exprparse import parse
+    assert parse(r["formula"]["total"]).free_symbols  # parses back
