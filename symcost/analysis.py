@@ -252,6 +252,11 @@ def _diff(e: Expr, var) -> Expr:
     if e.has(sympy.Min, sympy.Max):
         e = sympy.piecewise_fold(e.rewrite(sympy.Piecewise))
     d = sympy.diff(e, var)
+    # ⌊T/C⌋ and ⌈T/C⌉ (chunks, compressed caches) are constant between their jumps: derivative 0 there,
+    # instead of SymPy's unevaluated Subs(Derivative(floor(ξ), ξ), ξ, T/C)
+    d = d.replace(lambda x: isinstance(x, sympy.Derivative) and x.expr.has(sympy.floor, sympy.ceiling),
+                  lambda x: sympy.Integer(0))
+    d = d.replace(lambda x: isinstance(x, sympy.Subs), lambda x: x.doit())
     if isinstance(d, sympy.Piecewise):
         d = sympy.Piecewise(*[(sympy.factor_terms(sympy.expand(p)), c) for p, c in d.args])
     return d
@@ -568,8 +573,9 @@ def diagnose(engine: Expr, user: Expr, values: Mapping) -> list[str]:
         ratio = sympy.cancel(sympy.expand(engine.xreplace(values)) / sympy.expand(user.xreplace(values)))
         if ratio.is_Rational and ratio != 1 and max(abs(ratio.p), ratio.q) <= 64:
             found.append(f"the whole expression is off by a factor {ratio} (engine / yours)")
-        elif ratio.free_symbols and sympy.Poly(sympy.numer(ratio), *ratio.free_symbols).is_monomial \
-                and sympy.denom(ratio).is_number:
+        elif ratio.free_symbols and not ratio.has(sympy.floor, sympy.ceiling, sympy.Mod) \
+                and sympy.Poly(sympy.numer(ratio), *ratio.free_symbols).is_monomial \
+                and sympy.denom(ratio).is_number:  # (⌊T/C⌋ is no polynomial generator: no factor)
             found.append(f"a factor {ratio} is missing (engine / yours)")
     return found
 
@@ -588,8 +594,10 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
     ``config_numbers`` (numbers ≥ 16 written in ``user_text``, or left in ``user_expr``, that
     equal a config value: hard-coded config numbers), and ``note``.
     """
-    engine = engine_terms.total
-    user = _expr(user_expr)
+    # T mod C written either way: a - b·⌊a/b⌋, the form the engine's chunk counts take
+    as_floor = lambda e: e.replace(lambda x: isinstance(x, sympy.Mod), lambda x: x.rewrite(sympy.floor))  # noqa: E731
+    engine = as_floor(engine_terms.total)
+    user = as_floor(_expr(user_expr))
     values = {k: sympy.Integer(v) for k, v in values.items()}
     notes = []
     groups = _group_counts(engine, values)

@@ -104,7 +104,8 @@ TABLE: tuple[Entry, ...] = (
           "sparse_attention_config.sparse_topk_blocks, index_topk_blocks"),
     Entry("t_vis", "t_{vis}", "vision temporal patch size (frames per Conv3d patch)",
           "vision_config.temporal_patch_size", "length"),
-    Entry("d_proj", "d_{proj}", "vision projector hidden size", "projector_hidden_size", "length"),
+    Entry("d_proj", "d_{proj}", "vision projector hidden size",
+          "projector_hidden_size, vision_config.projector_input_dim", "length"),
     # -- DeepSeek V4 (compressed attention, grouped output projection, mHC, hash routing) --
     Entry("n_hc", "n_{hc}", "hyper-connection residual streams", "hc_mult"),
     Entry("m_csa", "m_{csa}", "CSA compression ratio (tokens per compressed entry)",
@@ -116,6 +117,11 @@ TABLE: tuple[Entry, ...] = (
     Entry("L_csa", "L_{csa}", "compressed-sparse-attention (CSA) layers", "layer_types, compress_ratios 4"),
     Entry("L_hca", "L_{hca}", "heavily-compressed-attention (HCA) layers", "layer_types, compress_ratios 128"),
     Entry("L_hash", "L_{hash}", "hash-routed MoE layers", "num_hash_layers, mlp_layer_types"),
+    # -- Llama 4 (chunked local attention, vision adapter) --
+    Entry("C_att", "C_{att}", "attention chunk size (a query attends only within its chunk)",
+          "attention_chunk_size", "length"),
+    Entry("L_chunk", "L_{chunk}", "chunked local attention layers", "layer_types 'chunked_attention'"),
+    Entry("d_pout", "d_{pout}", "vision adapter output size", "vision_config.projector_output_dim", "length"),
     # -- vision tokens per image (Gemma 3 pooled projector) --
     Entry("N_img", "N_{img}", "text tokens one image fills (pooled vision features)", "mm_tokens_per_image"),
     # -- Qwen3-VL / Qwen3.5 vision tower (learned position table, deepstack mergers) --
@@ -123,8 +129,8 @@ TABLE: tuple[Entry, ...] = (
           "vision_config.num_position_embeddings"),
     Entry("n_ds", "n_{ds}", "deepstack patch mergers (vision features fed into early text layers)",
           "len(vision_config.deepstack_visual_indexes)"),
-    Entry("d_vout", "d_{vout}", "vision merger output size, where it differs from the text hidden size",
-          "vision_config.out_hidden_size", "length"),
+    Entry("d_vout", "d_{vout}", "vision tower / merger output size, where it differs from the text hidden size",
+          "vision_config.out_hidden_size, vision_config.vision_output_dim", "length"),
     # -- Gemma 4 (global-layer attention shape, per-layer inputs, KV-shared layers, towers) --
     Entry("D_g", "D_{g}", "head dim of global (full-attention) layers", "global_head_dim, per_layer_config",
           "length"),

@@ -34,7 +34,7 @@ def hf_config(raw: dict):
 def auto_class(cfg):
     """The causal-LM auto class, or the image-text-to-text one for a VLM: a config without a causal-LM
     class (kimi_k25), or one with a vision tower whose causal-LM entry is the text model alone
-    (qwen3_5 -> Qwen3_5ForCausalLM, "VLM compatibility"; the engine counts the whole wrapper)."""
+    (qwen3_5 -> Qwen3_5ForCausalLM, llama4 -> Llama4ForCausalLM; the engine counts the whole wrapper)."""
     vlm = getattr(cfg, "vision_config", None) is not None and type(cfg) in AutoModelForImageTextToText._model_mapping
     if type(cfg) in AutoModelForCausalLM._model_mapping and not vlm:
         return AutoModelForCausalLM
@@ -56,6 +56,17 @@ def build(raw: dict, device: str = "cpu", seed: int = 0):
     return model.float().eval()
 
 
+#: wrappers whose own forward fails on text in transformers 5.24, and the submodule that forward runs:
+#: Llama4ForConditionalGeneration.forward reads ``image_outputs`` from its language model's output, which
+#: has none (AttributeError on every call); on text it only embeds the ids (0 FLOPs) and calls language_model
+TEXT_FORWARD = {"Llama4ForConditionalGeneration": lambda model: model.language_model}
+
+
+def _forward(model):
+    """The module a text-only pass runs (the model itself, but for the wrappers above)."""
+    return TEXT_FORWARD.get(type(model).__name__, lambda m: m)(model)
+
+
 def params(raw: dict) -> int:
     model = build(raw, "meta")
     return sum(p.numel() for p in model.parameters())
@@ -74,7 +85,7 @@ def prefill_flops(model, B: int, T: int, logits_to_keep: int = 0) -> int:
     """``logits_to_keep=1``: the head runs on the last position only, as ``generate()`` does."""
     ids = _ids(model, B, T)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(ids, use_cache=False, logits_to_keep=logits_to_keep)
+        _forward(model)(ids, use_cache=False, logits_to_keep=logits_to_keep)
     return counter.get_total_flops()
 
 
@@ -86,17 +97,17 @@ def decode_flops(model, B: int, T: int) -> int:
     """FLOPs of one new token after a prefill of ``T`` tokens (the cache holds ``T``)."""
     ids = _ids(model, B, T + 1)
     with torch.no_grad():
-        out = model(ids[:, :T], use_cache=True)
+        out = _forward(model)(ids[:, :T], use_cache=True)
         cache = _cache_of(out)
         with FlopCounterMode(display=False) as counter:
-            model(ids[:, T:], cache=cache, use_cache=True)
+            _forward(model)(ids[:, T:], cache=cache, use_cache=True)
     return counter.get_total_flops()
 
 
 def cache_tensors(model, B: int, T: int) -> list[torch.Tensor]:
     ids = _ids(model, B, T)
     with torch.no_grad():
-        out = model(ids, use_cache=True)
+        out = _forward(model)(ids, use_cache=True)
     cache = _cache_of(out)
     seen, found = set(), []
 
@@ -131,7 +142,7 @@ def train_step_flops(model, B: int, T: int) -> int:
     model.train()
     try:
         with FlopCounterMode(display=False) as counter:
-            out = model(ids, labels=ids, use_cache=False)
+            out = _forward(model)(ids, labels=ids, use_cache=False)
             out.loss.backward()
     finally:
         model.eval()

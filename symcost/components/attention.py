@@ -82,12 +82,16 @@ class Attention(Component):
         if self.sinks:
             prims.append(Param("sinks", H_q, doc="one learned sink logit per head [H_q]"))
         if ph is not None:
-            pairs = ph.pairs(self.W)
+            pairs = self.pairs(ph)
             prims += [
                 Matmul("scores", 2 * sym.B * H_q * D_h * pairs, "QKᵀ: 2·B·H_q·D_h per (query, key)"),
                 Matmul("values", 2 * sym.B * H_q * D_v * pairs, f"PV: 2·B·H_q·{Dv} per (query, key)"),
             ]
         return prims
+
+    def pairs(self, ph: Phase) -> sympy.Expr:
+        """(query, key) pairs per sequence and head QKᵀ and PV multiply (``Phase.pairs``)."""
+        return ph.pairs(self.W)
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, H_q, H_kv, D_h = ph.tokens, self.H_q, self.H_kv, self.D_h

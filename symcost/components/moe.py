@@ -10,6 +10,10 @@ Parameters (seed 000 §1.4, seed 002; transformers ``MixtralSparseMoeBlock``,
 Active parameters per token: router + k of E routed experts + shared experts (+ latent projections).
 FLOPs: router 2·tokens·d·E, routed experts 2·tokens·k·(per-expert weights) — what eager expert
 dispatch computes, exactly k experts per token — and the shared experts over every token.
+``all_experts=True`` (Llama 4): under ``impl="reference"`` the routed experts run on every token for
+all E experts, 2·tokens·E·(per-expert weights), as ``Llama4TextExperts`` computes it (each token,
+pre-scaled by its router score, 0 for the unchosen experts, through one bmm per projection);
+under ``impl="minimal"`` the k routed experts, as a serving engine dispatches them.
 Buffers: DeepSeek-V3 / Nemotron-H ``e_score_correction_bias`` [E] is a buffer, not a parameter.
 Elementwise (``symcost.elementwise``), per token: router scores 5·E (softmax, or sigmoid +
     correction bias; top-k selection and weight renormalisation not counted); the routed experts'
@@ -62,6 +66,7 @@ class MoE(Component):
     router: str = "softmax"  # "softmax" (Mixtral, Qwen) | "sigmoid_group" (DeepSeek-V3 group-limited)
     norm_topk: bool = True  # top-k weights renormalised to sum 1 (norm_topk_prob)
     weights_fp32: bool = True  # routing weights stay fp32 (Mixtral, DeepSeek) or are cast back (Qwen)
+    all_experts: bool = False  # impl="reference" runs all E experts on every token (Llama 4)
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -88,12 +93,13 @@ class MoE(Component):
         if self.d_lat is not None:
             prims.append(Linear("latent_down", d, d_x, self.proj_bias, doc="[d, d_lat] fc1_latent_proj"))
         up = 2 * d_moe if self.gated else d_moe
+        runs = E if self.all_experts and ph is not None and ph.impl == "reference" else k
         prims += [
             Linear("experts_gate_up" if self.gated else "experts_up", d_x, up, self.expert_bias,
-                   copies=E, active=k, doc=f"E × [{'d_lat' if self.d_lat is not None else 'd'}, "
-                   f"{'2·' if self.gated else ''}d_moe], k run per token"),
-            Linear("experts_down", d_moe, d_x, self.expert_bias, copies=E, active=k,
-                   doc="E × [d_moe, d], k run per token"),
+                   copies=E, active=runs, doc=f"E × [{'d_lat' if self.d_lat is not None else 'd'}, "
+                   f"{'2·' if self.gated else ''}d_moe], {runs} run per token"),
+            Linear("experts_down", d_moe, d_x, self.expert_bias, copies=E, active=runs,
+                   doc=f"E × [d_moe, d], {runs} run per token"),
         ]
         if self.d_lat is not None:
             prims.append(Linear("latent_up", d_x, d, self.proj_bias, doc="[d_lat, d] fc2_latent_proj"))
