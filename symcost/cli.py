@@ -821,6 +821,23 @@ def cmd_scale(args):
     _emit(args, payload, "\n".join(lines))
 
 
+def _under(path: str, prefix: str) -> bool:
+    """``path`` is ``prefix`` or below it. A leading ``layers`` stands for every layer group
+    (``dense_layers``, ``moe_layers``, ``full_layers``, ...), so ``layers/self_attn`` means the
+    attention of the whole stack on any model.
+
+    >>> _under("moe_layers/self_attn/q_proj", "layers/self_attn"), _under("lm_head", "layers")
+    (True, False)
+    """
+    if path == prefix or path.startswith(prefix + "/"):
+        return True
+    head, _, rest = prefix.partition("/")
+    if head != "layers":
+        return False
+    group, _, below = path.partition("/")
+    return group.endswith("layers") and (not rest or below == rest or below.startswith(rest + "/"))
+
+
 def _select(m, terms, what: str, args):
     """A crossover side: ``total``, ``weights`` (weight bytes, for --metric cache) or a term path
     prefix of the metric's tree (``layers/self_attn``; several joined with ``+``)."""
@@ -833,7 +850,7 @@ def _select(m, terms, what: str, args):
     flat = terms.flatten()
     total = sympy.Integer(0)
     for part in what.split("+"):
-        hit = [e for p, e in flat.items() if p == part or p.startswith(part.rstrip("/") + "/")]
+        hit = [e for p, e in flat.items() if _under(p, part.rstrip("/"))]
         if not hit:
             raise SymcostError(f"--a/--b: no term {part!r} in {args.metric} "
                                f"(terms: {', '.join(terms.depth(2))})")
@@ -845,16 +862,17 @@ def cmd_crossover(args):
     from .analysis import crossover, ratio
     from .exprparse import to_text
     m = loader.build(args.model)
-    values = {**m.values, sym.B: sympy.Integer(args.batch)}
     terms = _metric_terms(m, args)
+    values = {**terms.bound, **m.values, sym.B: sympy.Integer(args.batch)}  # b_kv, b_w for bytes
     if args.metric == "cache":  # in bytes, so it can be weighed against the weights
         from .serving.memory import cache_bytes_terms
         terms = cache_bytes_terms(m, args.kv_dtype)
     a = _select(m, terms, args.a, args)
     if args.vs:
         other = loader.build(args.vs)
-        b = _metric_terms(other, args).total
-        values_b = {**other.values, sym.B: sympy.Integer(args.batch)}
+        other_terms = _metric_terms(other, args)
+        b = other_terms.total
+        values_b = {**other_terms.bound, **other.values, sym.B: sympy.Integer(args.batch)}
         a, b = a.xreplace(values), b.xreplace(values_b)
         label_b = f"{other.name} {args.metric}"
     else:
@@ -1107,7 +1125,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = command("crossover", cmd_crossover,
                  "the T where one term overtakes another (or another model), and their ratio")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
-    sp.add_argument("--metric", choices=["flops", "cache", "params", "active"], required=True)
+    sp.add_argument("--metric", choices=list(METRICS), required=True, help=METRICS_HELP)
     sp.add_argument("--a", required=True,
                     help="term path prefix (layers/self_attn, several joined by +) or 'total'")
     sp.add_argument("--b", default="total",

@@ -144,3 +144,17 @@ def test_deploy_without_numpy_is_one_clear_line():
     assert p.stderr.strip().splitlines() == [
         "symcost: error: searching layouts evaluates them with NumPy, which is not installed: "
         "pip install 'symcost[plan]'"]
+
+
+def test_crossover_layers_prefix_spans_layer_groups(capsys):
+    """`--a layers/self_attn` (the help's example) works on a dense+MoE stack: every *layers group."""
+    code, out, _ = run(["crossover", "deepseek-v3", "--metric", "flops", "--a", "layers/self_attn",
+                        "--b", "layers/mlp", "--json"], capsys)
+    data = json.loads(out)
+    assert code == 0 and data["first_integer"] == 5152
+
+
+def test_crossover_in_cache_bytes_against_another_model(capsys):
+    code, out, _ = run(["crossover", "llama-3.1-8b", "--metric", "cache_bytes", "--a", "total",
+                        "--vs", "qwen3-8b", "--json"], capsys)
+    assert code == 0 and json.loads(out)["ratio"] == "8/9"  # 32 vs 36 layers, same KV width
