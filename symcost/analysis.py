@@ -251,12 +251,7 @@ def _diff(e: Expr, var) -> Expr:
     e = relax_steps(e, var)
     if e.has(sympy.Min, sympy.Max):
         e = sympy.piecewise_fold(e.rewrite(sympy.Piecewise))
-    d = sympy.diff(e, var)
-    # ⌊T/C⌋ and ⌈T/C⌉ (chunks, compressed caches) are constant between their jumps: derivative 0 there,
-    # instead of SymPy's unevaluated Subs(Derivative(floor(ξ), ξ), ξ, T/C)
-    d = d.replace(lambda x: isinstance(x, sympy.Derivative) and x.expr.has(sympy.floor, sympy.ceiling),
-                  lambda x: sympy.Integer(0))
-    d = d.replace(lambda x: isinstance(x, sympy.Subs), lambda x: x.doit())
+    d = sympy.diff(e, var)  # no staircase in var is left (relax_steps): no Derivative(floor) terms
     if isinstance(d, sympy.Piecewise):
         d = sympy.Piecewise(*[(sympy.factor_terms(sympy.expand(p)), c) for p, c in d.args])
     return d

@@ -129,7 +129,7 @@ class SiglipVisionConfig(BaseModel):
 
     hidden_size: PosInt = 768
     intermediate_size: PosInt = 3072
-    num_hidden_layers: PosInt = 12
+    num_hidden_layers: LayerCount = 12
     num_channels: PosInt = 3
     image_size: PosInt = 224
     patch_size: PosInt = 16

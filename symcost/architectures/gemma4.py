@@ -259,7 +259,7 @@ class Gemma4VisionConfig(BaseModel):
 
     hidden_size: PosInt = 768
     intermediate_size: PosInt = 3072
-    num_hidden_layers: PosInt = 16
+    num_hidden_layers: LayerCount = 16
     num_attention_heads: PosInt = 12
     num_key_value_heads: PosInt = 12
     head_dim: PosInt = 64
@@ -277,7 +277,7 @@ class Gemma4AudioConfig(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     hidden_size: PosInt = 1024
-    num_hidden_layers: PosInt = 12
+    num_hidden_layers: LayerCount = 12
     num_attention_heads: PosInt = 8
     subsampling_conv_channels: tuple[PosInt, PosInt] = (128, 32)
     conv_kernel_size: PosInt = 5

@@ -36,7 +36,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, PosInt, values
+from .base import LayerCount, Adapter, PosInt, values
 from .llama import LAYER_NORMS
 
 CHUNKED, FULL = "chunked_attention", "full_attention"
@@ -53,7 +53,7 @@ class Llama4TextAdapter(Adapter):
     hidden_size: PosInt = 5120
     intermediate_size: PosInt = 8192
     intermediate_size_mlp: PosInt = 16384
-    num_hidden_layers: PosInt = 48
+    num_hidden_layers: LayerCount = 48
     num_attention_heads: PosInt = 40
     num_key_value_heads: PosInt | None = 8
     head_dim: PosInt | None = 128
@@ -201,7 +201,7 @@ class Llama4VisionConfig(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     hidden_size: PosInt = 768
-    num_hidden_layers: PosInt = 34
+    num_hidden_layers: LayerCount = 34
     num_attention_heads: PosInt = 16
     num_channels: PosInt = 3
     intermediate_size: PosInt = 5632

@@ -80,7 +80,7 @@ class M3VisionConfig(BaseModel):
 
     hidden_size: PosInt = 1280
     intermediate_size: PosInt = 5120
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 16
     num_channels: PosInt = 3
     image_size: PosInt = 2016
