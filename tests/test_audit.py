@@ -15,7 +15,7 @@ IDS = [f"{i}-{c.seed.replace(' ', '')}-{c.model}" for i, c in enumerate(audit.CL
 
 @pytest.mark.parametrize("c", audit.CLAIMS, ids=IDS)
 def test_claim_verdict_is_pinned(c):
-    assert c.expect in ("agrees", "disagrees")
+    assert c.verdict_said in audit.VERDICTS
     assert c.verdict() == c.expect, (c.seed, c.quote, audit.in_unit(c, c.value()))
 
 
@@ -23,6 +23,7 @@ def test_claim_verdict_is_pinned(c):
                          ids=[i for i, c in zip(IDS, audit.CLAIMS) if c.expect == "disagrees"])
 def test_disagreement_is_explained(c):
     assert c.cause, "a disagreement needs its cause"
+    assert c.pattern and c.pattern.isascii(), "a disagreement names its error pattern (the summary counts them)"
     if c.alt is None:
         assert c.cause.startswith("not reproduced"), "no alternative formula: say it is not reproduced"
     else:
