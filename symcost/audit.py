@@ -235,7 +235,7 @@ SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "GF
          "MFLOPs": 10**6, "TFLOPs": 10**12, "G FLOPs": 10**9, "M FLOPs": 10**6, "bytes": 1,
          "KB": 10**3, "MB": 10**6, "GB": GB, "TB": 10**12, "KiB": 2**10, "MiB": MiB, "GiB": GiB, "TiB": TiB,
          "%": 1, "x": 1, "GPUs": 1, "s": 1, "ms": Fraction(1, 1000), "bytes/param": 1, "batch": 1,
-         "FLOPs": 1, "FLOPs/param": 1, "万": 10**4, "亿": 10**8}
+         "FLOPs": 1, "FLOPs/param": 1, "万": 10**4, "亿": 10**8, "x10^14 FLOPs": 10**14}
 #: the verdicts a row may carry: the first is an agreement, the others name why the number differs
 VERDICTS = ("agrees", "rounded", "convention differs", "wrong")
 DATA = "data/seed_claims.json"
@@ -332,6 +332,7 @@ class Claim:
     alt_unit: str | None = None  # the unit the seed's formula is read in (default ``unit``)
     alt_rule: str | None = None
     layout: str = ""  # the parallel layout, for GPU-count and batch rows
+    also: tuple[str, ...] = ()  # other "seed §section" places that repeat the claim word for word
 
     @property
     def expect(self) -> str:
@@ -364,6 +365,8 @@ class Claim:
             return x > s
         if rule == "nearly":
             return s * Fraction(9, 10) <= x <= s
+        if rule == "about":  # a nominal size ("550B", "约 1 TB"): within 1 %
+            return abs(x - s) <= s / 100
         raise ValueError(rule)
 
     def verdict(self) -> str:
@@ -384,7 +387,8 @@ def load_claims() -> list[Claim]:
                          r["unit"], r["metric"], r["verdict"], rule=r.get("rule", "round"),
                          cause=r.get("cause", ""), pattern=r.get("pattern", ""), formula=r.get("formula", ""),
                          seed_formula=r.get("seed_formula"), alt_unit=r.get("seed_formula_unit"),
-                         alt_rule=r.get("seed_formula_rule"), layout=r.get("layout", "")))
+                         alt_rule=r.get("seed_formula_rule"), layout=r.get("layout", ""),
+                         also=tuple(r.get("also", ()))))
     return out
 
 
@@ -451,6 +455,7 @@ def summary(rows: list[Row]) -> dict[str, int]:
 
 
 RULES = {"round": "rounds to the digits written", "truncate": "truncates to the digits written",
+         "about": "is within 1% of the number",
          "gt": "is more than the number", "nearly": "is within 10% below the number"}
 
 INTRO = ("Every numeric claim of the seed documents (the project's five Chinese teaching notes) for "
