@@ -17,7 +17,9 @@ Rules (each one is a line of code below):
 4. A claim is a number (``1,234``, ``12.5``) directly followed (optionally one space) by a unit or
    magnitude word: FLOPs, GFLOPs, TFLOPs, MFLOPs, GiB, MiB, KiB, TiB, GB, MB, KB, TB, B, M, K, G,
    T (a single letter only when no letter follows: ``8 KV`` is not 8 K), 万, 亿, %, and ×/x as a
-   ratio (not followed by a number or a letter: ``4096 × 14336`` is a product).
+   ratio (not followed by a number or a letter: ``4096 × 14336`` is a product). A number glued to
+   letters before it is part of a name (``H100``) unless those letters are the unit of the number
+   before it (a flattened table row ``~143.7M49%`` holds 143.7M and 49%).
 5. Not claims: a context or token count (the number after ``T=``/``T =``/``S=``, or followed by
    ``上下文``, ``context``, ``token``, ``tokens``), a hardware figure (followed by ``/card``,
    ``TFLOPS``, or preceded by ``H100``/``H200``/``A100``), and a model's own name (``Llama-3-8B``,
@@ -51,7 +53,7 @@ FIELD = re.compile(r"\b(?:hidden_size|intermediate_size|vocab_size|head_dim|num_
                    r"\"?\s*(?:=|:)?\s*\d")
 UNITS = (r"GFLOPs|TFLOPs|MFLOPs|FLOPs|GiB|MiB|KiB|TiB|GB|MB|KB|TB|万|亿|%|(?:B|M|K|G|T)(?![A-Za-z])"
          r"|[×x](?!\s*[\w(\\])")
-NUM = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(" + UNITS + ")")
+NUM = re.compile(r"(?<![\d.,_])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(" + UNITS + ")")
 
 
 def _latex(line: str) -> str:
@@ -106,6 +108,8 @@ def claims(seed: str) -> dict[str, set[str]]:
         line = _latex(raw)
         for m in NUM.finditer(line):
             before, after = line[:m.start()], line[m.end():]
+            if re.search(r"[A-Za-z]$", before) and not re.search(r"\d(?:B|M|K|G|T|iB|FLOPs)$", before):
+                continue  # H100, W1, fp8: part of a name, unless the letters are the unit of a number before it
             if re.search(r"(?:\b[TS]\s*=\s*|H[12]00\s*|A100\s*|-)$", before):
                 continue
             if re.match(r"\s*(?:上下文|context|tokens?|/card|TFLOPS|\w*-)", after) or re.match(r"[A-Za-z]", after):
