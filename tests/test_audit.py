@@ -41,8 +41,9 @@ def test_claims_are_well_formed():
 def test_report_renders_every_claim():
     md = audit.render_markdown()
     s = audit.summary(audit.evaluate())
-    assert s["claims"] == len(audit.CLAIMS) == s.get("agrees", 0) + s.get("disagrees", 0)
-    assert f"**{s['claims']} claims: {s['agrees']} agree, {s['disagrees']} disagree.**" in md
+    assert s["claims"] == len(audit.CLAIMS) == sum(s.get(v, 0) for v in audit.VERDICTS)
+    assert f"**{audit._headline(s)}**" in md and "## Error patterns" in md
+    assert "GB vs GiB" in md and "invented MLA rope projection" in md
     assert md.count("\n## Seed ") == 4 and "not yet checkable" not in md
     tex = audit.render_tex()
     assert tex.startswith("\\documentclass") and tex.rstrip().endswith("\\end{document}")
