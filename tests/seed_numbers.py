@@ -1,0 +1,118 @@
+"""An extraction of the seeds' numeric claims, independent of the audit's data file.
+
+Rules (each one is a line of code below):
+
+1. Sections. 000/001: a line ``N.N[.N] title`` (short, the first number <= 12) opens section
+   ``§N.N[.N]``; a line ``CH N ...`` opens ``§N``. 002: a line ``N title`` opens ``§N``. 003: a
+   chapter ``一、``..``十二、`` opens ``§N``; inside it a short line ``N. title`` opens ``§C.N``
+   (in chapter 十二 ``§12 QN``). 004: a line ``#一、`` opens ``§N``.
+2. Excluded lines: code listings (indented lines, ``import``/``from``/``def``/``class``/``@``/
+   ``return``/``print(``/``if __name__`` lines, ``NAME = ...`` assignments, ``# `` comment lines, the
+   ``\"\"\"`` docstring blocks, JSON lines ``"field": value`` and ``{``/``}``) and config-field tables
+   (a line holding a config.json field name -- ``hidden_size``, ``num_*``, ``*_size``, ``*_dim``,
+   ``*_rank``, ``*_heads``, ``*_experts``, ... -- written next to its value: ``hidden_size8192``,
+   ``head_dim = 128``, ``"vocab_size": 128256``).
+3. LaTeX is read as text: ``\\text{B}`` is ``B``, ``{,}`` is ``,``, ``\\times`` is ``×``; ``$``,
+   ``\\(``, ``\\)``, ``\\mathbf`` and ``\\,`` are dropped.
+4. A claim is a number (``1,234``, ``12.5``) directly followed (optionally one space) by a unit or
+   magnitude word: FLOPs, GFLOPs, TFLOPs, MFLOPs, GiB, MiB, KiB, TiB, GB, MB, KB, TB, B, M, K, G,
+   T (a single letter only when no letter follows: ``8 KV`` is not 8 K), 万, 亿, %, and ×/x as a
+   ratio (not followed by a number or a letter: ``4096 × 14336`` is a product). A number glued to
+   letters before it is part of a name (``H100``) unless those letters are the unit of the number
+   before it (a flattened table row ``~143.7M49%`` holds 143.7M and 49%).
+5. Not claims: a context or token count (the number after ``T=``/``T =``/``S=``, or followed by
+   ``上下文``, ``context``, ``token``, ``tokens``), a hardware figure (followed by ``/card``,
+   ``TFLOPS``, or preceded by ``H100``/``H200``/``A100``), and a model's own name (``Llama-3-8B``,
+   ``550B`` right after a hyphen, ``-A55B``).
+6. A claim is the pair (section, value as written without thousands separators); repeats of the
+   same value in a section count once.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+SEEDS = Path("/work/shared/seeds")
+CN = {c: i for i, c in enumerate("一二三四五六七八九十", 1)}
+
+
+def cn_number(s: str) -> int:
+    if s == "十":
+        return 10
+    if s.startswith("十"):
+        return 10 + CN[s[1]]
+    if len(s) == 2 and s[1] == "十":
+        return CN[s[0]] * 10
+    return CN[s[0]]
+
+
+CODE = re.compile(r"^(\s{2,}\S|import |from \S+ import|def |class |@|return |print\(|if __name__|[A-Z_0-9]+ = |"
+                  r"# |\"\"\"|\s*[{}\[\]],?$|\s*\"[a-z_]+\":)")
+FIELD = re.compile(r"\b(?:hidden_size|intermediate_size|vocab_size|head_dim|num_[a-z_]+|[a-z_]+_(?:size|dim|rank|heads|"
+                   r"experts|layers|window|embeddings|theta|eps|ratio|tok|group|groups|replace|freq))"
+                   r"\"?\s*(?:=|:)?\s*\d")
+UNITS = (r"GFLOPs|TFLOPs|MFLOPs|FLOPs|GiB|MiB|KiB|TiB|GB|MB|KB|TB|万|亿|%|(?:B|M|K|G|T)(?![A-Za-z])"
+         r"|[×x](?!\s*[\w(\\])")
+NUM = re.compile(r"(?<![\d.,_])(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s?(" + UNITS + ")")
+
+
+def _latex(line: str) -> str:
+    line = re.sub(r"\\(?:text|mathbf|mathrm|textbf)\{([^{}]*)\}", r"\1", line)
+    line = line.replace("{,}", ",").replace("\\times", "×").replace("\\approx", "≈").replace("\\,", "")
+    return re.sub(r"\$|\\\(|\\\)", "", line)
+
+
+def _heading(seed: str, line: str, chapter: list) -> str | None:
+    s = line.strip()
+    if seed in ("000", "001"):
+        m = re.match(r"^(\d{1,2}(?:\.\d+){1,3}) \S", s)
+        if m and len(s) < 60 and int(m.group(1).split(".")[0]) <= 12:
+            return "§" + m.group(1)
+        m = re.match(r"^CH (\d+)\b", s)
+        return "§" + m.group(1) if m and "&" not in s and "-" not in s.split()[1] else None
+    if seed == "002":
+        m = re.match(r"^(\d) \S", s)
+        return "§" + m.group(1) if m and len(s) < 30 else None
+    if seed == "003":
+        m = re.match(r"^([一二三四五六七八九十]+)、", s)
+        if m:
+            chapter[0] = cn_number(m.group(1))
+            return f"§{chapter[0]}"
+        m = re.match(r"^(\d+)\. \S", s)
+        if m and chapter[0] and (len(s) < 40 or chapter[0] == 12):
+            return f"§12 Q{m.group(1)}" if chapter[0] == 12 else f"§{chapter[0]}.{m.group(1)}"
+        return None
+    m = re.match(r"^#([一二三四五六七八九十]+)、", s)
+    return f"§{cn_number(m.group(1))}" if m else None
+
+
+def _excluded(line: str, in_doc: bool) -> bool:
+    return in_doc or bool(CODE.match(line)) or bool(FIELD.search(line))
+
+
+def claims(seed: str) -> dict[str, set[str]]:
+    """Section -> the values (as written, without thousands separators) of the seed's claims."""
+    path = next(SEEDS.glob(f"{seed}_*.txt"))
+    out: dict[str, set[str]] = {}
+    section, chapter, in_doc = "§0", [0], False
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        if raw.strip().startswith('"""'):
+            in_doc = not in_doc if raw.strip().count('"""') == 1 else in_doc
+            continue
+        h = _heading(seed, raw, chapter)
+        if h:
+            section = h
+            continue
+        if _excluded(raw, in_doc):
+            continue
+        line = _latex(raw)
+        for m in NUM.finditer(line):
+            before, after = line[:m.start()], line[m.end():]
+            if re.search(r"[A-Za-z]$", before) and not re.search(r"\d(?:B|M|K|G|T|iB|FLOPs)$", before):
+                continue  # H100, W1, fp8: part of a name, unless the letters are the unit of a number before it
+            if re.search(r"(?:\b[TS]\s*=\s*|H[12]00\s*|A100\s*|-)$", before):
+                continue
+            if re.match(r"\s*(?:上下文|context|tokens?|/card|TFLOPS|\w*-)", after) or re.match(r"[A-Za-z]", after):
+                continue
+            out.setdefault(section, set()).add(m.group(1).replace(",", "") + (m.group(2) or ""))
+    return out
