@@ -65,6 +65,11 @@ TABLE: tuple[Entry, ...] = (
     Entry("D_m", "D_{m}", "Mamba head dim", "mamba_head_dim, head_dim", "length"),
     Entry("G", "G", "Mamba groups", "n_groups", "count"),
     Entry("K_c", "K_{c}", "causal conv kernel", "conv_kernel, linear_conv_kernel_dim", "length"),
+    # -- Mamba-1 selective scan (Mamba, Falcon-Mamba, Jamba) --
+    Entry("d_ssm", "d_{ssm}", "Mamba-1 inner size (expand·d)", "intermediate_size = expand·hidden_size, "
+          "mamba_expand·hidden_size", "length"),
+    Entry("R_dt", "R_{dt}", "Mamba-1 time-step (dt) rank", "time_step_rank, mamba_dt_rank (auto: ⌈d/16⌉)",
+          "length"),
     # -- Gated DeltaNet (seed 001 §2.6) --
     Entry("H_lk", "H_{lk}", "linear-attention key heads", "linear_num_key_heads", "count"),
     Entry("H_lv", "H_{lv}", "linear-attention value heads", "linear_num_value_heads", "count"),
