@@ -83,7 +83,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("L_swa", "L_{swa}", "sliding-window attention layers", "layer_types, sliding_window_pattern"),
     Entry("L_full", "L_{full}", "full-attention layers", "layer_types, full_attention_interval"),
     Entry("L_lin", "L_{lin}", "linear-attention (Gated DeltaNet) layers", "layer_types"),
-    Entry("L_M", "L_{M}", "Mamba-2 layers", "hybrid_override_pattern 'M'"),
+    Entry("L_M", "L_{M}", "Mamba layers of a hybrid (Mamba-2; Mamba-1 in Jamba)", "hybrid_override_pattern 'M', attn_layer_period"),
     Entry("L_A", "L_{A}", "attention layers of a hybrid", "hybrid_override_pattern '*'"),
     Entry("L_F", "L_{F}", "MLP layers of a hybrid", "hybrid_override_pattern '-'"),
     Entry("L_E", "L_{E}", "MoE layers of a hybrid", "hybrid_override_pattern 'E'"),

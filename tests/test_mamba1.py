@@ -11,9 +11,9 @@ import symcost
 from symcost.conventions import Phase
 from symcost.errors import SymcostError
 from tests import oracle
-from tests.tiny import mamba
+from tests.tiny import jamba, mamba
 
-FAMILIES = {"mamba": mamba, "falcon_mamba": mamba}
+FAMILIES = {"mamba": mamba, "falcon_mamba": mamba, "jamba": jamba}
 
 
 def _tiny(mt: str, seed: int = 0) -> dict:
@@ -32,12 +32,24 @@ BAD = [
     ("falcon_mamba", {"time_step_rank": "Auto"}, "time_step_rank"),
     ("mamba", {"state_size": 0}, "state_size"),
     ("falcon_mamba", {"conv_kernel": -1}, "conv_kernel"),
+    ("jamba", {"attn_layer_period": 2, "attn_layer_offset": 2}, "attn_layer_offset"),
+    ("jamba", {"attn_layer_period": 2, "attn_layer_offset": -1}, "attn_layer_offset"),
+    ("jamba", {"attn_layer_period": 0}, "attn_layer_period"),
+    ("jamba", {"expert_layer_period": 3, "expert_layer_offset": 5}, "expert_layer_offset"),
+    ("jamba", {"num_experts": 3, "num_experts_per_tok": 4, "expert_layer_period": 1, "expert_layer_offset": 0},
+     "num_experts_per_tok"),
+    ("jamba", {"num_local_experts": 2, "num_experts_per_tok": 3, "expert_layer_period": 1,
+               "expert_layer_offset": 0}, "num_experts_per_tok"),
+    ("jamba", {"mamba_dt_rank": "big", "attn_layer_period": 2}, "mamba_dt_rank"),
+    ("jamba", {"num_key_value_heads": 3}, "num_key_value_heads"),
 ]
 
 
 @pytest.mark.parametrize("mt, change, field", BAD, ids=[f"{b[0]}-{b[2]}-{i}" for i, b in enumerate(BAD)])
 def test_bad_input_names_the_field(mt, change, field):
     raw = {**_tiny(mt), **change}
+    if "num_local_experts" in change:
+        raw.pop("num_experts")
     with pytest.raises(SymcostError, match=f"field '{field}'"):
         symcost.build(raw)
 
@@ -78,10 +90,38 @@ def test_mamba_intermediate_size_written_out_wins():
     assert _params(raw) == oracle.params(raw)
 
 
+def test_jamba_disabled_features_are_not_validated():
+    """num_experts_per_tok is not checked when no layer is MoE (num_experts = 1, or an expert
+    offset past the last layer); mamba_dt_rank is not read when no layer is Mamba."""
+    raw = {**_tiny("jamba", 0), "num_experts": 1, "num_experts_per_tok": 5}
+    assert _params(raw) == oracle.params(raw)
+    raw = {**_tiny("jamba", 0), "num_hidden_layers": 3, "num_experts": 2, "num_experts_per_tok": 5,
+           "expert_layer_period": 4, "expert_layer_offset": 3}
+    assert _params(raw) == oracle.params(raw)
+    raw = {**_tiny("jamba", 1), "attn_layer_period": 1, "attn_layer_offset": 0, "mamba_dt_rank": "big"}
+    m = symcost.build(dict(raw))
+    assert not any("mamba" in k for k in m.params().flatten())
+
+
+def test_jamba_head_dim_auto_rank_and_alias_equal_transformers():
+    """An explicit head_dim (JambaAttention reads it when the config has one), mamba_dt_rank
+    "auto", and the num_local_experts alias: exact params and prefill FLOPs."""
+    raw = {**_tiny("jamba", 2), "head_dim": 6, "mamba_dt_rank": "auto"}
+    raw["num_local_experts"] = raw.pop("num_experts")
+    m = symcost.build(dict(raw))
+    assert m.params().total_at(m.values) == oracle.params(raw)
+    model = oracle.build(raw)
+    ph = Phase(kind="prefill", attention="full", logits="all", impl="reference")
+    assert m.flops(ph).total_at(m.values_with(T=5, B=2)) == oracle.prefill_flops(model, 2, 5)
+    assert m.cache().total_at(m.values_with(T=5, B=2)) == oracle.cache_elements(model, 2, 5)
+
+
 # -- the config classes' defaults -------------------------------------------------------------------
 DEFAULTS = [
     {"model_type": "mamba"},
     {"model_type": "falcon_mamba", "hidden_size": 4096, "num_hidden_layers": 64, "vocab_size": 65024},
+    {"model_type": "jamba"},
+    {"model_type": "jamba", "num_hidden_layers": 72, "hidden_size": 8192, "num_attention_heads": 64},
 ]
 
 
