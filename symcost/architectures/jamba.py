@@ -41,6 +41,28 @@ from .mamba import dt_rank
 MAMBA, ATTN, DENSE, SPARSE = "mamba", "attention", "mlp", "moe"
 
 
+def kind_groups(per_layer: list[tuple[str, str]], count_sym: dict, layer, vals: dict):
+    """One ``LayerGroup`` per distinct (mixer, feed-forward) kind, in layer order, built by
+    ``layer(mixer, ffn)``: count L when there is one kind; the kind's symbol from ``count_sym``
+    (value recorded in ``vals``) when the kinds split by mixer alone or by feed-forward alone; an
+    integer count otherwise. Returns the groups and the distinct kinds."""
+    combos = list(dict.fromkeys(per_layer))
+    by_mixer = len({a for a, _ in combos}) == len(combos)
+    by_ffn = len({f for _, f in combos}) == len(combos)
+    groups = []
+    for a, f in combos:
+        n = per_layer.count((a, f))
+        if len(combos) == 1:
+            count = sym.L
+        elif by_mixer or by_ffn:
+            count = count_sym[a if by_mixer else f]
+            vals[count] = sympy.Integer(n)
+        else:  # an irregular mix: an integer count per (mixer, feed-forward) kind
+            count = sympy.Integer(n)
+        groups.append(LayerGroup(f"{a}_{f}_layers", count, layer(a, f)))
+    return tuple(groups), combos
+
+
 @register("jamba")
 class JambaAdapter(Adapter):
     reference: ClassVar[str] = "JambaForCausalLM"
@@ -108,22 +130,9 @@ class JambaAdapter(Adapter):
 
     def to_model(self) -> Model:
         per_layer = list(zip(self.mixer_kinds(), self.ffn_kinds()))
-        combos = list(dict.fromkeys(per_layer))
         vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers, d_ff=self.intermediate_size)
-        by_mixer = len({a for a, _ in combos}) == len(combos)
-        by_ffn = len({f for _, f in combos}) == len(combos)
         count_sym = {MAMBA: sym.L_M, ATTN: sym.L_A, DENSE: sym.L_dense, SPARSE: sym.L_moe}
-        groups = []
-        for a, f in combos:
-            n = per_layer.count((a, f))
-            if len(combos) == 1:
-                count = sym.L
-            elif by_mixer or by_ffn:
-                count = count_sym[a if by_mixer else f]
-                vals[count] = sympy.Integer(n)
-            else:  # an irregular mix: an integer count per (mixer, feed-forward) kind
-                count = sympy.Integer(n)
-            groups.append(LayerGroup(f"{a}_{f}_layers", count, self.layer(a, f)))
+        groups, combos = kind_groups(per_layer, count_sym, self.layer, vals)
         kinds = {k for c in combos for k in c}
         if MAMBA in kinds:
             vals.update(values(d_ssm=self.mamba_expand * self.hidden_size, N=self.mamba_d_state,
@@ -133,7 +142,7 @@ class JambaAdapter(Adapter):
             vals.update(values(H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h))
         if SPARSE in kinds:
             vals.update(values(E=self.num_experts, k=self.num_experts_per_tok))
-        model = Model(self.name, self.model_type, (Embedding(),), tuple(groups),
+        model = Model(self.name, self.model_type, (Embedding(),), groups,
                       (Norms(("final_layernorm",)), LMHead(tied=self.tie_word_embeddings)), vals,
                       state_dtype={"recurrent_states": "float32"})
         model.notes.append("layers: " + ", ".join(
