@@ -11,9 +11,9 @@ import symcost
 from symcost.conventions import Phase
 from symcost.errors import SymcostError
 from tests import oracle
-from tests.tiny import jamba, mamba
+from tests.tiny import jamba, lfm2, mamba
 
-FAMILIES = {"mamba": mamba, "falcon_mamba": mamba, "jamba": jamba}
+FAMILIES = {"mamba": mamba, "falcon_mamba": mamba, "jamba": jamba, "lfm2": lfm2, "lfm2_moe": lfm2}
 
 
 def _tiny(mt: str, seed: int = 0) -> dict:
@@ -42,6 +42,15 @@ BAD = [
                "expert_layer_offset": 0}, "num_experts_per_tok"),
     ("jamba", {"mamba_dt_rank": "big", "attn_layer_period": 2}, "mamba_dt_rank"),
     ("jamba", {"num_key_value_heads": 3}, "num_key_value_heads"),
+    ("lfm2", {"layer_types": ["conv"] * 9}, "layer_types"),
+    ("lfm2", {"layer_types": ["sliding_attention"]}, "layer_types"),
+    ("lfm2", {"layer_types": None, "full_attn_idxs": [0, 9]}, "full_attn_idxs"),
+    ("lfm2", {"layer_types": None, "full_attn_idxs": [-1]}, "full_attn_idxs"),
+    ("lfm2", {"block_ffn_dim_multiplier": None}, "block_ffn_dim_multiplier"),
+    ("lfm2", {"num_key_value_heads": 3, "layer_types": ["full_attention"]}, "num_key_value_heads"),
+    ("lfm2_moe", {"layer_types": None}, "layer_types"),
+    ("lfm2_moe", {"layer_types": ["conv", "attention"]}, "layer_types"),
+    ("lfm2_moe", {"num_dense_layers": 0, "num_experts": 2, "num_experts_per_tok": 3}, "num_experts_per_tok"),
 ]
 
 
@@ -50,6 +59,8 @@ def test_bad_input_names_the_field(mt, change, field):
     raw = {**_tiny(mt), **change}
     if "num_local_experts" in change:
         raw.pop("num_experts")
+    if change.get("layer_types") is not None and len(change["layer_types"]) <= 2:
+        raw["num_hidden_layers"] = len(change["layer_types"])
     with pytest.raises(SymcostError, match=f"field '{field}'"):
         symcost.build(raw)
 
@@ -116,12 +127,45 @@ def test_jamba_head_dim_auto_rank_and_alias_equal_transformers():
     assert m.cache().total_at(m.values_with(T=5, B=2)) == oracle.cache_elements(model, 2, 5)
 
 
+def test_lfm2_spellings_equal_transformers():
+    """The older spellings the config class reads (block_ff_dim, tie_embedding), full_attn_idxs
+    instead of layer_types, and no pattern at all (every layer attention): exact params."""
+    raw = _tiny("lfm2", 2)
+    raw.pop("layer_types", None)
+    raw["full_attn_idxs"] = [0]
+    raw["block_ff_dim"] = raw.pop("intermediate_size")
+    raw["tie_embedding"] = not raw.pop("tie_word_embeddings")
+    assert _params(raw) == oracle.params(raw)
+    raw.pop("full_attn_idxs")
+    m = symcost.build(dict(raw))
+    assert all("full_attention" in g.name for g in m.groups)
+    assert m.params().total_at(m.values) == oracle.params(raw)
+
+
+def test_lfm2_layer_types_win_over_full_attn_idxs():
+    """Lfm2Config derives layer_types from full_attn_idxs only when layer_types is absent."""
+    raw = {**_tiny("lfm2", 0), "full_attn_idxs": [0]}
+    assert "layer_types" in raw
+    assert _params(raw) == oracle.params(raw)
+
+
+def test_lfm2_moe_disabled_features_are_not_validated():
+    """No MoE layer (num_dense_layers ≥ L): num_experts_per_tok is not checked against num_experts."""
+    raw = {**_tiny("lfm2_moe", 1), "num_dense_layers": 9, "num_experts": 2, "num_experts_per_tok": 5}
+    assert _params(raw) == oracle.params(raw)
+
+
 # -- the config classes' defaults -------------------------------------------------------------------
 DEFAULTS = [
     {"model_type": "mamba"},
     {"model_type": "falcon_mamba", "hidden_size": 4096, "num_hidden_layers": 64, "vocab_size": 65024},
     {"model_type": "jamba"},
     {"model_type": "jamba", "num_hidden_layers": 72, "hidden_size": 8192, "num_attention_heads": 64},
+    {"model_type": "lfm2"},
+    {"model_type": "lfm2", "num_hidden_layers": 16, "hidden_size": 2048, "block_ff_dim": 12288,
+     "block_ffn_dim_multiplier": 1.0, "full_attn_idxs": [2, 5, 8, 10, 12, 14]},
+    {"model_type": "lfm2_moe", "num_hidden_layers": 24,
+     "layer_types": ["full_attention" if i % 4 == 2 else "conv" for i in range(24)]},
 ]
 
 
