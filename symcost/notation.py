@@ -65,6 +65,11 @@ TABLE: tuple[Entry, ...] = (
     Entry("D_m", "D_{m}", "Mamba head dim", "mamba_head_dim, head_dim", "length"),
     Entry("G", "G", "Mamba groups", "n_groups", "count"),
     Entry("K_c", "K_{c}", "causal conv kernel", "conv_kernel, linear_conv_kernel_dim", "length"),
+    # -- Mamba-1 selective scan (Mamba, Falcon-Mamba, Jamba) --
+    Entry("d_ssm", "d_{ssm}", "Mamba-1 inner size (expand·d)", "intermediate_size = expand·hidden_size, "
+          "mamba_expand·hidden_size", "length"),
+    Entry("R_dt", "R_{dt}", "Mamba-1 time-step (dt) rank", "time_step_rank, mamba_dt_rank (auto: ⌈d/16⌉)",
+          "length"),
     # -- Gated DeltaNet (seed 001 §2.6) --
     Entry("H_lk", "H_{lk}", "linear-attention key heads", "linear_num_key_heads", "count"),
     Entry("H_lv", "H_{lv}", "linear-attention value heads", "linear_num_value_heads", "count"),
@@ -78,10 +83,12 @@ TABLE: tuple[Entry, ...] = (
     Entry("L_swa", "L_{swa}", "sliding-window attention layers", "layer_types, sliding_window_pattern"),
     Entry("L_full", "L_{full}", "full-attention layers", "layer_types, full_attention_interval"),
     Entry("L_lin", "L_{lin}", "linear-attention (Gated DeltaNet) layers", "layer_types"),
-    Entry("L_M", "L_{M}", "Mamba-2 layers", "hybrid_override_pattern 'M'"),
+    Entry("L_M", "L_{M}", "Mamba layers of a hybrid (Mamba-2; Mamba-1 in Jamba)",
+          "hybrid_override_pattern 'M', attn_layer_period"),
     Entry("L_A", "L_{A}", "attention layers of a hybrid", "hybrid_override_pattern '*'"),
     Entry("L_F", "L_{F}", "MLP layers of a hybrid", "hybrid_override_pattern '-'"),
     Entry("L_E", "L_{E}", "MoE layers of a hybrid", "hybrid_override_pattern 'E'"),
+    Entry("L_conv", "L_{conv}", "short-convolution layers (LFM2)", "layer_types 'conv', full_attn_idxs"),
     # -- Mamba-2 / Nemotron-H (SSD chunking, MTP) --
     Entry("C", "C", "Mamba-2 SSD chunk size (the scan pads T to a multiple)", "chunk_size", "length"),
     Entry("L_mtp", "L_{mtp}", "multi-token-prediction (next-n) modules", "num_nextn_predict_layers"),

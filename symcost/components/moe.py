@@ -14,7 +14,8 @@ dispatch computes, exactly k experts per token — and the shared experts over e
 all E experts, 2·tokens·E·(per-expert weights), as ``Llama4TextExperts`` computes it (each token,
 pre-scaled by its router score, 0 for the unchosen experts, through one bmm per projection);
 under ``impl="minimal"`` the k routed experts, as a serving engine dispatches them.
-Buffers: DeepSeek-V3 / Nemotron-H ``e_score_correction_bias`` [E] is a buffer, not a parameter.
+Buffers: DeepSeek-V3 / Nemotron-H ``e_score_correction_bias`` [E] (LFM2-MoE: ``expert_bias``) is a buffer, not a
+parameter.
 Elementwise (``symcost.elementwise``), per token: router scores 5·E (softmax, or sigmoid +
     correction bias; top-k selection and weight renormalisation not counted); the routed experts'
     activation over k·d_moe (+ gate product k·d_moe when gated; ``act`` as in ``FFN``); the combine
@@ -60,6 +61,7 @@ class MoE(Component):
     shared_gated: bool = True
     shared_gate: bool = False  # sigmoid gate d -> 1 on the shared expert (Qwen2-MoE)
     correction_bias: bool = False  # e_score_correction_bias buffer [E]
+    correction_bias_name: str = "e_score_correction_bias"  # its name in the class (LFM2-MoE: expert_bias)
     proj_bias: bool = False  # bias on shared-expert and latent projections (Nemotron-H mlp_bias)
     act: str | None = None  # expert activation; None: silu if gated, else gelu_tanh (see FFN)
     # -- how the reference router computes (what its backward keeps; ``saved``) --
@@ -163,7 +165,7 @@ class MoE(Component):
 
     def buffers(self) -> Terms:
         if self.correction_bias:
-            return Terms({"e_score_correction_bias": self.E}, {"e_score_correction_bias": "[E] buffer"})
+            return Terms({self.correction_bias_name: self.E}, {self.correction_bias_name: "[E] buffer"})
         return Terms()
 
     def label(self) -> str:
