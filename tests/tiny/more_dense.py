@@ -27,7 +27,7 @@ def tiny(rng, model_type):
         raw["attention_bias"] = rng.random() < 0.5
     if model_type == "hunyuan_v1_moe":
         raw["num_experts"] = rng.choice([3, 4])
-        raw["moe_topk"] = rng.choice([1, 2, [rng.choice([1, 2]) for _ in range(L)]])
+        raw["moe_topk"] = ([1] + [2] * (L - 1)) if rng.random() < 0.5 else rng.choice([1, 2])
     elif model_type == "exaone4":
         raw["sliding_window"] = rng.choice([3, 4, 7])
         raw["sliding_window_pattern"] = rng.choice([2, 3, "LG"])
