@@ -11,9 +11,9 @@ import symcost
 from symcost.conventions import Phase
 from symcost.errors import SymcostError
 from tests import oracle
-from tests.tiny import classic, dense, ernie, gemma, granite, more_dense, olmo, phimoe
+from tests.tiny import classic, dense, ernie, gemma, granite, moe_more, more_dense, olmo, phimoe
 
-MODULES = (classic, dense, ernie, granite, more_dense, olmo, phimoe)
+MODULES = (classic, dense, ernie, granite, moe_more, more_dense, olmo, phimoe)
 TYPES = {mt: mod for mod in MODULES for mt in mod.MODEL_TYPES} | {"gemma": gemma}
 
 
@@ -48,10 +48,11 @@ def test_to_dict_and_save_pretrained_forms_give_the_same_counts(mt, seed, tmp_pa
 #: each family with only its model_type (and what its class cannot default): the config class's
 #: defaults, built on the meta device (shrunk in depth/width where the default model is large)
 SMALL = {"num_hidden_layers": 2}
-DEFAULTS = [{"model_type": mt, **SMALL} for mt in sorted(TYPES) if not mt.startswith("hunyuan")] + [
-    {"model_type": "hunyuan_v1_dense", "head_dim": 128, **SMALL},
-    {"model_type": "hunyuan_v1_moe", "head_dim": 128, **SMALL},
-]
+NEEDS = {"hunyuan_v1_dense": {"head_dim": 128}, "hunyuan_v1_moe": {"head_dim": 128},
+         "dbrx": {"n_layers": 2, "attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0}},
+         "dots1": {"n_routed_experts": 8, "n_shared_experts": 1, "num_experts_per_tok": 2,
+                   "first_k_dense_replace": 1}}
+DEFAULTS = [{"model_type": mt, **SMALL, **NEEDS.get(mt, {})} for mt in sorted(TYPES)]
 
 
 @pytest.mark.parametrize("raw", DEFAULTS, ids=[r["model_type"] for r in DEFAULTS])
@@ -80,6 +81,11 @@ BAD = [
     ("gpt_neox", {"hidden_size": 30, "num_attention_heads": 4}, "hidden_size"),
     ("olmoe", {"head_dim": 3}, "head_dim"),
     ("seed_oss", {"num_key_value_heads": 5}, "num_key_value_heads"),
+    ("dbrx", {"ffn_config": {"moe_num_experts": 2, "moe_top_k": 3}}, "ffn_config.moe_top_k"),
+    ("dbrx", {"attn_config": {"kv_n_heads": 5}, "n_heads": 4, "d_model": 16}, "attn_config.kv_n_heads"),
+    ("dbrx", {"tie_word_embeddings": True}, "tie_word_embeddings"),
+    ("dots1", {"n_routed_experts": 2, "num_experts_per_tok": 3}, "num_experts_per_tok"),
+    ("dots1", {"layer_types": ["full_attention"]}, "layer_types"),
 ]
 
 
