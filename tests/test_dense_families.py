@@ -11,9 +11,9 @@ import symcost
 from symcost.conventions import Phase
 from symcost.errors import SymcostError
 from tests import oracle
-from tests.tiny import classic, dense, ernie, gemma, granite, moe_more, more_dense, olmo, phimoe
+from tests.tiny import classic, dense, ernie, gemma, granite, moe_more, more_dense, olmo, phimoe, relu2_dense
 
-MODULES = (classic, dense, ernie, granite, moe_more, more_dense, olmo, phimoe)
+MODULES = (classic, dense, ernie, granite, moe_more, more_dense, olmo, phimoe, relu2_dense)
 TYPES = {mt: mod for mod in MODULES for mt in mod.MODEL_TYPES} | {"gemma": gemma}
 
 
@@ -86,6 +86,9 @@ BAD = [
     ("dbrx", {"tie_word_embeddings": True}, "tie_word_embeddings"),
     ("dots1", {"n_routed_experts": 2, "num_experts_per_tok": 3}, "num_experts_per_tok"),
     ("dots1", {"layer_types": ["full_attention"]}, "layer_types"),
+    ("helium", {"head_dim": 5}, "head_dim"),
+    ("stablelm", {"hidden_size": 30, "num_attention_heads": 4}, "hidden_size"),
+    ("nemotron", {"num_key_value_heads": 5}, "num_key_value_heads"),
 ]
 
 
