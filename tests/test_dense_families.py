@@ -48,7 +48,7 @@ def test_to_dict_and_save_pretrained_forms_give_the_same_counts(mt, seed, tmp_pa
 #: each family with only its model_type (and what its class cannot default): the config class's
 #: defaults, built on the meta device (shrunk in depth/width where the default model is large)
 SMALL = {"num_hidden_layers": 2}
-NEEDS = {"hunyuan_v1_dense": {"head_dim": 128}, "hunyuan_v1_moe": {"head_dim": 128},
+NEEDS = {"hunyuan_v1_dense": {"head_dim": 128}, "nemotron": {"num_key_value_heads": 8}, "hunyuan_v1_moe": {"head_dim": 128},
          "dbrx": {"n_layers": 2, "attn_config": {"rope_theta": 10000.0, "clip_qkv": 8.0}},
          "dots1": {"n_routed_experts": 8, "n_shared_experts": 1, "num_experts_per_tok": 2,
                    "first_k_dense_replace": 1}}
@@ -89,6 +89,7 @@ BAD = [
     ("helium", {"head_dim": 5}, "head_dim"),
     ("stablelm", {"hidden_size": 30, "num_attention_heads": 4}, "hidden_size"),
     ("nemotron", {"num_key_value_heads": 5}, "num_key_value_heads"),
+    ("nemotron", {"num_key_value_heads": None}, "num_key_value_heads"),
 ]
 
 

@@ -52,6 +52,12 @@ class NemotronAdapter(ArceeAdapter):
     intermediate_size: PosInt = 24_576
     num_attention_heads: PosInt = 48
 
+    @model_validator(mode="after")
+    def _kv_given(self):
+        if self.num_key_value_heads is None:  # NemotronAttention divides by it as stored (None)
+            self.fail("num_key_value_heads", "required: NemotronConfig keeps None and the attention cannot use it")
+        return self
+
 
 @register("helium")
 class HeliumAdapter(_Full, LlamaAdapter):
