@@ -23,6 +23,17 @@ TRANSFORMERS_VERSION = transformers.__version__
 ORACLE_TYPE = {"kimi_k2": "deepseek_v3", "minimax_m3": "minimax_m3_vl_text"}
 
 
+#: model types whose forward cannot run under FlopCounterMode with grad disabled: DBRX's experts
+#: index views of their weight parameters, and the counter's module tracker then finds a tensor that
+#: requires grad without a grad_fn ("Expected gradient function to be set"). Counted with grad on
+#: (the FLOPs of a forward do not depend on it).
+COUNT_WITH_GRAD = {"dbrx"}
+
+
+def _no_grad(model):
+    return torch.enable_grad() if model.config.model_type in COUNT_WITH_GRAD else torch.no_grad()
+
+
 def hf_config(raw: dict):
     raw = dict(raw)
     mt = ORACLE_TYPE.get(raw["model_type"], raw.pop("model_type"))
@@ -84,7 +95,7 @@ def _ids(model, B: int, T: int, seed: int = 1) -> torch.Tensor:
 def prefill_flops(model, B: int, T: int, logits_to_keep: int = 0) -> int:
     """``logits_to_keep=1``: the head runs on the last position only, as ``generate()`` does."""
     ids = _ids(model, B, T)
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+    with _no_grad(model), FlopCounterMode(display=False) as counter:
         _forward(model)(ids, use_cache=False, logits_to_keep=logits_to_keep)
     return counter.get_total_flops()
 
@@ -99,7 +110,7 @@ def decode_flops(model, B: int, T: int) -> int:
     with torch.no_grad():
         out = _forward(model)(ids[:, :T], use_cache=True)
         cache = _cache_of(out)
-        with FlopCounterMode(display=False) as counter:
+        with _no_grad(model), FlopCounterMode(display=False) as counter:
             _forward(model)(ids[:, T:], cache=cache, use_cache=True)
     return counter.get_total_flops()
 

@@ -1,5 +1,8 @@
-"""Gemma 2 and Gemma 3 (text-only ``gemma3_text`` and multimodal ``gemma3``).
+"""Gemma 1 (``gemma``), Gemma 2 and Gemma 3 (text-only ``gemma3_text`` and multimodal ``gemma3``).
 
+Gemma 1 (``GemmaDecoderLayer``) is Llama wiring with two RMSNorms (weight stored as 1 + w, still d
+each), a GeGLU FFN, head_dim 256 and H_kv = 16 by default, ``attention_bias`` on q/k/v/o, a tied
+head and the √d-scaled embedding; every layer is full attention.
 Each layer (transformers ``Gemma2DecoderLayer`` / ``Gemma3DecoderLayer``): input_layernorm →
 GQA attention → post_attention_layernorm, then pre_feedforward_layernorm → GeGLU FFN →
 post_feedforward_layernorm: four RMSNorms of d. Gemma 3 adds per-head q/k RMSNorm (D_h).
@@ -55,6 +58,40 @@ def window_groups(types: list[str], layer: Callable) -> tuple[tuple[LayerGroup, 
         return (LayerGroup("layers", sym.L, layer(w)),), {}
     groups = tuple(LayerGroup(name, count, layer(w)) for name, _, w, count in kinds)
     return groups, values(L_full=len(types) - n_swa, L_swa=n_swa)
+
+
+@register("gemma")
+class GemmaAdapter(LlamaAdapter):
+    """Gemma 1: every field defaults as in ``GemmaConfig``."""
+
+    reference: ClassVar[str] = "GemmaForCausalLM"
+
+    vocab_size: PosInt = 256_000
+    hidden_size: PosInt = 3072
+    intermediate_size: PosInt = 24_576
+    num_hidden_layers: PosInt = 28
+    num_attention_heads: PosInt = 16
+    num_key_value_heads: PosInt | None = 16
+    head_dim: PosInt | None = 256
+    tie_word_embeddings: bool = True
+    use_bidirectional_attention: bool | None = None
+
+    @model_validator(mode="after")
+    def _gemma_consistent(self):
+        if self.use_bidirectional_attention:
+            self.fail("use_bidirectional_attention", "bidirectional (encoder) Gemma is not modelled")
+        return self
+
+    def resolved_layer_types(self) -> list[str]:
+        return ["full_attention"] * self.num_hidden_layers
+
+    def ffn(self) -> FFN:
+        return FFN(act="gelu_tanh")  # GeGLU: gate, up, down
+
+    def to_model(self) -> Model:
+        model = super().to_model()
+        model.notes.append("embedding scaled by √d (no parameters)")
+        return model
 
 
 @register("gemma2")

@@ -35,7 +35,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, PosInt, values
+from .base import Adapter, LayerCount, PosInt, values
 from .mamba import dt_rank
 
 MAMBA, ATTN, DENSE, SPARSE = "mamba", "attention", "mlp", "moe"
@@ -71,7 +71,7 @@ class JambaAdapter(Adapter):
     tie_word_embeddings: bool = False
     hidden_size: PosInt = 4096
     intermediate_size: PosInt = 14336
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
     num_key_value_heads: PosInt | None = 8
     head_dim: PosInt | None = None

@@ -35,7 +35,7 @@ from ..components.norm import Norms
 from ..components.short_conv import ShortConv
 from ..notation import sym
 from . import register
-from .base import Adapter, NonNegInt, PosInt, values
+from .base import Adapter, LayerCount, NonNegInt, PosInt, values
 from .jamba import kind_groups
 
 CONV, ATTN, DENSE, SPARSE = "conv", "full_attention", "mlp", "moe"
@@ -48,7 +48,7 @@ class Lfm2Adapter(Adapter):
     vocab_size: PosInt = 65536
     hidden_size: PosInt = 2560
     intermediate_size: PosInt = Field(12288, validation_alias=AliasChoices("block_ff_dim", "intermediate_size"))
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
     num_key_value_heads: PosInt | None = 8
     head_dim: PosInt | None = None

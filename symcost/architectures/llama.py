@@ -28,6 +28,10 @@ class LlamaAdapter(Adapter):
     reference: ClassVar[str] = "LlamaForCausalLM"
     qkv_bias_always: ClassVar[bool] = False
     qk_norm: ClassVar[bool] = False
+    #: the norms of one layer and the final norm, LayerNorms (with bias) when ``norm_bias``
+    layer_norms: ClassVar[tuple[str, ...]] = LAYER_NORMS
+    final_norm: ClassVar[str] = "norm"
+    norm_bias: ClassVar[bool] = False
 
     hidden_size: PosInt
     vocab_size: PosInt
@@ -85,11 +89,17 @@ class LlamaAdapter(Adapter):
     def ffn(self) -> FFN:
         return FFN(bias=self.mlp_bias)
 
+    def head(self) -> LMHead:
+        return LMHead(tied=self.tie_word_embeddings)
+
+    def embedding(self) -> Embedding:
+        return Embedding()
+
     def to_model(self) -> Model:
         types = self.resolved_layer_types()
         n_swa = types.count("sliding_attention")
         n_full = len(types) - n_swa
-        norms = Norms(LAYER_NORMS)
+        norms = Norms(self.layer_norms, bias=self.norm_bias)
         kinds = [("layers" if not n_swa else "full_layers", n_full, None, sym.L_full),
                  ("layers" if not n_full else "swa_layers", n_swa, sym.W, sym.L_swa)]
         kinds = [k for k in kinds if k[1]]
@@ -104,8 +114,8 @@ class LlamaAdapter(Adapter):
             vals.update(values(W=self.sliding_window))
         if len(kinds) > 1:
             vals.update(values(L_full=n_full, L_swa=n_swa))
-        return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals)
+        return Model(self.name, self.model_type, (self.embedding(),), groups,
+                     (Norms((self.final_norm,), bias=self.norm_bias), self.head()), vals)
 
 
 @register("mistral")

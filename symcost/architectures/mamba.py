@@ -22,7 +22,7 @@ from ..components.mamba import Mamba
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, PosInt, values
+from .base import Adapter, LayerCount, PosInt, values
 
 
 def dt_rank(field: str, rank: int | str, hidden_size: int) -> int:
@@ -43,7 +43,7 @@ class MambaAdapter(Adapter):
     vocab_size: PosInt = 50280
     hidden_size: PosInt = 768
     state_size: PosInt = 16
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     expand: PosInt = 2
     conv_kernel: PosInt = 4
     use_bias: bool = False

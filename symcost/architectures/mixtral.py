@@ -1,4 +1,4 @@
-"""Mixtral: Mistral attention (no biases, optional sliding window on every layer) with an MoE FFN.
+"""Mixtral (and Phi-3.5-MoE, ``phimoe``): Mistral attention (no biases, optional sliding window on every layer) with an MoE FFN.
 
 Each layer (transformers ``MixtralDecoderLayer``): RMSNorm → GQA attention → RMSNorm →
 ``MixtralSparseMoeBlock``: router d·E and E gated SwiGLU experts of width ``intermediate_size``
@@ -12,6 +12,7 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field, model_validator
 
 from ..components.attention import Attention
+from ..components.embedding import LMHead
 from ..components.moe import MoE
 from ..notation import sym
 from . import register
@@ -42,4 +43,46 @@ class MixtralAdapter(MistralAdapter):
     def to_model(self):
         model = super().to_model()
         model.values.update(values(E=self.num_local_experts, k=self.num_experts_per_tok))
+        return model
+
+
+@register("phimoe")
+class PhimoeAdapter(MixtralAdapter):
+    """Phi-3.5-MoE (transformers ``PhimoeDecoderLayer``): Mixtral wiring with LayerNorms (weight and
+    bias) before attention and MoE and at the end, ``attention_bias`` on q/k/v/o, a router d·E
+    without bias, E = 16 SwiGLU experts of d_ff by default, and a head bias when ``lm_head_bias``;
+    ``sliding_window`` (if set) applies to every layer. Routing is ``sparsemixer``, which picks
+    exactly two experts per token whatever ``num_experts_per_tok`` says: k = 2."""
+
+    reference: ClassVar[str] = "PhimoeForCausalLM"
+    norm_bias: ClassVar[bool] = True
+
+    vocab_size: PosInt = 32_064
+    hidden_size: PosInt = 4096
+    intermediate_size: PosInt = 6400
+    num_hidden_layers: PosInt = 32
+    num_attention_heads: PosInt = 32
+    num_local_experts: PosInt = Field(16, validation_alias=AliasChoices("num_local_experts", "num_experts"))
+    num_experts_per_tok: PosInt = 2
+    lm_head_bias: bool = False
+
+    def attention(self, window) -> Attention:
+        return Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias)
+
+    def head(self) -> LMHead:
+        return LMHead(tied=self.tie_word_embeddings, bias=self.lm_head_bias)
+
+    @model_validator(mode="after")
+    def _phimoe_consistent(self):
+        if self.num_local_experts < 2:
+            self.fail("num_local_experts", f"num_local_experts={self.num_local_experts}: sparsemixer "
+                      "routes every token to two experts")
+        return self
+
+    def to_model(self):
+        model = super().to_model()
+        model.values.update(values(k=2))
+        if self.num_experts_per_tok != 2:
+            model.notes.append(f"num_experts_per_tok={self.num_experts_per_tok} is not read: "
+                               "sparsemixer routes every token to two experts (k = 2)")
         return model

@@ -2,7 +2,7 @@
 
 Parameters (seed 000 §1.2, transformers ``LlamaAttention``):
     q_proj d·H_q·D_h, k_proj and v_proj d·H_kv·D_h each, o_proj H_q·D_h·d (+ biases where the
-    family has them, + per-head q/k RMSNorm of D_h — or MiniMax M2's q/k RMSNorm over the whole
+    family has them, + per-head q/k RMSNorm of D_h (a LayerNorm, 2·D_h, in Phi) — or MiniMax M2's q/k RMSNorm over the whole
     projection, H_q·D_h and H_kv·D_h —, + per-head sinks H_q in gpt-oss). With a value head dim
     D_v ≠ D_h (MiMo-V2-Flash ``v_head_dim``) v_proj is d·H_kv·D_v and o_proj H_q·D_v·d.
 FLOPs (seed 001 §2.1): the four projections 2·tokens·in·out, and QKᵀ and PV each
@@ -52,6 +52,7 @@ class Attention(Component):
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: bool = False
+    qk_norm_bias: bool = False  # the q/k norms are LayerNorms (scale and bias): Phi qk_layernorm
     qk_norm_full: bool = False  # one RMSNorm over all of q (H_q·D_h) and of k (H_kv·D_h): MiniMax M2
     sinks: bool = False
     output_gate: bool = False
@@ -74,8 +75,9 @@ class Attention(Component):
             Linear("o_proj", H_q * D_v, d, self.o_bias, tp="row", doc=f"[H_q·{Dv}, d]"),
         ]
         if self.qk_norm:
-            prims += [Norm("q_norm", D_h, doc="per-head RMSNorm [D_h]"),
-                      Norm("k_norm", D_h, doc="per-head RMSNorm [D_h]")]
+            kind = "LayerNorm" if self.qk_norm_bias else "RMSNorm"
+            prims += [Norm("q_norm", D_h, self.qk_norm_bias, doc=f"per-head {kind} [D_h]"),
+                      Norm("k_norm", D_h, self.qk_norm_bias, doc=f"per-head {kind} [D_h]")]
         if self.qk_norm_full:
             prims += [Norm("q_norm", H_q * D_h, doc="RMSNorm over the whole q [H_q·D_h]"),
                       Norm("k_norm", H_kv * D_h, doc="RMSNorm over the whole k [H_kv·D_h]")]

@@ -2,7 +2,7 @@
 
 embed_tokens V·d (lookup: 0 FLOPs); wpe P·d (GPT-2); lm_head d·V, counted once when tied to the
 embedding, but its GEMM 2·rows·d·V always runs (rows = all new tokens, or B with
-``logits="last"``). Source: seed 003 §1, transformers ``LlamaForCausalLM``/``GPT2LMHeadModel``.
+``logits="last"``); Phi-2's head adds a bias V. Source: seed 003 §1, transformers ``LlamaForCausalLM``/``GPT2LMHeadModel``.
 
 >>> LMHead(tied=True).params().total
 0
@@ -63,11 +63,16 @@ class LMHead(Component):
     d: sympy.Expr = sym.d
     V: sympy.Expr = sym.V
     tied: bool = False
+    bias: bool = False  # lm_head bias [V] (Phi-2); kept (and counted) even when the weight is tied
 
     def primitives(self, ph: Phase | None = None):
         rows = ph.logit_rows if ph is not None else None
         doc = "[d, V], tied to embed_tokens" if self.tied else "[d, V]"
-        return [Linear("lm_head", self.d, self.V, tied=self.tied, rows=rows, tp="col", doc=doc)]
+        prims = [Linear("lm_head", self.d, self.V, self.bias and not self.tied, tied=self.tied,
+                        rows=rows, tp="col", doc=doc)]
+        if self.bias and self.tied:
+            prims.append(Param("lm_head_bias", self.V, doc="[V] bias of the tied head"))
+        return prims
 
     def saved(self, bw) -> list:
         """The head input ``b_a·d``; the loss upcasts the logits and keeps the fp32 log-softmax

@@ -3,6 +3,7 @@
 Parameters (seed 000 §1.3, transformers ``LlamaMLP`` / ``GPT2MLP`` / ``NemotronHMLP``):
     gated: gate_proj and up_proj d·d_ff each, down_proj d_ff·d   -> 3·d·d_ff
     plain: up_proj d·d_ff, down_proj d_ff·d                      -> 2·d·d_ff  (+ biases)
+    Apertus' xIELU activation adds two learned scalars (alpha_p, alpha_n) and two scalar buffers.
 FLOPs: 2·tokens per weight (activations count 0).
 Elementwise (``symcost.elementwise``): the activation over d_ff per token (``act``: SiLU 4 by
     default when gated, GELU-tanh 8 when plain; ReLU² 2, GELU 5), the gate product 1·d_ff when
@@ -25,7 +26,7 @@ import sympy
 from ..conventions import Phase
 from ..notation import sym
 from ..elementwise import COST, act_cost
-from ..primitives import Linear, Saved
+from ..primitives import Linear, Param, Saved
 from ..terms import Terms
 from .base import Component
 
@@ -38,6 +39,7 @@ class FFN(Component):
     gated: bool = True
     bias: bool = False
     act: str | None = None  # activation (table or hidden_act name); None: silu if gated, else gelu_tanh
+    act_params: bool = False  # a learned activation: xIELU's alpha_p, alpha_n (+ buffers beta, eps)
 
     @property
     def activation(self) -> str:
@@ -59,6 +61,9 @@ class FFN(Component):
             prims.append(Linear("gate_proj", d, d_ff, self.bias, tp="col", doc="[d, d_ff]"))
         prims += [Linear("up_proj", d, d_ff, self.bias, tp="col", doc="[d, d_ff]"),
                   Linear("down_proj", d_ff, d, self.bias, tp="row", doc="[d_ff, d]")]
+        if self.act_params:
+            prims += [Param("act_fn.alpha_p", sympy.Integer(1), doc="xIELU scalar [1]"),
+                      Param("act_fn.alpha_n", sympy.Integer(1), doc="xIELU scalar [1]")]
         return prims
 
     def saved(self, bw) -> list:
@@ -77,6 +82,12 @@ class FFN(Component):
             out += [Saved("gelu_tanh_out", self.d_ff, a), Saved("gelu_half_x", self.d_ff, a),
                     Saved("gelu_one_plus_tanh", self.d_ff, a)]
         return out + [Saved("down_input", self.d_ff, a, doc="act(up)")]
+
+    def buffers(self) -> Terms:
+        if self.act_params:  # XIELUActivation's beta and eps: persistent scalar buffers
+            return Terms({"act_fn.beta": sympy.Integer(1), "act_fn.eps": sympy.Integer(1)},
+                         {"act_fn.beta": "[] buffer", "act_fn.eps": "[] buffer"})
+        return Terms()
 
     def label(self) -> str:
         return "gated FFN" if self.gated else "FFN"

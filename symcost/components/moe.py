@@ -15,7 +15,8 @@ all E experts, 2·tokens·E·(per-expert weights), as ``Llama4TextExperts`` comp
 pre-scaled by its router score, 0 for the unchosen experts, through one bmm per projection);
 under ``impl="minimal"`` the k routed experts, as a serving engine dispatches them.
 Buffers: DeepSeek-V3 / Nemotron-H ``e_score_correction_bias`` [E] (LFM2-MoE: ``expert_bias``) is a buffer, not a
-parameter.
+parameter
+(ERNIE 4.5 holds the same vector as a frozen parameter, ``moe_statics``: E parameters).
 Elementwise (``symcost.elementwise``), per token: router scores 5·E (softmax, or sigmoid +
     correction bias; top-k selection and weight renormalisation not counted); the routed experts'
     activation over k·d_moe (+ gate product k·d_moe when gated; ``act`` as in ``FFN``); the combine
@@ -41,7 +42,7 @@ import sympy
 from ..conventions import Phase
 from ..notation import sym
 from ..elementwise import COST, act_cost
-from ..primitives import Linear, Saved
+from ..primitives import Linear, Param, Saved
 from ..terms import Terms
 from .base import Component
 
@@ -62,6 +63,7 @@ class MoE(Component):
     shared_gate: bool = False  # sigmoid gate d -> 1 on the shared expert (Qwen2-MoE)
     correction_bias: bool = False  # e_score_correction_bias buffer [E]
     correction_bias_name: str = "e_score_correction_bias"  # its name in the class (LFM2-MoE: expert_bias)
+    correction_bias_param: bool = False  # the same [E] vector held as a parameter (ERNIE 4.5 moe_statics)
     proj_bias: bool = False  # bias on shared-expert and latent projections (Nemotron-H mlp_bias)
     act: str | None = None  # expert activation; None: silu if gated, else gelu_tanh (see FFN)
     # -- how the reference router computes (what its backward keeps; ``saved``) --
@@ -92,6 +94,9 @@ class MoE(Component):
         d, E, k, d_moe = self.d, self.E, self.k, self.d_moe
         d_x = d if self.d_lat is None else self.d_lat
         prims = [Linear("router", d, E, self.router_bias, doc="[d, E] scores over all experts")]
+        if self.correction_bias_param:
+            prims.append(Param("e_score_correction_bias", E, doc="[E] parameter (not trained), "
+                               "added to the scores before top-k"))
         if self.d_lat is not None:
             prims.append(Linear("latent_down", d, d_x, self.proj_bias, doc="[d, d_lat] fc1_latent_proj"))
         up = 2 * d_moe if self.gated else d_moe

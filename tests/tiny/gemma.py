@@ -1,6 +1,6 @@
-"""Gemma 2 / Gemma 3: four norms, GeGLU, sliding/full patterns, q/k norm (3), SigLIP tower (gemma3)."""
+"""Gemma 1 (two norms, GeGLU, full attention) / Gemma 2 / Gemma 3: four norms, GeGLU, sliding/full patterns, q/k norm (3), SigLIP tower (gemma3)."""
 
-MODEL_TYPES = ("gemma2", "gemma3_text", "gemma3")
+MODEL_TYPES = ("gemma", "gemma2", "gemma3_text", "gemma3")
 SEEDS = 4
 T_VALUES = (5, 11)  # on both sides of the windows drawn below
 
@@ -22,6 +22,9 @@ def _text(rng, model_type):
         "attention_bias": rng.random() < 0.3,
         "max_position_embeddings": 128,
     }
+    if model_type == "gemma":
+        del raw["sliding_window"]
+        return raw
     if rng.random() < 0.5:
         raw["layer_types"] = [rng.choice(["sliding_attention", "full_attention"]) for _ in range(L)]
     elif model_type != "gemma2":

@@ -1,0 +1,114 @@
+"""OLMo decoders: olmo2, olmo3 (sliding/full pattern), olmoe (MoE), flex_olmo (OLMo-2 wiring + MoE).
+
+OLMo-2 layer (transformers ``Olmo2DecoderLayer``): attention → post_attention_layernorm, then
+MLP → post_feedforward_layernorm (norms after the sublayers, none before: 2 RMSNorms of d); q/k
+RMSNorm over the whole projection, H_q·D_h and H_kv·D_h; SwiGLU of ``intermediate_size``;
+``attention_bias`` on q/k/v/o. OLMo-3 (``Olmo3DecoderLayer``) is the same layer with
+``layer_types`` (default: three sliding-window layers then one full, ``sliding_window`` 4096).
+OLMoE (``OlmoeDecoderLayer``): Llama pre-norms (input/post_attention RMSNorm), q norm over d and k
+norm over H_kv·d/H_q (D_h = d/H_q), and ``OlmoeSparseMoeBlock``: router d·E without bias and E
+SwiGLU experts of ``intermediate_size`` (d_ff), k per token, no shared expert. FlexOlmo
+(``FlexOlmoDecoderLayer``): OLMo-2 layer with OLMoE's MoE block.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import AliasChoices, Field, model_validator
+
+from ..components.attention import Attention
+from ..components.moe import MoE
+from ..notation import sym
+from . import register
+from .base import PosInt, values
+from .llama import LlamaAdapter
+
+POST_NORMS = ("post_attention_layernorm", "post_feedforward_layernorm")
+
+
+@register("olmo2")
+class Olmo2Adapter(LlamaAdapter):
+    reference: ClassVar[str] = "Olmo2ForCausalLM"
+    layer_norms: ClassVar[tuple[str, ...]] = POST_NORMS
+
+    vocab_size: PosInt = 50_304
+    hidden_size: PosInt = 4096
+    intermediate_size: PosInt = 11_008
+    num_hidden_layers: PosInt = 32
+    num_attention_heads: PosInt = 32
+
+    def resolved_layer_types(self) -> list[str]:
+        return ["full_attention"] * self.num_hidden_layers
+
+    def attention(self, window) -> Attention:
+        return Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
+                         qk_norm_full=True)
+
+
+@register("olmo3")
+class Olmo3Adapter(Olmo2Adapter):
+    reference: ClassVar[str] = "Olmo3ForCausalLM"
+
+    sliding_window: PosInt | None = 4096
+
+    def resolved_layer_types(self) -> list[str]:
+        if self.layer_types is not None:
+            return list(self.layer_types)
+        return ["sliding_attention" if (i + 1) % 4 else "full_attention"
+                for i in range(self.num_hidden_layers)]
+
+
+class _OlmoMoe:
+    """The MoE fields and block shared by olmoe and flex_olmo (experts of intermediate_size)."""
+
+    @model_validator(mode="after")
+    def _moe_consistent(self):
+        if self.num_experts_per_tok > self.num_experts:
+            self.fail("num_experts_per_tok", f"num_experts_per_tok={self.num_experts_per_tok} exceeds "
+                      f"num_experts={self.num_experts}")
+        return self
+
+    def ffn(self) -> MoE:
+        return MoE(d_moe=sym.d_ff)
+
+    def to_model(self):
+        model = super().to_model()
+        model.values.update(values(E=self.num_experts, k=self.num_experts_per_tok))
+        return model
+
+
+@register("olmoe")
+class OlmoeAdapter(_OlmoMoe, LlamaAdapter):
+    reference: ClassVar[str] = "OlmoeForCausalLM"
+
+    vocab_size: PosInt = 50_304
+    hidden_size: PosInt = 2048
+    intermediate_size: PosInt = 2048
+    num_hidden_layers: PosInt = 16
+    num_attention_heads: PosInt = 16
+    num_experts: PosInt = Field(64, validation_alias=AliasChoices("num_experts", "num_local_experts"))
+    num_experts_per_tok: PosInt = 8
+
+    @model_validator(mode="after")
+    def _olmoe_consistent(self):
+        self.require_divisible("hidden_size", "num_attention_heads")
+        if self.head_dim is not None and self.head_dim != self.hidden_size // self.num_attention_heads:
+            self.fail("head_dim", f"head_dim={self.head_dim}: OlmoeAttention's q/k norms need "
+                      f"hidden_size // num_attention_heads = {self.hidden_size // self.num_attention_heads}")
+        return self
+
+    def resolved_layer_types(self) -> list[str]:
+        return ["full_attention"] * self.num_hidden_layers
+
+    def attention(self, window) -> Attention:
+        # q_norm over d = H_q·D_h, k_norm over H_kv·D_h (D_h = d/H_q)
+        return Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias, qk_norm_full=True)
+
+
+@register("flex_olmo")
+class FlexOlmoAdapter(_OlmoMoe, Olmo2Adapter):
+    reference: ClassVar[str] = "FlexOlmoForCausalLM"
+
+    vocab_size: PosInt = 100_352
+    num_experts: PosInt = Field(7, validation_alias=AliasChoices("num_experts", "num_local_experts"))
+    num_experts_per_tok: PosInt = 5
