@@ -13,7 +13,7 @@ from typing import ClassVar
 from ..components.attention import Attention
 from ..components.ffn import FFN
 from . import register
-from .base import PosInt
+from .base import LayerCount, PosInt
 from .llama import LlamaAdapter
 
 
@@ -25,7 +25,7 @@ class ApertusAdapter(LlamaAdapter):
     vocab_size: PosInt = 131_072
     hidden_size: PosInt = 4096
     intermediate_size: PosInt = 14_336
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
     hidden_act: str = "xielu"
 

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from ..components.attention import Attention
 from . import register
-from .base import PosInt
+from .base import LayerCount, PosInt
 from .llama import LlamaAdapter
 
 
@@ -29,7 +29,7 @@ class CohereAdapter(LlamaAdapter):
     vocab_size: PosInt = 256_000
     hidden_size: PosInt = 8192
     intermediate_size: PosInt = 22_528
-    num_hidden_layers: PosInt = 40
+    num_hidden_layers: LayerCount = 40
     num_attention_heads: PosInt = 64
     tie_word_embeddings: bool = True
     use_qk_norm: bool = False

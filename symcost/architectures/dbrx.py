@@ -21,7 +21,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, PosInt, values
+from .base import LayerCount, Adapter, PosInt, values
 
 
 class DbrxAttentionConfig(BaseModel):
@@ -37,6 +37,8 @@ class DbrxFFNConfig(BaseModel):
 
 
 def _alias(default, *names: str):
+    # transformers sets attribute_map names (num_hidden_layers → n_layers) after the init arguments,
+    # so when a config holds both spellings the mapped one wins; the first alias found is read
     return Field(default, validation_alias=AliasChoices(*names))
 
 
@@ -44,9 +46,9 @@ def _alias(default, *names: str):
 class DbrxAdapter(Adapter):
     reference: ClassVar[str] = "DbrxForCausalLM"
 
-    d_model: PosInt = _alias(2048, "d_model", "hidden_size")
-    n_heads: PosInt = _alias(16, "n_heads", "num_attention_heads")
-    n_layers: PosInt = _alias(24, "n_layers", "num_hidden_layers")
+    d_model: PosInt = _alias(2048, "hidden_size", "d_model")
+    n_heads: PosInt = _alias(16, "num_attention_heads", "n_heads")
+    n_layers: LayerCount = _alias(24, "num_hidden_layers", "n_layers")
     vocab_size: PosInt = 32_000
     attn_config: DbrxAttentionConfig = Field(default_factory=DbrxAttentionConfig)
     ffn_config: DbrxFFNConfig = Field(default_factory=DbrxFFNConfig)

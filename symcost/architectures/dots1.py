@@ -22,7 +22,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import NonNegInt, PosInt, values
+from .base import LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter
 from .qwen_moe import group_layers
 
@@ -35,7 +35,7 @@ class Dots1Adapter(LlamaAdapter):
     hidden_size: PosInt = 4608
     intermediate_size: PosInt = 10_944
     moe_intermediate_size: PosInt = 1408
-    num_hidden_layers: PosInt = 62
+    num_hidden_layers: LayerCount = 62
     num_attention_heads: PosInt = 32
     num_key_value_heads: PosInt | None = 32
     n_shared_experts: PosInt  # Dots1MoE always builds the shared expert (None would not build)

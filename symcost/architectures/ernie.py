@@ -24,7 +24,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import NonNegInt, PosInt, values
+from .base import LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter
 from .qwen_moe import group_layers
 
@@ -36,7 +36,7 @@ class Ernie45Adapter(LlamaAdapter):
     vocab_size: PosInt = 103_424
     hidden_size: PosInt = 1024
     intermediate_size: PosInt = 3072
-    num_hidden_layers: PosInt = 18
+    num_hidden_layers: LayerCount = 18
     num_attention_heads: PosInt = 16
     num_key_value_heads: PosInt | None = 2
     head_dim: PosInt | None = 128
@@ -59,7 +59,7 @@ class Ernie45MoeAdapter(Ernie45Adapter):
 
     hidden_size: PosInt = 2560
     intermediate_size: PosInt = 12_288
-    num_hidden_layers: PosInt = 28
+    num_hidden_layers: LayerCount = 28
     num_attention_heads: PosInt = 20
     num_key_value_heads: PosInt | None = 4
     head_dim: PosInt | None = None

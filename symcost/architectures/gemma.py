@@ -69,7 +69,7 @@ class GemmaAdapter(LlamaAdapter):
     vocab_size: PosInt = 256_000
     hidden_size: PosInt = 3072
     intermediate_size: PosInt = 24_576
-    num_hidden_layers: PosInt = 28
+    num_hidden_layers: LayerCount = 28
     num_attention_heads: PosInt = 16
     num_key_value_heads: PosInt | None = 16
     head_dim: PosInt | None = 256

@@ -19,7 +19,7 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from . import register
-from .base import PosInt
+from .base import LayerCount, PosInt
 from .llama import LlamaAdapter
 
 
@@ -31,7 +31,7 @@ class GPTNeoXAdapter(LlamaAdapter):
 
     vocab_size: PosInt = 50_432
     hidden_size: PosInt = 6144
-    num_hidden_layers: PosInt = 44
+    num_hidden_layers: LayerCount = 44
     num_attention_heads: PosInt = 64
     intermediate_size: PosInt = 24_576
     attention_bias: bool = True

@@ -21,7 +21,7 @@ from ..components.moe import MoE
 from ..components.multipliers import Multipliers
 from ..notation import sym
 from . import register
-from .base import NonNegInt, PosInt, values
+from .base import LayerCount, NonNegInt, PosInt, values
 from .llama import LlamaAdapter
 
 EMBEDDING, RESIDUAL, LOGITS = (Multipliers(k) for k in ("embedding", "granite_residual", "granite_logits"))
@@ -34,7 +34,7 @@ class GraniteAdapter(LlamaAdapter):
     vocab_size: PosInt = 32_000
     hidden_size: PosInt = 4096
     intermediate_size: PosInt = 11_008
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
 
     def resolved_layer_types(self) -> list[str]:

@@ -22,7 +22,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import PosInt, values
+from .base import LayerCount, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter
 
 
@@ -34,7 +34,7 @@ class HunYuanDenseAdapter(LlamaAdapter):
     vocab_size: PosInt = 290_943
     hidden_size: PosInt = 4096
     intermediate_size: PosInt = 11_008
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
 
     @model_validator(mode="after")

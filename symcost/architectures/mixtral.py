@@ -16,7 +16,7 @@ from ..components.embedding import LMHead
 from ..components.moe import MoE
 from ..notation import sym
 from . import register
-from .base import Int, PosInt, values
+from .base import LayerCount, Int, PosInt, values
 from .llama import MistralAdapter
 
 
@@ -60,7 +60,7 @@ class PhimoeAdapter(MixtralAdapter):
     vocab_size: PosInt = 32_064
     hidden_size: PosInt = 4096
     intermediate_size: PosInt = 6400
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
     num_local_experts: PosInt = Field(16, validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 2

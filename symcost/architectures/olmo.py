@@ -20,7 +20,7 @@ from ..components.attention import Attention
 from ..components.moe import MoE
 from ..notation import sym
 from . import register
-from .base import PosInt, values
+from .base import LayerCount, PosInt, values
 from .llama import LlamaAdapter
 
 POST_NORMS = ("post_attention_layernorm", "post_feedforward_layernorm")
@@ -34,7 +34,7 @@ class Olmo2Adapter(LlamaAdapter):
     vocab_size: PosInt = 50_304
     hidden_size: PosInt = 4096
     intermediate_size: PosInt = 11_008
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
 
     def resolved_layer_types(self) -> list[str]:
@@ -84,7 +84,7 @@ class OlmoeAdapter(_OlmoMoe, LlamaAdapter):
     vocab_size: PosInt = 50_304
     hidden_size: PosInt = 2048
     intermediate_size: PosInt = 2048
-    num_hidden_layers: PosInt = 16
+    num_hidden_layers: LayerCount = 16
     num_attention_heads: PosInt = 16
     num_experts: PosInt = Field(64, validation_alias=AliasChoices("num_experts", "num_local_experts"))
     num_experts_per_tok: PosInt = 8

@@ -19,7 +19,7 @@ from ..components.attention import Attention
 from ..components.embedding import LMHead
 from ..components.ffn import FFN
 from . import register
-from .base import PosInt
+from .base import LayerCount, PosInt
 from .llama import LlamaAdapter
 
 
@@ -33,7 +33,7 @@ class PhiAdapter(LlamaAdapter):
     vocab_size: PosInt = 51_200
     hidden_size: PosInt = 2048
     intermediate_size: PosInt = 8192
-    num_hidden_layers: PosInt = 24
+    num_hidden_layers: LayerCount = 24
     num_attention_heads: PosInt = 32
     qk_layernorm: bool = False
 

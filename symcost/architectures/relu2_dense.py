@@ -19,7 +19,7 @@ from pydantic import model_validator
 from ..components.attention import Attention
 from ..components.ffn import FFN
 from . import register
-from .base import PosInt
+from .base import LayerCount, PosInt
 from .llama import LlamaAdapter
 
 
@@ -35,7 +35,7 @@ class ArceeAdapter(_Full, LlamaAdapter):
     vocab_size: PosInt = 32_000
     hidden_size: PosInt = 2560
     intermediate_size: PosInt = 18_432
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
 
     def ffn(self) -> FFN:
@@ -66,7 +66,7 @@ class HeliumAdapter(_Full, LlamaAdapter):
     vocab_size: PosInt = 48_000
     hidden_size: PosInt = 2560
     intermediate_size: PosInt = 7040
-    num_hidden_layers: PosInt = 24
+    num_hidden_layers: LayerCount = 24
     num_attention_heads: PosInt = 20
     num_key_value_heads: PosInt | None = 20
     head_dim: PosInt | None = 128
@@ -90,7 +90,7 @@ class StableLmAdapter(_Full, LlamaAdapter):
     vocab_size: PosInt = 50_304
     intermediate_size: PosInt = 6912
     hidden_size: PosInt = 2560
-    num_hidden_layers: PosInt = 32
+    num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
     num_key_value_heads: PosInt | None = 32
     use_qkv_bias: bool = False

@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from ..components.attention import Attention
 from . import register
-from .base import PosInt
+from .base import LayerCount, PosInt
 from .llama import LlamaAdapter
 
 
@@ -21,7 +21,7 @@ class SeedOssAdapter(LlamaAdapter):
     vocab_size: PosInt = 155_136
     hidden_size: PosInt = 4096
     intermediate_size: PosInt = 27_648
-    num_hidden_layers: PosInt = 64
+    num_hidden_layers: LayerCount = 64
     num_attention_heads: PosInt = 80
     num_key_value_heads: PosInt | None = 8
     head_dim: PosInt | None = 128

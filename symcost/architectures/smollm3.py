@@ -14,7 +14,7 @@ from typing import ClassVar
 from pydantic import model_validator
 
 from . import register
-from .base import PosInt
+from .base import LayerCount, PosInt
 from .llama import LlamaAdapter
 
 
@@ -25,7 +25,7 @@ class SmolLM3Adapter(LlamaAdapter):
     vocab_size: PosInt = 128_256
     hidden_size: PosInt = 2048
     intermediate_size: PosInt = 11_008
-    num_hidden_layers: PosInt = 36
+    num_hidden_layers: LayerCount = 36
     num_attention_heads: PosInt = 16
     num_key_value_heads: PosInt | None = 4
     tie_word_embeddings: bool = True

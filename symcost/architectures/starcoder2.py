@@ -12,7 +12,7 @@ from typing import ClassVar
 from ..components.attention import Attention
 from ..components.ffn import FFN
 from . import register
-from .base import PosInt
+from .base import LayerCount, PosInt
 from .llama import MistralAdapter
 
 
@@ -24,7 +24,7 @@ class Starcoder2Adapter(MistralAdapter):
     vocab_size: PosInt = 49_152
     hidden_size: PosInt = 3072
     intermediate_size: PosInt = 12_288
-    num_hidden_layers: PosInt = 30
+    num_hidden_layers: LayerCount = 30
     num_attention_heads: PosInt = 24
     num_key_value_heads: PosInt | None = 2
     tie_word_embeddings: bool = True
