@@ -142,7 +142,7 @@ def load_config(source: str | dict, name: str | None = None):
     model_type = raw.get("model_type")
     if not isinstance(model_type, str):
         raise SymcostError("field 'model_type': missing (every Hugging Face config.json names one)")
-    cls = architectures.get(model_type)
+    cls = architectures.get(model_type, raw)
     try:
         return cls.model_validate({**raw, "name": name})
     except ValidationError as e:

@@ -158,3 +158,14 @@ def test_crossover_in_cache_bytes_against_another_model(capsys):
     code, out, _ = run(["crossover", "llama-3.1-8b", "--metric", "cache_bytes", "--a", "total",
                         "--vs", "qwen3-8b", "--json"], capsys)
     assert code == 0 and json.loads(out)["ratio"] == "8/9"  # 32 vs 36 layers, same KV width
+
+
+def test_unsupported_model_type_names_the_closest_families(capsys, tmp_path):
+    from symcost import loader
+    raw = dict(loader.read_json("deepseek-v3")[1], model_type="my_deepseek_fork")
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(raw))
+    code, _, err = run(["params", str(p)], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "closest by config fields: deepseek_v2, deepseek_v3, kimi_k2" in err
+    assert "Adding an architecture" in err

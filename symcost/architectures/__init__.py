@@ -49,11 +49,30 @@ def register(*model_types: str):
     return deco
 
 
-def get(model_type: str):
+def closest(raw: dict, n: int = 3) -> list[str]:
+    """The supported model types whose adapters' fields (and their aliases) best match ``raw``'s
+    keys (Jaccard similarity, ties by name); named when a model_type is unsupported."""
+    keys = set(raw) - {"model_type", "name"}
+    scored = []
+    for mt, cls in load_all().items():
+        own = set()
+        for field, info in cls.model_fields.items():
+            own.add(field)
+            own.update(str(c) for c in getattr(info.validation_alias, "choices", ()) or ())
+        own -= {"model_type", "name"}
+        if own | keys:
+            scored.append((len(keys & own) / len(keys | own), mt))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [mt for _, mt in scored[:n]]
+
+
+def get(model_type: str, raw: dict | None = None):
     if model_type not in _MODULE_OF:
         from .base import quote
+        near = f"closest by config fields: {', '.join(closest(raw))}; " if raw else ""
         raise SymcostError(f"field 'model_type': unsupported architecture {quote(model_type)} "
-                           f"(supported: {', '.join(sorted(_MODULE_OF))})")
+                           f"({near}see the README's 'Adding an architecture'; supported: "
+                           f"{', '.join(sorted(_MODULE_OF))})")
     if model_type not in _REGISTRY:
         importlib.import_module(f"{__name__}.{_MODULE_OF[model_type]}")
     return _REGISTRY[model_type]
