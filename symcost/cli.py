@@ -997,6 +997,13 @@ EXAMPLES = {
 }
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """The example epilog kept as written; help text beside options up to 30 columns wide."""
+
+    def __init__(self, prog):
+        super().__init__(prog, max_help_position=30)
+
+
 def _unset(default) -> bool:
     """No default worth stating: None, a store_true's False, argparse's SUPPRESS (0 is a value)."""
     return default is None or default is False or default == argparse.SUPPRESS
@@ -1009,14 +1016,17 @@ def _document(parser: argparse.ArgumentParser) -> None:
     for name, sp in sub.choices.items():
         if name in EXAMPLES:
             sp.epilog = f"example:\n  {EXAMPLES[name]}"
-            sp.formatter_class = argparse.RawDescriptionHelpFormatter
+            sp.formatter_class = _Formatter
         for a in sp._actions:
             if isinstance(a, (argparse._HelpAction, argparse._VersionAction)) or not a.option_strings:
                 continue
+            if a.metavar is None and a.choices is None and a.nargs is None and a.type is not None \
+                    and len(a.dest) > 6:  # --max-batched-tokens N, not MAX_BATCHED_TOKENS
+                a.metavar = "X" if a.type is float else "N"
             text = a.help or OPTION_HELP.get(a.dest, "")
             if a.required and "required" not in text:
                 text += " (required)"
-            elif not _unset(a.default) and "default" not in text:
+            elif not _unset(a.default) and "default" not in text and f"{a.default})" not in text:
                 text += f" (default {a.default})"
             a.help = text.strip()
 

@@ -115,7 +115,7 @@ def test_every_option_has_help_with_its_default():
             where = f"{name} {'/'.join(a.option_strings)}"
             assert a.help and len(a.help) > 10, where
             if not (a.default is None or a.default is False or a.default == argparse.SUPPRESS):
-                assert "default" in a.help, where  # 0 is a default too (--zero 0)
+                assert "default" in a.help or f"{a.default})" in a.help, where  # 0 is one (--zero 0)
 
 
 def test_every_command_shows_an_example_that_parses():
