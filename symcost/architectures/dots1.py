@@ -40,13 +40,16 @@ class Dots1Adapter(LlamaAdapter):
     num_key_value_heads: PosInt | None = 32
     n_shared_experts: PosInt  # Dots1MoE always builds the shared expert (None would not build)
     n_routed_experts: PosInt = Field(validation_alias=AliasChoices("n_routed_experts", "num_local_experts"))
-    num_experts_per_tok: PosInt
+    num_experts_per_tok: PosInt | None = None  # Dots1Config's default; the router needs one
     first_k_dense_replace: NonNegInt = 0
     sliding_window: PosInt | None = 4096
     max_window_layers: int = 62
 
     @model_validator(mode="after")
     def _dots_consistent(self):
+        if self.num_experts_per_tok is None:
+            self.fail("num_experts_per_tok", "is null (Dots1Config's default): the router picks k experts "
+                      "per token, so a count is needed")
         if self.num_experts_per_tok > self.n_routed_experts:
             self.fail("num_experts_per_tok", f"num_experts_per_tok={self.num_experts_per_tok} exceeds "
                       f"n_routed_experts={self.n_routed_experts}")

@@ -47,6 +47,9 @@ class Exaone4Adapter(Olmo3Adapter):
         n, p = self.num_hidden_layers, self.sliding_window_pattern
         if self.sliding_window is None or p is None:
             return ["full_attention"] * n
+        if isinstance(p, str) or p <= 0:  # also reached from the base class's checks, before ours
+            self.fail("sliding_window_pattern", f"{p!r}: a string pattern needs layer_types (Exaone4Config "
+                      "cannot expand it)" if isinstance(p, str) else f"{p}: must be positive")
         return ["sliding_attention" if (i + 1) % p else "full_attention" for i in range(n)]
 
     def attention(self, window) -> Attention:
