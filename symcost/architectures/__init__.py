@@ -71,8 +71,8 @@ def get(model_type: str, raw: dict | None = None):
         from .base import quote
         near = f"closest by config fields: {', '.join(closest(raw))}; " if raw else ""
         raise SymcostError(f"field 'model_type': unsupported architecture {quote(model_type)} "
-                           f"({near}see the README's 'Adding an architecture'; supported: "
-                           f"{', '.join(sorted(_MODULE_OF))})")
+                           f"({near}{len(_MODULE_OF)} types are supported, listed in the README's "
+                           "families table; see its 'Adding an architecture')")
     if model_type not in _REGISTRY:
         importlib.import_module(f"{__name__}.{_MODULE_OF[model_type]}")
     return _REGISTRY[model_type]
