@@ -9,6 +9,23 @@ import importlib
 import pkgutil
 import random
 
+def gqa_stack(rng, model_type) -> tuple[dict, int]:
+    """The sizes every Llama-like tiny config starts from (drawn in this order: H_kv, H_q, L, then
+    the fields below), and L; a family module adds its own fields after these."""
+    H_kv = rng.choice([1, 2])
+    H_q = H_kv * rng.choice([1, 2, 3])
+    L = rng.randint(2, 4)
+    return {
+        "model_type": model_type,
+        "hidden_size": H_q * rng.choice([4, 8]),
+        "vocab_size": rng.randint(50, 120),
+        "num_hidden_layers": L,
+        "num_attention_heads": H_q,
+        "num_key_value_heads": H_kv,
+        "intermediate_size": rng.randint(10, 50),
+    }, L
+
+
 MODULES = [importlib.import_module(f"{__name__}.{m.name}") for m in pkgutil.iter_modules(__path__)]
 
 

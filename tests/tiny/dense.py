@@ -1,28 +1,21 @@
 """Llama-like dense decoders with one twist each: cohere (parallel block, weight-only LayerNorm,
 [H, D_h] q/k norms), cohere2 (sliding/full pattern), smollm3 (NoPE layers, optional window),
 seed_oss (separate qkv / o biases)."""
+from tests.tiny import gqa_stack
+
 
 MODEL_TYPES = ("cohere", "cohere2", "smollm3", "seed_oss")
 T_VALUES = (5, 11)
 
 
 def tiny(rng, model_type):
-    H_kv = rng.choice([1, 2])
-    H_q = H_kv * rng.choice([1, 2, 3])
-    L = rng.randint(2, 4)
-    raw = {
-        "model_type": model_type,
-        "hidden_size": H_q * rng.choice([4, 8]),
-        "vocab_size": rng.randint(50, 120),
-        "num_hidden_layers": L,
-        "num_attention_heads": H_q,
-        "num_key_value_heads": H_kv,
-        "intermediate_size": rng.randint(10, 50),
+    raw, L = gqa_stack(rng, model_type)
+    raw.update({
         "attention_bias": rng.random() < 0.5,
         "tie_word_embeddings": rng.random() < 0.5,
         "max_position_embeddings": 128,
         "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 1,
-    }
+    })
     if model_type in ("cohere", "smollm3", "seed_oss") and rng.random() < 0.5:
         raw["head_dim"] = rng.choice([4, 6])
     if model_type == "cohere":

@@ -1,5 +1,7 @@
 """ERNIE 4.5: ernie4_5 (use_bias everywhere, head_dim) and ernie4_5_moe (dense/MoE layout by
 start/end/interval, shared experts, correction bias held as a parameter, head bias)."""
+from tests.tiny import gqa_stack
+
 
 MODEL_TYPES = ("ernie4_5", "ernie4_5_moe")
 T_VALUES = (5, 11)
@@ -7,21 +9,12 @@ SEEDS = 4
 
 
 def tiny(rng, model_type):
-    H_kv = rng.choice([1, 2])
-    H_q = H_kv * rng.choice([1, 2, 3])
-    L = rng.randint(2, 4)
-    raw = {
-        "model_type": model_type,
-        "hidden_size": H_q * rng.choice([4, 8]),
-        "vocab_size": rng.randint(50, 120),
-        "num_hidden_layers": L,
-        "num_attention_heads": H_q,
-        "num_key_value_heads": H_kv,
-        "intermediate_size": rng.randint(10, 50),
+    raw, L = gqa_stack(rng, model_type)
+    raw.update({
         "use_bias": rng.random() < 0.5,
         "tie_word_embeddings": rng.random() < 0.5,
         "max_position_embeddings": 128,
-    }
+    })
     if model_type == "ernie4_5":
         raw["head_dim"] = rng.choice([4, 6])
         return raw

@@ -1,26 +1,19 @@
 """hunyuan_v1_dense / hunyuan_v1_moe (per-head q/k norm, shared MLP, per-layer top-k),
 exaone4 (post-norms, sliding patterns; a string one beside layer_types), apertus (xIELU with learned scalars)."""
+from tests.tiny import gqa_stack
+
 
 MODEL_TYPES = ("hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "apertus")
 T_VALUES = (5, 11)
 
 
 def tiny(rng, model_type):
-    H_kv = rng.choice([1, 2])
-    H_q = H_kv * rng.choice([1, 2, 3])
-    L = rng.randint(2, 4)
-    raw = {
-        "model_type": model_type,
-        "hidden_size": H_q * rng.choice([4, 8]),
-        "vocab_size": rng.randint(50, 120),
-        "num_hidden_layers": L,
-        "num_attention_heads": H_q,
-        "num_key_value_heads": H_kv,
-        "intermediate_size": rng.randint(10, 50),
+    raw, L = gqa_stack(rng, model_type)
+    raw.update({
         "tie_word_embeddings": rng.random() < 0.5,
         "max_position_embeddings": 128,
         "pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 1,
-    }
+    })
     if model_type.startswith("hunyuan") or rng.random() < 0.5:
         raw["head_dim"] = rng.choice([4, 6])
     if model_type != "exaone4":
