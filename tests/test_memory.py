@@ -196,3 +196,31 @@ def test_kv_formula_equals_vllm_rules(name, tp):
         assert int(f.kv.block.xreplace(v)) == kv.block_size
         assert blocks // int(f.kv.groups) * kv.block_size == kv.tokens
         assert int(f.kv.need.xreplace(v)) == kv.blocks_per_request
+
+
+@pytest.mark.parametrize("name", [n for n in symcost.loader.bundled_names() if n != "gpt2"])
+def test_memory_answers_for_every_bundled_model(name, capsys):
+    """Every bundled model gets a serving-memory answer with a KV capacity (DeepSeek V4's
+    compressed caches once crashed the page layout: floor(T/m) entries and ring buffers)."""
+    assert main(["memory", name, "--T", "8192", "--batch", "1", "--gpu", "H200", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["per_gpu_bytes"] > 0
+
+
+def test_compressed_cache_pages_grow_as_the_cache_does():
+    """DeepSeek V4: a compressed layer keeps ⌊T/m⌋ entries (plus ring buffers of fewer than m
+    tokens, a fixed state at their largest), so its pages grow at the cache's own long-run rate:
+    Σ per-token bytes of the unwindowed page kinds × their layers = b_kv · d(cache)/dT far past
+    every window, with floor(T/m) read as T/m."""
+    import sympy
+    from symcost.analysis import relax_steps
+    from symcost.notation import sym
+    from symcost.serving.formulas import _FAR, kv_formula
+    from symcost.terms import exact
+    m = symcost.build("deepseek-v4-flash")
+    f = kv_formula(m, kv_dtype="bf16")
+    paged = sum(rate * n for kind, rate, window, n in f.kinds if kind == "full")
+    x = m.cache().total.xreplace({sym.B: 1})
+    slope = exact(sympy.diff(relax_steps(x, sym.T), sym.T).xreplace({sym.T: _FAR}), m.values)
+    assert paged == 2 * slope
+    assert any(kind == "state" for kind, *_ in f.kinds)  # the ring buffers

@@ -131,3 +131,56 @@ def test_fp8_block_scales_round_up_partial_blocks():
 ])
 def test_awq_gptq_tensor_shapes(q, parts):
     assert scheme({"quantization_config": q}).layout.parts(256, 64) == parts
+
+
+def _tensor_bytes(module) -> dict[str, int]:
+    """Bytes of a module's parameters by safetensors dtype name (meta tensors: shapes only)."""
+    names = {"float8_e4m3fn": "F8_E4M3", "float8_e8m0fnu": "F8_E8M0", "float32": "F32", "int8": "I8",
+             "bfloat16": "BF16"}
+    out: dict[str, int] = {}
+    for p in module.parameters():
+        key = names[str(p.dtype).removeprefix("torch.")]
+        out[key] = out.get(key, 0) + p.numel() * p.element_size()
+    return out
+
+
+@pytest.mark.parametrize("scale_fmt", ["float", "ue8m0"])
+@pytest.mark.parametrize("expert_dtype", ["fp8", "fp4"])
+def test_fp8_and_fp4_experts_equal_transformers_allocation(scale_fmt, expert_dtype):
+    """DeepSeek V4's checkpoint format: fp8 block-quantized matrices with fp32 or 1-byte E8M0
+    scales (``scale_fmt``) and routed experts in fp8 or FP4 (``expert_dtype``: two e2m1 per byte,
+    one scale per row and 32 inputs). The engine's bytes of one expert stack and one dense matrix
+    equal the tensors transformers allocates for them (``FP8Experts`` / ``FP8Linear``)."""
+    torch = pytest.importorskip("torch")
+    fp8 = pytest.importorskip("transformers.integrations.finegrained_fp8")
+    from types import SimpleNamespace
+
+    from symcost.primitives import Linear
+    from symcost.serving.quant import _matrix_parts
+    E, d, f, block = 6, 320, 200, (128, 128)
+    q = {"quant_method": "fp8", "weight_block_size": list(block), "scale_fmt": scale_fmt,
+         "expert_dtype": expert_dtype}
+    s = scheme({"quantization_config": q, "torch_dtype": "bfloat16"})
+    cfg = SimpleNamespace(hidden_size=d, num_local_experts=E, moe_intermediate_size=f, hidden_act="silu")
+    with torch.device("meta"):
+        experts = fp8.FP8Experts(cfg, block_size=block, scale_fmt=scale_fmt, expert_dtype=expert_dtype)
+        linear = fp8.FP8Linear(d, f, block_size=block, scale_fmt=scale_fmt)
+    lay = s.experts or s.layout
+    mine: dict[str, int] = {}
+    for p in (Linear("gate_up", d, 2 * f, copies=E), Linear("down", f, d, copies=E)):
+        for k, v in _matrix_parts(p, lay, s.base)[0].items():
+            mine[k] = mine.get(k, 0) + int(v)
+    assert mine == _tensor_bytes(experts)
+    dense = {k: int(v) for k, v in _matrix_parts(Linear("proj", d, f), s.layout, s.base)[0].items()}
+    assert dense == _tensor_bytes(linear)
+
+
+def test_expert_dtype_at_the_top_level_is_read_as_transformers_moves_it():
+    """DeepSeek V4's config.json states ``expert_dtype`` beside ``quantization_config``; the config
+    class moves it inside. Both spellings give FP4 experts; anything but fp8/fp4 is refused."""
+    q = {"quant_method": "fp8", "weight_block_size": [128, 128], "scale_fmt": "ue8m0"}
+    assert scheme({"quantization_config": q, "expert_dtype": "fp4"}).experts.kind == "fp4_rows"
+    assert scheme({"quantization_config": {**q, "expert_dtype": "fp4"}}).experts.kind == "fp4_rows"
+    assert scheme({"quantization_config": q}).experts is None
+    with pytest.raises(SymcostError, match="expert_dtype"):
+        scheme({"quantization_config": {**q, "expert_dtype": "int4"}})

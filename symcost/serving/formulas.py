@@ -22,10 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import reduce
+from math import gcd
 
 import sympy
 
 from ..conventions import Phase
+from ..analysis import relax_steps
 from ..errors import SymcostError
 from ..notation import sym
 from ..primitives import Linear, Param
@@ -164,6 +167,22 @@ class KVFormula:
     notes: list = field(default_factory=list)
 
 
+#: a context length past every window and compressed-cache buffer of a real model
+_FAR = sympy.Integer(2) ** 62
+
+
+def _bounded(x, vals) -> sympy.Expr:
+    """The largest value of a cache term that does not grow with ``T``: a fixed state, or a
+    ring buffer ``Mod(T, m)`` / ``Min(1, floor(T/m))`` of a compressed cache (DeepSeek V4),
+    taken at a ``T`` where every such buffer is full (``T ≡ −1`` modulo every ``m``, past them)."""
+    if sym.T not in x.free_symbols:
+        return exact(x, vals)
+    mods = [exact(a.args[1], vals) for a in x.atoms(sympy.Mod) if a.has(sym.T)]
+    mods += [exact(1 / a.args[0].coeff(sym.T), vals) for a in x.atoms(sympy.floor) if a.has(sym.T)]
+    full = 2 * reduce(lambda a, b: a * b // gcd(a, b), [int(m) for m in mods], 1) - 1
+    return exact(x.xreplace({sym.T: full}), vals)
+
+
 def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
                state_dtype: str | None = None) -> KVFormula:
     """vLLM's page layout as formulas (see ``vllm`` for the rules)."""
@@ -181,24 +200,30 @@ def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
             if not leaves:
                 continue
             share = _kv_share(c, vals)
-            per_tok, state, window = sympy.Integer(0), sympy.Integer(0), None
+            # bytes per token by window (None: the whole context), and the fixed state; a
+            # component may hold both windowed and whole-context leaves (DeepSeek V4)
+            paged: dict = {}
+            state = sympy.Integer(0)
             for name, expr in leaves.items():
                 if "conv" in name:
                     expr = expr.xreplace({sym.K_c: sym.K_c - 1})
                 x = expr.xreplace({sym.B: 1})
-                mins = [m for m in x.atoms(sympy.Min) if sym.T in m.free_symbols]
+                window = None
+                mins = [m for m in x.atoms(sympy.Min) if sym.T in m.args]
                 if mins:
                     window = exact([a for a in mins[0].args if a != sym.T][0], vals) + 1
                     x = x.xreplace({mins[0]: sym.T})
-                if sym.T in x.free_symbols:
+                # tokens' growth rate far past every window and ring buffer (Min(1, T/m) → 1)
+                rate = exact(sympy.diff(relax_steps(x, sym.T), sym.T).xreplace({sym.T: _FAR}), vals)
+                if rate != 0:
                     if _is_mla(c) and kv_dtype == "fp8":
                         d_kv, D_r = exact(c.d_kv, vals), exact(c.D_rope, vals)
-                        per_tok = sympy.Integer(d_kv + 4 * -(-d_kv // 128) + 2 * D_r)
+                        paged = {None: sympy.Integer(d_kv + 4 * -(-d_kv // 128) + 2 * D_r)}
                         break
-                    per_tok += exact(sympy.diff(x, sym.T), vals) * _R(bkv) * share
+                    paged[window] = paged.get(window, 0) + rate * _R(bkv) * share
                 else:
-                    state += exact(x, vals) * _R(bst) * share
-            if per_tok != 0:
+                    state += _bounded(x, vals) * _R(bst) * share
+            for window, per_tok in paged.items():
                 key = ("sliding" if window else "full", per_tok, window)
                 kinds.setdefault(key, []).append(n)
             if state != 0:

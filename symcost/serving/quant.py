@@ -70,6 +70,10 @@ class Layout:
     symmetric: bool = True
     static_input: bool = False
     scale_bytes: Fraction = Fraction(2)
+    #: safetensors dtype and bytes of a block scale (fp8_block, fp4_rows): fp32, or 1-byte
+    #: E8M0 under ``scale_fmt: "ue8m0"`` (DeepSeek V4)
+    block_scale_store: str = "F32"
+    block_scale_b: int = 4
 
     dense_store: str = "BF16"  # safetensors dtype of a dense layout / of b₀ scales
 
@@ -82,7 +86,12 @@ class Layout:
             return {self.dense_store: I * O * _R(self.b)}
         if k == "fp8_block":
             bo, bi = self.block
-            return {"F8_E4M3": I * O, "F32": 4 * ceil(O / bo) * ceil(I / bi) + (4 if self.static_input else 0)}
+            out = {"F8_E4M3": I * O, self.block_scale_store: self.block_scale_b * ceil(O / bo) * ceil(I / bi)}
+            if self.static_input:
+                out["F32"] = out.get("F32", 0) + 4
+            return out
+        if k == "fp4_rows":  # two e2m1 per int8, one scale per row and 32 inputs (transformers FP8Experts)
+            return {"I8": I * O / 2, self.block_scale_store: self.block_scale_b * O * ceil(I / 32)}
         if k == "fp8_tensor":
             return {"F8_E4M3": I * O, "F32": sympy.Integer(4 + (4 if self.static_input else 0))}
         if k == "mxfp4":
@@ -110,7 +119,7 @@ class Layout:
             return I * O * _R(self.b)
         if self.kind in ("fp8_block", "fp8_tensor"):
             return I * O
-        if self.kind in ("mxfp4", "nvfp4", "awq"):
+        if self.kind in ("mxfp4", "nvfp4", "awq", "fp4_rows"):
             return I * O / 2
         if self.kind == "ct_int":
             return O * ceil(I * self.bits / 32) * 4
@@ -142,6 +151,9 @@ class Scheme:
     regex_ignore: bool = False  # compressed-tensors / modelopt: ignore list is exhaustive (lm_head too)
     text_only: bool = False
     note: str = ""
+    #: the routed experts' own layout when the checkpoint stores them differently
+    #: (``quantization_config.expert_dtype: "fp4"``, DeepSeek V4)
+    experts: Layout | None = None
 
     def quantized_fraction(self, candidates, layer_count: int) -> Fraction:
         """Fraction of the decoder layers whose matrix (any of ``candidates``, with ``{i}`` for the
@@ -215,10 +227,20 @@ def scheme(raw: dict, override: str | None = None, fallback: bool = False) -> Sc
                     or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in wbs)):
                 raise SymcostError(f"field 'quantization_config.weight_block_size': expected two "
                                    f"positive integers, got {wbs!r}")
-            lay = Layout(f"fp8 e4m3, fp32 scale per {wbs[0]}x{wbs[1]} block", "fp8_block",
-                         block=(wbs[0], wbs[1]), static_input=static)
-        else:
-            lay = Layout("fp8 e4m3, fp32 scale per tensor", "fp8_tensor", static_input=static)
+            e8m0 = q.get("scale_fmt") == "ue8m0"
+            sc = dict(block_scale_store="F8_E8M0", block_scale_b=1) if e8m0 else {}
+            what = "e8m0" if e8m0 else "fp32"
+            lay = Layout(f"fp8 e4m3, {what} scale per {wbs[0]}x{wbs[1]} block", "fp8_block",
+                         block=(wbs[0], wbs[1]), static_input=static, **sc)
+            # transformers moves a top-level ``expert_dtype`` into the quantization config
+            expert_dtype = q.get("expert_dtype", raw.get("expert_dtype", "fp8"))
+            if expert_dtype not in ("fp8", "fp4"):
+                raise SymcostError(f"field 'quantization_config.expert_dtype': expected 'fp8' or 'fp4', "
+                                   f"got {expert_dtype!r}")
+            experts = Layout(f"fp4 e2m1, {what} scale per row and 32 inputs", "fp4_rows", **sc) \
+                if expert_dtype == "fp4" else None
+            return Scheme("fp8", lay, base, ignore, text_only=text_only, experts=experts)
+        lay = Layout("fp8 e4m3, fp32 scale per tensor", "fp8_tensor", static_input=static)
         return Scheme("fp8", lay, base, ignore, text_only=text_only)
     if method == "mxfp4":
         return Scheme("mxfp4", Layout("mxfp4 (e2m1, E8M0 scale per 32)", "mxfp4"), base, ignore,
@@ -387,6 +409,9 @@ def checkpoint(model, raw: dict, override: str | None = None, fallback: bool = F
         if experts is not None and p.active is not None:
             parts, _ = _matrix_parts(p, experts, experts)
             return parts, 0, experts.label
+        if sch.experts is not None and p.active is not None:
+            parts, s = _matrix_parts(p, sch.experts, base)
+            return parts, s, sch.experts.label
         if sch.method == "override":
             f = Fraction(1)
         elif p.name == "router" or (where == "vision" and sch.text_only) or \
