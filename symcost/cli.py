@@ -103,6 +103,33 @@ def _context_warnings(args) -> list[str]:
     return context_warnings(raw, T)
 
 
+def _field_warnings(args) -> list[str]:
+    """Config fields the model's adapter does not read (``symcost.fields``): those switched on
+    and not classed cost-neutral always; with ``--verbose``, every one."""
+    from . import fields
+    models = getattr(args, "model", None)
+    out = []
+    for source in models if isinstance(models, list) else [models]:
+        if not isinstance(source, str):
+            continue
+        try:
+            adapter = loader.load_config(source)
+        except SymcostError:
+            return []  # the command reports the problem itself
+        cls, raw = type(adapter), loader.loaded(source)[1]
+        name = adapter.name or source
+        flagged = fields.flagged(cls, raw)
+        if flagged:
+            out.append(f"{name}: config fields symcost does not read, which may change the architecture "
+                       f"(the counts follow {cls.reference or 'the adapter'} without them): "
+                       + ", ".join(flagged[:12]) + (f" and {len(flagged) - 12} more" if len(flagged) > 12 else ""))
+        if getattr(args, "verbose", False):
+            every = fields.unread(cls, raw)
+            out.append(f"{name}: {len(every)} config fields not read (cost-neutral or unknown): "
+                       + (", ".join(every) if every else "none"))
+    return out
+
+
 def _emit(args, payload: dict, text: str) -> None:
     if args.json:
         print(json.dumps({**payload, "warnings": list(_WARNINGS)} if _WARNINGS else payload))
@@ -1053,6 +1080,8 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name, fn, help_):
         sp = sub.add_parser(name, help=help_, description=help_)
         sp.add_argument("--json", action="store_true", help="print one JSON object")
+        sp.add_argument("--verbose", action="store_true",
+                        help="also list every config field symcost does not read (a warning)")
         sp.set_defaults(fn=fn)
         return sp
 
@@ -1266,8 +1295,9 @@ def main(argv: list[str] | None = None) -> int:
     want_json = "--json" in argv
     try:
         args = build_parser().parse_args(argv)
-        _WARNINGS[:] = _context_warnings(args)
-        rc = args.fn(args)
+        with loader.caching():
+            _WARNINGS[:] = _context_warnings(args) + _field_warnings(args)
+            rc = args.fn(args)
     except BrokenPipeError:  # `symcost ... | head`: the reader left; not an error of ours
         try:
             sys.stdout = open(os.devnull, "w")

@@ -4,6 +4,8 @@ Bad input becomes one ``SymcostError`` naming the problem and the field; nothing
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import difflib
 import json
 import os
@@ -131,8 +133,38 @@ def read_json(source: str) -> tuple[str, dict]:
     return name, raw
 
 
+#: adapters validated during one CLI command, by source (``caching``): the command loads its model
+#: for its warnings and again to build it; off elsewhere, so a file rewritten between two calls
+#: is read again
+_LOADED: dict[str, tuple] | None = None
+
+
+@contextmanager
+def caching():
+    """Validate each source once inside the block (one CLI command)."""
+    global _LOADED
+    _LOADED = {}
+    try:
+        yield
+    finally:
+        _LOADED = None
+
+
 def load_config(source: str | dict, name: str | None = None):
     """The validated adapter for ``source`` (path, bundled name, or an already-parsed dict)."""
+    if _LOADED is not None and isinstance(source, str) and name is None:
+        if source not in _LOADED:
+            _LOADED[source] = _load_config(source, None)
+        return _LOADED[source][0]
+    return _load_config(source, name)[0]
+
+
+def loaded(source: str) -> tuple | None:
+    """(adapter, raw config) of a source validated inside ``caching``, else None."""
+    return (_LOADED or {}).get(source)
+
+
+def _load_config(source: str | dict, name: str | None):
     if isinstance(source, dict):
         raw, name = source, name or "model"
     else:
@@ -144,7 +176,7 @@ def load_config(source: str | dict, name: str | None = None):
         raise SymcostError("field 'model_type': missing (every Hugging Face config.json names one)")
     cls = architectures.get(model_type, raw)
     try:
-        return cls.model_validate({**raw, "name": name})
+        return cls.model_validate({**raw, "name": name}), raw
     except ValidationError as e:
         raise SymcostError(validation_message(e)) from None
     except RecursionError:

@@ -77,6 +77,9 @@ class Adapter(BaseModel):
     #: transformers drops the fields (e.g. ``use_sliding_window`` → ``sliding_window = None``), so
     #: they are read as None and not validated (``sliding_window: 0`` or ``null`` is fine then)
     switches: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: config fields the reference class does not use, each with the reason (``symcost.fields``
+    #: lists every other undeclared field as unread; sub-config models may have their own)
+    unused: ClassVar[dict[str, str]] = {}
 
     model_type: str
     name: str = ""

@@ -31,6 +31,8 @@ class DbrxAttentionConfig(BaseModel):
 
 class DbrxFFNConfig(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
+    unused: ClassVar[dict[str, str]] = {"ffn_act_fn": "the activation: elementwise only",
+                                        "hidden_size": "= d_model, which the model reads"}
     ffn_hidden_size: PosInt = 3584
     moe_num_experts: PosInt = 4
     moe_top_k: PosInt = 1

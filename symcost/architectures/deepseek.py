@@ -282,6 +282,16 @@ class MoonViTConfig(BaseModel):
     absent, the Hub file's (``vt_*``, ``init_pos_emb_*``), which the original remote code reads."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
+    #: fields the tower's weights and FLOPs do not depend on (symcost.fields)
+    unused: ClassVar[dict[str, str]] = {
+        "num_attention_heads": "heads split the width; no weight or FLOP depends on their count",
+        "vt_num_attention_heads": "the Hub file's name of num_attention_heads",
+        "mm_hidden_size": "= hidden_size", "text_hidden_size": "= the text model's hidden_size",
+        "pos_emb_time": "sizes a non-persistent sinusoidal buffer for video frames",
+        "init_pos_emb_time": "the Hub file's name of pos_emb_time",
+        "merge_type": "the one merger the reference code builds",
+        "mm_projector_type": "the one projector the reference code builds",
+        "video_attn_type": "video frames only"}
 
     hidden_size: PosInt = _alias(1152, "hidden_size", "vt_hidden_size")
     intermediate_size: PosInt = _alias(4304, "intermediate_size", "vt_intermediate_size")

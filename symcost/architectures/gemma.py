@@ -163,6 +163,8 @@ class SiglipVisionConfig(BaseModel):
     """``vision_config`` of Gemma 3: SigLIP fields with ``SiglipVisionConfig``'s defaults."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
+    unused: ClassVar[dict[str, str]] = {
+        "num_attention_heads": "heads split the width; no weight or FLOP depends on their count"}
 
     hidden_size: PosInt = 768
     intermediate_size: PosInt = 3072

@@ -29,6 +29,11 @@ from .llama import LAYER_NORMS, LlamaAdapter
 @register("minimax_m2")
 class MiniMaxM2Adapter(LlamaAdapter):
     reference: ClassVar[str] = "MiniMaxM2ForCausalLM"
+    #: switches of the Hub file that MiniMaxM2ForCausalLM builds one way only (symcost.fields)
+    unused: ClassVar[dict[str, str]] = {
+        "use_qk_norm": "QK norm is always built", "qk_norm_type": "always per layer over all heads",
+        "use_routing_bias": "the routing bias buffer is always built",
+        "attn_type_list": "every layer is full attention in the reference class"}
 
     num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 8

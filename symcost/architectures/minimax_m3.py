@@ -108,6 +108,10 @@ class MiniMaxM3TextAdapter(Adapter):
     """The text decoder's fields and layout, shared by ``minimax_m3`` and ``minimax_m3_vl_text``."""
 
     reference: ClassVar[str] = "MiniMaxM3VLForCausalLM"
+    #: switches of the Hub file the reference class builds one way only (symcost.fields)
+    unused: ClassVar[dict[str, str]] = {
+        "use_gemma_norm": "a 1 + w norm scale: the same weights", "qk_norm_type": "one norm layout is built",
+        "use_routing_bias": "the routing bias buffer is always built"}
     #: MTP modules assumed when the file states no count (the seeds' 7 for the hub config; none otherwise)
     default_mtp: ClassVar[int] = 0
 
@@ -137,7 +141,10 @@ class MiniMaxM3TextAdapter(Adapter):
     n_shared_experts: Int | None = None
     moe_intermediate_size: Int | None = None
     use_qk_norm: bool | None = None
-    num_mtp_modules: NonNegInt | None = None
+    #: the Hub file states ``num_nextn_predict_layers`` (its checkpoint holds ``mtp.*`` weights,
+    #: which MiniMaxM3VLForCausalLM skips on load; reported apart from the model, as DeepSeek's)
+    num_mtp_modules: NonNegInt | None = Field(
+        None, validation_alias=AliasChoices("num_mtp_modules", "num_nextn_predict_layers"))
 
     @model_validator(mode="after")
     def _consistent(self):

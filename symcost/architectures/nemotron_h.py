@@ -48,6 +48,7 @@ def _alias(*names, default):
 @register("nemotron_h")
 class NemotronHAdapter(Adapter):
     reference: ClassVar[str] = "NemotronHForCausalLM"
+    unused: ClassVar[dict[str, str]] = {"tie_word_embeddings": "NemotronHForCausalLM declares no tied weights"}
 
     vocab_size: PosInt
     hidden_size: PosInt
