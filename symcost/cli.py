@@ -130,6 +130,23 @@ def _field_warnings(args) -> list[str]:
     return out
 
 
+def _dtype_warnings(args) -> list[str]:
+    """A quantized checkpoint costed at another dtype (``--weights-dtype`` / ``--experts-dtype``)."""
+    override = [(o, getattr(args, a, None)) for o, a in (("--weights-dtype", "weights_dtype"),
+                                                          ("--experts-dtype", "experts_dtype"))]
+    override = [(o, v) for o, v in override if v]
+    hit = loader.loaded(args.model) if override and isinstance(getattr(args, "model", None), str) else None
+    if hit is None:
+        return []
+    from .serving.quant import quant_config
+    q, _ = quant_config(hit[1])
+    if q is None:
+        return []
+    method = q.get("quant_method", "quantized")
+    return [f"{hit[0].name or args.model}: the checkpoint is {method} (quantization_config); weights costed "
+            f"as {' and '.join(f'{v} ({o})' for o, v in override)} instead"]
+
+
 def _emit(args, payload: dict, text: str) -> None:
     if args.json:
         print(json.dumps({**payload, "warnings": list(_WARNINGS)} if _WARNINGS else payload))
@@ -1296,7 +1313,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         with loader.caching():
-            _WARNINGS[:] = _context_warnings(args) + _field_warnings(args)
+            _WARNINGS[:] = _context_warnings(args) + _field_warnings(args) + _dtype_warnings(args)
             rc = args.fn(args)
     except BrokenPipeError:  # `symcost ... | head`: the reader left; not an error of ours
         try:

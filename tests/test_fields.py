@@ -117,3 +117,15 @@ def test_bundled_configs_warn_only_where_stated(name):
     _, raw = loader.read_json(name)
     a = loader.load_config(name)
     assert sorted(fields.flagged(type(a), raw)) == BUNDLED_WARNINGS.get(name, [])
+
+
+def test_a_quantized_checkpoint_costed_at_another_dtype_warns(capsys):
+    rc, out, err = _run(capsys, "memory", "deepseek-v3", "--T", "4096", "--batch", "1", "--weights-dtype", "bf16")
+    assert rc == 0 and "the checkpoint is fp8 (quantization_config); weights costed as bf16 (--weights-dtype)" in err
+    rc, out, err = _run(capsys, "memory", "deepseek-v3", "--T", "4096", "--batch", "1", "--json",
+                        "--experts-dtype", "fp4")
+    assert any("fp4 (--experts-dtype)" in w for w in json.loads(out)["warnings"])
+    rc, out, err = _run(capsys, "memory", "llama-3.1-8b", "--T", "4096", "--batch", "1", "--weights-dtype", "fp8")
+    assert rc == 0 and "warning" not in err  # an unquantized checkpoint: the option is the question asked
+    rc, out, err = _run(capsys, "memory", "deepseek-v3", "--T", "4096", "--batch", "1")
+    assert rc == 0 and "warning" not in err
