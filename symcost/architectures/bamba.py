@@ -28,7 +28,7 @@ from ..components.mamba2 import Mamba2
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, LayerCount, PosInt, values
+from .base import Adapter, GQAHeads, LayerCount, PosInt, values
 
 LEGACY = {"mamba": "linear_attention", "attention": "full_attention"}  # transformers' remap
 KINDS = ("linear_attention", "full_attention")
@@ -36,7 +36,7 @@ KINDS = ("linear_attention", "full_attention")
 GROUPS = {"linear_attention": ("mamba_layers", sym.L_M), "full_attention": ("attention_layers", sym.L_A)}
 
 
-class MambaHybridAdapter(Adapter):
+class MambaHybridAdapter(GQAHeads, Adapter):
     """The ``mamba_*`` fields Bamba, Granite 4.0 and Falcon-H1 share, and their checks."""
 
     vocab_size: PosInt = 128000
@@ -73,14 +73,6 @@ class MambaHybridAdapter(Adapter):
         self.require_divisible("mamba_n_heads", "mamba_n_groups")
         return self
 
-    # -- derived values, as transformers derives them --------------------------------------------
-    @property
-    def H_kv(self) -> int:
-        return self.num_key_value_heads or self.num_attention_heads
-
-    @property
-    def D_h(self) -> int:
-        return self.head_dim or self.hidden_size // self.num_attention_heads
 
     @property
     def d_in(self) -> int:

@@ -144,3 +144,18 @@ def nested(cls: type[Adapter], raw: dict | None, prefix: str, **fixed) -> Adapte
         return cls.model_validate({**(raw or {}), **fixed})
     except ValidationError as e:
         raise SymcostError(validation_message(e, prefix)) from None
+
+
+class GQAHeads:
+    """``H_kv`` and ``D_h`` as transformers' config classes derive them: ``num_key_value_heads``
+    (null or absent: ``num_attention_heads``, i.e. MHA) and ``head_dim`` (null or absent:
+    ``hidden_size // num_attention_heads``). A mixin for adapters that hold those four fields."""
+
+    @property
+    def H_kv(self) -> int:
+        return self.num_key_value_heads or self.num_attention_heads
+
+    @property
+    def D_h(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+

@@ -35,7 +35,7 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, LayerCount, PosInt, values
+from .base import Adapter, GQAHeads, LayerCount, PosInt, values
 from .mamba import dt_rank
 
 MAMBA, ATTN, DENSE, SPARSE = "mamba", "attention", "mlp", "moe"
@@ -64,7 +64,7 @@ def kind_groups(per_layer: list[tuple[str, str]], count_sym: dict, layer, vals: 
 
 
 @register("jamba")
-class JambaAdapter(Adapter):
+class JambaAdapter(GQAHeads, Adapter):
     reference: ClassVar[str] = "JambaForCausalLM"
 
     vocab_size: PosInt = 65536
@@ -103,13 +103,6 @@ class JambaAdapter(Adapter):
             self.fail("num_experts_per_tok", f"{self.num_experts_per_tok} exceeds num_experts={self.num_experts}")
         return self
 
-    @property
-    def H_kv(self) -> int:
-        return self.num_key_value_heads or self.num_attention_heads
-
-    @property
-    def D_h(self) -> int:
-        return self.head_dim or self.hidden_size // self.num_attention_heads
 
     def mixer_kinds(self) -> list[str]:
         return [ATTN if i % self.attn_layer_period == self.attn_layer_offset else MAMBA

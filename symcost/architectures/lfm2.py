@@ -35,14 +35,14 @@ from ..components.norm import Norms
 from ..components.short_conv import ShortConv
 from ..notation import sym
 from . import register
-from .base import Adapter, LayerCount, NonNegInt, PosInt, values
+from .base import Adapter, GQAHeads, LayerCount, NonNegInt, PosInt, values
 from .jamba import kind_groups
 
 CONV, ATTN, DENSE, SPARSE = "conv", "full_attention", "mlp", "moe"
 
 
 @register("lfm2")
-class Lfm2Adapter(Adapter):
+class Lfm2Adapter(GQAHeads, Adapter):
     reference: ClassVar[str] = "Lfm2ForCausalLM"
 
     vocab_size: PosInt = 65536
@@ -74,13 +74,6 @@ class Lfm2Adapter(Adapter):
         if self.ffn_width() <= 0:
             self.fail("intermediate_size", f"the derived MLP width {self.ffn_width()} is not positive")
 
-    @property
-    def H_kv(self) -> int:
-        return self.num_key_value_heads or self.num_attention_heads
-
-    @property
-    def D_h(self) -> int:
-        return self.head_dim or self.hidden_size // self.num_attention_heads
 
     def mixer_kinds(self) -> list[str]:
         L = self.num_hidden_layers

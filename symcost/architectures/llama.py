@@ -18,13 +18,13 @@ from ..components.ffn import FFN
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, Int, LayerCount, PosInt, quote, values
+from .base import Adapter, GQAHeads, Int, LayerCount, PosInt, quote, values
 
 LAYER_NORMS = ("input_layernorm", "post_attention_layernorm")
 
 
 @register("llama")
-class LlamaAdapter(Adapter):
+class LlamaAdapter(GQAHeads, Adapter):
     reference: ClassVar[str] = "LlamaForCausalLM"
     qkv_bias_always: ClassVar[bool] = False
     qk_norm: ClassVar[bool] = False
@@ -66,14 +66,6 @@ class LlamaAdapter(Adapter):
                           f"(got {self.sliding_window}; null means full attention)")
         return self
 
-    # -- derived values, as transformers derives them --------------------------------------------
-    @property
-    def H_kv(self) -> int:
-        return self.num_key_value_heads or self.num_attention_heads
-
-    @property
-    def D_h(self) -> int:
-        return self.head_dim or self.hidden_size // self.num_attention_heads
 
     def resolved_layer_types(self) -> list[str]:
         """``full_attention`` / ``sliding_attention`` per layer."""

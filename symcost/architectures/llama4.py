@@ -36,14 +36,14 @@ from ..components.moe import MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import LayerCount, Adapter, PosInt, values
+from .base import Adapter, GQAHeads, LayerCount, PosInt, values
 from .llama import LAYER_NORMS
 
 CHUNKED, FULL = "chunked_attention", "full_attention"
 
 
 @register("llama4_text")
-class Llama4TextAdapter(Adapter):
+class Llama4TextAdapter(GQAHeads, Adapter):
     """Every field defaults as ``Llama4TextConfig`` does (released wrappers nest it in ``text_config``)."""
 
     reference: ClassVar[str] = "Llama4ForCausalLM"
@@ -99,14 +99,6 @@ class Llama4TextAdapter(Adapter):
                       f"num_local_experts={self.num_local_experts}")
         return self
 
-    # -- derived values, as Llama4TextConfig.__post_init__ derives them ----------------------------------
-    @property
-    def H_kv(self) -> int:
-        return self.num_key_value_heads or self.num_attention_heads
-
-    @property
-    def D_h(self) -> int:
-        return self.head_dim or self.hidden_size // self.num_attention_heads
 
     def rope_kinds(self) -> list[bool]:
         """Per layer: does it apply RoPE (``no_rope_layers[i] == 1``)."""
