@@ -136,6 +136,12 @@ def active(key: str, *paths: str | None) -> int:
     return sum(exact(_node(t, p), m.values) for p in (paths or (None,)))
 
 
+def params_where(key: str, keep: Callable[[str], bool]) -> int:
+    """Parameters of the leaves whose path ``keep`` accepts (0 when the model has no such weight)."""
+    m = model(key)
+    return sum(exact(e, m.values) for p, e in m.params().flatten().items() if keep(p))
+
+
 def routed(key: str) -> int:
     m = model(key)
     return m.routed_params().total_at(m.values)
@@ -275,7 +281,7 @@ def _k25_mha():  # the seed's MHA reference: Q, K at D_nope + D_rope, V and O at
 # below (calls, arithmetic, tuples, keyword arguments, ``sym.X``), read by a whitelist walker over
 # the parsed tree. Nothing else is reachable: no eval, no attribute starting with "_".
 _FUNCS = {f.__name__: f for f in (
-    params, active, routed, extras, count, per_layer, flops, weight_flops_per_token, leaf, under, both,
+    params, params_where, active, routed, extras, count, per_layer, flops, weight_flops_per_token, leaf, under, both,
     contains, lacks, params_under, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
     _k25_mla, _k25_seed_mla, _k25_mha, model, weight_bytes, gpu, Fraction, min, max, int)}
 _CONSTS = {"sym": sym, "GiB": GiB, "GB": GB, "MiB": MiB, "TiB": TiB, "M1": M1, "T20": T20, "EMB": EMB,
@@ -367,6 +373,9 @@ class Claim:
             return s * Fraction(9, 10) <= x <= s
         if rule == "about":  # a nominal size ("550B", "约 1 TB"): within 1 %
             return abs(x - s) <= s / 100
+        if rule == "sig":  # "≈ 400B": the trailing zeros of a whole number are not significant
+            z = len(self.said.replace(",", "")) - len(self.said.replace(",", "").rstrip("0")) if d == 0 else 0
+            return abs(x - s) <= Fraction(10**z, 2 * 10**d)
         raise ValueError(rule)
 
     def verdict(self) -> str:
@@ -473,6 +482,7 @@ def _headline(s: dict[str, int]) -> str:
 
 RULES = {"round": "rounds to the digits written", "truncate": "truncates to the digits written",
          "about": "is within 1% of the number",
+         "sig": "rounds to the significant digits written (a whole number's trailing zeros are not)",
          "gt": "is more than the number", "nearly": "is within 10% below the number"}
 
 INTRO = ("Every numeric claim of the seed documents (the project's five Chinese teaching notes) for "
