@@ -174,6 +174,25 @@ def flops(key: str, *, kind: str = "decode", T: int, B: int = 1, attention: str 
     return sum(exact(e, vals) for p, e in t.flatten().items() if keep(p))
 
 
+def elementwise(key: str, *, kind: str = "decode", T: int, B: int = 1,
+                keep: Callable[[str], bool] = lambda p: True) -> int:
+    """Elementwise FLOPs (norms, activations, softmax; ``symcost.elementwise``'s convention)."""
+    m = model(key)
+    t = m.elementwise(Phase(kind=kind))
+    vals = m.values_with(T=T, B=B)
+    return sum(exact(e, vals) for p, e in t.flatten().items() if keep(p))
+
+
+def image_flops(key: str, n_pat: int | None = None, keep: Callable[[str], bool] = lambda p: True) -> int:
+    """Forward FLOPs of one image through the vision tower and projector (``n_pat`` patches; none =
+    the config's image size)."""
+    m = model(key)
+    vals = dict(m.values)
+    if n_pat is not None:
+        vals[sym.N_pat] = n_pat
+    return sum(exact(e, vals) for p, e in m.vision.image_flops().flatten().items() if keep(p))
+
+
 CORE = ("scores", "values", "index_scores")  # attention's matmuls with the context (not weight GEMMs)
 
 
@@ -240,7 +259,7 @@ def max_batch(key: str, *, T: int, weights: str = "bf16", gpus: int = 8, card: s
 SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "GFLOPs": 10**9,
          "MFLOPs": 10**6, "TFLOPs": 10**12, "G FLOPs": 10**9, "M FLOPs": 10**6, "bytes": 1,
          "KB": 10**3, "MB": 10**6, "GB": GB, "TB": 10**12, "KiB": 2**10, "MiB": MiB, "GiB": GiB, "TiB": TiB,
-         "%": 1, "x": 1, "GPUs": 1, "s": 1, "ms": Fraction(1, 1000), "bytes/param": 1, "batch": 1,
+         "%": 1, "x": 1, "Ki": 2**10, "GPUs": 1, "s": 1, "ms": Fraction(1, 1000), "bytes/param": 1, "batch": 1,
          "FLOPs": 1, "FLOPs/param": 1, "万": 10**4, "亿": 10**8, "x10^14 FLOPs": 10**14}
 #: the verdicts a row may carry: the first is an agreement, the others name why the number differs
 VERDICTS = ("agrees", "rounded", "convention differs", "wrong")
@@ -282,7 +301,7 @@ def _k25_mha():  # the seed's MHA reference: Q, K at D_nope + D_rope, V and O at
 # the parsed tree. Nothing else is reachable: no eval, no attribute starting with "_".
 _FUNCS = {f.__name__: f for f in (
     params, params_where, active, routed, extras, count, per_layer, flops, weight_flops_per_token, leaf, under, both,
-    contains, lacks, params_under, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
+    contains, lacks, params_under, elementwise, image_flops, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
     _k25_mla, _k25_seed_mla, _k25_mha, model, weight_bytes, gpu, Fraction, min, max, int)}
 _CONSTS = {"sym": sym, "GiB": GiB, "GB": GB, "MiB": MiB, "TiB": TiB, "M1": M1, "T20": T20, "EMB": EMB,
            "CORE": CORE}
@@ -369,6 +388,8 @@ class Claim:
             return math.floor(x * 10**d) == s * 10**d
         if rule == "gt":
             return x > s
+        if rule == "lt":  # "占比 <1%"
+            return x < s
         if rule == "nearly":
             return s * Fraction(9, 10) <= x <= s
         if rule == "about":  # a nominal size ("550B", "约 1 TB"): within 1 %
@@ -447,7 +468,7 @@ def in_unit(c: Claim, v, unit: str | None = None) -> str:
 
 
 def difference(c: Claim, v) -> str:
-    if c.rule in ("gt", "nearly"):
+    if c.rule in ("gt", "lt", "nearly"):
         return ""
     diff = Fraction(v) - c.number() * SCALE[c.unit]
     if c.unit in ("%", "x", "GPUs", "batch", "bytes/param", "s"):
@@ -483,7 +504,7 @@ def _headline(s: dict[str, int]) -> str:
 RULES = {"round": "rounds to the digits written", "truncate": "truncates to the digits written",
          "about": "is within 1% of the number",
          "sig": "rounds to the significant digits written (a whole number's trailing zeros are not)",
-         "gt": "is more than the number", "nearly": "is within 10% below the number"}
+         "gt": "is more than the number", "lt": "is less than the number", "nearly": "is within 10% below the number"}
 
 INTRO = ("Every numeric claim of the seed documents (the project's five Chinese teaching notes) for "
          "a model symcost can build, next to symcost's exact value. A claim **agrees** when the exact "
