@@ -240,6 +240,13 @@ def cache(key: str, T: int, B: int = 1, kv: str = "bf16", comps: tuple[str, ...]
     return total if not comps else sum(v for k, v in by.items() if k.startswith(comps))
 
 
+def cache_elements(key: str, T: int, B: int = 1, keep: Callable[[str], bool] = lambda p: True) -> int:
+    """Elements of the cache leaves whose path ``keep`` accepts, after T tokens."""
+    m = model(key)
+    vals = m.values_with(T=T, B=B)
+    return int(sum(exact(e, vals) for p, e in m.cache().flatten().items() if keep(p)))
+
+
 def _leaf_bytes(key: str, leaf_name: str, T: int = 1, B: int = 1, kv: str = "bf16") -> int:
     """Bytes of every cache leaf called ``leaf_name`` (e.g. ``recurrent_state``), in its own dtype."""
     m = model(key)
@@ -301,7 +308,7 @@ def _k25_mha():  # the seed's MHA reference: Q, K at D_nope + D_rope, V and O at
 # the parsed tree. Nothing else is reachable: no eval, no attribute starting with "_".
 _FUNCS = {f.__name__: f for f in (
     params, params_where, active, routed, extras, count, per_layer, flops, weight_flops_per_token, leaf, under, both,
-    contains, lacks, params_under, elementwise, image_flops, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
+    contains, lacks, params_under, elementwise, image_flops, cache_elements, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
     _k25_mla, _k25_seed_mla, _k25_mha, model, weight_bytes, gpu, Fraction, min, max, int)}
 _CONSTS = {"sym": sym, "GiB": GiB, "GB": GB, "MiB": MiB, "TiB": TiB, "M1": M1, "T20": T20, "EMB": EMB,
            "CORE": CORE}
