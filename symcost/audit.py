@@ -183,6 +183,14 @@ def elementwise(key: str, *, kind: str = "decode", T: int, B: int = 1,
     return sum(exact(e, vals) for p, e in t.flatten().items() if keep(p))
 
 
+def training_flops(key: str, *, T: int, B: int = 1, keep: Callable[[str], bool] = lambda p: True) -> int:
+    """Training FLOPs (forward + backward, ``symcost.training.train_flops``) of one sequence of T tokens."""
+    from .training import train_flops
+    m = model(key)
+    vals = m.values_with(T=T, B=B)
+    return sum(exact(e, vals) for p, e in train_flops(m).flatten().items() if keep(p))
+
+
 def image_flops(key: str, n_pat: int | None = None, keep: Callable[[str], bool] = lambda p: True) -> int:
     """Forward FLOPs of one image through the vision tower and projector (``n_pat`` patches; none =
     the config's image size)."""
@@ -308,7 +316,7 @@ def _k25_mha():  # the seed's MHA reference: Q, K at D_nope + D_rope, V and O at
 # the parsed tree. Nothing else is reachable: no eval, no attribute starting with "_".
 _FUNCS = {f.__name__: f for f in (
     params, params_where, active, routed, extras, count, per_layer, flops, weight_flops_per_token, leaf, under, both,
-    contains, lacks, params_under, elementwise, image_flops, cache_elements, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
+    contains, lacks, params_under, elementwise, image_flops, cache_elements, training_flops, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
     _k25_mla, _k25_seed_mla, _k25_mha, model, weight_bytes, gpu, Fraction, min, max, int)}
 _CONSTS = {"sym": sym, "GiB": GiB, "GB": GB, "MiB": MiB, "TiB": TiB, "M1": M1, "T20": T20, "EMB": EMB,
            "CORE": CORE}

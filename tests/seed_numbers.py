@@ -21,7 +21,7 @@ Rules (each one is a line of code below):
    letters before it is part of a name (``H100``) unless those letters are the unit of the number
    before it (a flattened table row ``~143.7M49%`` holds 143.7M and 49%).
 5. Not claims: a context or token count (the number after ``T=``/``T =``/``S=``/``T_total=``/``@``, or followed by
-   ``上下文``, ``context``, ``token``, ``tokens``, ``个 key``, ``时`` "at", ``KV``; or in parentheses after
+   ``上下文``, ``context``, ``token``, ``tokens``, ``个 key``, ``时`` "at", ``KV``, ``序列``, ``和 128K 上下文``; or in parentheses after
    ``上下文``: ``短上下文（4K）``), a hardware figure (followed by ``/card``,
    ``TFLOPS``, or preceded by ``H100``/``H200``/``A100``), and a model's own name (``Llama-3-8B``,
    ``550B`` right after a hyphen, ``-A55B``).
@@ -128,7 +128,7 @@ def matches(seed: str):
                 continue  # H100, W1, fp8: part of a name, unless the letters are the unit of a number before it
             if re.search(r"(?:\b[TS](?:_\{?[\w\\{}]*\}?)?\s*=\s*|H[12]00\s*|A100\s*|-|@\s*)$", before):
                 continue  # rule 5: T=, T_total=, @1M are token counts; H100 ... hardware; -A55B a name
-            if re.match(r"\s*(?:[长短中]?上下文|context|tokens?|个\s*(?:历史|新)?\s*(?:token|key|value)|时|KV|/card|TFLOPS|\w*-)",
+            if re.match(r"\s*(?:[长短中]?上下文|context|tokens?|个\s*(?:历史|新)?\s*(?:token|key|value)|时|KV|序列|(?:和|与)\s*\d+\s?[KM]\s*上下文|/card|TFLOPS|\w*-)",
                         after) or re.match(r"[A-Za-z]", after) or re.search(r"上下文\s*[（(]\s*(?:如\s*)?[<>]?\s*$", before):
                 continue
             if re.search(r"(?:\^\{?|\bCH\s|[×·*]\s*|\[[^\]]*)$", before):
