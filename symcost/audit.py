@@ -610,9 +610,20 @@ def render_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
+#: units written with a Chinese magnitude word or a power of ten, typeset as a power of ten in the .tex
+_TEX_UNITS = {"万": 4, "亿": 8, "x10^14": 14}
+
+
 def render_tex() -> str:
     """The same table as a LaTeX document (English only: pdflatex has no CJK fonts by default)."""
-    from .latex import texescape as esc
+    from .latex import texescape
+
+    def esc(text: str) -> str:
+        for word, power in _TEX_UNITS.items():
+            text = text.replace(word, f"POWERTEN{power}POWERTEN")
+        text = re.sub(r"\^(\w+)", r"SUPERSCRIPT\1SUPERSCRIPT", text)  # 2^20, QK^T, 10^6
+        text = re.sub(r"\s?POWERTEN(\d+)POWERTEN", r" $\\times 10^{\1}$", texescape(text))
+        return re.sub(r"SUPERSCRIPT(\w+?)SUPERSCRIPT", r"\\textsuperscript{\1}", text)
     rows = sorted(evaluate(), key=_section_key)
     s = summary(rows)
     lines = [r"\documentclass[9pt,a4paper,landscape]{article}", r"\usepackage[margin=1.5cm]{geometry}",
