@@ -270,6 +270,11 @@ def max_batch(key: str, *, T: int, weights: str = "bf16", gpus: int = 8, card: s
     return fit.max_batch
 
 
+def act_bytes(key: str, *, T: int, B: int = 1, phase: str = "decode") -> int:
+    """Activation bytes of one forward (``symcost.serving.memory.inference_memory``'s account)."""
+    return inference_memory(model(key), T=T, B=B, phase=phase).activation_bytes
+
+
 # -- claims: rows of symcost/data/seed_claims.json ------------------------------------------------
 SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "GFLOPs": 10**9,
          "MFLOPs": 10**6, "TFLOPs": 10**12, "G FLOPs": 10**9, "M FLOPs": 10**6, "bytes": 1,
@@ -316,7 +321,7 @@ def _k25_mha():  # the seed's MHA reference: Q, K at D_nope + D_rope, V and O at
 # the parsed tree. Nothing else is reachable: no eval, no attribute starting with "_".
 _FUNCS = {f.__name__: f for f in (
     params, params_where, active, routed, extras, count, per_layer, flops, weight_flops_per_token, leaf, under, both,
-    contains, lacks, params_under, elementwise, image_flops, cache_elements, training_flops, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
+    contains, lacks, params_under, elementwise, image_flops, cache_elements, training_flops, act_bytes, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
     _k25_mla, _k25_seed_mla, _k25_mha, model, weight_bytes, gpu, Fraction, min, max, int)}
 _CONSTS = {"sym": sym, "GiB": GiB, "GB": GB, "MiB": MiB, "TiB": TiB, "M1": M1, "T20": T20, "EMB": EMB,
            "CORE": CORE}
