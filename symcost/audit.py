@@ -523,7 +523,7 @@ def _headline(s: dict[str, int]) -> str:
 
 RULES = {"round": "rounds to the digits written", "truncate": "truncates to the digits written",
          "about": "is within 1% of the number",
-         "sig": "rounds to the significant digits written (a whole number's trailing zeros are not)",
+         "sig": "rounds to its significant digits (80 = 8 x 10)",
          "gt": "is more than the number", "lt": "is less than the number", "nearly": "is within 10% below the number"}
 
 INTRO = ("Every numeric claim of the seed documents (the project's five Chinese teaching notes) for "
@@ -652,6 +652,8 @@ def render_tex() -> str:
             c = r.claim
             got, said, diff = _cells(r, ";")
             verdict = r.verdict + (f" ({c.pattern})" if c.pattern and r.verdict != "agrees" else "")
+            if c.rule != "round":
+                verdict += f" ({RULES[c.rule]})"
             cells = [_place(c), f"{c.model}: {c.what}", said, got, verdict, diff]
             lines.append(" & ".join(esc(x) for x in cells) + r" \\")
         lines += [r"\bottomrule", r"\end{longtable}}"]
