@@ -136,6 +136,12 @@ def active(key: str, *paths: str | None) -> int:
     return sum(exact(_node(t, p), m.values) for p in (paths or (None,)))
 
 
+def params_where(key: str, keep: Callable[[str], bool]) -> int:
+    """Parameters of the leaves whose path ``keep`` accepts (0 when the model has no such weight)."""
+    m = model(key)
+    return sum(exact(e, m.values) for p, e in m.params().flatten().items() if keep(p))
+
+
 def routed(key: str) -> int:
     m = model(key)
     return m.routed_params().total_at(m.values)
@@ -166,6 +172,33 @@ def flops(key: str, *, kind: str = "decode", T: int, B: int = 1, attention: str 
     t = m.flops(Phase(kind=kind, attention=attention, mla=mla, logits=logits, impl=impl))
     vals = m.values_with(T=T, B=B)
     return sum(exact(e, vals) for p, e in t.flatten().items() if keep(p))
+
+
+def elementwise(key: str, *, kind: str = "decode", T: int, B: int = 1,
+                keep: Callable[[str], bool] = lambda p: True) -> int:
+    """Elementwise FLOPs (norms, activations, softmax; ``symcost.elementwise``'s convention)."""
+    m = model(key)
+    t = m.elementwise(Phase(kind=kind))
+    vals = m.values_with(T=T, B=B)
+    return sum(exact(e, vals) for p, e in t.flatten().items() if keep(p))
+
+
+def training_flops(key: str, *, T: int, B: int = 1, keep: Callable[[str], bool] = lambda p: True) -> int:
+    """Training FLOPs (forward + backward, ``symcost.training.train_flops``) of one sequence of T tokens."""
+    from .training import train_flops
+    m = model(key)
+    vals = m.values_with(T=T, B=B)
+    return sum(exact(e, vals) for p, e in train_flops(m).flatten().items() if keep(p))
+
+
+def image_flops(key: str, n_pat: int | None = None, keep: Callable[[str], bool] = lambda p: True) -> int:
+    """Forward FLOPs of one image through the vision tower and projector (``n_pat`` patches; none =
+    the config's image size)."""
+    m = model(key)
+    vals = dict(m.values)
+    if n_pat is not None:
+        vals[sym.N_pat] = n_pat
+    return sum(exact(e, vals) for p, e in m.vision.image_flops().flatten().items() if keep(p))
 
 
 CORE = ("scores", "values", "index_scores")  # attention's matmuls with the context (not weight GEMMs)
@@ -215,6 +248,13 @@ def cache(key: str, T: int, B: int = 1, kv: str = "bf16", comps: tuple[str, ...]
     return total if not comps else sum(v for k, v in by.items() if k.startswith(comps))
 
 
+def cache_elements(key: str, T: int, B: int = 1, keep: Callable[[str], bool] = lambda p: True) -> int:
+    """Elements of the cache leaves whose path ``keep`` accepts, after T tokens."""
+    m = model(key)
+    vals = m.values_with(T=T, B=B)
+    return int(sum(exact(e, vals) for p, e in m.cache().flatten().items() if keep(p)))
+
+
 def _leaf_bytes(key: str, leaf_name: str, T: int = 1, B: int = 1, kv: str = "bf16") -> int:
     """Bytes of every cache leaf called ``leaf_name`` (e.g. ``recurrent_state``), in its own dtype."""
     m = model(key)
@@ -230,11 +270,16 @@ def max_batch(key: str, *, T: int, weights: str = "bf16", gpus: int = 8, card: s
     return fit.max_batch
 
 
+def act_bytes(key: str, *, T: int, B: int = 1, phase: str = "decode") -> int:
+    """Activation bytes of one forward (``symcost.serving.memory.inference_memory``'s account)."""
+    return inference_memory(model(key), T=T, B=B, phase=phase).activation_bytes
+
+
 # -- claims: rows of symcost/data/seed_claims.json ------------------------------------------------
 SCALE = {"": 1, "K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "GFLOPs": 10**9,
          "MFLOPs": 10**6, "TFLOPs": 10**12, "G FLOPs": 10**9, "M FLOPs": 10**6, "bytes": 1,
          "KB": 10**3, "MB": 10**6, "GB": GB, "TB": 10**12, "KiB": 2**10, "MiB": MiB, "GiB": GiB, "TiB": TiB,
-         "%": 1, "x": 1, "GPUs": 1, "s": 1, "ms": Fraction(1, 1000), "bytes/param": 1, "batch": 1,
+         "%": 1, "x": 1, "Ki": 2**10, "GPUs": 1, "s": 1, "ms": Fraction(1, 1000), "bytes/param": 1, "batch": 1,
          "FLOPs": 1, "FLOPs/param": 1, "万": 10**4, "亿": 10**8, "x10^14 FLOPs": 10**14}
 #: the verdicts a row may carry: the first is an agreement, the others name why the number differs
 VERDICTS = ("agrees", "rounded", "convention differs", "wrong")
@@ -275,8 +320,8 @@ def _k25_mha():  # the seed's MHA reference: Q, K at D_nope + D_rope, V and O at
 # below (calls, arithmetic, tuples, keyword arguments, ``sym.X``), read by a whitelist walker over
 # the parsed tree. Nothing else is reachable: no eval, no attribute starting with "_".
 _FUNCS = {f.__name__: f for f in (
-    params, active, routed, extras, count, per_layer, flops, weight_flops_per_token, leaf, under, both,
-    contains, lacks, params_under, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
+    params, params_where, active, routed, extras, count, per_layer, flops, weight_flops_per_token, leaf, under, both,
+    contains, lacks, params_under, elementwise, image_flops, cache_elements, training_flops, act_bytes, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
     _k25_mla, _k25_seed_mla, _k25_mha, model, weight_bytes, gpu, Fraction, min, max, int)}
 _CONSTS = {"sym": sym, "GiB": GiB, "GB": GB, "MiB": MiB, "TiB": TiB, "M1": M1, "T20": T20, "EMB": EMB,
            "CORE": CORE}
@@ -363,10 +408,15 @@ class Claim:
             return math.floor(x * 10**d) == s * 10**d
         if rule == "gt":
             return x > s
+        if rule == "lt":  # "占比 <1%"
+            return x < s
         if rule == "nearly":
             return s * Fraction(9, 10) <= x <= s
         if rule == "about":  # a nominal size ("550B", "约 1 TB"): within 1 %
             return abs(x - s) <= s / 100
+        if rule == "sig":  # "≈ 400B": the trailing zeros of a whole number are not significant
+            z = len(self.said.replace(",", "")) - len(self.said.replace(",", "").rstrip("0")) if d == 0 else 0
+            return abs(x - s) <= Fraction(10**z, 2 * 10**d)
         raise ValueError(rule)
 
     def verdict(self) -> str:
@@ -438,7 +488,7 @@ def in_unit(c: Claim, v, unit: str | None = None) -> str:
 
 
 def difference(c: Claim, v) -> str:
-    if c.rule in ("gt", "nearly"):
+    if c.rule in ("gt", "lt", "nearly"):
         return ""
     diff = Fraction(v) - c.number() * SCALE[c.unit]
     if c.unit in ("%", "x", "GPUs", "batch", "bytes/param", "s"):
@@ -473,7 +523,8 @@ def _headline(s: dict[str, int]) -> str:
 
 RULES = {"round": "rounds to the digits written", "truncate": "truncates to the digits written",
          "about": "is within 1% of the number",
-         "gt": "is more than the number", "nearly": "is within 10% below the number"}
+         "sig": "rounds to its significant digits (80 = 8 x 10)",
+         "gt": "is more than the number", "lt": "is less than the number", "nearly": "is within 10% below the number"}
 
 INTRO = ("Every numeric claim of the seed documents (the project's five Chinese teaching notes) for "
          "a model symcost can build, next to symcost's exact value. A claim **agrees** when the exact "
@@ -564,9 +615,20 @@ def render_markdown() -> str:
     return "\n".join(out) + "\n"
 
 
+#: units written with a Chinese magnitude word or a power of ten, typeset as a power of ten in the .tex
+_TEX_UNITS = {"万": 4, "亿": 8, "x10^14": 14}
+
+
 def render_tex() -> str:
     """The same table as a LaTeX document (English only: pdflatex has no CJK fonts by default)."""
-    from .latex import texescape as esc
+    from .latex import texescape
+
+    def esc(text: str) -> str:
+        for word, power in _TEX_UNITS.items():
+            text = text.replace(word, f"POWERTEN{power}POWERTEN")
+        text = re.sub(r"\^(\w+)", r"SUPERSCRIPT\1SUPERSCRIPT", text)  # 2^20, QK^T, 10^6
+        text = re.sub(r"\s?POWERTEN(\d+)POWERTEN", r" $\\times 10^{\1}$", texescape(text))
+        return re.sub(r"SUPERSCRIPT(\w+?)SUPERSCRIPT", r"\\textsuperscript{\1}", text)
     rows = sorted(evaluate(), key=_section_key)
     s = summary(rows)
     lines = [r"\documentclass[9pt,a4paper,landscape]{article}", r"\usepackage[margin=1.5cm]{geometry}",
@@ -590,6 +652,8 @@ def render_tex() -> str:
             c = r.claim
             got, said, diff = _cells(r, ";")
             verdict = r.verdict + (f" ({c.pattern})" if c.pattern and r.verdict != "agrees" else "")
+            if c.rule != "round":
+                verdict += f" ({RULES[c.rule]})"
             cells = [_place(c), f"{c.model}: {c.what}", said, got, verdict, diff]
             lines.append(" & ".join(esc(x) for x in cells) + r" \\")
         lines += [r"\bottomrule", r"\end{longtable}}"]

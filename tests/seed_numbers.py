@@ -20,11 +20,18 @@ Rules (each one is a line of code below):
    ratio (not followed by a number or a letter: ``4096 × 14336`` is a product). A number glued to
    letters before it is part of a name (``H100``) unless those letters are the unit of the number
    before it (a flattened table row ``~143.7M49%`` holds 143.7M and 49%).
-5. Not claims: a context or token count (the number after ``T=``/``T =``/``S=``, or followed by
-   ``上下文``, ``context``, ``token``, ``tokens``), a hardware figure (followed by ``/card``,
+5. Not claims: a context or token count (the number after ``T=``/``T =``/``S=``/``T_total=``/``@``, or followed by
+   ``上下文``, ``context``, ``token``, ``tokens``, ``个 key``, ``时`` "at", ``KV``, ``序列``, ``和 128K 上下文``; or in parentheses after
+   ``上下文``: ``短上下文（4K）``), a hardware figure (followed by ``/card``,
    ``TFLOPS``, or preceded by ``H100``/``H200``/``A100``), and a model's own name (``Llama-3-8B``,
    ``550B`` right after a hyphen, ``-A55B``).
-6. A claim is the pair (section, value as written without thousands separators); repeats of the
+6. Also not claims: an exponent (the ``9`` of ``2.15 × 10^9 FLOPs``), a chapter number (``CH 3 FLOPs``),
+   a factor of a product (a number right after ``×``/``·``: ``64 × 1M × 256 = 16.4G`` claims 16.4G), a
+   dimension inside a tensor shape (``[1, 64, 1M, 128]``),
+   the ``1`` of a unit definition (``1 GiB = ...``, ``1B 参数 = 2 GiB``: the right side is the claim), and
+   a bare size equal to the size part of a model name the same seed writes with a hyphen
+   (``70B`` where the seed names ``Llama-3-70B``): it names the model.
+7. A claim is the pair (section, value as written without thousands separators); repeats of the
    same value in a section count once.
 """
 from __future__ import annotations
@@ -92,10 +99,19 @@ def _excluded(line: str, in_doc: bool) -> bool:
 
 def claims(seed: str) -> dict[str, set[str]]:
     """Section -> the values (as written, without thousands separators) of the seed's claims."""
-    path = next(SEEDS.glob(f"{seed}_*.txt"))
     out: dict[str, set[str]] = {}
+    for section, _, _, value in matches(seed):
+        out.setdefault(section, set()).add(value)
+    return out
+
+
+def matches(seed: str):
+    """Every claim with its place: (section, line number, the line as written, value)."""
+    path = next(SEEDS.glob(f"{seed}_*.txt"))
     section, chapter, in_doc = "§0", [0], False
-    for raw in path.read_text(encoding="utf-8").splitlines():
+    text = path.read_text(encoding="utf-8")
+    names = set(re.findall(r"[A-Za-z][\w.]*-(?:[\w.]+-)*?(\d+(?:\.\d+)?)B\b", text))  # Llama-3-70B -> 70
+    for number, raw in enumerate(text.splitlines(), 1):
         if raw.strip().startswith('"""'):
             in_doc = not in_doc if raw.strip().count('"""') == 1 else in_doc
             continue
@@ -110,9 +126,15 @@ def claims(seed: str) -> dict[str, set[str]]:
             before, after = line[:m.start()], line[m.end():]
             if re.search(r"[A-Za-z]$", before) and not re.search(r"\d(?:B|M|K|G|T|iB|FLOPs)$", before):
                 continue  # H100, W1, fp8: part of a name, unless the letters are the unit of a number before it
-            if re.search(r"(?:\b[TS]\s*=\s*|H[12]00\s*|A100\s*|-)$", before):
+            if re.search(r"(?:\b[TS](?:_\{?[\w\\{}]*\}?)?\s*=\s*|H[12]00\s*|A100\s*|-|@\s*)$", before):
+                continue  # rule 5: T=, T_total=, @1M are token counts; H100 ... hardware; -A55B a name
+            if re.match(r"\s*(?:[长短中]?上下文|context|tokens?|个\s*(?:历史|新)?\s*(?:token|key|value)|时|KV|序列|(?:和|与)\s*\d+\s?[KM]\s*上下文|/card|TFLOPS|\w*-)",
+                        after) or re.match(r"[A-Za-z]", after) or re.search(r"上下文\s*[（(]\s*(?:如\s*)?[<>]?\s*$", before):
                 continue
-            if re.match(r"\s*(?:上下文|context|tokens?|/card|TFLOPS|\w*-)", after) or re.match(r"[A-Za-z]", after):
-                continue
-            out.setdefault(section, set()).add(m.group(1).replace(",", "") + (m.group(2) or ""))
-    return out
+            if re.search(r"(?:\^\{?|\bCH\s|[×·*]\s*|\[[^\]]*)$", before):
+                continue  # rule 6: an exponent (10^9 FLOPs), a chapter (CH 3), a factor (64 × 1M), a shape [1, 1M]
+            if m.group(1) == "1" and not m.group(2) and re.match(r"\s*[=≈]", after):
+                continue  # rule 6: the 1 of a unit definition (1 GiB = 1024^3 bytes, 1B 参数 = 2 GiB)
+            if m.group(3) == "B" and (m.group(1) + (m.group(2) or "")) in names:
+                continue  # rule 6: a size that is the size part of a model name of the same seed (70B)
+            yield section, number, raw, m.group(1).replace(",", "") + (m.group(2) or "")
