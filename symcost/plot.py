@@ -62,12 +62,14 @@ def _pyplot():
 
 # -- the numbers ---------------------------------------------------------------------------------
 def metric_expr(model: Model, metric: str, *, batch: int = 1, dtype: str = "bf16",
-                mla: str = "auto") -> sympy.Expr:
-    """The metric as an expression in ``T`` alone (config values and ``B = batch`` substituted)."""
+                mla: str = "auto", phase: Phase | None = None) -> sympy.Expr:
+    """The metric as an expression in ``T`` alone (config values and ``B = batch`` substituted).
+    FLOPs under ``phase``'s conventions (its kind set by the metric), else the defaults with ``mla``."""
+    phase = phase or Phase(mla=mla)
     if metric == "flops_per_token":
-        e = model.flops(Phase(kind="prefill", mla=mla)).total / (sym.B * sym.T)
+        e = model.flops(phase.model_copy(update={"kind": "prefill"})).total / (sym.B * sym.T)
     elif metric == "decode_flops":
-        e = model.flops(Phase(kind="decode", mla=mla)).total
+        e = model.flops(phase.model_copy(update={"kind": "decode"})).total
     elif metric == "cache_bytes":
         e = cache_bytes(model, dtype)
     else:
@@ -155,8 +157,8 @@ class Plot:
 
 
 def series(model: Model, metric: str, T_min: int, T_max: int, *, batch: int = 1, dtype: str = "bf16",
-           label: str | None = None, mla: str = "auto") -> Series:
-    expr = metric_expr(model, metric, batch=batch, dtype=dtype, mla=mla)
+           label: str | None = None, mla: str = "auto", phase: Phase | None = None) -> Series:
+    expr = metric_expr(model, metric, batch=batch, dtype=dtype, mla=mla, phase=phase)
     bps = _breaks(expr, T_min, T_max)
     T = grid(T_min, T_max, bps + [b + 1 for b in bps if b + 1 <= T_max])
     y = evaluate(expr, T)
@@ -181,6 +183,11 @@ def _plain(text: str) -> str:
     return text.replace("$", r"\$")
 
 
+LINESTYLES = ("-", "--", ":", "-.")
+#: two curves closer than this everywhere on the grid are drawn as one, with one legend entry
+SAME_CURVE = 0.01
+
+
 def _draw(curves: list[Series], metric: str, path: Path, *, title: str | None,
           ylabel: str | None = None, figsize=(6.4, 4.4), footer: str = ""):
     plt = _pyplot()
@@ -191,7 +198,8 @@ def _draw(curves: list[Series], metric: str, path: Path, *, title: str | None,
     any_window = any_cross = False
     for i, s in enumerate(curves):
         colour = f"C{i % 10}"
-        ax.plot(s.T, s.y, color=colour, lw=1.8, label=_plain(s.label))
+        # line styles as well as colours: curves that run close together stay visible
+        ax.plot(s.T, s.y, color=colour, lw=1.8, ls=LINESTYLES[i % len(LINESTYLES)], label=_plain(s.label))
         for w in s.windows:
             y = np.interp(w, s.T, s.y)
             ax.plot([w], [y], marker="v", ms=8, color=colour, mec="black", mew=0.6, ls="none", zorder=5)
@@ -264,16 +272,30 @@ def plot_vs_T(models: list[Model], metric: str, path, *, T_min: int = 2**8, T_ma
     return Plot(path, metric, curves)
 
 
+def merge_close(curves: list[Series], label: str) -> list[Series]:
+    """Two curves within ``SAME_CURVE`` of each other at every ``T`` as one curve called ``label``
+    (e.g. prefill per token and decode per step under full attention, where both see T keys)."""
+    a, b = curves
+    gap = float(np.max(np.abs(a.y / np.interp(a.T, b.T, b.y) - 1)))
+    return [dataclasses.replace(b, label=f"{label} (within {SAME_CURVE:.0%})")] if gap < SAME_CURVE else curves
+
+
 def sheet_plots(model: Model, stem: Path, *, batch: int = 1, dtype: str = "bf16",
-                mla: str = "auto") -> dict[str, Path]:
+                mla: str = "auto", prefill_phase: Phase | None = None,
+                decode_phase: Phase | None = None) -> dict[str, Path]:
     """The sheet's figures next to ``stem``: ``<stem>-flops.pdf`` (prefill per token and decode per
-    step on one axes) and ``<stem>-cache.pdf`` (when the model caches anything)."""
+    step on one axes, under the sheet's own conventions) and ``<stem>-cache.pdf`` (when the model
+    caches anything). Curves within ``SAME_CURVE`` of each other everywhere are drawn as one."""
     P = model.values.get(sym.P)
     T_max = int(P) if P is not None and int(P) > 2**9 else 2**21
     T_min = min(2**8, T_max // 4)
     out = {}
-    flops = [series(model, "flops_per_token", T_min, T_max, batch=batch, label="prefill, per token", mla=mla),
-             series(model, "decode_flops", T_min, T_max, batch=batch, label="decode, per step", mla=mla)]
+    pre = prefill_phase or Phase(mla=mla)
+    dec = decode_phase or pre
+    flops = [series(model, "flops_per_token", T_min, T_max, batch=batch, phase=pre,
+                    label=f"prefill, per token ({pre.attention} attention)"),
+             series(model, "decode_flops", T_min, T_max, batch=batch, phase=dec, label="decode, per step")]
+    flops = merge_close(flops, "prefill per token = decode per step")
     out["flops"] = stem.with_name(stem.name + "-flops.pdf")
     _draw(flops, "flops_per_token", out["flops"], title=None, ylabel="FLOP", figsize=SHEET_SIZE)
     cache = series(model, "cache_bytes", T_min, T_max, batch=batch, dtype=dtype, label=f"cache, {dtype}")

@@ -284,6 +284,18 @@ def notation_rows(symbols, values: dict | None = None) -> list[dict]:
     return rows
 
 
+def sheet_phases(prefill_phase: Phase | None, decode_phase: Phase | None,
+                 mla: str | None) -> tuple[Phase, Phase]:
+    """The sheet's prefill and decode conventions: ``decode_phase`` defaults to the prefill one;
+    ``mla`` overrides the MLA form of both."""
+    prefill_phase = (prefill_phase or Phase()).model_copy(update={"kind": "prefill"})
+    decode_phase = (decode_phase or prefill_phase).model_copy(update={"kind": "decode"})
+    if mla is not None:
+        prefill_phase = prefill_phase.model_copy(update={"mla": mla})
+        decode_phase = decode_phase.model_copy(update={"mla": mla})
+    return prefill_phase, decode_phase
+
+
 def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
                   dtype: str = "bf16", prefill_phase: Phase | None = None,
                   decode_phase: Phase | None = None, mla: str | None = None) -> dict:
@@ -293,11 +305,7 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
     MLA form, scan implementation); each FLOPs section states the one it used. ``mla`` overrides
     the MLA form of both (default ``auto``: expanded prefill, absorbed decode, as servers run it).
     """
-    prefill_phase = (prefill_phase or Phase()).model_copy(update={"kind": "prefill"})
-    decode_phase = (decode_phase or prefill_phase).model_copy(update={"kind": "decode"})
-    if mla is not None:
-        prefill_phase = prefill_phase.model_copy(update={"mla": mla})
-        decode_phase = decode_phase.model_copy(update={"mla": mla})
+    prefill_phase, decode_phase = sheet_phases(prefill_phase, decode_phase, mla)
     has_mla = any(type(c).__name__ == "MLA" for c in model.components())
     b = dtype_bytes(dtype)
     if b.denominator != 1:
@@ -466,8 +474,10 @@ def write_sheet(model: Model, path: str | Path, pdf: bool = False, plots: bool =
     if plots:
         if have_matplotlib():
             from .plot import sheet_plots
+            ctx_phases = sheet_phases(kw.get("prefill_phase"), kw.get("decode_phase"), kw.get("mla"))
             figs = sheet_plots(model, _plot_stem(tex_path), batch=kw.get("batch", 1),
-                               dtype=kw.get("dtype", "bf16"), mla=kw.get("mla", "auto"))
+                               dtype=kw.get("dtype", "bf16"), prefill_phase=ctx_phases[0],
+                               decode_phase=ctx_phases[1])
             info = {"files": {k: p.name for k, p in figs.items()}, "missing": ""}
         else:
             info = {"files": {}, "missing": "matplotlib is not installed (pip install 'symcost[plot]')"}

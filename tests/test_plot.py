@@ -131,3 +131,15 @@ def test_generated_reports_have_no_plots():
     texts = render_all()
     assert not any("includegraphics" in t or "matplotlib" in t
                    for p, t in texts.items() if p.startswith("reports/"))
+
+
+def test_coinciding_sheet_curves_are_drawn_once():
+    """Under full attention a dense model's prefill per token and decode per step both see T keys:
+    one curve, one legend entry. Under causal attention prefill sees (T+1)/2 keys on average: two."""
+    from symcost.plot import merge_close
+    m = loader.build("llama-3.1-8b")
+    for attention, n in (("full", 1), ("causal", 2)):
+        ph = Phase(attention=attention)
+        curves = [series(m, "flops_per_token", 256, 2**17, phase=ph, label="prefill"),
+                  series(m, "decode_flops", 256, 2**17, phase=ph, label="decode")]
+        assert len(merge_close(curves, "both")) == n
