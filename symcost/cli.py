@@ -298,7 +298,7 @@ def cmd_memory(args):
     m, raw = _read_model(args.model)
     _check_positions(m, args.T)
     g = find_gpu(args.gpu) if args.gpu else None
-    lay = Layout(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
+    lay = Layout.vllm(m, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
     p = _serve_plan(args, m, raw, lay, g, args.T)
     cache, _ = cache_bytes_total(m, args.kv_dtype, m.values_with(T=args.T, B=args.batch))
     per_gpu = p.per_gpu_bytes(args.batch)
@@ -336,7 +336,7 @@ def cmd_memory(args):
                "component_dtypes": p.dtypes, "notes": p.notes,
                "formula": {k: str(v) for k, v in p.formulas.formula().items()},
                "formula_values": {str(k): int(v) for k, v in p.values.items()
-                                  if k in (sym.t, sym.e, sym.p, sym.r, sym.M, sym.T, sym.M_gpu)},
+                                  if k in (sym.N_tp, sym.N_ep, sym.N_pp, sym.N_dp, sym.M, sym.T, sym.M_gpu)},
                "convention": SERVE_NOTE,
                "activation_note": "activations: peak of one chunked-prefill step, an estimate (symcost.serving.plan)"}
     lines = [f"{m.name}: serving memory at T={args.T}, B={args.batch}, layout {lay.label()} "
@@ -612,7 +612,7 @@ def cmd_roofline(args):
     m, raw = _read_model(args.model)
     _check_positions(m, args.T + (1 if args.phase == "decode" else 0))
     g = find_gpu(args.gpu)
-    lay = Layout(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
+    lay = Layout.vllm(m, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
     p = _serve_plan(args, m, raw, lay, g, args.T)
     ck = checkpoint(m, raw, args.weights_dtype, args.quant_fallback, args.experts_dtype)
     cdt = compute_dtype(ck, args.compute_dtype)
@@ -665,7 +665,7 @@ def cmd_roofline(args):
                # B substituted: the touched-expert fraction 1 - (1 - k/E)^(rows) needs a numeric exponent
                "formula": {k: str(_s.sympify(v).xreplace({sym.B: _s.Integer(args.batch)}))
                            for k, v in (("flops", rf.flops), ("bytes", rf.bytes),
-                                        ("time_s", rf.step_time * sym.p), ("total", rf.step_time * sym.p))},
+                                        ("time_s", rf.step_time * sym.N_pp), ("total", rf.step_time * sym.N_pp))},
                "convention": ROOF_NOTE + "; " + Phase(kind=args.phase, attention="causal", logits="last",
                                                        mla=args.mla).describe(),
                "note": f"{lay.label()} on {g.name}, {used} dense peak x {args.compute_eff}, "

@@ -4,7 +4,8 @@ The serving formulas (``formulas``) are built once per model and compiled once i
 functions of the layout symbols; all layouts are then evaluated as arrays (float64 — ``memory`` and
 ``roofline`` give the exact integers for one layout). A layout is valid when its sizes pass
 ``plan.check_layout`` (heads, KV heads, experts and layers divide). Expert parallelism is off
-(e = t) or on with vLLM's rule e = t·r (the expert-parallel group spans a stage's TP and DP ranks).
+(N_ep = 1) or on with vLLM's rule N_ep = N_dp (the expert-parallel group spans a stage's TP and DP
+ranks, N_tp·N_dp of them).
 Per layout: fits (the KV pages hold --batch requests of T tokens on every rank), KV capacity in
 tokens, max concurrency at T, TTFT of one prompt of T, TPOT at --batch, tokens/s per GPU.
 """
@@ -20,7 +21,7 @@ from .formulas import (compile_expr, compute_dtype, gpu_values, roofline_formula
 from .plan import Layout, check_layout
 from .quant import checkpoint
 
-SYMS = (sym.t, sym.e, sym.p, sym.r, sym.T, sym.B, sym.M, sym.M_gpu, sym.F_gpu, sym.BW_hbm, sym.BW_link)
+SYMS = (sym.N_tp, sym.N_ep, sym.N_pp, sym.N_dp, sym.T, sym.B, sym.M, sym.M_gpu, sym.F_gpu, sym.BW_hbm, sym.BW_link)
 
 
 def _divisors(n: int) -> list[int]:
@@ -36,7 +37,7 @@ def layouts(model, gpus: int, max_tp: int = 64) -> list[Layout]:
         for pp in _divisors(gpus // tp):
             dp = gpus // (tp * pp)
             for ep in ((1, tp * dp) if has_experts and tp * dp > 1 else (1,)):
-                lay = Layout(tp, pp, dp, ep)
+                lay = Layout.vllm(tp=tp, pp=pp, dp=dp, ep=ep)
                 try:
                     check_layout(model, lay)
                 except SymcostError:
@@ -88,7 +89,7 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     tp = np.array([l.tp for l in lays], dtype=float)
     pp = np.array([l.pp for l in lays], dtype=float)
     dp = np.array([l.dp for l in lays], dtype=float)
-    ee = np.array([l.ep if l.ep > 1 else l.tp for l in lays], dtype=float)
+    ee = np.array([l.ep for l in lays], dtype=float)
     ones = np.ones_like(tp)
     args = (tp, ee, pp, dp, T * ones, batch * ones, max_batched_tokens * ones, float(gv[sym.M_gpu]) * ones,
             float(gv[sym.F_gpu]) * ones, float(gv[sym.BW_hbm]) * ones, float(gv[sym.BW_link]) * ones)
@@ -102,7 +103,7 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     fits = conc >= batch
     rows = []
     for i, lay in enumerate(lays):
-        rows.append({"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "gpus": lay.gpus,
+        rows.append({"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep_group, "gpus": lay.gpus,
                      "fits": bool(fits[i]), "kv_capacity_tokens": int(tokens[i]),
                      "max_concurrency": float(conc[i]), "ttft_s": float(ttft[i]), "tpot_s": float(tpot[i]),
                      "tokens_per_s_per_gpu": float(batch / tpot[i] / (lay.tp * lay.pp)) if fits[i] else 0.0,

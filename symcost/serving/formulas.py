@@ -1,12 +1,14 @@
 """Serving as formulas: per-GPU bytes, KV capacity, concurrency and roofline times as SymPy
-expressions in the layout (t, e, p, r), the context T, the batch B, the chunk M and the GPU
-(M_gpu, F_gpu, BW_hbm, BW_link), with the config's values and the checkpoint's bytes substituted.
+expressions in the layout (N_tp, N_ep, N_pp, N_dp; ``symcost.parallel``), the context T, the
+batch B, the chunk M and the GPU (M_gpu, F_gpu, BW_hbm, BW_link), with the config's values and the checkpoint's bytes substituted.
 
-Layout symbols: t tensor-parallel ranks; e ranks each routed-expert layer is split over (t without
-expert parallelism, the expert-parallel size with it); p pipeline stages; r data-parallel
-replicas. Shares, as in ``plan``: matrices 1/t, KV heads ⌈H_kv/t⌉/H_kv, routed experts 1/e,
-replicated weights 1; a stage holds ⌈n/p⌉ of a group's n layers and, with p > 1, the larger of
-embedding and head (``Min(1, p − 1)`` switches that on). KV pages follow ``vllm`` (block, page,
+Layout symbols (below t = N_tp, p = N_pp, e = N_tp·N_ep): N_tp tensor-parallel ranks; N_tp·N_ep
+the ranks each routed-expert layer is split over (N_ep = 1 without expert parallelism, every
+expert sliced over the N_tp ranks; with vLLM's expert parallelism and attention data parallel
+N_ep = N_dp, whole experts over the N_tp·N_dp ranks of a stage); N_pp pipeline stages; N_dp
+data-parallel replicas. Shares, as in ``plan``: matrices 1/t, KV heads ⌈H_kv/t⌉/H_kv, routed
+experts 1/e, replicated weights 1; a stage holds ⌈n/p⌉ of a group's n layers and, with p > 1,
+the larger of embedding and head (``Min(1, p − 1)`` switches that on). KV pages follow ``vllm`` (block, page,
 groups) with ⌈·⌉ and ⌊·⌋ kept symbolic. Everything is exact at substitution; ``compile`` turns a
 formula into one NumPy function for many layouts at once (``deploy``).
 
@@ -33,7 +35,8 @@ from ..terms import Terms, exact
 from ..units import dtype_bytes
 from .quant import Checkpoint
 
-t, e, p, r, M, B, T = sym.t, sym.e, sym.p, sym.r, sym.M, sym.B, sym.T
+t, p, M, B, T = sym.N_tp, sym.N_pp, sym.M, sym.B, sym.T
+e = sym.N_tp * sym.N_ep  # ranks one routed-expert layer is split over
 ceil, floor = sympy.ceiling, sympy.floor
 ACT_BYTES = 2
 MAX_NUM_SEQS = 256
@@ -301,10 +304,11 @@ def serve_formulas(model, ck: Checkpoint, *, kv_dtype="bf16", overhead_bytes: in
                          sympy.Integer(overhead_bytes), kv_formula(model, kv_dtype, block_size, state_dtype))
 
 
-def layout_values(tp: int, pp: int, dp: int, ep: int) -> dict:
-    """Layout symbols for a (tp, pp, dp, ep) layout: e = ep with expert parallelism, else t."""
-    return {t: sympy.Integer(tp), p: sympy.Integer(pp), r: sympy.Integer(dp),
-            e: sympy.Integer(ep if ep > 1 else tp)}
+def layout_values(lay) -> dict:
+    """The layout symbols' values (N_dp, N_tp, N_pp, N_ep) of a serving ``parallel.Layout``."""
+    v = lay.values()
+    del v[sym.N_cp]
+    return v
 
 
 # -- roofline -----------------------------------------------------------------------------------
