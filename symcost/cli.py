@@ -389,14 +389,7 @@ def cmd_deploy(args):
     kw = dict(kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype, experts_dtype=args.experts_dtype,
               quant_fallback=args.quant_fallback, overhead_bytes=over, mla=args.mla,
               max_batched_tokens=args.max_batched_tokens, mem_util=args.mem_util)
-    if smallest:
-        res = None
-        for n in counts:
-            res = deploy(m, raw, gpu=g, gpus=[n], T=args.T, batch=args.batch, **dict(kw))
-            if any(r["fits"] for r in res["layouts"]):
-                break
-    else:
-        res = deploy(m, raw, gpu=g, gpus=counts, T=args.T, batch=args.batch, **kw)
+    res = deploy(m, raw, gpu=g, gpus=counts, T=args.T, batch=args.batch, smallest=smallest, **kw)
     rows = res["layouts"][: args.top] if args.top else res["layouts"]
     payload = {"model": m.name, "gpu": g.name, "T": args.T, "batch": args.batch,
                "gpus": counts if not smallest else [rows[0]["gpus"]] if rows else [],

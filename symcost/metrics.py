@@ -97,7 +97,7 @@ def _checkpoint(model, raw, o: Options):
 
 
 def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
-    from .serving.formulas import compute_dtype, gpu_values, roofline_formulas, serve_formulas
+    from .serving.formulas import compute_dtype, gpu_values, roofline_formulas, serve_formulas, step_max
     ck = _checkpoint(model, raw, o)
     bound = dict(model.values)
     bound[sym.M] = sympy.Integer(o.max_batched_tokens)
@@ -117,7 +117,7 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
                                f"touch, E·(1 − (1 − k/E)^(B·T)), a rational of ~T digits once T is a "
                                f"number; leave T a symbol")
         t = Terms(bound=bound)
-        t.add("compute_or_memory", (sym.N_pp * sympy.Max(rf.compute_time, rf.memory_time)).xreplace(one),
+        t.add("compute_or_memory", (sym.N_pp * step_max(rf.compute_time, rf.memory_time)).xreplace(one),
               "N_pp · max(FLOPs / F_gpu, bytes / BW_hbm) of one step on one rank")
         t.add("communication", (sym.N_pp * rf.comm_time).xreplace(one),
               "N_pp · (TP all-reduce + EP all-to-all bytes) / BW_link, not overlapped")
