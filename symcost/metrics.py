@@ -134,8 +134,9 @@ def training_terms(model, name: str, o: Options) -> Terms:
     from .training.memory import ACT_BYTES, train_memory
     ep = o.ep or 1
     cp = o.cp or 1
+    # a layout that passes the constraints for the sizes not given (they stay symbols in the formula)
     dp = o.dp if o.dp is not None else max(1, ep // cp)
-    seq = o.T or 4096 * cp  # the heaviest stage is chosen at this T; the formula keeps T
+    seq = o.T or 4096 * cp  # the heaviest stage is chosen at this T; the formula keeps T unless --T
     tm = train_memory(model, seq=seq, micro_batch=1, dp=dp, tp=o.tp or 1, pp=o.pp or 1, ep=ep, cp=cp,
                       zero=o.zero, recompute=o.recompute, optimizer=o.optimizer)
     bound = {**model.values, sym.b_a: sympy.Integer(ACT_BYTES["bf16"])}
@@ -144,8 +145,6 @@ def training_terms(model, name: str, o: Options) -> Terms:
     for k, s in LAYOUT:
         if getattr(o, k) is not None and s is not sym.N_pp:
             bound[s] = sympy.Integer(getattr(o, k))
-    if o.ep is not None and o.dp is None:
-        bound[sym.N_dp] = sympy.Integer(dp)
     t = Terms(bound=bound)
     docs = {"weights": "bf16 weights of the stage's parameters, / N_g under ZeRO-3",
             "gradients": "gradients, / N_g under ZeRO >= 2",
