@@ -83,10 +83,13 @@ def _pick(args, var, large: bool, is_min: bool):
     winners = []
     for a in tied:
         others = [b for b in tied if b is not a]
-        point = a if large else a.subs(var, 0)
-        if all(((b if large else b.subs(var, 0)) - point).is_nonnegative if is_min
-               else (point - (b if large else b.subs(var, 0))).is_nonnegative for b in others):
-            winners.append(a)
+        try:  # var -> 0 has no value where var divides (1/N_tp): no regime then
+            point = a if large else a.subs(var, 0)
+            if all(((b if large else b.subs(var, 0)) - point).is_nonnegative if is_min
+                   else (point - (b if large else b.subs(var, 0))).is_nonnegative for b in others):
+                winners.append(a)
+        except (ValueError, TypeError):
+            return None
     if not winners:
         return None
     if not large:  # tie at var → 0: the branch that depends on var is the one that starts there

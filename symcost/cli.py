@@ -342,7 +342,7 @@ def cmd_memory(args):
     m, raw = _read_model(args.model)
     _check_positions(m, args.T)
     g = find_gpu(args.gpu) if args.gpu else None
-    lay = Layout(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
+    lay = Layout.vllm(m, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
     p = _serve_plan(args, m, raw, lay, g, args.T)
     cache, _ = cache_bytes_total(m, args.kv_dtype, m.values_with(T=args.T, B=args.batch))
     per_gpu = p.per_gpu_bytes(args.batch)
@@ -380,7 +380,7 @@ def cmd_memory(args):
                "component_dtypes": p.dtypes, "notes": p.notes,
                "formula": {k: str(v) for k, v in p.formulas.formula().items()},
                "formula_values": {str(k): int(v) for k, v in p.values.items()
-                                  if k in (sym.t, sym.e, sym.p, sym.r, sym.M, sym.T, sym.M_gpu)},
+                                  if k in (sym.N_tp, sym.N_ep, sym.N_pp, sym.N_dp, sym.M, sym.T, sym.M_gpu)},
                "convention": SERVE_NOTE,
                "activation_note": "activations: peak of one chunked-prefill step, an estimate (symcost.serving.plan)"}
     lines = [f"{m.name}: serving memory at T={args.T}, B={args.batch}, layout {lay.label()} "
@@ -433,14 +433,7 @@ def cmd_deploy(args):
     kw = dict(kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype, experts_dtype=args.experts_dtype,
               quant_fallback=args.quant_fallback, overhead_bytes=over, mla=args.mla,
               max_batched_tokens=args.max_batched_tokens, mem_util=args.mem_util)
-    if smallest:
-        res = None
-        for n in counts:
-            res = deploy(m, raw, gpu=g, gpus=[n], T=args.T, batch=args.batch, **dict(kw))
-            if any(r["fits"] for r in res["layouts"]):
-                break
-    else:
-        res = deploy(m, raw, gpu=g, gpus=counts, T=args.T, batch=args.batch, **kw)
+    res = deploy(m, raw, gpu=g, gpus=counts, T=args.T, batch=args.batch, smallest=smallest, **kw)
     rows = res["layouts"][: args.top] if args.top else res["layouts"]
     payload = {"model": m.name, "gpu": g.name, "T": args.T, "batch": args.batch,
                "gpus": counts if not smallest else [rows[0]["gpus"]] if rows else [],
@@ -656,7 +649,7 @@ def cmd_roofline(args):
     m, raw = _read_model(args.model)
     _check_positions(m, args.T + (1 if args.phase == "decode" else 0))
     g = find_gpu(args.gpu)
-    lay = Layout(tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
+    lay = Layout.vllm(m, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
     p = _serve_plan(args, m, raw, lay, g, args.T)
     ck = checkpoint(m, raw, args.weights_dtype, args.quant_fallback, args.experts_dtype)
     cdt = compute_dtype(ck, args.compute_dtype)
@@ -709,7 +702,7 @@ def cmd_roofline(args):
                # B substituted: the touched-expert fraction 1 - (1 - k/E)^(rows) needs a numeric exponent
                "formula": {k: str(_s.sympify(v).xreplace({sym.B: _s.Integer(args.batch)}))
                            for k, v in (("flops", rf.flops), ("bytes", rf.bytes),
-                                        ("time_s", rf.step_time * sym.p), ("total", rf.step_time * sym.p))},
+                                        ("time_s", rf.step_time * sym.N_pp), ("total", rf.step_time * sym.N_pp))},
                "convention": ROOF_NOTE + "; " + Phase(kind=args.phase, attention="causal", logits="last",
                                                        mla=args.mla).describe(),
                "note": f"{lay.label()} on {g.name}, {used} dense peak x {args.compute_eff}, "
@@ -776,17 +769,41 @@ def cmd_plot(args):
     _emit(args, payload, f"wrote {plot.path} ({plot.metric} vs T for {', '.join(plot.models)})")
 
 
-#: what `check` and `scale` compare, and the unit each counts
+#: what `check` and `scale` compare, and the unit each counts (+ the serving and training
+#: metrics of ``symcost.metrics``)
 METRICS = {"params": "parameters", "active": "active parameters per token",
            "flops": "forward matmul FLOPs (--phase, conventions)", "cache": "cache elements",
            "cache_bytes": "cache bytes (b_kv per KV element, b_state per fp32 state element)",
            "weights_bytes": "weight bytes (b_w per parameter)"}
+from .metrics import METRICS as _LAYOUT_METRICS  # noqa: E402 (the serving/training metrics)
+
+METRICS.update(_LAYOUT_METRICS)
 METRICS_HELP = "; ".join(f"{k}: {v}" for k, v in METRICS.items())
+METRICS_LAYOUT = tuple(_LAYOUT_METRICS)
+WHOLE_METRICS = {"params", "active", "flops", "cache", "cache_bytes", "weights_bytes", "kv_capacity"}
+
+
+def _metric_options(args):
+    from .metrics import Options
+    o = Options()
+    for k in ("dp", "tp", "pp", "ep", "cp", "gpu", "kv_dtype", "weights_dtype", "mem_util", "max_batched_tokens",
+              "overhead_gib", "mla", "zero", "recompute", "T"):
+        if getattr(args, k, None) is not None:
+            setattr(o, k, getattr(args, k))
+    return o
 
 
 def _metric_terms(m, args):
     """The engine Terms a `check`/`scale` metric refers to (bound to the config's values and,
-    for bytes, to the dtype sizes ``b_kv`` = 2, ``b_state`` = 4, ``b_w`` = 2)."""
+    for bytes, to the dtype sizes ``b_kv`` = 2, ``b_state`` = 4, ``b_w`` = 2); the serving and
+    training metrics come from ``symcost.metrics``, in the layout symbols N_*."""
+    from .metrics import METRICS as layout_metrics, metric_terms
+    if args.metric in layout_metrics:
+        return metric_terms(m, loader.read_json(args.model)[1], args.metric, _metric_options(args))
+    for flag in ("tp", "pp", "dp", "ep", "cp", "gpu"):
+        if getattr(args, flag, None) is not None:
+            raise SymcostError(f"--{flag} applies to the serving and training metrics "
+                               f"({', '.join(layout_metrics)}), not to --metric {args.metric}")
     if args.metric == "params":
         return m.params()
     if args.metric == "active":
@@ -840,15 +857,27 @@ def cmd_export(args):
     keep = [k.strip() for k in (args.keep or "").split(",") if k.strip()]
     doc = f"{m.name} {args.metric} ({METRICS[args.metric]}{convention})"
     ident = "".join(ch if ch.isalnum() else "_" for ch in f"{args.metric}").strip("_")
-    print(export(terms.total, terms.bound, keep=keep, to=args.to, name=ident, doc=doc))
+    print(export(terms.total, terms.bound, keep=keep, to=args.to, name=ident, doc=doc,
+                 whole=args.metric in WHOLE_METRICS))
 
 
 def cmd_scale(args):
     from .analysis import derivative, scale_summary
+    from .metrics import LAYOUT, wrt_symbol
     m = loader.build(args.model)
-    var = getattr(sym, args.wrt)
-    if var not in m.values and var is not sym.T:
+    var = wrt_symbol(args.wrt)
+    layout = {s for _, s in LAYOUT}
+    if var not in m.values and var not in (sym.T, sym.B) and var not in layout:
         raise SymcostError(f"--wrt {args.wrt}: the model has no {args.wrt}")
+    if var in layout and args.metric not in METRICS_LAYOUT:
+        raise SymcostError(f"--wrt {args.wrt}: --metric {args.metric} does not depend on the layout "
+                           f"(the serving and training metrics do: {', '.join(METRICS_LAYOUT)})")
+    if args.T is not None and (var is sym.T or args.metric not in METRICS_LAYOUT):
+        raise SymcostError(f"--T {args.T}: binds T of the serving and training metrics, not with --wrt T"
+                           if var is sym.T else f"--T applies to {', '.join(METRICS_LAYOUT)}")
+    if var is sym.N_pp and args.metric == "train_memory":
+        raise SymcostError("--wrt N_pp: train_memory takes the stage composition of --pp (whole layers "
+                           "per stage), not a symbol N_pp")
     terms = _metric_terms(m, args)
     values = {k: v for k, v in {**terms.bound, **m.values}.items() if k is not var}
     if args.batch is not None:
@@ -857,8 +886,8 @@ def cmd_scale(args):
     summary = scale_summary(terms, var, values=values)
     symbolic = to_text(derivative(terms.total, var))
     payload = {"model": m.name, "metric": args.metric, **summary, "derivative_symbolic": symbolic}
-    lines = [f"{m.name}: how {args.metric} grows with {args.wrt}",
-             f"  d/d{args.wrt}: {symbolic} = {summary['derivative']}",
+    lines = [f"{m.name}: how {args.metric} grows with {var}",
+             f"  d/d{var}: {symbolic} = {summary['derivative']}",
              f"  leading term: {summary['leading_term']}   degree: {summary['degree']}   {summary['big_o']}"]
     for r in summary["regimes"]:
         lines.append(f"  when {r['when']}: {r['expr']}  ({r['big_o']})")
@@ -887,7 +916,8 @@ def _select(m, terms, what: str, args):
     prefix of the metric's tree (``layers/self_attn``; several joined with ``+``)."""
     if what == "total":
         return terms.total
-    if what == "weights":  # the checkpoint's bytes (quantization_config) unless --weights-dtype
+    if what == "weights" and "weights" not in terms:
+        # the checkpoint's bytes (quantization_config) unless --weights-dtype; serve_memory has its own
         from .serving.quant import checkpoint
         _, raw = loader.read_json(args.model)
         return sympy.Integer(checkpoint(m, raw, args.weights_dtype).total(m.values, served=True))
@@ -908,6 +938,9 @@ def cmd_crossover(args):
     m = loader.build(args.model)
     terms = _metric_terms(m, args)
     values = {**terms.bound, **m.values, sym.B: sympy.Integer(args.batch)}  # b_kv, b_w for bytes
+    if args.metric in METRICS_LAYOUT:  # a crossover in T: the layout sizes not given are 1
+        from .metrics import LAYOUT
+        values = {**{s: sympy.Integer(1) for _, s in LAYOUT}, **values}
     if args.metric == "cache":  # in bytes, so it can be weighed against the weights
         from .serving.memory import cache_bytes_terms
         terms = cache_bytes_terms(m, args.kv_dtype)
@@ -1075,6 +1108,31 @@ def _document(parser: argparse.ArgumentParser) -> None:
             a.help = text.strip()
 
 
+WRT_CHOICES = ["N_dp", "N_tp", "N_pp", "N_ep", "N_cp", "dp", "tp", "pp", "ep", "cp"]
+
+
+def metric_flags(sp, dtypes=True):
+    """What the serving and training metrics (``symcost.metrics``) take; a layout size not given
+    stays a symbol N_*."""
+    g = sp.add_argument_group("serving and training metrics (" + ", ".join(METRICS_LAYOUT) + ")")
+    for flag, what in (("--tp", "N_tp"), ("--pp", "N_pp"), ("--dp", "N_dp"), ("--cp", "N_cp")):
+        g.add_argument(flag, type=_positive(flag), default=None, metavar="N", help=f"bind {what} (default: a symbol)")
+    g.add_argument("--ep", type=_positive("--ep"), default=None, metavar="N",
+                   help="serving: vLLM's expert-parallel group N_tp·N_ep; training: N_ep (default: a symbol)")
+    g.add_argument("--gpu", default=None, help="bind M_gpu, F_gpu, BW_hbm, BW_link (default: symbols)")
+    if dtypes:
+        g.add_argument("--weights-dtype", choices=DTYPES_W, default=None,
+                       help="cost every weight in this dtype (default: the checkpoint's quantization_config)")
+        g.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
+    g.add_argument("--mem-util", type=float, default=0.9, help="vLLM's gpu_memory_utilization")
+    g.add_argument("--max-batched-tokens", type=_positive("--max-batched-tokens"), default=8192,
+                   help="M, tokens per chunked-prefill step")
+    g.add_argument("--overhead-gib", type=float, default=1.0, help="non-torch allowance per GPU, GiB")
+    g.add_argument("--zero", type=int, default=0, metavar="N", help="train_memory: ZeRO stage 0-3")
+    g.add_argument("--recompute", choices=["none", "selective", "full"], default="none",
+                   help="train_memory: activation recomputation")
+
+
 def conventions(sp):
     """The counting conventions of every command that prices FLOPs (``conventions.Phase``)."""
     sp.add_argument("--attention", choices=["full", "causal"], default="full",
@@ -1158,6 +1216,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--T", type=_positive("--T"), default=None, help="substitute T in the difference")
     sp.add_argument("--batch", type=_positive("--batch"), default=None)
     phase_flags(sp)
+    metric_flags(sp)
 
     sp = command("export", cmd_export, "a metric as standalone code (Python, NumPy, C) or LaTeX/SymPy/JSON")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
@@ -1170,13 +1229,18 @@ def build_parser() -> argparse.ArgumentParser:
                     help="comma-separated notation symbols left as arguments instead of the config's "
                          "values, e.g. --keep d,L (default: only T, B and other inputs stay free)")
     phase_flags(sp)
+    metric_flags(sp)
 
     sp = command("scale", cmd_scale, "derivative, leading term and big-O in T or E")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
     sp.add_argument("--metric", choices=list(METRICS), required=True, help=METRICS_HELP)
-    sp.add_argument("--wrt", choices=["T", "E"], required=True)
+    sp.add_argument("--wrt", choices=["T", "E", "B", *WRT_CHOICES], required=True,
+                    help="T, E, B, or a parallel size N_dp, N_tp, N_pp, N_ep, N_cp (aliases dp, tp, pp, ep, cp)")
     sp.add_argument("--batch", type=_positive("--batch"), default=None)
+    sp.add_argument("--T", type=_positive("--T"), default=None,
+                    help="bind T (the serving and training metrics; not with --wrt T)")
     phase_flags(sp)
+    metric_flags(sp)
 
     sp = command("crossover", cmd_crossover,
                  "the T where one term overtakes another (or another model), and their ratio")
@@ -1192,6 +1256,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="weights side: every weight in this dtype (default: the checkpoint's bytes)")
     sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
     phase_flags(sp)
+    metric_flags(sp, dtypes=False)
 
     sp = command("sheet", cmd_sheet, "write a LaTeX derivation (formula, numbers, exact result)")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")

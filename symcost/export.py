@@ -86,8 +86,10 @@ def prepare(expr: sympy.Expr, values: Mapping, keep: Iterable[str] = ()) -> symp
 
 
 def export(expr: sympy.Expr, values: Mapping, *, keep: Iterable[str] = (), to: str = "python",
-           name: str = "cost", doc: str = "") -> str:
-    """The code (or text) for ``expr`` in target ``to`` (see the module docstring)."""
+           name: str = "cost", doc: str = "", whole: bool = True) -> str:
+    """The code (or text) for ``expr`` in target ``to`` (see the module docstring). ``whole``:
+    the metric is a whole number (counts, bytes) and the Python function insists on it; otherwise
+    (seconds, concurrency, per-GPU shares) it returns the exact ``Fraction`` (an ``int`` when whole)."""
     if to not in TARGETS:
         raise SymcostError(f"--to: unknown target {to!r} (choose from {', '.join(TARGETS)})")
     e = prepare(sympy.sympify(expr), values, keep)
@@ -119,9 +121,12 @@ def export(expr: sympy.Expr, values: Mapping, *, keep: Iterable[str] = (), to: s
             "        raise ValueError(f'not a whole number: {x}')",
             "    return int(x)", "",
             "",
+            *([] if whole else ["def _exact(x):", "    x = Fraction(x)",
+                                "    return int(x) if x.denominator == 1 else x", "", ""]),
             f"def {name}(*{', ' if sig else ''}{sig}):",
-            f'    """{doc}. Exact: integer arguments give an int of any size."""',
-            f"    return _int({body})", ""])
+            (f'    """{doc}. Exact: integer arguments give an int of any size."""' if whole else
+             f'    """{doc}. Exact: integer arguments give a Fraction (an int when whole)."""'),
+            f"    return {'_int' if whole else '_exact'}({body})", ""])
     if to == "numpy":
         body = _Numpy({"fully_qualified_modules": True}).doprint(e)
         conv = "".join(f"    {a} = numpy.asarray({a}, dtype=dtype)\n" for a in args)

@@ -170,24 +170,22 @@ TABLE: tuple[Entry, ...] = (
     Entry("b_kv", "b_{kv}", "bytes per cache element", "(dtype)", "bytes"),
     Entry("b_state", "b_{state}", "bytes per recurrent/conv state element (fp32 in transformers)",
           "(dtype)", "bytes"),
-    # -- serving layouts and hardware (symcost.serving) --
-    Entry("t", "t", "tensor-parallel size", "(layout)"),
-    Entry("e", "e", "ranks each routed-expert layer is split over (= t without expert parallelism)",
-          "(layout)"),
-    Entry("p", "p", "pipeline-parallel stages", "(layout)"),
-    Entry("r", "r", "data-parallel replicas", "(layout)"),
+    # -- serving engine and hardware (symcost.serving) --
     Entry("M", "M", "tokens per chunked-prefill step (max_num_batched_tokens)", "(engine)"),
     Entry("M_gpu", "M_{gpu}", "memory budget per GPU: usable bytes x gpu_memory_utilization", "(GPU)",
           "bytes"),
     Entry("F_gpu", "F_{gpu}", "dense peak FLOP/s of the GPU for the compute dtype", "(GPU)"),
     Entry("BW_hbm", "BW_{hbm}", "GPU memory bandwidth, bytes/s", "(GPU)"),
     Entry("BW_link", "BW_{link}", "scale-up link bandwidth per GPU, one direction, bytes/s", "(GPU)"),
-    # -- training: activation bytes and parallel sizes (symcost.training) --
+    # -- training: activation bytes --
     Entry("b_a", "b_{a}", "bytes per activation element (compute dtype)", "(--act-dtype)", "bytes"),
-    Entry("N_dp", "N_{dp}", "data-parallel size", "(--dp)"),
+    # -- parallel layouts, serving and training (symcost.parallel) --
+    Entry("N_dp", "N_{dp}", "data-parallel size (serving: attention data-parallel replicas)", "(--dp)"),
     Entry("N_tp", "N_{tp}", "tensor-parallel size", "(--tp)"),
     Entry("N_pp", "N_{pp}", "pipeline-parallel stages", "(--pp)"),
-    Entry("N_ep", "N_{ep}", "expert-parallel size", "(--ep)"),
+    Entry("N_ep", "N_{ep}", "expert-parallel factor: a routed-expert layer is split over N_tp·N_ep ranks "
+          "(serving with expert parallelism: N_ep = N_dp, vLLM's EP size N_tp·N_dp; without: 1)",
+          "(--ep: training N_ep, serving N_tp·N_ep)"),
     Entry("N_cp", "N_{cp}", "context-parallel size", "(--cp)"),
     Entry("m_mb", "m_{mb}", "micro-batches per step (gradient accumulation)",
           "(global batch / (micro-batch × dp))"),

@@ -70,3 +70,42 @@ def test_roofline_contract_and_fp8_peak(capsys):
     assert r["bound"] == "memory" and r["mla"] == "auto"
     from symcost.exprparse import parse
     assert parse(r["formula"]["total"]).free_symbols  # parses back
+
+
+def test_deploy_compiles_the_formulas_once(monkeypatch, capsys):
+    """Every GPU count, and the search for the smallest count that fits, share one compilation."""
+    import symcost.serving.deploy as dep
+    calls = []
+    real = dep.compile_model
+    monkeypatch.setattr(dep, "compile_model", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for extra in ([], ["--gpus", "1-16"]):
+        calls.clear()
+        code, data = _run(["deploy", "llama-3.1-70b", "--gpu", "H100", "--T", "8192", *extra], capsys)
+        assert code == 0 and data["layouts"] and calls == [1]
+    assert data["count"] == len(data["layouts"]) and {r["gpus"] for r in data["layouts"]} > {1, 16}
+
+
+def test_compiled_serving_formulas_equal_exact_substitution():
+    """The NumPy code printed once for all layouts (formulas.compile_exprs) gives the exact
+    substitution's values, layout by layout."""
+    import numpy as np
+    import sympy
+    import symcost
+    from symcost.loader import read_json
+    from symcost.notation import sym
+    from symcost.serving.formulas import compile_exprs, serve_formulas
+    from symcost.serving.quant import checkpoint
+    m = symcost.build("mixtral-8x7b-v0.1")
+    f = serve_formulas(m, checkpoint(m, read_json("mixtral-8x7b-v0.1")[1]))
+    exprs = {"weights": f.weights.total, "fixed": f.fixed, "need": f.kv.need, "per_gpu": f.per_gpu()}
+    syms = (sym.N_tp, sym.N_ep, sym.N_pp, sym.T, sym.B, sym.M)
+    fn = compile_exprs(exprs, syms)
+    pts = [(1, 1, 1), (2, 1, 1), (4, 2, 2), (8, 1, 4)]
+    cols = [np.array([p[i] for p in pts], dtype=float) for i in range(3)]
+    n = len(pts)
+    got = fn(*cols, np.full(n, 5000.0), np.full(n, 3.0), np.full(n, 8192.0))
+    for i, (tp, ep, pp) in enumerate(pts):
+        v = {sym.N_tp: tp, sym.N_ep: ep, sym.N_pp: pp, sym.T: 5000, sym.B: 3, sym.M: 8192}
+        for k, e in exprs.items():
+            exact = sympy.sympify(e).xreplace(v)
+            assert np.broadcast_to(got[k], (n,))[i] == pytest.approx(float(exact), rel=1e-12), (k, tp, ep, pp)

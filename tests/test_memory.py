@@ -158,7 +158,7 @@ def test_tp_shards_gqa_heads_and_replicates_latents():
 
 
 def test_memory_formulas_parse_back_and_reproduce_the_numbers(capsys):
-    """The JSON "formula" object: every term in t, e, p, T, B, M, M_gpu parses back with
+    """The JSON "formula" object: every term in N_tp, N_ep, N_pp, T, B, M, M_gpu parses back with
     symcost.parse, and substituting the call's values gives the printed integers."""
     import sympy
     from symcost.exprparse import parse
@@ -172,7 +172,7 @@ def test_memory_formulas_parse_back_and_reproduce_the_numbers(capsys):
     assert int(f["kv_capacity_tokens"].xreplace(vals)) == data["kv_capacity_tokens"]
     assert float(f["max_concurrency"].xreplace(vals)) == pytest.approx(data["max_concurrency"])
     assert int(sympy.ceiling(f["total"].xreplace(vals))) == data["per_gpu_bytes"]
-    assert {str(s) for s in f["weights_per_gpu"].free_symbols} <= {"t", "e", "p"}
+    assert {str(s) for s in f["weights_per_gpu"].free_symbols} <= {"N_tp", "N_ep", "N_pp"}
 
 
 @pytest.mark.parametrize("name, tp", [("llama-3.1-70b", 4), ("qwen3-8b", 1), ("deepseek-v3", 8),
@@ -190,7 +190,7 @@ def test_kv_formula_equals_vllm_rules(name, tp):
     f = serve_formulas(m, checkpoint(m, read_json(name)[1]), overhead_bytes=0)
     for avail, T in ((20 * 2**30, 32768), (7 * 2**30 + 12345, 4096)):
         kv = kv_capacity(m, avail, max_model_len=T, tp=tp)
-        v = {sym.t: tp, sym.p: 1, sym.e: tp, sym.T: T, sym.M: 8192}
+        v = {sym.N_tp: tp, sym.N_pp: 1, sym.N_ep: 1, sym.T: T, sym.M: 8192}
         blocks = int(sympy.floor(sympy.Integer(avail) / f.kv.block_bytes.xreplace(v)))
         assert blocks == kv.num_blocks
         assert int(f.kv.block.xreplace(v)) == kv.block_size

@@ -4,7 +4,8 @@ The serving formulas (``formulas``) are built once per model and compiled once i
 functions of the layout symbols; all layouts are then evaluated as arrays (float64 — ``memory`` and
 ``roofline`` give the exact integers for one layout). A layout is valid when its sizes pass
 ``plan.check_layout`` (heads, KV heads, experts and layers divide). Expert parallelism is off
-(e = t) or on with vLLM's rule e = t·r (the expert-parallel group spans a stage's TP and DP ranks).
+(N_ep = 1) or on with vLLM's rule N_ep = N_dp (the expert-parallel group spans a stage's TP and DP
+ranks, N_tp·N_dp of them).
 Per layout: fits (the KV pages hold --batch requests of T tokens on every rank), KV capacity in
 tokens, max concurrency at T, TTFT of one prompt of T, TPOT at --batch, tokens/s per GPU.
 """
@@ -16,11 +17,11 @@ import sympy
 
 from ..errors import SymcostError
 from ..notation import sym
-from .formulas import (compile_expr, compute_dtype, gpu_values, roofline_formulas, serve_formulas)
+from .formulas import (compile_exprs, compute_dtype, gpu_values, roofline_formulas, serve_formulas)
 from .plan import Layout, check_layout
 from .quant import checkpoint
 
-SYMS = (sym.t, sym.e, sym.p, sym.r, sym.T, sym.B, sym.M, sym.M_gpu, sym.F_gpu, sym.BW_hbm, sym.BW_link)
+SYMS = (sym.N_tp, sym.N_ep, sym.N_pp, sym.N_dp, sym.T, sym.B, sym.M, sym.M_gpu, sym.F_gpu, sym.BW_hbm, sym.BW_link)
 
 
 def _divisors(n: int) -> list[int]:
@@ -36,7 +37,7 @@ def layouts(model, gpus: int, max_tp: int = 64) -> list[Layout]:
         for pp in _divisors(gpus // tp):
             dp = gpus // (tp * pp)
             for ep in ((1, tp * dp) if has_experts and tp * dp > 1 else (1,)):
-                lay = Layout(tp, pp, dp, ep)
+                lay = Layout.vllm(tp=tp, pp=pp, dp=dp, ep=ep)
                 try:
                     check_layout(model, lay)
                 except SymcostError:
@@ -49,7 +50,7 @@ def layouts(model, gpus: int, max_tp: int = 64) -> list[Layout]:
 class Compiled:
     """The model's serving formulas compiled once into NumPy functions of SYMS."""
 
-    fns: dict
+    fn: object  # SYMS -> {name: array}
     dtype: str
     peak_used: str
 
@@ -57,16 +58,16 @@ class Compiled:
 def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dtype=None, quant_fallback=False,
                   overhead_bytes=2**30, mla="auto", compute=None, gpu=None) -> Compiled:
     ck = checkpoint(model, raw, weights_dtype, quant_fallback, experts_dtype)
-    f = serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=overhead_bytes)
-    dec = roofline_formulas(model, ck, "decode", kv_dtype=kv_dtype, mla=mla)
-    pre = roofline_formulas(model, ck, "prefill", kv_dtype=kv_dtype, mla=mla)
+    f = serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=overhead_bytes, lazy=True)
+    dec = roofline_formulas(model, ck, "decode", kv_dtype=kv_dtype, mla=mla, weights=f.weights)
+    pre = roofline_formulas(model, ck, "prefill", kv_dtype=kv_dtype, mla=mla, weights=f.weights)
     exprs = {"weights": f.weights.total, "activation": f.activation, "fixed": f.fixed,
              "num_blocks": f.num_blocks, "groups": f.kv.groups, "block": f.kv.block, "need": f.kv.need,
              "decode_step": dec.step_time, "prefill_step": pre.step_time}
-    numpy()  # lambdify(modules="numpy") needs it: a clear error instead of an ImportError
-    fns = {k: compile_expr(sympy.sympify(v), SYMS) for k, v in exprs.items()}
+    numpy()  # the compiled functions need it: a clear error instead of an ImportError
+    fn = compile_exprs(exprs, SYMS)
     cdt = compute_dtype(ck, compute)
-    return Compiled(fns, cdt, gpu.peak(cdt)[1] if gpu is not None else cdt)
+    return Compiled(fn, cdt, gpu.peak(cdt)[1] if gpu is not None else cdt)
 
 
 def numpy():
@@ -88,13 +89,13 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     tp = np.array([l.tp for l in lays], dtype=float)
     pp = np.array([l.pp for l in lays], dtype=float)
     dp = np.array([l.dp for l in lays], dtype=float)
-    ee = np.array([l.ep if l.ep > 1 else l.tp for l in lays], dtype=float)
+    ee = np.array([l.ep for l in lays], dtype=float)
     ones = np.ones_like(tp)
     args = (tp, ee, pp, dp, T * ones, batch * ones, max_batched_tokens * ones, float(gv[sym.M_gpu]) * ones,
             float(gv[sym.F_gpu]) * ones, float(gv[sym.BW_hbm]) * ones, float(gv[sym.BW_link]) * ones)
-    ev = {k: np.broadcast_to(np.asarray(fn(*args), dtype=float), tp.shape) for k, fn in comp.fns.items()}
+    ev = {k: np.broadcast_to(np.asarray(v, dtype=float), tp.shape) for k, v in comp.fn(*args).items()}
     one = (tp, ee, pp, dp, T * ones, ones, max_batched_tokens * ones) + args[7:]
-    ttft = np.asarray(comp.fns["prefill_step"](*one), dtype=float) * pp
+    ttft = np.asarray(comp.fn(*one)["prefill_step"], dtype=float) * pp
     tpot = ev["decode_step"] * pp
     blocks = np.maximum(ev["num_blocks"], 0)
     conc = blocks / np.maximum(ev["need"], 1)
@@ -102,7 +103,7 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     fits = conc >= batch
     rows = []
     for i, lay in enumerate(lays):
-        rows.append({"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep, "gpus": lay.gpus,
+        rows.append({"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep_group, "gpus": lay.gpus,
                      "fits": bool(fits[i]), "kv_capacity_tokens": int(tokens[i]),
                      "max_concurrency": float(conc[i]), "ttft_s": float(ttft[i]), "tpot_s": float(tpot[i]),
                      "tokens_per_s_per_gpu": float(batch / tpot[i] / (lay.tp * lay.pp)) if fits[i] else 0.0,
@@ -111,13 +112,21 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     return rows
 
 
-def deploy(model, raw, *, gpu, gpus: list[int], T: int, batch: int, **kw) -> dict:
+def deploy(model, raw, *, gpu, gpus: list[int], T: int, batch: int, smallest: bool = False, **kw) -> dict:
+    """Every valid layout on each GPU count of ``gpus`` (``smallest``: only the first count with a
+    layout that fits). The formulas are built and compiled once, whatever the counts."""
     mbt = kw.pop("max_batched_tokens", 8192)
     mem_util = kw.pop("mem_util", 0.9)
     comp = compile_model(model, raw, gpu=gpu, **kw)
     rows = []
     for n in gpus:
-        rows += evaluate(comp, layouts(model, n), gpu=gpu, T=T, batch=batch, max_batched_tokens=mbt,
-                         mem_util=mem_util)
+        got = evaluate(comp, layouts(model, n), gpu=gpu, T=T, batch=batch, max_batched_tokens=mbt,
+                       mem_util=mem_util)
+        if smallest:
+            rows = got
+            if any(r["fits"] for r in got):
+                break
+        else:
+            rows += got
     rows.sort(key=lambda x: (not x["fits"], -x["tokens_per_s_per_gpu"], x["ttft_s"]))
     return {"layouts": rows, "compute_dtype": comp.dtype, "peak_dtype_used": comp.peak_used}

@@ -1,12 +1,14 @@
 """Serving as formulas: per-GPU bytes, KV capacity, concurrency and roofline times as SymPy
-expressions in the layout (t, e, p, r), the context T, the batch B, the chunk M and the GPU
-(M_gpu, F_gpu, BW_hbm, BW_link), with the config's values and the checkpoint's bytes substituted.
+expressions in the layout (N_tp, N_ep, N_pp, N_dp; ``symcost.parallel``), the context T, the
+batch B, the chunk M and the GPU (M_gpu, F_gpu, BW_hbm, BW_link), with the config's values and the checkpoint's bytes substituted.
 
-Layout symbols: t tensor-parallel ranks; e ranks each routed-expert layer is split over (t without
-expert parallelism, the expert-parallel size with it); p pipeline stages; r data-parallel
-replicas. Shares, as in ``plan``: matrices 1/t, KV heads ⌈H_kv/t⌉/H_kv, routed experts 1/e,
-replicated weights 1; a stage holds ⌈n/p⌉ of a group's n layers and, with p > 1, the larger of
-embedding and head (``Min(1, p − 1)`` switches that on). KV pages follow ``vllm`` (block, page,
+Layout symbols (below t = N_tp, p = N_pp, e = N_tp·N_ep): N_tp tensor-parallel ranks; N_tp·N_ep
+the ranks each routed-expert layer is split over (N_ep = 1 without expert parallelism, every
+expert sliced over the N_tp ranks; with vLLM's expert parallelism and attention data parallel
+N_ep = N_dp, whole experts over the N_tp·N_dp ranks of a stage); N_pp pipeline stages; N_dp
+data-parallel replicas. Shares, as in ``plan``: matrices 1/t, KV heads ⌈H_kv/t⌉/H_kv, routed
+experts 1/e, replicated weights 1; a stage holds ⌈n/p⌉ of a group's n layers and, with p > 1,
+the larger of embedding and head (``Min(1, p − 1)`` switches that on). KV pages follow ``vllm`` (block, page,
 groups) with ⌈·⌉ and ⌊·⌋ kept symbolic. Everything is exact at substitution; ``compile`` turns a
 formula into one NumPy function for many layouts at once (``deploy``).
 
@@ -36,7 +38,8 @@ from ..terms import Terms, exact
 from ..units import dtype_bytes
 from .quant import Checkpoint
 
-t, e, p, r, M, B, T = sym.t, sym.e, sym.p, sym.r, sym.M, sym.B, sym.T
+t, p, M, B, T = sym.N_tp, sym.N_pp, sym.M, sym.B, sym.T
+e = sym.N_tp * sym.N_ep  # ranks one routed-expert layer is split over
 ceil, floor = sympy.ceiling, sympy.floor
 ACT_BYTES = 2
 MAX_NUM_SEQS = 256
@@ -149,12 +152,14 @@ def working_set(model, c) -> sympy.Expr:
     return w + gated
 
 
-def activation_per_gpu(model) -> sympy.Expr:
+def activation_per_gpu(model, *, lazy: bool = False) -> sympy.Expr:
+    """``lazy``: the Max left unevaluated (same values, no SymPy ordering proofs; for compiled
+    numeric use only, where the printed form does not matter)."""
     vals = model.values
     d, V = exact(sym.d, vals), exact(sym.V, vals)
-    sets = [working_set(model, c) for g in model.groups for c in g.components]
-    widest = sympy.Max(*sets) if sets else sympy.Integer(0)
-    return sympy.Max(M * ACT_BYTES * (widest + 2 * d), sympy.Min(M, MAX_NUM_SEQS) * V * 4)
+    sets = list(dict.fromkeys(working_set(model, c) for g in model.groups for c in g.components))
+    widest = sympy.Max(*sets, evaluate=not lazy) if sets else sympy.Integer(0)
+    return sympy.Max(M * ACT_BYTES * (widest + 2 * d), sympy.Min(M, MAX_NUM_SEQS) * V * 4, evaluate=not lazy)
 
 
 @dataclass
@@ -291,7 +296,9 @@ class ServeFormulas:
 
     @property
     def num_blocks(self) -> sympy.Expr:
-        return floor(sympy.Max(self.kv_available, 0) / self.kv.block_bytes)
+        # M_gpu is free and independent of the fixed bytes, so M_gpu - fixed has no provable sign:
+        # SymPy's evaluated Max would keep both arguments after seconds of failed proofs
+        return floor(sympy.Max(self.kv_available, 0, evaluate=False) / self.kv.block_bytes)
 
     @property
     def kv_tokens(self) -> sympy.Expr:
@@ -321,15 +328,16 @@ class ServeFormulas:
 
 
 def serve_formulas(model, ck: Checkpoint, *, kv_dtype="bf16", overhead_bytes: int = 2**30,
-                   block_size=None, state_dtype=None) -> ServeFormulas:
-    return ServeFormulas(weights_per_gpu(model, ck), activation_per_gpu(model),
+                   block_size=None, state_dtype=None, lazy: bool = False) -> ServeFormulas:
+    return ServeFormulas(weights_per_gpu(model, ck), activation_per_gpu(model, lazy=lazy),
                          sympy.Integer(overhead_bytes), kv_formula(model, kv_dtype, block_size, state_dtype))
 
 
-def layout_values(tp: int, pp: int, dp: int, ep: int) -> dict:
-    """Layout symbols for a (tp, pp, dp, ep) layout: e = ep with expert parallelism, else t."""
-    return {t: sympy.Integer(tp), p: sympy.Integer(pp), r: sympy.Integer(dp),
-            e: sympy.Integer(ep if ep > 1 else tp)}
+def layout_values(lay) -> dict:
+    """The layout symbols' values (N_dp, N_tp, N_pp, N_ep) of a serving ``parallel.Layout``."""
+    v = lay.values()
+    del v[sym.N_cp]
+    return v
 
 
 # -- roofline -----------------------------------------------------------------------------------
@@ -356,12 +364,14 @@ def _moe_info(model):
     return moe_layers, k, E, d
 
 
-def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla="auto") -> Roofline:
-    """One step on one rank: decode (B sequences at context T) or prefill (B prompts of T tokens)."""
+def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla="auto",
+                      weights: Terms | None = None) -> Roofline:
+    """One step on one rank: decode (B sequences at context T) or prefill (B prompts of T tokens).
+    ``weights``: ``weights_per_gpu(model, ck)`` when the caller has it already."""
     vals = model.values
     ph = Phase(kind=phase, attention="causal", logits="last", mla=mla)
     F = sympy.expand(model.flops(ph).total.xreplace(vals))
-    w = weights_per_gpu(model, ck)
+    w = weights if weights is not None else weights_per_gpu(model, ck)
     paths = _paths(model)
     routed = sympy.Integer(0)
     for path, expr in w.flatten().items():
@@ -395,9 +405,17 @@ def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla
     ep_bytes = 2 * ceil(sympy.Integer(moe_layers) / p) * rows * k * d * ACT_BYTES * (e - 1) / e if moe_layers else 0
     comm = (tp_bytes + ep_bytes) / sym.BW_link
     ct, mt = flops / sym.F_gpu, nbytes / sym.BW_hbm
-    return Roofline(flops, nbytes, comm, ct, mt, sympy.Max(ct, mt) + comm,
+    return Roofline(flops, nbytes, comm, ct, mt, step_max(ct, mt) + comm,
                     {"weights_read": weights_read, "kv_read": kv_read, "kv_write": kv_write,
                      "tp_allreduce_bytes": tp_bytes, "ep_alltoall_bytes": ep_bytes})
+
+
+def step_max(compute_time, memory_time) -> sympy.Expr:
+    """max(FLOPs/F_gpu, bytes/BW_hbm), unevaluated: the two sides depend on different free
+    positive symbols (F_gpu, BW_hbm) and each wins for some of their values, so no proof that
+    one dominates exists and the evaluated Max is this same expression — reached after ~0.2 s of
+    failed ordering proofs per call."""
+    return sympy.Max(compute_time, memory_time, evaluate=False)
 
 
 def compute_dtype(ck: Checkpoint, override: str | None = None) -> str:
@@ -423,9 +441,35 @@ def gpu_values(gpu, dtype: str, mem_util: float) -> dict:
             sym.M_gpu: sympy.Integer(int(gpu.usable_bytes * Fraction(str(mem_util))))}, used
 
 
+def compile_exprs(exprs: dict, symbols) -> "Callable":
+    """One NumPy function of ``symbols`` (arrays broadcast) returning ``{name: array}`` for every
+    expression, for evaluating many layouts at once: each expression printed once by SymPy's
+    NumPy printer (as ``lambdify`` prints it), one ``exec``, and a namespace of just the NumPy
+    names the code uses (``lambdify(modules="numpy")`` runs ``from numpy import *``, which loads
+    numpy.f2py and friends: most of its cost here)."""
+    import functools
+    import numpy
+    from sympy.printing.numpy import NumPyPrinter
+    printer = NumPyPrinter({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": False})
+    names = [s.name for s in symbols]
+    body = [f"        {k!r}: {printer.doprint(sympy.sympify(e))}," for k, e in exprs.items()]
+    src = f"def _compiled({', '.join(names)}):\n    return {{\n" + "\n".join(body) + "\n    }\n"
+    ns = {"numpy": numpy, "reduce": functools.reduce}
+    for module, used in printer.module_imports.items():
+        base = {"numpy": numpy, "functools": functools}.get(module.split(".")[0])
+        for name in used:
+            obj = base
+            for part in (module.split(".")[1:] + [name]):
+                obj = getattr(obj, part)
+            ns[name] = obj
+    exec(compile(src, "<symcost.serving.compile>", "exec"), ns)  # code printed from SymPy trees, not user text
+    return ns["_compiled"]
+
+
 def compile_expr(expr, symbols):
-    """One NumPy function of ``symbols`` (arrays broadcast), for evaluating many layouts at once."""
-    return sympy.lambdify(symbols, expr, modules="numpy")
+    """One NumPy function of ``symbols`` for one expression (``compile_exprs``)."""
+    f = compile_exprs({"value": expr}, symbols)
+    return lambda *args: f(*args)["value"]
 
 
 def check_symbols(expr, allowed) -> None:

@@ -98,23 +98,13 @@ def activation_bytes(model, phase: str, T: int, B: int, act_dtype: str = "bf16",
 
 
 def check_parallel(model, tp: int, pp: int, ep: int) -> None:
-    """Parallel sizes must divide what they split; say which when they do not."""
-    vals = model.values
-    for s, what in ((sym.H_q, "query heads H_q"), (sym.H_kv, "KV heads H_kv"), (sym.H_m, "Mamba heads H_m")):
-        if s in vals:
-            n = int(vals[s])
-            if s is sym.H_kv and tp > n and tp % n == 0:
-                continue  # KV heads are replicated when tp exceeds them
-            if n % tp:
-                raise SymcostError(f"--tp {tp} does not divide the {what} ({n})")
-    layers = int(vals.get(sym.L, 0))
-    if layers and pp > layers:
-        raise SymcostError(f"--pp {pp} exceeds the number of layers L={layers}")
-    if ep > 1:
-        if sym.E not in vals:
-            raise SymcostError(f"--ep {ep}: the model has no routed experts")
-        if int(vals[sym.E]) % ep:
-            raise SymcostError(f"--ep {ep} does not divide the routed experts E={int(vals[sym.E])}")
+    """Parallel sizes must divide what they split (``parallel.Layout.check``, the one set of
+    constraints): heads and KV heads under ``tp``, layers under ``pp``, and the routed experts
+    spread whole over ``ep`` ranks."""
+    from ..parallel import Layout
+    Layout(tp=tp, pp=pp).check(model)
+    if ep > 1:  # E over ep ranks: the expert-parallel constraints of an ep-wide group
+        Layout(dp=ep, ep=ep, whole_experts=True).check(model)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Serving memory on one GPU, as vLLM accounts for it, for a parallel layout (tp, pp, dp, ep).
+"""Serving memory on one GPU, as vLLM accounts for it, for a parallel layout (``parallel.Layout``:
+N_tp, N_pp, N_dp and N_ep; vLLM's ``--ep`` group is N_tp·N_ep).
 
 Per rank (the most-loaded one):
     budget        = usable GPU memory (as the driver reports it) · mem_util          (0.9)
@@ -34,6 +35,7 @@ import sympy
 
 from ..errors import SymcostError
 from ..notation import sym
+from ..parallel import Layout
 from ..terms import exact
 from .gpus import GPU
 from .quant import checkpoint
@@ -42,46 +44,9 @@ from .vllm import KVConfig
 GiB = 2**30
 
 
-@dataclass(frozen=True)
-class Layout:
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    ep: int = 1
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
-
-    def label(self) -> str:
-        return f"TP{self.tp}·PP{self.pp}·DP{self.dp}·EP{self.ep}"
-
-
 def check_layout(model, lay: Layout, gpus: int | None = None) -> None:
-    """Parallel sizes must divide what they split; name the constraint when they do not."""
-    vals = model.values
-    for s, what in ((sym.H_q, "query heads H_q"), (sym.H_m, "Mamba heads H_m"),
-                    (sym.H_lv, "linear-attention value heads H_lv")):
-        if s in vals and int(vals[s]) % lay.tp:
-            raise SymcostError(f"--tp {lay.tp} does not divide the {what} ({int(vals[s])})")
-    if sym.H_kv in vals:
-        n = int(vals[sym.H_kv])
-        if n % lay.tp and lay.tp % n:
-            raise SymcostError(f"--tp {lay.tp}: KV heads H_kv={n} can be split or replicated only "
-                               f"when one divides the other")
-    layers = sum(exact(g.count, vals) for g in model.groups if not g.name.startswith("vision"))
-    if lay.pp > layers:
-        raise SymcostError(f"--pp {lay.pp} exceeds the number of layers ({layers})")
-    if lay.ep > 1:
-        if sym.E not in vals:
-            raise SymcostError(f"--ep {lay.ep}: the model has no routed experts")
-        if int(vals[sym.E]) % lay.ep:
-            raise SymcostError(f"--ep {lay.ep} does not divide the routed experts E={int(vals[sym.E])}")
-        if (lay.tp * lay.dp) % lay.ep:
-            raise SymcostError(f"--ep {lay.ep} must divide tp·dp = {lay.tp * lay.dp} (vLLM's expert-"
-                               f"parallel group spans the tensor- and data-parallel ranks of a stage)")
-    if gpus is not None and lay.gpus > gpus:
-        raise SymcostError(f"layout {lay.label()} needs {lay.gpus} GPUs, more than --gpus {gpus}")
+    """Parallel sizes must divide what they split (``Layout.check``: one set of constraints)."""
+    lay.check(model, gpus=gpus)
 
 
 @dataclass
@@ -118,7 +83,7 @@ class Plan:
 
 def _values(lay: Layout, extra: dict | None = None) -> dict:
     from .formulas import layout_values
-    return {**layout_values(lay.tp, lay.pp, lay.dp, lay.ep), **(extra or {})}
+    return {**layout_values(lay), **(extra or {})}
 
 
 def _int(expr, values) -> int:

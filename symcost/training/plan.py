@@ -30,6 +30,7 @@ import sympy
 
 from ..errors import SymcostError
 from ..notation import sym
+from ..parallel import Layout
 from ..terms import exact
 
 OPTIMIZER_BYTES = {"adamw": Fraction(12), "sgd": Fraction(8), "adam8bit": Fraction(6) + Fraction(2 * 4, 2048)}
@@ -38,51 +39,18 @@ WEIGHT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 
 @dataclass(frozen=True)
-class Plan:
-    dp: int = 1
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    cp: int = 1
+class Plan(Layout):
+    """A training layout (``parallel.Layout``: N_dp, N_tp, N_pp, N_ep, N_cp) with its ZeRO stage
+    and sequence parallelism."""
+
     zero: int = 0
     sp: bool = False
 
-    @property
-    def world(self) -> int:
-        return self.dp * self.tp * self.pp * self.cp
-
-    @property
-    def dense_dp(self) -> int:
-        return self.dp * self.cp
-
-    @property
-    def expert_dp(self) -> int:
-        return self.dp * self.cp // self.ep
-
-    def check(self, model, seq: int | None = None) -> None:
-        """Reject layouts that do not factor, naming the constraint."""
-        v = model.values
+    def check(self, model, seq: int | None = None, *, gpus: int | None = None) -> None:
+        """Reject layouts that do not factor, naming the constraint (``Layout.check`` + training's own)."""
         if self.zero not in (0, 1, 2, 3):
             raise SymcostError(f"--zero: must be 0, 1, 2 or 3, got {self.zero}")
-        if self.ep > 1:
-            if sym.E not in v:
-                raise SymcostError(f"--ep {self.ep}: the model has no routed experts")
-            if (self.dp * self.cp) % self.ep:
-                raise SymcostError(f"--ep {self.ep} must divide dp × cp = {self.dp} × {self.cp} = "
-                                   f"{self.dp * self.cp} (experts are folded into the data-parallel ranks)")
-            if int(v[sym.E]) % self.ep:
-                raise SymcostError(f"--ep {self.ep} does not divide the routed experts E={int(v[sym.E])}")
-        for s, what in ((sym.H_q, "query heads H_q"), (sym.H_kv, "KV heads H_kv"), (sym.H_m, "Mamba heads H_m"),
-                        (sym.H_lv, "linear-attention value heads H_lv")):
-            if s in v:
-                n = int(v[s])
-                if s is sym.H_kv and self.tp > n and self.tp % n == 0:
-                    continue  # KV heads replicated across the TP ranks beyond them
-                if n % self.tp:
-                    raise SymcostError(f"--tp {self.tp} does not divide the {what} ({n})")
-        L = sum(exact(g.count, v) for g in model.groups)
-        if self.pp > L:
-            raise SymcostError(f"--pp {self.pp} exceeds the layers L={L} (a stage needs at least one layer)")
+        super().check(model, gpus=gpus)
         if seq is not None and seq % self.cp:
             raise SymcostError(f"--cp {self.cp} does not divide --seq {seq}")
         if self.sp and self.tp == 1:
