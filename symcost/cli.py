@@ -437,8 +437,11 @@ def _parallel(args) -> dict:
 
 
 def _train_options(args) -> dict:
+    from fractions import Fraction
+    cf = None if args.capacity_factor is None else Fraction(args.capacity_factor)
     return dict(seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
-                zero=args.zero, sp=args.sp, recompute=args.recompute, **_parallel(args))
+                zero=args.zero, sp=args.sp, recompute=args.recompute, hsdp_shard=args.hsdp_shard,
+                offload=args.offload, virtual=args.virtual_stages, capacity=cf, **_parallel(args))
 
 
 def _step_time(m, args, tm, cm):
@@ -447,10 +450,12 @@ def _step_time(m, args, tm, cm):
     g = find_gpu(args.gpu)
     world = args.dp * args.tp * args.pp * args.cp
     links = Links(nvlink_bytes_s=g.link_gbs * 1e9, ib_bytes_s=args.ib_gbs * 1e9,
-                  gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6)
+                  gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6,
+                  pcie_bytes_s=args.pcie_gbs * 1e9)
     return g, step_time(tm.flops_per_step // world, cm["bytes"], cm["collectives"],
                         peak_flops=g.bf16_tflops * 1e12, mfu=args.mfu, links=links,
-                        layout=_parallel(args), overlap=args.overlap, m=cm["micro_batches"],
+                        layout={**_parallel(args), "shard": args.hsdp_shard}, overlap=args.overlap,
+                        m=cm["micro_batches"],
                         virtual=args.virtual_stages)
 
 
@@ -476,6 +481,8 @@ def cmd_train(args):
                "breakdown": {"weights": tm.weights, "gradients": tm.gradients,
                              "optimizer": tm.optimizer, "activations": tm.activations,
                              "recompute_working": tm.recompute_working},
+               "host_bytes_per_gpu": tm.host, "offload": args.offload, "hsdp_shard": args.hsdp_shard,
+               "virtual_stages": args.virtual_stages, "capacity_factor": args.capacity_factor,
                "heaviest_stage": tm.stage, "micro_batches": tm.micro_batches,
                "in_flight_micro_batches": tm.in_flight,
                "stages": [{k: v for k, v in r.items()} for r in tm.stages],
@@ -497,6 +504,8 @@ def cmd_train(args):
         lines.append(f"  {k:<18} {v:>22,}  {human_bytes(v)}")
     lines.append(f"  {'per GPU':<18} {tm.per_gpu:>22,}  {human_bytes(tm.per_gpu)}"
                  + (f"   fits on {g.name}: {fits}" if g else ""))
+    if args.offload != "none":
+        lines.append(f"  {'host (offloaded)':<18} {tm.host:>22,}  {human_bytes(tm.host)}  per GPU, in CPU memory")
     lines.append(f"  micro-batches per step {tm.micro_batches}, in flight on that stage {tm.in_flight}")
     lines.append(f"  FLOPs per step (exact, causal): {tm.flops_per_step:,} = {human_count(tm.flops_per_step)}FLOP")
     if "step" in payload:
@@ -512,6 +521,11 @@ def _train_search(m, args):
     from .training.search import search
     if not (args.gpus and args.gpu and args.global_batch):
         raise SymcostError("--search needs --gpus, --gpu and --global-batch")
+    for flag, val, off in (("--offload", args.offload, "none"), ("--hsdp-shard", args.hsdp_shard, None),
+                           ("--virtual-stages", args.virtual_stages, 1), ("--capacity-factor", args.capacity_factor, None)):
+        if val != off:
+            raise SymcostError(f"{flag}: --search does not sweep it (it sweeps dp, tp, pp, ep, cp, micro-batch, "
+                               f"ZeRO and recompute); drop {flag}")
     t0 = time.perf_counter()
     r = search(m, gpus=args.gpus, seq=args.seq, global_batch=args.global_batch, gpu=find_gpu(args.gpu),
                mfu=args.mfu, kernel=args.attention_kernel, act_dtype=args.act_dtype,
@@ -553,7 +567,7 @@ def cmd_comm(args):
                        "across nodes, compute at --mfu of the dense BF16 peak, --overlap hidden, "
                        "pipeline bubble (p-1)/(v*m+p-1)"}
     lines = [f"{m.name}: communication per GPU per training step ({cm['micro_batches']} micro-batches)"]
-    lines += [f"  {k:<3} {v:>22,}  {human_bytes(v)}  in {cm['collectives'][k]} collectives"
+    lines += [f"  {k:<12} {v:>22,}  {human_bytes(v)}  in {cm['collectives'][k]} collectives"
               for k, v in per.items()]
     if t is not None:
         lines.append(f"  step time on {g.name} at MFU {args.mfu:.0%}, overlap {args.overlap:.0%}: {t:.3f} s")
@@ -1206,7 +1220,20 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--gpus-per-node", type=_positive("--gpus-per-node"), default=8)
         sp.add_argument("--alpha-us", type=float, default=10.0, help="latency per collective, µs")
         sp.add_argument("--virtual-stages", type=_positive("--virtual-stages"), default=1,
-                        help="interleaved 1F1B: model chunks per pipeline stage")
+                        help="interleaved 1F1B: model chunks per pipeline stage (activations of the "
+                             "schedule's peak, p2p per chunk, bubble (p-1)/(v*m+p-1))")
+        sp.add_argument("--offload", choices=["none", "optimizer", "params"], default="none",
+                        help="CPU offload: optimizer (ZeRO-Offload: optimizer state and gradients on the "
+                             "host, needs --zero >= 1) or params (also the weight shard, needs --zero 3)")
+        sp.add_argument("--hsdp-shard", type=_positive("--hsdp-shard"), default=None, metavar="N",
+                        help="hybrid sharding: ZeRO groups of N data-parallel ranks (x cp), replicated "
+                             "over dp/N groups (default: shard over all of dp)")
+        sp.add_argument("--capacity-factor", type=float, default=None, metavar="X",
+                        help="MoE expert capacity factor, padded to capacity (Megatron's "
+                             "--moe-expert-capacity-factor): E*ceil(X*k*tokens/E) expert rows "
+                             "(default: dropless, k*tokens)")
+        sp.add_argument("--pcie-gbs", type=float, default=63.0,
+                        help="host link GB/s per GPU and direction, for --offload (PCIe 5.0 x16)")
 
     sp = command("budget", cmd_budget, "wall time, tokens/s and GPU-hours to train N tokens")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")

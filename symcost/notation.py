@@ -189,6 +189,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("N_pp", "N_{pp}", "pipeline-parallel stages", "(--pp)"),
     Entry("N_ep", "N_{ep}", "expert-parallel size", "(--ep)"),
     Entry("N_cp", "N_{cp}", "context-parallel size", "(--cp)"),
+    Entry("N_sh", "N_{sh}", "HSDP shard group: data-parallel ranks one copy of the states is sharded over",
+          "(--hsdp-shard)"),
     Entry("m_mb", "m_{mb}", "micro-batches per step (gradient accumulation)",
           "(global batch / (micro-batch × dp))"),
 )

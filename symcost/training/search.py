@@ -116,7 +116,10 @@ def evaluate(model, rows, *, seq: int, global_batch: int, gpu, mfu: float = 0.4,
             g_ = bg * (dense / np.where(z_ >= 2, nd, 1) + experts / np.where(z_ >= 2, ne, 1))
             o = K * (dense / np.where(z_ >= 1, nd, 1) + experts / np.where(z_ >= 1, ne, 1))
             act = np.zeros(len(sel))
-            work = np.zeros(len(sel))
+            # EP dispatch/combine buffers of one MoE layer (activations.dispatch_buffers, dropless)
+            disp = np.where(ep_ > 1, 2 * k_route * (seq // cp_) * b_ * d * a / np.where(sp_, tp_, 1), 0)
+            has_moe = any(kinds[n][1] for n in st["layers"])
+            work = disp if has_moe else np.zeros(len(sel))
             for (r_, s_), fns in list(comp.items()):
                 mask = (rc_ == r_) & (sp_ == s_)
                 if not mask.any():
@@ -131,7 +134,8 @@ def evaluate(model, rows, *, seq: int, global_batch: int, gpu, mfu: float = 0.4,
                 if r_ == "full":
                     none = comp.get(("none", s_)) or _compile_none(model, kernel, act_dtype, s_, seq, v, a)
                     comp[("none", s_)] = none
-                    work[mask] = np.max([np.broadcast_to(none[n](bb, tt, cc), bb.shape) for n in st["layers"] if n in none], axis=0)
+                    work[mask] = np.max([np.broadcast_to(none[n](bb, tt, cc), bb.shape)
+                                         + (disp[mask] if kinds[n][1] else 0) for n in st["layers"] if n in none], axis=0)
             inflight = np.minimum(m_, p_val - st_i)
             tot = np.ceil(w) + np.ceil(g_) + np.ceil(o) + inflight * act + work
             res["mem"] = np.maximum(res["mem"], tot)
