@@ -526,16 +526,17 @@ def _train_search(m, args):
         if val != off:
             raise SymcostError(f"{flag}: --search does not sweep it (it sweeps dp, tp, pp, ep, cp, micro-batch, "
                                f"ZeRO and recompute); drop {flag}")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, gpus=args.gpus, seq=args.seq, global_batch=args.global_batch, gpu=find_gpu(args.gpu),
                mfu=args.mfu, kernel=args.attention_kernel, act_dtype=args.act_dtype,
                grad_dtype=args.grad_dtype, optimizer=args.optimizer, ib_bytes_s=args.ib_gbs * 1e9,
                gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6, overlap=args.overlap)
     r["seconds"] = time.perf_counter() - t0
+    r["cpu_seconds"] = time.process_time() - c0
     payload = {"model": m.name, "gpus": args.gpus, "gpu": args.gpu, "seq": args.seq,
                "global_batch": args.global_batch, **r}
     lines = [f"{m.name}: {r['candidates']:,} layouts on {args.gpus} x {args.gpu} ({r['fitting']:,} fit), "
-             f"evaluated in {r['seconds']:.2f} s; fastest that fit:"]
+             f"evaluated in {r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s CPU); fastest that fit:"]
     for b in r["best"]:
         lines.append(f"  dp={b['dp']} tp={b['tp']} pp={b['pp']} ep={b['ep']} cp={b['cp']} micro={b['micro_batch']} "
                      f"ZeRO-{b['zero']} recompute={b['recompute']}: {b['step_time_s']:.3f} s/step, "
