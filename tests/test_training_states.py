@@ -289,3 +289,35 @@ def test_bad_moe_options_exit_2(capsys):
     assert main(["train", "deepseek-v3", "--seq", "4096", "--micro-batch", "1", "--global-batch", "64", "--search",
                  "--gpus", "64", "--gpu", "H800", "--offload", "optimizer", "--zero", "1", "--json"]) == 2
     assert "does not sweep" in json.loads(capsys.readouterr().out)["error"]
+
+
+# -- the sheet's Training and Communication sections ------------------------------------------------
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "deepseek-v3"])
+def test_sheet_sections_are_the_train_and_comm_formulas(name):
+    """The sections print train_memory / comm on the stated layout; each formula line evaluates to
+    the exact figure printed beside it."""
+    from symcost.report import lines_for, render_sheet
+    from symcost.training.sheet import LAYOUT, MICRO_BATCHES, default_layout, training_context
+    m = symcost.build(name)
+    ctx = training_context(m, seq=4096, lines_for=lines_for)
+    assert not ctx["error"]
+    lay, dropped = default_layout(m, 4096)
+    assert not dropped and lay["dp"] == LAYOUT["dp"] and lay["ep"] == (2 if sym.E in m.values else 1)
+    kw = dict(seq=4096, micro_batch=1, global_batch=MICRO_BATCHES * lay["dp"], zero=1, sp=True, **lay)
+    tm = train_memory(m, **kw)
+    assert ctx["memory"]["total"] == tm.per_gpu
+    assert [r["value"] for r in ctx["memory"]["states"]] == [tm.weights, tm.gradients, tm.optimizer, tm.activations]
+    c = comm(m, **kw)
+    assert {r["name"]: r["value"] for r in ctx["comm"]} == {k: x for k, x in c["bytes"].items() if x}
+    for r in ctx["memory"]["states"] + ctx["comm"]:
+        assert r["lines"][-1].endswith(f"{r['value']:,}".replace(",", "{,}") + r"\ \text{bytes}")
+    tex = render_sheet(m)
+    assert r"\section{Training memory per GPU}" in tex and r"\section{Communication per GPU and step}" in tex
+
+
+def test_sheet_layout_falls_back_and_says_so():
+    """A dimension the model or the sequence cannot split falls back to 1, the constraint named."""
+    from symcost.training.sheet import default_layout
+    m = symcost.build("gpt2")
+    lay, dropped = default_layout(m, 1023)  # an odd sequence cannot be split over N_cp = 2
+    assert lay["cp"] == 1 and any("does not divide --seq 1023" in d for d in dropped)

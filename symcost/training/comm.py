@@ -12,6 +12,12 @@ per sequence on a GPU, b the micro-batch, b_a activation bytes, Ψ_g a GPU's par
        ZeRO-3 / FSDP: every micro-batch all-gathers the parameters for the forward and again for
        the backward and reduce-scatters the gradients, m·(n−1)/n·(2·b_w + b_g)·Ψ_g — with m = 1
        and b_g = b_w, 3·(n−1)/n·b_w·Ψ: the ZeRO paper's 1.5× of plain data parallelism.
+       HSDP (``--hsdp-shard N_sh``): the above inside each shard group of n = N_sh·N_cp ranks
+       (experts N_sh·N_cp/N_ep), and ``dp_replicate``: the r = N_dp/N_sh replicas all-reduce the
+       gradient shard, 2·(r−1)/r·b_g·Ψ_g/n, once per step at ZeRO-1/2 (Megatron's distributed-
+       optimizer instances), after every reduce-scatter at ZeRO-3 (FSDP2 HSDP).
+  host CPU offload (``states``): PCIe bytes per step, both directions — ZeRO-Offload
+       (b_g + b_w)·Ψ_g/n, parameter offload (2·m·b_w + m_rs·b_g)·Ψ_g/n.
   tp   Megatron TP, per layer with two TP blocks (mixer, FFN), per micro-batch: forward one
        all-reduce of s·b·d after each block, backward one before each (2 + 2 all-reduces);
        with sequence parallelism each all-reduce becomes an all-gather + a reduce-scatter (same
@@ -19,10 +25,13 @@ per sequence on a GPU, b the micro-batch, b_a activation bytes, Ψ_g a GPU's par
        repeats the forward's collectives. Plus the vocab-parallel embedding's forward all-reduce
        and the head input gradient's backward all-reduce, s·b·d each.
   pp   per micro-batch, an interior stage sends one activation forward and one gradient
-       backward of s·b·d (÷N_tp with sequence parallelism); the heaviest stage's bytes.
-  ep   per MoE layer and micro-batch: dispatch and combine all-to-alls of s·b·k·d forward and
-       backward (×(N_ep−1)/N_ep leaves the GPU, balanced routing); full recompute repeats the two
-       forward ones.
+       backward of s·b·d (÷N_tp with sequence parallelism); the heaviest stage's bytes. Interleaved
+       (v model chunks per stage) every chunk does: 2·v sends per micro-batch on an interior rank,
+       2·v − 1 on the first and last.
+  ep   per MoE layer and micro-batch: dispatch and combine all-to-alls of R·d forward and
+       backward, R = k·s·b rows dropless (balanced routing) or E·⌈c_f·k·s·b/E⌉ with a capacity
+       factor (padded to capacity; ``activations.routed_rows``), ×(N_ep−1)/N_ep leaves the GPU;
+       full recompute repeats the two forward ones.
   cp   ring attention (Megatron's p2p CP), per attention layer and micro-batch: forward passes
        every K/V chunk around the ring (N_cp−1 sends of s·b·w), backward passes K/V again and
        dK/dV back (2·(N_cp−1) more): 3·(N_cp−1)·s·b·w·b_a, w = 2·H_kv·D_h (GQA), or the

@@ -8,6 +8,13 @@ with m micro-batches per step, A_s the bytes one micro-batch's backward keeps on
 layers, plus the embedding on the first stage and the final norm, head and loss on the last;
 ``activations``) and states_s its weights, gradients and optimizer state (``plan``). Under 1F1B
 the first stage has started N_pp micro-batches (or all m) before the first backward frees one.
+Interleaved 1F1B (``virtual`` = v model chunks per stage): the in-flight chunks at each rank's
+peak come from replaying Megatron's schedule (``schedule.peak``): p·(1 + (p−1)/(p·v))
+micro-batches' worth on the first stage when the chunks are alike (Korthikanti et al. 2022).
+Working memory on top: one recomputed layer's saved set under full recompute, and with EP > 1 one
+MoE layer's dispatch/combine buffers (``activations.dispatch_buffers``). Model states follow
+``plan`` / ``states`` (ZeRO, HSDP, CPU offload: offloaded bytes are reported as ``host``, not in
+the GPU total).
 """
 from __future__ import annotations
 

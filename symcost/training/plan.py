@@ -14,7 +14,8 @@ size:
                                                     Adam (master, two int8 moments, an fp32
                                                     absmax per 2048-element block and moment)
 with N_g = N_dp·N_cp for dense parameters and N_dp·N_cp/N_ep for experts (Rajbhandari et al.
-2020, ZeRO; Megatron's distributed optimizer is ZeRO-1 with ``--grad-dtype fp32``).
+2020, ZeRO; Megatron's distributed optimizer is ZeRO-1 with ``--grad-dtype fp32``); hybrid
+sharding (HSDP) and CPU offload change N_g and where the bytes live (``states``).
 Pipeline: L/N_pp layers per stage (when N_pp does not divide L, the extra layers go to interior
 stages, one each), the embedding on the first stage, the final norm and the head
 on the last (a tied head keeps its own copy there when N_pp > 1, as Megatron does); the per-GPU
