@@ -321,3 +321,23 @@ def test_sheet_layout_falls_back_and_says_so():
     m = symcost.build("gpt2")
     lay, dropped = default_layout(m, 1023)  # an odd sequence cannot be split over N_cp = 2
     assert lay["cp"] == 1 and any("does not divide --seq 1023" in d for d in dropped)
+
+
+def test_sheet_without_activation_declarations_keeps_states_and_comm(monkeypatch):
+    """A mechanism that declares no saved tensors: the section still derives the model states and
+    the communication, and says the activations are not in the total."""
+    from symcost.components.ffn import FFN
+    from symcost.report import lines_for
+    from symcost.training.sheet import training_context
+
+    def nothing(self, bw):
+        raise NotImplementedError(f"{self.label()} declares no saved-for-backward tensors")
+    monkeypatch.setattr(FFN, "saved", nothing)
+    m = symcost.build("llama-3.1-8b")
+    ctx = training_context(m, seq=4096, lines_for=lines_for)
+    assert "declares no saved-for-backward tensors" in ctx["memory"]["act_error"]
+    assert [r["name"] for r in ctx["memory"]["states"]] == ["weights", "gradients", "optimizer"]
+    st = model_states(m, Plan(dp=2, tp=2, pp=2, cp=2, zero=1, sp=True))
+    heavy = max(st, key=lambda r: r["weights"] + r["gradients"] + r["optimizer"])
+    assert ctx["memory"]["total"] == heavy["weights"] + heavy["gradients"] + heavy["optimizer"]
+    assert ctx["comm"] and not ctx["memory"]["per_layer"]

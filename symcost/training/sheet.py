@@ -67,10 +67,15 @@ def training_context(model, *, seq: int, lines_for) -> dict:
         lay, dropped = default_layout(model, seq)
         kw = dict(seq=seq, micro_batch=1, global_batch=MICRO_BATCHES * lay["dp"], zero=1, sp=lay["tp"] > 1,
                   **lay)
-        tm = train_memory(model, **kw)
         cm = comm(model, **kw)
     except SymcostError as e:
         return {"error": str(e)}
+    act_error = ""
+    try:
+        tm = train_memory(model, **kw)
+    except SymcostError as e:  # a mechanism without saved-tensor declarations yet: states only
+        act_error = str(e).split(" (use --activations")[0]
+        tm = None
     vals = {**model.values, sym.N_dp: lay["dp"], sym.N_tp: lay["tp"], sym.N_pp: lay["pp"],
             sym.N_cp: lay["cp"], sym.N_ep: lay["ep"], sym.m_mb: MICRO_BATCHES, sym.B: 1, sym.T: seq,
             sym.b_a: 2}
@@ -82,32 +87,45 @@ def training_context(model, *, seq: int, lines_for) -> dict:
                    + f" ({world} GPUs), $m_{{\\mathrm{{mb}}}} = {MICRO_BATCHES}$ micro-batches of $B = 1$ "
                      f"sequence of $T = " + f"{seq:,}".replace(",", "{,}") + "$ tokens")
     # -- memory: model states and activations of the heaviest stage ------------------------------------
+    if tm is None:
+        from .memory import _state_formula
+        from .plan import Plan, model_states
+        plan = Plan(dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], cp=lay["cp"], ep=lay["ep"], zero=1, sp=lay["tp"] > 1)
+        rows = model_states(model, plan)
+        stage = max(range(len(rows)), key=lambda i: rows[i]["weights"] + rows[i]["gradients"] + rows[i]["optimizer"])
+        heavy = {**rows[stage], "stage": stage}
+        formula = _state_formula(model, plan, heavy, "adamw", "bf16", Backward(), lay["tp"] > 1, False)
+        figures = {k: heavy[k] for k in ("weights", "gradients", "optimizer")}
+        per_gpu, working, in_flight = sum(figures.values()), 0, min(MICRO_BATCHES, lay["pp"])
+    else:
+        stage, heavy, formula = tm.stage, tm.stages[tm.stage], tm.formula
+        figures = {k: getattr(tm, k) for k in ("weights", "gradients", "optimizer", "activations")}
+        per_gpu, working, in_flight = tm.per_gpu, tm.recompute_working, tm.in_flight
     states = []
-    for key in ("weights", "gradients", "optimizer", "activations"):
-        expr = tm.formula[key]
-        value = getattr(tm, key)
+    for key, value in figures.items():
+        expr = formula[key]
         states.append({"name": key, "value": value, "human": human_bytes(value),
                        "lines": lines_for(STATE_LHS[key], [expr if key != "activations" else
                                                            sympy.factor_terms(expr)], vals, value, "bytes")})
-    bw = Backward()
-    from .activations import activations
-    tree = activations(model, bw, sp=lay["tp"] > 1)
     per_layer = []
-    for g in model.groups:
-        if g.name not in tree:
-            continue
-        e = sympy.factor_terms(sympy.expand(tree[g.name].total / g.count))
-        v = int(sympy.ceiling(e.xreplace(vals)))
-        per_layer.append({"name": g.name, "lines": lines_for(
-            r"A_{\text{" + g.name.replace("_", r"\_") + "}}", [e], vals, v, "bytes"), "value": v,
-            "human": human_bytes(v)})
-    heavy = tm.stages[tm.stage]
+    if tm is not None:
+        from .activations import activations
+        tree = activations(model, Backward(), sp=lay["tp"] > 1)
+        for g in model.groups:
+            if g.name not in tree:
+                continue
+            e = sympy.factor_terms(sympy.expand(tree[g.name].total / g.count))
+            v = int(sympy.ceiling(e.xreplace(vals)))
+            per_layer.append({"name": g.name, "lines": lines_for(
+                r"A_{\text{" + g.name.replace("_", r"\_") + "}}", [e], vals, v, "bytes"), "value": v,
+                "human": human_bytes(v)})
     from .plan import stages
-    st = stages(model, lay["pp"])[tm.stage]
-    memory = {"states": states, "per_layer": per_layer, "total": tm.per_gpu, "total_human": human_bytes(tm.per_gpu),
-              "recompute_working": tm.recompute_working, "stage": tm.stage, "in_flight": tm.in_flight,
+    st = stages(model, lay["pp"])[stage]
+    memory = {"states": states, "per_layer": per_layer, "total": per_gpu, "total_human": human_bytes(per_gpu),
+              "recompute_working": working, "stage": stage, "in_flight": in_flight,
               "layers": ", ".join(f"{n} of group {g}" for g, n in heavy["layers"].items()),
-              "psi": {"split": st["split"], "whole": st["whole"], "experts": st["experts"]}}
+              "psi": {"split": st["split"], "whole": st["whole"], "experts": st["experts"]},
+              "act_error": act_error}
     # -- communication per dimension -----------------------------------------------------------------
     dims = []
     for dim, nbytes in cm["bytes"].items():
