@@ -966,7 +966,8 @@ OPTION_HELP = {
     "cp": "context-parallel size (sequence split over GPUs, ring attention)",
     "zero": "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters sharded over dp",
     "recompute": "activation recomputation: none, selective (attention core) or full (every layer)",
-    "optimizer": "optimizer state per parameter: adamw 2 fp32 moments (+ fp32 master), sgd none",
+    "optimizer": "optimizer state bytes per parameter, fp32 master copy included: adamw 12 (two fp32 "
+                 "moments), sgd 8 (momentum), adam8bit 6 + 1/256 (two int8 moments, fp32 block scales)",
     "gpu": "GPU from the catalogue (`symcost gpus` lists them)",
     "wrt": "the symbol to differentiate and take the leading order in",
     "T_prefill": "prompt tokens of the prefill section",
