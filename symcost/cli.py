@@ -55,6 +55,22 @@ def parse_size(text: str) -> int:
     return int(digits) * mult
 
 
+def _ratio(name):
+    """A positive exact ratio: ``1.25`` or ``5/4`` (read as decimal text, never via a float)."""
+    from fractions import Fraction
+
+    def parse(text):
+        try:
+            value = Fraction(text.strip())
+        except (ValueError, ZeroDivisionError):
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise argparse.ArgumentTypeError(f"{name} must be a number such as 1.25 or 5/4, got {shown!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text}")
+        return value
+    return parse
+
+
 def _positive(name):
     def parse(text):
         try:
@@ -437,8 +453,7 @@ def _parallel(args) -> dict:
 
 
 def _train_options(args) -> dict:
-    from fractions import Fraction
-    cf = None if args.capacity_factor is None else Fraction(args.capacity_factor)
+    cf = args.capacity_factor  # an exact Fraction (``_ratio``)
     return dict(seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
                 zero=args.zero, sp=args.sp, recompute=args.recompute, hsdp_shard=args.hsdp_shard,
                 offload=args.offload, virtual=args.virtual_stages, capacity=cf, **_parallel(args))
@@ -482,7 +497,8 @@ def cmd_train(args):
                              "optimizer": tm.optimizer, "activations": tm.activations,
                              "recompute_working": tm.recompute_working},
                "host_bytes_per_gpu": tm.host, "offload": args.offload, "hsdp_shard": args.hsdp_shard,
-               "virtual_stages": args.virtual_stages, "capacity_factor": args.capacity_factor,
+               "virtual_stages": args.virtual_stages,
+               "capacity_factor": None if args.capacity_factor is None else str(args.capacity_factor),
                "heaviest_stage": tm.stage, "micro_batches": tm.micro_batches,
                "in_flight_micro_batches": tm.in_flight,
                "stages": [{k: v for k, v in r.items()} for r in tm.stages],
@@ -563,10 +579,13 @@ def cmd_comm(args):
                "formula": formula, "collectives_per_step": cm["collectives"], "micro_batches": cm["micro_batches"],
                "step_time_s": t, "step": step, "gpu": g.name if g else None, "zero": args.zero,
                "sp": args.sp, "recompute": args.recompute, **_parallel(args),
+               "offload": args.offload, "hsdp_shard": args.hsdp_shard, "virtual_stages": args.virtual_stages,
+               "capacity_factor": None if args.capacity_factor is None else str(args.capacity_factor),
                "note": "bytes the busiest GPU of each dimension sends per step (ring collectives); "
                        "step time: alpha-beta per collective, NVLink inside a node, scale-out link "
                        "across nodes, compute at --mfu of the dense BF16 peak, --overlap hidden, "
-                       "pipeline bubble (p-1)/(v*m+p-1)"}
+                       "pipeline bubble (p-1)/(v*m+p-1); dp_replicate: HSDP's all-reduce across replicas; "
+                       "host: CPU offload's PCIe bytes, both directions, at --pcie-gbs"}
     lines = [f"{m.name}: communication per GPU per training step ({cm['micro_batches']} micro-batches)"]
     lines += [f"  {k:<12} {v:>22,}  {human_bytes(v)}  in {cm['collectives'][k]} collectives"
               for k, v in per.items()]
@@ -1230,7 +1249,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--hsdp-shard", type=_positive("--hsdp-shard"), default=None, metavar="N",
                         help="hybrid sharding: ZeRO groups of N data-parallel ranks (x cp), replicated "
                              "over dp/N groups (default: shard over all of dp)")
-        sp.add_argument("--capacity-factor", type=float, default=None, metavar="X",
+        sp.add_argument("--capacity-factor", type=_ratio("--capacity-factor"), default=None, metavar="X",
                         help="MoE expert capacity factor, padded to capacity (Megatron's "
                              "--moe-expert-capacity-factor): E*ceil(X*k*tokens/E) expert rows "
                              "(default: dropless, k*tokens)")
