@@ -565,6 +565,11 @@ def cmd_comm(args):
     from .training.comm import comm
     m = loader.build(args.model)
     _check_positions(m, args.seq, "--seq")
+    from .training.memory import check_capacity
+    check_capacity(m, args.capacity_factor)  # a dense model first says it has no experts
+    if args.capacity_factor is not None and args.ep == 1 and not args.gpu:
+        raise SymcostError("--capacity-factor changes communication only with --ep > 1 (the all-to-all) "
+                           "or --gpu (the padded expert FLOPs in the step time)")
     cm = comm(m, grad_dtype=args.grad_dtype, act_dtype=args.act_dtype, **_train_options(args))
     per = cm["bytes"]
     t, g, step = None, None, None

@@ -158,6 +158,21 @@ def test_capacity_scales_the_expert_rows(mixtral):
     assert Fraction(e1, e0) == Fraction(5, 4)
 
 
+def test_capacity_pads_the_expert_flops(mixtral, capsys):
+    """Padded to capacity the experts compute on E·cap rows: the routed-expert FLOPs (forward and
+    backward) grow by E·cap/(k·tokens), everything else stays."""
+    from symcost.training import train_flops
+    kw = dict(seq=4096, micro_batch=1, dp=8, ep=8, global_batch=16)
+    drop = train_memory(mixtral, **kw).flops_per_step
+    assert train_memory(mixtral, capacity=Fraction(1), **kw).flops_per_step == drop
+    routed = sum(x for p, x in train_flops(mixtral).at(mixtral.values_with(T=4096, B=16)).items()
+                 if p.rsplit("/", 1)[-1].startswith("experts_"))
+    assert train_memory(mixtral, capacity=Fraction(5, 4), **kw).flops_per_step == drop + routed // 4
+    assert main(["comm", "mixtral-8x7b-v0.1", "--seq", "512", "--micro-batch", "1", "--capacity-factor", "1.25",
+                 "--json"]) == 2
+    assert "--ep > 1" in json.loads(capsys.readouterr().out)["error"]
+
+
 def test_dispatch_buffers_are_working_memory(mixtral):
     """With EP > 1 one MoE layer's send and receive buffers (k·tokens rows × d × b_a each) are alive
     during its dispatch; under sequence parallelism each TP rank dispatches its own tokens."""

@@ -177,8 +177,13 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
                      "in_flight_chunks": counts, "recompute_working": working[s], "per_gpu": total,
                      "layers": st["layers"]})
     heavy = max(rows, key=lambda r: r["per_gpu"])
-    flops = exact(train_flops(model, recompute=recompute).total,
-                  model.values_with(T=seq, B=micro_batch * m * dp))
+    if capacity is None:
+        flops = exact(train_flops(model, recompute=recompute).total,
+                      model.values_with(T=seq, B=micro_batch * m * dp))
+    else:  # the experts also compute on the padding
+        from .flops import padded_expert_flops
+        flops = padded_expert_flops(model, train_flops(model, recompute=recompute), capacity, seq=seq,
+                                    micro_batch=micro_batch, cp=cp, routings=m * dp)
     formula = {"activations_per_micro_batch": tree,
                **_state_formula(model, plan, heavy, optimizer, grad_dtype, bw, sp,
                                 activation_model == "engine", states_opt, virtual, capacity)}
