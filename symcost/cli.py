@@ -55,6 +55,22 @@ def parse_size(text: str) -> int:
     return int(digits) * mult
 
 
+def _ratio(name):
+    """A positive exact ratio: ``1.25`` or ``5/4`` (read as decimal text, never via a float)."""
+    from fractions import Fraction
+
+    def parse(text):
+        try:
+            value = Fraction(text.strip())
+        except (ValueError, ZeroDivisionError):
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise argparse.ArgumentTypeError(f"{name} must be a number such as 1.25 or 5/4, got {shown!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text}")
+        return value
+    return parse
+
+
 def _positive(name):
     def parse(text):
         try:
@@ -474,8 +490,10 @@ def _parallel(args) -> dict:
 
 
 def _train_options(args) -> dict:
+    cf = args.capacity_factor  # an exact Fraction (``_ratio``)
     return dict(seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
-                zero=args.zero, sp=args.sp, recompute=args.recompute, **_parallel(args))
+                zero=args.zero, sp=args.sp, recompute=args.recompute, hsdp_shard=args.hsdp_shard,
+                offload=args.offload, virtual=args.virtual_stages, capacity=cf, **_parallel(args))
 
 
 def _step_time(m, args, tm, cm):
@@ -484,10 +502,12 @@ def _step_time(m, args, tm, cm):
     g = find_gpu(args.gpu)
     world = args.dp * args.tp * args.pp * args.cp
     links = Links(nvlink_bytes_s=g.link_gbs * 1e9, ib_bytes_s=args.ib_gbs * 1e9,
-                  gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6)
+                  gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6,
+                  pcie_bytes_s=args.pcie_gbs * 1e9)
     return g, step_time(tm.flops_per_step // world, cm["bytes"], cm["collectives"],
                         peak_flops=g.bf16_tflops * 1e12, mfu=args.mfu, links=links,
-                        layout=_parallel(args), overlap=args.overlap, m=cm["micro_batches"],
+                        layout={**_parallel(args), "shard": args.hsdp_shard}, overlap=args.overlap,
+                        m=cm["micro_batches"],
                         virtual=args.virtual_stages)
 
 
@@ -513,6 +533,9 @@ def cmd_train(args):
                "breakdown": {"weights": tm.weights, "gradients": tm.gradients,
                              "optimizer": tm.optimizer, "activations": tm.activations,
                              "recompute_working": tm.recompute_working},
+               "host_bytes_per_gpu": tm.host, "offload": args.offload, "hsdp_shard": args.hsdp_shard,
+               "virtual_stages": args.virtual_stages,
+               "capacity_factor": None if args.capacity_factor is None else str(args.capacity_factor),
                "heaviest_stage": tm.stage, "micro_batches": tm.micro_batches,
                "in_flight_micro_batches": tm.in_flight,
                "stages": [{k: v for k, v in r.items()} for r in tm.stages],
@@ -534,6 +557,8 @@ def cmd_train(args):
         lines.append(f"  {k:<18} {v:>22,}  {human_bytes(v)}")
     lines.append(f"  {'per GPU':<18} {tm.per_gpu:>22,}  {human_bytes(tm.per_gpu)}"
                  + (f"   fits on {g.name}: {fits}" if g else ""))
+    if args.offload != "none":
+        lines.append(f"  {'host (offloaded)':<18} {tm.host:>22,}  {human_bytes(tm.host)}  per GPU, in CPU memory")
     lines.append(f"  micro-batches per step {tm.micro_batches}, in flight on that stage {tm.in_flight}")
     lines.append(f"  FLOPs per step (exact, causal): {tm.flops_per_step:,} = {human_count(tm.flops_per_step)}FLOP")
     if "step" in payload:
@@ -549,16 +574,22 @@ def _train_search(m, args):
     from .training.search import search
     if not (args.gpus and args.gpu and args.global_batch):
         raise SymcostError("--search needs --gpus, --gpu and --global-batch")
-    t0 = time.perf_counter()
+    for flag, val, off in (("--offload", args.offload, "none"), ("--hsdp-shard", args.hsdp_shard, None),
+                           ("--virtual-stages", args.virtual_stages, 1), ("--capacity-factor", args.capacity_factor, None)):
+        if val != off:
+            raise SymcostError(f"{flag}: --search does not sweep it (it sweeps dp, tp, pp, ep, cp, micro-batch, "
+                               f"ZeRO and recompute); drop {flag}")
+    t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, gpus=args.gpus, seq=args.seq, global_batch=args.global_batch, gpu=find_gpu(args.gpu),
                mfu=args.mfu, kernel=args.attention_kernel, act_dtype=args.act_dtype,
                grad_dtype=args.grad_dtype, optimizer=args.optimizer, ib_bytes_s=args.ib_gbs * 1e9,
                gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6, overlap=args.overlap)
     r["seconds"] = time.perf_counter() - t0
+    r["cpu_seconds"] = time.process_time() - c0
     payload = {"model": m.name, "gpus": args.gpus, "gpu": args.gpu, "seq": args.seq,
                "global_batch": args.global_batch, **r}
     lines = [f"{m.name}: {r['candidates']:,} layouts on {args.gpus} x {args.gpu} ({r['fitting']:,} fit), "
-             f"evaluated in {r['seconds']:.2f} s; fastest that fit:"]
+             f"evaluated in {r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s CPU); fastest that fit:"]
     for b in r["best"]:
         lines.append(f"  dp={b['dp']} tp={b['tp']} pp={b['pp']} ep={b['ep']} cp={b['cp']} micro={b['micro_batch']} "
                      f"ZeRO-{b['zero']} recompute={b['recompute']}: {b['step_time_s']:.3f} s/step, "
@@ -571,6 +602,11 @@ def cmd_comm(args):
     from .training.comm import comm
     m = loader.build(args.model)
     _check_positions(m, args.seq, "--seq")
+    from .training.memory import check_capacity
+    check_capacity(m, args.capacity_factor)  # a dense model first says it has no experts
+    if args.capacity_factor is not None and args.ep == 1 and not args.gpu:
+        raise SymcostError("--capacity-factor changes communication only with --ep > 1 (the all-to-all) "
+                           "or --gpu (the padded expert FLOPs in the step time)")
     cm = comm(m, grad_dtype=args.grad_dtype, act_dtype=args.act_dtype, **_train_options(args))
     per = cm["bytes"]
     t, g, step = None, None, None
@@ -585,12 +621,15 @@ def cmd_comm(args):
                "formula": formula, "collectives_per_step": cm["collectives"], "micro_batches": cm["micro_batches"],
                "step_time_s": t, "step": step, "gpu": g.name if g else None, "zero": args.zero,
                "sp": args.sp, "recompute": args.recompute, **_parallel(args),
+               "offload": args.offload, "hsdp_shard": args.hsdp_shard, "virtual_stages": args.virtual_stages,
+               "capacity_factor": None if args.capacity_factor is None else str(args.capacity_factor),
                "note": "bytes the busiest GPU of each dimension sends per step (ring collectives); "
                        "step time: alpha-beta per collective, NVLink inside a node, scale-out link "
                        "across nodes, compute at --mfu of the dense BF16 peak, --overlap hidden, "
-                       "pipeline bubble (p-1)/(v*m+p-1)"}
+                       "pipeline bubble (p-1)/(v*m+p-1); dp_replicate: HSDP's all-reduce across replicas; "
+                       "host: CPU offload's PCIe bytes, both directions, at --pcie-gbs"}
     lines = [f"{m.name}: communication per GPU per training step ({cm['micro_batches']} micro-batches)"]
-    lines += [f"  {k:<3} {v:>22,}  {human_bytes(v)}  in {cm['collectives'][k]} collectives"
+    lines += [f"  {k:<12} {v:>22,}  {human_bytes(v)}  in {cm['collectives'][k]} collectives"
               for k, v in per.items()]
     if t is not None:
         lines.append(f"  step time on {g.name} at MFU {args.mfu:.0%}, overlap {args.overlap:.0%}: {t:.3f} s")
@@ -1028,7 +1067,8 @@ OPTION_HELP = {
     "cp": "context-parallel size (sequence split over GPUs, ring attention)",
     "zero": "ZeRO stage: 0 none, 1 optimizer states, 2 + gradients, 3 + parameters sharded over dp",
     "recompute": "activation recomputation: none, selective (attention core) or full (every layer)",
-    "optimizer": "optimizer state per parameter: adamw 2 fp32 moments (+ fp32 master), sgd none",
+    "optimizer": "optimizer state bytes per parameter, fp32 master copy included: adamw 12 (two fp32 "
+                 "moments), sgd 8 (momentum), adam8bit 6 + 1/256 (two int8 moments, fp32 block scales)",
     "gpu": "GPU from the catalogue (`symcost gpus` lists them)",
     "wrt": "the symbol to differentiate and take the leading order in",
     "T_prefill": "prompt tokens of the prefill section",
@@ -1317,7 +1357,20 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--gpus-per-node", type=_positive("--gpus-per-node"), default=8)
         sp.add_argument("--alpha-us", type=float, default=10.0, help="latency per collective, µs")
         sp.add_argument("--virtual-stages", type=_positive("--virtual-stages"), default=1,
-                        help="interleaved 1F1B: model chunks per pipeline stage")
+                        help="interleaved 1F1B: model chunks per pipeline stage (activations of the "
+                             "schedule's peak, p2p per chunk, bubble (p-1)/(v*m+p-1))")
+        sp.add_argument("--offload", choices=["none", "optimizer", "params"], default="none",
+                        help="CPU offload: optimizer (ZeRO-Offload: optimizer state and gradients on the "
+                             "host, needs --zero >= 1) or params (also the weight shard, needs --zero 3)")
+        sp.add_argument("--hsdp-shard", type=_positive("--hsdp-shard"), default=None, metavar="N",
+                        help="hybrid sharding: ZeRO groups of N data-parallel ranks (x cp), replicated "
+                             "over dp/N groups (default: shard over all of dp)")
+        sp.add_argument("--capacity-factor", type=_ratio("--capacity-factor"), default=None, metavar="X",
+                        help="MoE expert capacity factor, padded to capacity (Megatron's "
+                             "--moe-expert-capacity-factor): E*ceil(X*k*tokens/E) expert rows "
+                             "(default: dropless, k*tokens)")
+        sp.add_argument("--pcie-gbs", type=float, default=63.0,
+                        help="host link GB/s per GPU and direction, for --offload (PCIe 5.0 x16)")
 
     sp = command("budget", cmd_budget, "wall time, tokens/s and GPU-hours to train N tokens")
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")

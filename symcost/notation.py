@@ -187,6 +187,8 @@ TABLE: tuple[Entry, ...] = (
           "(serving with expert parallelism: N_ep = N_dp, vLLM's EP size N_tp·N_dp; without: 1)",
           "(--ep: training N_ep, serving N_tp·N_ep)"),
     Entry("N_cp", "N_{cp}", "context-parallel size", "(--cp)"),
+    Entry("N_sh", "N_{sh}", "HSDP shard group: data-parallel ranks one copy of the states is sharded over",
+          "(--hsdp-shard)"),
     Entry("m_mb", "m_{mb}", "micro-batches per step (gradient accumulation)",
           "(global batch / (micro-batch × dp))"),
 )

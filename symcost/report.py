@@ -361,7 +361,10 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
         for e in t.flatten().values():
             used |= e.free_symbols
     inputs = [sym.T, sym.B] + ([sym.b_kv] if cache_sec else []) + [sym.b_w]
+    from .training.sheet import training_context  # the Training and Communication sections
+    training = training_context(model, seq=T_prefill, lines_for=lines_for)
     return {
+        "training": training,
         "name": model.name, "model_type": model.model_type,
         "T_prefill": T_prefill, "T_decode": T_decode, "batch": batch, "dtype": dtype,
         "dtype_bytes": int(b),

@@ -3,7 +3,8 @@
 A dispatch mode records every c10d / functional collective a tiny model issues under
 tensor parallelism (DTensor ``ColwiseParallel``/``RowwiseParallel``, with and without
 ``SequenceParallel``) and under FSDP2 ``fully_shard`` (with and without gradient accumulation,
-gradients synchronised on every micro-batch or only the last). Counts per kind and buffer bytes
+gradients synchronised on every micro-batch or only the last; on a 1-D mesh and, HSDP, on a
+(replicate, shard) mesh). Counts per kind and buffer bytes
 must equal ``symcost.training.comm.tp_collectives`` / ``dp_collectives``, which ``comm`` sums per
 layer and micro-batch. (CommDebugMode counts the same ops; it does not report sizes, hence the
 recorder.) Bytes sent per GPU follow the ring factors (n−1)/n and 2·(n−1)/n of the buffer.
@@ -117,3 +118,49 @@ def test_fsdp2(mesh, micro, sync):
     nbytes, ops = dp_collectives(psi, N, 3, micro, 4, 4, sync)
     assert dict(rec.ops) == {k: 3 * v for k, v in ops.items()}
     assert sent(rec) == nbytes
+
+
+class GroupRecorder(TorchDispatchMode):
+    """Like ``Recorder`` for a 2-D mesh: each collective's full buffer bytes and the bytes one GPU
+    sends, with the group size of the mesh dimension it runs on (``sizes`` by kind)."""
+
+    def __init__(self, sizes):
+        super().__init__()
+        self.sizes, self.ops, self.sent = sizes, collections.Counter(), Fraction(0)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = str(func.overloadpacket).split(".")[-1]
+        kind = {"_allgather_base_": "all_gather", "_reduce_scatter_base_": "reduce_scatter",
+                "allreduce_": "all_reduce"}.get(name)
+        if kind:
+            n = self.sizes[kind]
+            t = args[0][0] if isinstance(args[0], (list, tuple)) else args[0]
+            full = t.numel() * t.element_size() * (n if kind == "reduce_scatter" else 1)  # RS: args[0] is the shard
+            self.ops[kind] += 1
+            self.sent += (2 if kind == "all_reduce" else 1) * Fraction(n - 1, n) * full
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("micro,sync", [(1, "every"), (3, "every"), (3, "last")])
+def test_fsdp2_hsdp(mesh, micro, sync):
+    """HSDP: ``fully_shard`` on a (replicate = 2, shard = 2) mesh reduce-scatters and gathers inside
+    the shard group (ZeRO-3 over n = 2) and all-reduces the gradient shard across the 2 replicas
+    after every reduce-scatter: ``dp_collectives`` over n plus ``replicate_collectives`` over r."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    from symcost.training.comm import replicate_collectives
+    mesh2 = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
+    model = nn.Sequential(Block(), Block(), Block())
+    for blk in model:
+        fully_shard(blk, mesh=mesh2)
+    fully_shard(model, mesh=mesh2)
+    psi = sum(p.numel() for p in model.parameters())
+    rec = GroupRecorder({"all_gather": 2, "reduce_scatter": 2, "all_reduce": 2})
+    with rec:
+        for i in range(micro):
+            model.set_requires_gradient_sync(sync == "every" or i == micro - 1)
+            model(torch.randn(B, T, D)).sum().backward()
+    shard_bytes, shard_ops = dp_collectives(psi, 2, 3, micro, 4, 4, sync)
+    rep_bytes, rep_ops = replicate_collectives(Fraction(psi, 2), 2, 3, micro, 4, sync)
+    assert dict(rec.ops) == {k: 3 * v for k, v in {**shard_ops, **rep_ops}.items()}
+    assert rec.sent == shard_bytes + rep_bytes

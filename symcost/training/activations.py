@@ -21,6 +21,8 @@ with ``saved_tensors_hooks``); ``korthikanti`` is the published dense-GPT closed
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sympy
 
 from ..conventions import Backward
@@ -32,12 +34,45 @@ from ..terms import Terms
 B, T = sym.B, sym.T
 
 
-def _records(c, bw: Backward) -> list[Saved]:
+def routed_rows(k, E, tokens, capacity=None):
+    """Token rows the routed experts of one MoE layer process for ``tokens`` routed tokens.
+
+    Dropless (``capacity=None``, Megatron's default for current MoE recipes and what transformers
+    computes): k·tokens, every assignment kept, balanced over the experts. With a capacity factor
+    c_f, Megatron's ``--moe-expert-capacity-factor`` with ``--moe-pad-expert-input-to-capacity``:
+    each expert takes exactly cap = ⌈c_f·k·tokens/E⌉ rows from each rank's tokens
+    (``moe_utils.get_capacity``; assignments beyond it are dropped, short experts padded), so
+    E·⌈c_f·k·tokens/E⌉ rows — the most a capacity-limited layer can hold, whatever the routing.
+    """
+    if capacity is None:
+        return k * tokens
+    return E * sympy.ceiling(sympy.Rational(capacity) * k * tokens / E)
+
+
+def _records(c, bw: Backward, capacity=None) -> list[Saved]:
     try:
-        return c.saved(bw)
+        recs = c.saved(bw)
     except NotImplementedError as e:
         raise SymcostError(f"activation memory: {e} (use --activations korthikanti for a dense "
                            f"GPT estimate)") from None
+    from ..components.moe import MoE
+    if capacity is not None and isinstance(c, MoE):
+        # the routed-assignment rows (k·B·T, dropless) become the capacity-padded E·cap
+        dropless = c.k * B * T
+        rows = routed_rows(c.k, c.E, B * T, capacity)
+        recs = [replace(s, rows=rows) if s.rows is not None and sympy.expand(s.rows - dropless) == 0 else s
+                for s in recs]
+    return recs
+
+
+def dispatch_buffers(c, capacity=None, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp) -> sympy.Expr:
+    """Transient bytes of one MoE layer's expert-parallel token dispatch (Megatron's all-to-all
+    dispatcher): the permuted tokens sent and the tokens received, rows·d·b_a each (rows =
+    ``routed_rows`` of the rank's B·T/N_cp tokens; ÷N_tp under sequence parallelism, where each TP
+    rank dispatches its own tokens). Alive while the layer dispatches (the combine reuses the
+    sizes), not saved for backward: counted once, as working memory, like a recomputed layer."""
+    rows = routed_rows(c.k, c.E, B * T / cp, capacity)
+    return 2 * rows * c.d * sym.b_a / (tp if sp else 1)
 
 
 def _bytes(s: Saved, *, sp: bool, tp=sym.N_tp, cp=sym.N_cp) -> sympy.Expr:
@@ -58,11 +93,12 @@ def layer_input(c_d) -> Saved:
     return Saved("layer_input", c_d, sym.b_a, "seq", doc="checkpointed layer input (full recompute)")
 
 
-def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp) -> Terms:
+def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp, capacity=None) -> Terms:
     """Bytes saved for backward over one micro-batch of ``B`` sequences of ``T`` tokens, all layers.
 
     Symbolic in ``B``, ``T``, ``b_a`` and the parallel sizes ``N_tp``, ``N_cp`` (pass integers to
-    fix them); substitute the model's values to get numbers.
+    fix them); substitute the model's values to get numbers. ``capacity``: the MoE capacity
+    factor (``routed_rows``), None = dropless.
     """
     kw = dict(sp=sp, tp=tp, cp=cp)
     out = Terms()
@@ -75,7 +111,7 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
             layer.add("layer_input", _bytes(layer_input(sym.d), **kw), "checkpointed layer input b_a·d")
         else:
             for c in g.components:
-                recs = _records(c, bw)
+                recs = _records(c, bw, capacity)
                 for s in c.saved_shared(bw):
                     shared.setdefault(s.name, s)
                 if recs:
@@ -88,7 +124,7 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
     return out
 
 
-def per_layer(model, bw: Backward, **kw) -> dict[str, Terms]:
+def per_layer(model, bw: Backward, capacity=None, **kw) -> dict[str, Terms]:
     """One layer's saved bytes for each layer group (no recomputation), by group name."""
     inner = Backward(kernel=bw.kernel, recompute="none" if bw.recompute == "full" else bw.recompute,
                      act_dtype=bw.act_dtype)
@@ -96,7 +132,7 @@ def per_layer(model, bw: Backward, **kw) -> dict[str, Terms]:
     for g in model.groups:
         t = Terms()
         for c in g.components:
-            recs = _records(c, inner)
+            recs = _records(c, inner, capacity)
             if recs:
                 t.add(c.key, _tree(recs, **{"sp": False, "tp": sym.N_tp, "cp": sym.N_cp, **kw}), c.label())
         out[g.name] = t

@@ -49,6 +49,27 @@ def train_flops(model, *, attention: str = "causal", recompute: str = "none") ->
     return out
 
 
+def padded_expert_flops(model, tree: Terms, capacity, *, seq: int, micro_batch: int, cp: int, routings: int):
+    """Exact FLOPs of ``tree`` (a ``train_flops`` tree) when the routed experts run padded to
+    capacity: each routed-expert leaf (``experts_*``, k·B·T rows) is charged per row, times the
+    step's rows — ``routings`` = m·N_dp micro-batches, each routed by N_cp ranks of B·T/N_cp
+    tokens, each rank's experts padded to E·⌈c_f·k·(B·T/N_cp)/E⌉ rows (``activations.routed_rows``;
+    Megatron runs its grouped GEMMs on the padding). Other leaves at B = routings·micro_batch."""
+    from .activations import routed_rows
+    v1 = model.values_with(T=seq, B=1)
+    vall = model.values_with(T=seq, B=micro_batch * routings)
+    k, E = v1[sym.k], v1[sym.E]
+    rows = routings * cp * int(routed_rows(sympy.Integer(k), sympy.Integer(E),
+                                           sympy.Integer(micro_batch * seq // cp), capacity))
+    total = sympy.Integer(0)
+    for path, expr in tree.flatten().items():
+        if path.rsplit("/", 1)[-1].startswith("experts_"):
+            total += sympy.Rational(exact(expr, v1)) / (k * seq) * rows
+        else:
+            total += exact(expr, vall)
+    return int(total)
+
+
 # -- presets -------------------------------------------------------------------------------------
 def _v(model, s, default=None):
     return sympy.Integer(model.values[s]) if s in model.values else default

@@ -8,6 +8,13 @@ with m micro-batches per step, A_s the bytes one micro-batch's backward keeps on
 layers, plus the embedding on the first stage and the final norm, head and loss on the last;
 ``activations``) and states_s its weights, gradients and optimizer state (``plan``). Under 1F1B
 the first stage has started N_pp micro-batches (or all m) before the first backward frees one.
+Interleaved 1F1B (``virtual`` = v model chunks per stage): the in-flight chunks at each rank's
+peak come from replaying Megatron's schedule (``schedule.peak``): p·(1 + (p−1)/(p·v))
+micro-batches' worth on the first stage when the chunks are alike (Korthikanti et al. 2022).
+Working memory on top: one recomputed layer's saved set under full recompute, and with EP > 1 one
+MoE layer's dispatch/combine buffers (``activations.dispatch_buffers``). Model states follow
+``plan`` / ``states`` (ZeRO, HSDP, CPU offload: offloaded bytes are reported as ``host``, not in
+the GPU total).
 """
 from __future__ import annotations
 
@@ -41,6 +48,7 @@ class TrainMemory:
     recompute_working: int = 0
     formula: dict = field(default_factory=dict)
     stages: list = field(default_factory=list)
+    host: int = 0  # offloaded states on the host (per GPU), not in per_gpu
 
 
 def micro_batches(global_batch: int | None, micro_batch: int, dp: int) -> int:
@@ -58,95 +66,193 @@ def _values(model, seq, micro_batch, plan, act_dtype):
     return v
 
 
+def check_pipeline(model, plan: Plan, m: int, virtual: int) -> None:
+    """Interleaved 1F1B's constraints (Megatron-LM): v > 1 needs a pipeline, the layers split
+    evenly into N_pp·v chunks, and m a multiple of N_pp (micro-batch groups of N_pp)."""
+    if virtual == 1:
+        return
+    if plan.pp == 1:
+        raise SymcostError(f"--virtual-stages {virtual} needs --pp > 1 (interleaving splits pipeline stages)")
+    L = sum(exact(g.count, model.values) for g in model.groups)
+    if L % (plan.pp * virtual):
+        raise SymcostError(f"--virtual-stages {virtual}: pp × v = {plan.pp} × {virtual} = {plan.pp * virtual} "
+                           f"must divide the layers L={L} (equal model chunks)")
+    if m % plan.pp:
+        raise SymcostError(f"--virtual-stages {virtual}: the micro-batches per step ({m}) must be a multiple "
+                           f"of --pp {plan.pp} (Megatron's interleaved schedule runs them in groups of pp)")
+
+
 def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
                  dp=1, tp=1, pp=1, ep=1, cp=1, zero=0, sp=False, recompute="none",
                  optimizer="adamw", grad_dtype="bf16", kernel="flash", act_dtype="bf16",
-                 activation_model="engine") -> TrainMemory:
+                 activation_model="engine", hsdp_shard=None, offload="none", virtual=1,
+                 capacity=None) -> TrainMemory:
+    from .activations import dispatch_buffers
+    from .schedule import peak
+    from .states import States
     plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp)
     plan.check(model, seq)
+    states_opt = States(shard=hsdp_shard, offload=offload)
+    states_opt.check(plan)
     if recompute not in ("none", "selective", "full"):
         raise SymcostError(f"--recompute: unknown mode {recompute!r}")
+    check_capacity(model, capacity)
     m = micro_batches(global_batch, micro_batch, dp)
+    check_pipeline(model, plan, m, virtual)
     bw = Backward(kernel=kernel, recompute=recompute, act_dtype=act_dtype)
     vals = _values(model, seq, micro_batch, plan, act_dtype)
-    states = model_states(model, plan, optimizer=optimizer, grad_dtype=grad_dtype)
+    states = model_states(model, plan, optimizer=optimizer, grad_dtype=grad_dtype, states=states_opt,
+                          virtual=virtual)
+    (n_dense, rep), (n_exp, _) = states_opt.groups(plan)
     notes = [bw.describe(), f"layout {plan.dp}×{plan.tp}×{plan.pp}×{plan.cp} (dp×tp×pp×cp) = {plan.world} "
              f"GPUs; experts over ep={plan.ep}, their data-parallel size dp·cp/ep = {plan.expert_dp}",
-             "1F1B: the first stage holds min(m, pp) micro-batches of activations",
+             ("1F1B: the first stage holds min(m, pp) micro-batches of activations" if virtual == 1 else
+              f"interleaved 1F1B, {virtual} model chunks per stage: Megatron's schedule replayed, the first "
+              f"stage holds pp·(1 + (pp−1)/(pp·v)) micro-batches' worth when the chunks are alike"),
              "activations measured exactly against transformers (tests/test_activations.py) for "
              "GPT-2, Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2/3-MoE and DeepSeek-V3; other families' "
              "declarations follow the same modules but are not measured"]
+    if hsdp_shard is not None:
+        notes.append(f"HSDP: model states sharded over {n_dense} ranks (hsdp-shard × cp; experts {n_exp}) and "
+                     f"replicated over {rep} groups")
+    if offload != "none":
+        notes.append(f"CPU offload of the {'optimizer state and gradients' if offload == 'optimizer' else 'parameters, gradients and optimizer state'}: "
+                     f"host bytes per GPU under 'host', not in the GPU total")
+    if any(_is_moe(c) for g in model.groups for c in g.components):
+        notes.append("MoE: dropless routing, balanced (k·B·T expert rows)" if capacity is None else
+                     f"MoE: capacity factor {capacity}, padded to capacity: E·ceil(c_f·k·B·T/E) expert rows")
+    chunk_acts = None
     if activation_model == "korthikanti":
+        if virtual > 1:
+            raise SymcostError("--virtual-stages needs --activations engine (the preset has no per-chunk split)")
         tree = korthikanti(model, recompute=recompute, sp=sp or tp == 1, tp=tp, cp=cp)
         per_stage_acts = [int(sympy.floor(tree.total.xreplace(vals) / pp))] * pp
         working = [0] * pp
         notes.append("activations: Korthikanti et al. 2022 Table 2 (dense GPT layer, 2-byte), preset")
     else:
-        tree = activations(model, bw, sp=sp, tp=tp, cp=cp)
+        tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity)
         flat = tree.at(vals)
         groups = {g.name: g for g in model.groups}
         layer_tot = {name: exact(tree[name].total, vals) // exact(g.count, model.values)
                      for name, g in groups.items() if name in tree}
         pre = sum(v for k, v in flat.items() if k.split("/")[0] in {c.key for c in model.pre} or k.startswith("shared/"))
         post = sum(v for k, v in flat.items() if k.split("/")[0] in {c.key for c in model.post})
-        working_layer = {}
+        working_layer = {g.name: 0 for g in model.groups}
         if recompute == "full":
-            for name, t in per_layer(model, bw, sp=sp, tp=tp, cp=cp).items():
-                working_layer[name] = exact(t.total, vals)
-        per_stage_acts, working = [], []
-        from .plan import stages as _stages
-        for s, st in enumerate(_stages(model, pp)):
-            a = sum(layer_tot.get(n, 0) * c for n, c in st["layers"].items())
-            a += pre if s == 0 else 0
-            a += post if s == pp - 1 else 0
-            per_stage_acts.append(a)
+            for name, t in per_layer(model, bw, capacity, sp=sp, tp=tp, cp=cp).items():
+                working_layer[name] += exact(t.total, vals)
+        if ep > 1:
+            for g in model.groups:
+                for c in g.components:
+                    if _is_moe(c):
+                        working_layer[g.name] += exact(dispatch_buffers(c, capacity, sp=sp, tp=tp, cp=cp), vals)
+        per_stage_acts, working, chunk_acts = [], [], []
+        n_chunks = pp * virtual
+        for r, st in enumerate(states):
+            accs = []
+            for j, ch in enumerate(st["chunks"]):
+                gid = r + j * pp
+                a = sum(layer_tot.get(n, 0) * c for n, c in ch["layers"].items())
+                a += pre if gid == 0 else 0
+                a += post if gid == n_chunks - 1 else 0
+                accs.append(a)
+            chunk_acts.append(accs)
+            per_stage_acts.append(sum(accs))
             working.append(max((working_layer.get(n, 0) for n in st["layers"]), default=0))
     rows = []
     for s, st in enumerate(states):
-        inflight = min(m, pp - s)
-        total = st["weights"] + st["gradients"] + st["optimizer"] + inflight * per_stage_acts[s] + working[s]
+        if virtual == 1 or chunk_acts is None:
+            inflight = min(m, pp - s)
+            counts = [inflight]
+            held = inflight * per_stage_acts[s]
+        else:
+            counts = peak(pp, s, virtual, m, chunk_acts[s])
+            held = sum(c * a for c, a in zip(counts, chunk_acts[s]))
+            inflight = sympy.Rational(sum(counts), virtual)
+        total = st["weights"] + st["gradients"] + st["optimizer"] + held + working[s]
         rows.append({"stage": s, "weights": st["weights"], "gradients": st["gradients"],
-                     "optimizer": st["optimizer"], "activations": inflight * per_stage_acts[s],
-                     "activations_per_micro_batch": per_stage_acts[s], "in_flight": inflight,
-                     "recompute_working": working[s], "per_gpu": total, "layers": st["layers"]})
+                     "optimizer": st["optimizer"], "host": st["host"], "activations": held,
+                     "activations_per_micro_batch": per_stage_acts[s],
+                     "in_flight": int(inflight) if sympy.Integer(inflight) == inflight else str(inflight),
+                     "in_flight_chunks": counts, "recompute_working": working[s], "per_gpu": total,
+                     "layers": st["layers"]})
     heavy = max(rows, key=lambda r: r["per_gpu"])
-    flops = exact(train_flops(model, recompute=recompute).total,
-                  model.values_with(T=seq, B=micro_batch * m * dp))
+    if capacity is None:
+        flops = exact(train_flops(model, recompute=recompute).total,
+                      model.values_with(T=seq, B=micro_batch * m * dp))
+    else:  # the experts also compute on the padding
+        from .flops import padded_expert_flops
+        flops = padded_expert_flops(model, train_flops(model, recompute=recompute), capacity, seq=seq,
+                                    micro_batch=micro_batch, cp=cp, routings=m * dp)
     formula = {"activations_per_micro_batch": tree,
                **_state_formula(model, plan, heavy, optimizer, grad_dtype, bw, sp,
-                                activation_model == "engine")}
-    return TrainMemory(heavy["weights"], heavy["gradients"], heavy["optimizer"], heavy["activations"],
-                       heavy["per_gpu"], flops, notes, heavy["stage"], m, heavy["in_flight"],
-                       heavy["recompute_working"], formula, rows)
+                                activation_model == "engine", states_opt, virtual, capacity)}
+    out = TrainMemory(heavy["weights"], heavy["gradients"], heavy["optimizer"], heavy["activations"],
+                      heavy["per_gpu"], flops, notes, heavy["stage"], m, heavy["in_flight"],
+                      heavy["recompute_working"], formula, rows)
+    out.host = heavy["host"]
+    return out
 
 
-def _state_formula(model, plan: Plan, heavy: dict, optimizer, grad_dtype, bw, sp, engine) -> dict:
+def _is_moe(c) -> bool:
+    from ..components.moe import MoE
+    return isinstance(c, MoE)
+
+
+def check_capacity(model, capacity) -> None:
+    if capacity is None:
+        return
+    if not any(_is_moe(c) for g in model.groups for c in g.components):
+        raise SymcostError("--capacity-factor: the model has no routed experts")
+    if capacity <= 0:
+        raise SymcostError(f"--capacity-factor must be > 0, got {capacity}")
+
+
+def _state_formula(model, plan: Plan, heavy: dict, optimizer, grad_dtype, bw, sp, engine,
+                   states_opt=None, virtual=1, capacity=None) -> dict:
     """The heaviest stage's per-GPU bytes as expressions in the parallel sizes (N_dp, N_tp, N_cp,
-    N_ep), B, T and b_a, with the stage's parameter counts as numbers."""
-    from .plan import GRAD_BYTES, OPTIMIZER_BYTES, stages as _stages
-    st = _stages(model, plan.pp)[heavy["stage"]]
-    n_dense, n_exp = sym.N_dp * sym.N_cp, sym.N_dp * sym.N_cp / sym.N_ep
+    N_ep, and N_sh under HSDP), B, T and b_a, with the stage's parameter counts as numbers."""
+    from .plan import GRAD_BYTES, OPTIMIZER_BYTES, rank_stages
+    from .states import States
+    states_opt = states_opt or States()
+    st = rank_stages(model, plan.pp, virtual)[heavy["stage"]]
+    shard = sym.N_dp if states_opt.shard is None else sym.N_sh
+    n_dense, n_exp = shard * sym.N_cp, shard * sym.N_cp / sym.N_ep
     dense = sympy.Integer(st["split"]) / sym.N_tp + st["whole"]
     experts = sympy.Integer(st["experts"]) / (sym.N_ep * sym.N_tp)
     K = sympy.Rational(OPTIMIZER_BYTES[optimizer].numerator, OPTIMIZER_BYTES[optimizer].denominator)
-    z = plan.zero
-    out = {"weights": 2 * (dense / (n_dense if z >= 3 else 1) + experts / (n_exp if z >= 3 else 1)),
-           "gradients": GRAD_BYTES[grad_dtype] * (dense / (n_dense if z >= 2 else 1)
-                                                  + experts / (n_exp if z >= 2 else 1)),
-           "optimizer": K * (dense / (n_dense if z >= 1 else 1) + experts / (n_exp if z >= 1 else 1))}
+    bg = GRAD_BYTES[grad_dtype]
+    z, off = plan.zero, states_opt.offload
+    groups = ((dense, n_dense), (experts, n_exp))
+    w = sum(2 * psi / (n if z >= 3 else 1) for psi, n in groups)
+    g = sum(bg * psi / (n if z >= 2 else 1) for psi, n in groups)
+    o = sum(K * psi / (n if z >= 1 else 1) for psi, n in groups)
+    host = sympy.Integer(0)
+    if off != "none":
+        host = o + sum(bg * psi / n for psi, n in groups)
+        o, g = sympy.Integer(0), sympy.Integer(0)
+    if off == "params":
+        host, w = host + w, sympy.Integer(0)
+    out = {"weights": w, "gradients": g, "optimizer": o}
+    if off != "none":
+        out["host"] = host
     if engine:
-        tree = activations(model, bw, sp=sp)
+        tree = activations(model, bw, sp=sp, capacity=capacity)
+        n_chunks = plan.pp * virtual
+        counts = heavy["in_flight_chunks"]
         per = sympy.Integer(0)
-        for g in model.groups:
-            if g.name in st["layers"] and g.name in tree:
-                per += st["layers"][g.name] * tree[g.name].total / g.count
-        for c in model.pre:
-            if heavy["stage"] == 0 and c.key in tree:
-                per += tree[c.key].total
-        if heavy["stage"] == 0 and "shared" in tree:
-            per += tree["shared"].total
-        for c in model.post:
-            if heavy["stage"] == plan.pp - 1 and c.key in tree:
-                per += tree[c.key].total
-        out["activations"] = heavy["in_flight"] * per.xreplace(model.values)
+        for j, ch in enumerate(st.get("chunks", [st])):
+            gid = heavy["stage"] + j * plan.pp
+            a = sympy.Integer(0)
+            for grp in model.groups:
+                if grp.name in ch["layers"] and grp.name in tree:
+                    a += ch["layers"][grp.name] * tree[grp.name].total / grp.count
+            if gid == 0:
+                a += sum((tree[c.key].total for c in model.pre if c.key in tree), sympy.Integer(0))
+                if "shared" in tree:
+                    a += tree["shared"].total
+            if gid == n_chunks - 1:
+                a += sum((tree[c.key].total for c in model.post if c.key in tree), sympy.Integer(0))
+            per += counts[j] * a
+        out["activations"] = per.xreplace(model.values)
     return out

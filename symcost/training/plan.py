@@ -14,7 +14,8 @@ size:
                                                     Adam (master, two int8 moments, an fp32
                                                     absmax per 2048-element block and moment)
 with N_g = N_dp·N_cp for dense parameters and N_dp·N_cp/N_ep for experts (Rajbhandari et al.
-2020, ZeRO; Megatron's distributed optimizer is ZeRO-1 with ``--grad-dtype fp32``).
+2020, ZeRO; Megatron's distributed optimizer is ZeRO-1 with ``--grad-dtype fp32``); hybrid
+sharding (HSDP) and CPU offload change N_g and where the bytes live (``states``).
 Pipeline: L/N_pp layers per stage (when N_pp does not divide L, the extra layers go to interior
 stages, one each), the embedding on the first stage, the final norm and the head
 on the last (a tied head keeps its own copy there when N_pp > 1, as Megatron does); the per-GPU
@@ -120,25 +121,50 @@ def stages(model, pp: int) -> list[dict]:
 
 
 def model_states(model, plan: Plan, *, optimizer: str = "adamw", grad_dtype: str = "bf16",
-                 weight_dtype: str = "bf16") -> list[dict]:
-    """Bytes of weights, gradients and optimizer state on one GPU of each pipeline stage."""
+                 weight_dtype: str = "bf16", states=None, virtual: int = 1) -> list[dict]:
+    """Bytes of weights, gradients and optimizer state on one GPU of each pipeline stage (GPU
+    bytes, and ``host`` bytes offloaded to the CPU; ``states.States`` says how they are sharded
+    and where they live). With ``virtual`` > 1 (interleaved 1F1B) rank r holds the model chunks
+    r, r + N_pp, ... of the N_pp·v chunks."""
+    from .states import States, shard_bytes
     if optimizer not in OPTIMIZER_BYTES:
         raise SymcostError(f"--optimizer: unknown optimizer {optimizer!r} ({', '.join(OPTIMIZER_BYTES)})")
     if grad_dtype not in GRAD_BYTES:
         raise SymcostError(f"--grad-dtype: unknown dtype {grad_dtype!r} (bf16, fp16, fp32)")
+    states = states or States()
     K, bg, bw = OPTIMIZER_BYTES[optimizer], GRAD_BYTES[grad_dtype], WEIGHT_BYTES[weight_dtype]
-    z = plan.zero
+    (n_dense, _), (n_exp, _) = states.groups(plan)
     rows = []
-    for st in stages(model, plan.pp):
+    for st in rank_stages(model, plan.pp, virtual):
         dense = Fraction(st["split"], plan.tp) + st["whole"]
         experts = Fraction(st["experts"], plan.ep * plan.tp)
-        groups = ((dense, plan.dense_dp), (experts, plan.expert_dp))
-        w = sum(bw * psi / (n if z >= 3 else 1) for psi, n in groups)
-        g = sum(bg * psi / (n if z >= 2 else 1) for psi, n in groups)
-        o = sum(K * psi / (n if z >= 1 else 1) for psi, n in groups)
-        rows.append({"weights": ceil(w), "gradients": ceil(g), "optimizer": ceil(o),
-                     "params_dense": dense, "params_experts": experts, "layers": st["layers"]})
+        acc = {"weights": Fraction(0), "gradients": Fraction(0), "optimizer": Fraction(0), "host": Fraction(0)}
+        for psi, n in ((dense, n_dense), (experts, n_exp)):
+            for key, x in shard_bytes(psi, n, plan.zero, K, bg, bw, states.offload).items():
+                acc[key] += x
+        rows.append({**{k: ceil(x) for k, x in acc.items()},
+                     "params_dense": dense, "params_experts": experts, "layers": st["layers"],
+                     "chunks": st.get("chunks", [st])})
     return rows
+
+
+def rank_stages(model, pp: int, virtual: int = 1) -> list[dict]:
+    """Each pipeline rank's parameters; with ``virtual`` > 1 the sum of its model chunks
+    r, r + pp, ..., r + (v−1)·pp of ``stages(model, pp·v)`` (Megatron's interleaved placement),
+    each chunk kept under ``"chunks"``."""
+    if virtual == 1:
+        return stages(model, pp)
+    chunks = stages(model, pp * virtual)
+    out = []
+    for r in range(pp):
+        mine = [chunks[r + j * pp] for j in range(virtual)]
+        layers: dict[str, int] = {}
+        for c in mine:
+            for k, n in c["layers"].items():
+                layers[k] = layers.get(k, 0) + n
+        out.append({"split": sum(c["split"] for c in mine), "whole": sum(c["whole"] for c in mine),
+                    "experts": sum(c["experts"] for c in mine), "layers": layers, "chunks": mine})
+    return out
 
 
 def zero_formula(psi, K, n, z: int, bw=2, bg=2) -> sympy.Expr:

@@ -6,7 +6,8 @@ b·N_dp dividing the global batch, every ZeRO stage and recompute mode asked for
 per-GPU memory of every pipeline stage (``plan`` + ``activations``, the same formulas ``train``
 uses) and the step time (``steptime`` on ``comm``'s volumes) are computed with NumPy over all
 candidates at once: the per-layer activation formulas are compiled once per (group, recompute,
-sp) with ``lambdify`` and the stage compositions once per N_pp. ``tests/test_training_plan.py``
+sp) with ``lambdify`` (``_compile``) and the stage compositions once per N_pp; the candidates
+are built as NumPy columns (``Rows``), never as Python tuples. ``tests/test_training_plan.py``
 checks sampled rows against ``train_memory`` and ``comm``.
 """
 from __future__ import annotations
@@ -30,12 +31,29 @@ def _divisors(n: int) -> list[int]:
     return [i for i in range(1, n + 1) if n % i == 0]
 
 
+class Rows:
+    """The candidate layouts as NumPy columns (dp, tp, pp, ep, cp, micro-batch, ZeRO, recompute);
+    ``rows[i]`` is the i-th as a tuple."""
+
+    names = ("dp", "tp", "pp", "ep", "cp", "micro_batch", "zero", "recompute")
+
+    def __init__(self, cols: dict, recomputes):
+        self.cols, self.recomputes = cols, tuple(recomputes)
+
+    def __len__(self) -> int:
+        return len(self.cols["dp"])
+
+    def __getitem__(self, i) -> tuple:
+        c = self.cols
+        return (*(int(c[k][i]) for k in ("dp", "tp", "pp", "ep", "cp", "b", "zero")), self.recomputes[c["rc"][i]])
+
+
 def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=(0, 1, 2, 3),
-               recomputes=("none", "selective", "full"), max_tp: int = 8, micro=(1, 2, 4, 8, 16)):
+               recomputes=("none", "selective", "full"), max_tp: int = 8, micro=(1, 2, 4, 8, 16)) -> Rows:
     v = model.values
     E = int(v[sym.E]) if sym.E in v else None
     L = sum(exact(g.count, v) for g in model.groups)
-    rows = []
+    blocks = []  # (dp, tp, pp, cp, eps) per valid (tp, cp, pp)
     for tp in _divisors(gpus):
         if tp > max_tp:
             continue
@@ -50,12 +68,30 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=(0, 1, 2,
                 if pp > L:
                     continue
                 dp = gpus // (tp * cp * pp)
-                eps = [e for e in _divisors(dp * cp) if E is not None and E % e == 0] if E else [1]
-                for ep, b, z, rc in itertools.product(eps, micro, zeros, recomputes):
-                    if global_batch % (b * dp):
-                        continue
-                    rows.append((dp, tp, pp, ep, cp, b, z, rc))
-    return rows
+                eps = [e for e in _divisors(dp * cp) if E % e == 0] if E else [1]
+                for ep in eps:
+                    blocks.append((dp, tp, pp, ep, cp))
+    base = np.array(blocks, dtype=np.int64).reshape(-1, 5)
+    # the product with micro-batch × ZeRO × recompute, in the order (layout, b, z, rc)
+    nb, nz, nr = len(micro), len(zeros), len(recomputes)
+    reps = nb * nz * nr
+    lay = np.repeat(base, reps, axis=0)
+    tail = np.array(list(itertools.product(micro, zeros, range(nr))), dtype=np.int64)
+    tail = np.tile(tail, (len(base), 1))
+    keep = global_batch % (tail[:, 0] * lay[:, 0]) == 0
+    lay, tail = lay[keep], tail[keep]
+    cols = {"dp": lay[:, 0], "tp": lay[:, 1], "pp": lay[:, 2], "ep": lay[:, 3], "cp": lay[:, 4],
+            "b": tail[:, 0], "zero": tail[:, 1], "rc": tail[:, 2]}
+    return Rows(cols, recomputes)
+
+
+def _compile(e):
+    """NumPy callable of (B, N_tp, N_cp), compiled without importing NumPy's whole namespace
+    (``lambdify(..., "numpy")`` pulls in numpy.f2py: a quarter of the search's CPU time)."""
+    import functools
+    from sympy.printing.numpy import NumPyPrinter
+    return sympy.lambdify((sym.B, sym.N_tp, sym.N_cp), e, modules=[{"numpy": np, "functools": functools}],
+                          printer=NumPyPrinter)
 
 
 def evaluate(model, rows, *, seq: int, global_batch: int, gpu, mfu: float = 0.4, kernel="flash",
@@ -64,10 +100,14 @@ def evaluate(model, rows, *, seq: int, global_batch: int, gpu, mfu: float = 0.4,
     """Per-GPU bytes and step time of every row (dicts of NumPy arrays)."""
     from .flops import train_flops
     v = model.values
-    cols = np.array([r[:6] for r in rows], dtype=np.int64).T
-    dp, tp, pp, ep, cp, b = cols
-    zero = np.array([r[6] for r in rows])
-    rc = np.array([r[7] for r in rows])
+    if not isinstance(rows, Rows):  # a list of tuples
+        recs = ("none", "selective", "full")
+        t = np.array([r[:7] for r in rows], dtype=np.int64).reshape(-1, 7)
+        rows = Rows({"dp": t[:, 0], "tp": t[:, 1], "pp": t[:, 2], "ep": t[:, 3], "cp": t[:, 4], "b": t[:, 5],
+                     "zero": t[:, 6], "rc": np.array([recs.index(r[7]) for r in rows], dtype=np.int64)}, recs)
+    c0 = rows.cols
+    dp, tp, pp, ep, cp, b, zero = (c0[k] for k in ("dp", "tp", "pp", "ep", "cp", "b", "zero"))
+    rc = np.array(rows.recomputes)[c0["rc"]]
     sp = tp > 1
     a = ACT_BYTES[act_dtype]
     m = global_batch // (b * dp)
@@ -84,11 +124,11 @@ def evaluate(model, rows, *, seq: int, global_batch: int, gpu, mfu: float = 0.4,
             for g in model.groups:
                 if g.name in tree:
                     e = (tree[g.name].total / g.count).xreplace({**v, sym.b_a: a, T: seq})
-                    fns[g.name] = sympy.lambdify((B, Ntp, Ncp), e, "numpy")
+                    fns[g.name] = _compile(e)
             pre = sum((tree[k].total for k in [c.key for c in model.pre] + ["shared"] if k in tree), sympy.Integer(0))
             post = sum((tree[c.key].total for c in model.post if c.key in tree), sympy.Integer(0))
-            fns["__pre"] = sympy.lambdify((B, Ntp, Ncp), pre.xreplace({**v, sym.b_a: a, T: seq}), "numpy")
-            fns["__post"] = sympy.lambdify((B, Ntp, Ncp), post.xreplace({**v, sym.b_a: a, T: seq}), "numpy")
+            fns["__pre"] = _compile(pre.xreplace({**v, sym.b_a: a, T: seq}))
+            fns["__post"] = _compile(post.xreplace({**v, sym.b_a: a, T: seq}))
             comp[(r_, s_)] = fns
     per_gpu = np.zeros(len(rows))
     dp_bytes = np.zeros(len(rows))
@@ -116,7 +156,10 @@ def evaluate(model, rows, *, seq: int, global_batch: int, gpu, mfu: float = 0.4,
             g_ = bg * (dense / np.where(z_ >= 2, nd, 1) + experts / np.where(z_ >= 2, ne, 1))
             o = K * (dense / np.where(z_ >= 1, nd, 1) + experts / np.where(z_ >= 1, ne, 1))
             act = np.zeros(len(sel))
-            work = np.zeros(len(sel))
+            # EP dispatch/combine buffers of one MoE layer (activations.dispatch_buffers, dropless)
+            disp = np.where(ep_ > 1, 2 * k_route * (seq // cp_) * b_ * d * a / np.where(sp_, tp_, 1), 0)
+            has_moe = any(kinds[n][1] for n in st["layers"])
+            work = disp if has_moe else np.zeros(len(sel))
             for (r_, s_), fns in list(comp.items()):
                 mask = (rc_ == r_) & (sp_ == s_)
                 if not mask.any():
@@ -131,7 +174,8 @@ def evaluate(model, rows, *, seq: int, global_batch: int, gpu, mfu: float = 0.4,
                 if r_ == "full":
                     none = comp.get(("none", s_)) or _compile_none(model, kernel, act_dtype, s_, seq, v, a)
                     comp[("none", s_)] = none
-                    work[mask] = np.max([np.broadcast_to(none[n](bb, tt, cc), bb.shape) for n in st["layers"] if n in none], axis=0)
+                    work[mask] = np.max([np.broadcast_to(none[n](bb, tt, cc), bb.shape)
+                                         + (disp[mask] if kinds[n][1] else 0) for n in st["layers"] if n in none], axis=0)
             inflight = np.minimum(m_, p_val - st_i)
             tot = np.ceil(w) + np.ceil(g_) + np.ceil(o) + inflight * act + work
             res["mem"] = np.maximum(res["mem"], tot)
@@ -179,8 +223,7 @@ def evaluate(model, rows, *, seq: int, global_batch: int, gpu, mfu: float = 0.4,
 
 def _compile_none(model, kernel, act_dtype, sp, seq, v, a):
     tree = activations(model, Backward(kernel=kernel, recompute="none", act_dtype=act_dtype), sp=sp)
-    return {g.name: sympy.lambdify((sym.B, sym.N_tp, sym.N_cp),
-                                   (tree[g.name].total / g.count).xreplace({**v, sym.b_a: a, sym.T: seq}), "numpy")
+    return {g.name: _compile((tree[g.name].total / g.count).xreplace({**v, sym.b_a: a, sym.T: seq}))
             for g in model.groups if g.name in tree}
 
 
@@ -208,7 +251,7 @@ def search(model, *, gpus: int, seq: int, global_batch: int, gpu, top: int = 5, 
     r = evaluate(model, rows, seq=seq, global_batch=global_batch, gpu=gpu, **kw)
     fits = r["per_gpu_bytes"] <= gpu.memory_bytes
     order = np.lexsort((r["per_gpu_bytes"], r["step_time_s"]))
-    best = [i for i in order if fits[i]][:top]
+    best = order[fits[order]][:top]
     names = ("dp", "tp", "pp", "ep", "cp", "micro_batch", "zero", "recompute")
     return {"candidates": len(rows), "fitting": int(fits.sum()),
             "best": [{**dict(zip(names, [x if isinstance(x, str) else int(x) for x in rows[i]])),

@@ -4,7 +4,9 @@
     t_compute = FLOPs per GPU / (peak · MFU)
     t_dim = n_dim·α + bytes_dim / β_dim      β = the GPU's NVLink bandwidth when the group fits in
                                              one node (``gpus_per_node``), else the per-GPU
-                                             scale-out link (InfiniBand/RoCE, ``ib_gbs``)
+                                             scale-out link (InfiniBand/RoCE, ``ib_gbs``); CPU
+                                             offload's host traffic over PCIe (``pcie_gbs``,
+                                             both directions summed: a conservative bound)
     bubble = (N_pp − 1) / (v·m)              1F1B (v = 1) or interleaved with v virtual stages;
                                              as a share of the step, (N_pp − 1)/(v·m + N_pp − 1)
 
@@ -33,10 +35,15 @@ class Links:
     ib_bytes_s: float = 50e9  # 400 Gb/s per GPU (one NDR ConnectX-7 NIC per GPU)
     gpus_per_node: int = 8
     alpha_s: float = 10e-6  # per collective launch and hop latency
+    pcie_bytes_s: float = 63e9  # host link per GPU and direction (PCIe 5.0 x16), for CPU offload
 
 
-def spans(dp, tp, pp, ep, cp) -> dict[str, int]:
-    return {"tp": tp, "cp": tp * cp, "ep": tp * ep, "dp": tp * cp * dp, "pp": tp * cp * dp * pp}
+def spans(dp, tp, pp, ep, cp, shard=None) -> dict[str, int]:
+    """Ranks each dimension's group spans in Megatron's order; with HSDP the shard group is the
+    inner N_sh data-parallel ranks (``dp``) and the replicas span all of them (``dp_replicate``)."""
+    inner = dp if shard is None else shard
+    return {"tp": tp, "cp": tp * cp, "ep": tp * ep, "dp": tp * cp * inner, "dp_replicate": tp * cp * dp,
+            "pp": tp * cp * dp * pp}
 
 
 def step_time(flops_per_gpu: int, comm: dict, counts: dict, *, peak_flops: float, mfu: float,
@@ -52,7 +59,10 @@ def step_time(flops_per_gpu: int, comm: dict, counts: dict, *, peak_flops: float
         if not nbytes:
             per_dim[dim] = 0.0
             continue
-        beta = links.nvlink_bytes_s if span[dim] <= links.gpus_per_node else links.ib_bytes_s
+        if dim == "host":  # CPU offload: PCIe, the two directions counted together
+            beta = links.pcie_bytes_s
+        else:
+            beta = links.nvlink_bytes_s if span[dim] <= links.gpus_per_node else links.ib_bytes_s
         per_dim[dim] = counts.get(dim, 0) * links.alpha_s + nbytes / beta
     exposed = (1 - overlap) * sum(per_dim.values())
     b = bubble(layout["pp"], m, virtual)

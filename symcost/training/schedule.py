@@ -1,0 +1,65 @@
+"""Pipeline schedules: which micro-batches' activations a pipeline rank holds at its peak.
+
+Megatron-LM's ``megatron/core/pipeline_parallel/schedules.py``, replayed step by step on one rank
+r of p (v model chunks per rank, m micro-batches, m·v virtual micro-batches):
+
+  1F1B (``forward_backward_pipelining_without_interleaving``, v = 1):
+      warmup = min(p − r − 1, m) forwards, then one forward and one backward per step, then the
+      remaining backwards: the rank holds min(p − r, m) micro-batches at its peak.
+  interleaved 1F1B (``forward_backward_pipelining_with_interleaving``, v > 1):
+      warmup = (p − r − 1)·2 + (v − 1)·p virtual micro-batches (all m·v if that is more);
+      the k-th forward runs local chunk ⌊(k mod p·v)/p⌋, the k-th backward chunk
+      v − 1 − ⌊(k mod p·v)/p⌋ (``get_model_chunk_id``, micro-batch groups of p); one forward then
+      one backward per steady step. Rank 0 then holds 2(p − 1) + (v − 1)·p + 1 chunk activations,
+      each 1/v of the stage's layers: p·(1 + (p − 1)/(p·v)) micro-batches' worth (Korthikanti et
+      al. 2022 §4.2.3; Narayanan et al. 2021 §2.2).
+Megatron's interleaved schedule needs m to be a multiple of p (micro-batch groups of p) and the
+layers to split evenly into p·v chunks; both are checked where the layout is.
+
+``peak(...)`` returns the number of in-flight activations of each local chunk at the moment the
+rank's held bytes peak (the bytes of each chunk given), so the caller can write the peak as a sum
+of per-chunk formulas.
+"""
+from __future__ import annotations
+
+
+def forward_chunk(k: int, p: int, v: int) -> int:
+    return (k % (p * v)) // p
+
+
+def warmup(p: int, r: int, v: int, m: int) -> int:
+    total = m * v
+    w = (p - r - 1) if v == 1 else (p - r - 1) * 2 + (v - 1) * p
+    return min(w, total)
+
+
+def peak(p: int, r: int, v: int, m: int, chunk_bytes) -> list[int]:
+    """In-flight count of each of rank r's v local chunks when its activation bytes peak."""
+    total = m * v
+    w = warmup(p, r, v, m)
+    held = [0] * v
+    best, best_held = -1, list(held)
+
+    def fwd(k):
+        nonlocal best, best_held
+        held[forward_chunk(k, p, v)] += 1
+        now = sum(h * b for h, b in zip(held, chunk_bytes))
+        if now > best:
+            best, best_held = now, list(held)
+
+    def bwd(k):
+        held[v - 1 - forward_chunk(k, p, v)] -= 1
+
+    for k in range(w):
+        fwd(k)
+    for i in range(total - w):
+        fwd(w + i)
+        bwd(i)
+    return best_held
+
+
+def first_stage_microbatches(p: int, v: int):
+    """Korthikanti et al. 2022 §4.2.3: micro-batches' worth of activations the first stage holds
+    under interleaved 1F1B, p·(1 + (p − 1)/(p·v)), as a fraction."""
+    from fractions import Fraction
+    return p * (1 + Fraction(p - 1, p * v))
