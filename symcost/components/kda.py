@@ -39,9 +39,9 @@ Cache (``DynamicCache`` linear-attention layer): conv_states [B, 3·H·D, K_c] (
     recurrent_states [B, H, D, D], float32 whatever the model dtype.
 
 >>> KDA().cache().total
-3*B*D_kda*H_kda*K_c + B*D_kda**2*H_kda
+B*D_kda**2*H_kda + 3*B*D_kda*H_kda*K_c
 >>> KDA().params().total.subs({sym.d: 16, sym.H_kda: 2, sym.D_kda: 4, sym.K_c: 4})
-714
+846
 >>> from symcost.conventions import Phase
 >>> KDA().flops(Phase(kind="decode", impl="reference"))["conv1d"]
 12*B*D_kda*H_kda*K_c
