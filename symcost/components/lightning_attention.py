@@ -1,0 +1,118 @@
+"""Lightning attention (MiniMax-Text-01): linear attention with a fixed per-head exponential decay,
+computed block by block (intra-block scores, inter-block state).
+
+Parameters (transformers ``MiniMaxLightningAttention``), H = H_q heads of D = D_h, no biases:
+    qkv_proj     d·3·H·D    (SiLU on q, k and v)
+    output_gate  d·H·D      (sigmoid gate on the normalised output)
+    norm         H·D        (one RMSNorm over all heads)
+    out_proj     H·D·d
+Buffers (persistent, computed from the config, not learned): slope_rate [H, 1, 1], query_decay and
+    key_decay [H, C_la, 1], diagonal_decay [1, H, C_la, C_la] — H·(1 + 2·C_la + C_la²) per layer.
+FLOPs, batch B; the projections 2·tokens·in·out. Prefill runs ``n = ⌈T/C_la⌉`` blocks of
+    C_la = ``block_size`` tokens, the last one of r = T − C_la·⌊T/C_la⌋ tokens when r > 0 (no
+    padding); per head and block of s tokens:
+        Q·Kᵀ             2·s·s·D     intra-block scores
+        (QKᵀ⊙decay)·V    2·s·s·D
+        (Q⊙decay)·KV     2·s·D·D     the state from the earlier blocks
+        (K⊙decay)ᵀ·V     2·s·D·D     the block's contribution to the state
+    so 4·B·H·D·pairs + 4·B·H·D²·T, with pairs = Σ s² = ⌊T/C_la⌋·C_la² + r² under
+    ``attention="full"`` (the whole block rectangle: what the torch loop multiplies) and the causal
+    pairs the decay mask keeps, ⌊T/C_la⌋·C_la(C_la+1)/2 + r(r+1)/2, under ``"causal"``.
+    Decode (one token against the cached state): kᵀ·v 2·B·H·D² and q·KV 2·B·H·D², 4·B·H·D².
+    Both ``impl`` conventions give these counts: the transformers loop is already the minimal
+    block algorithm (no padding, no all-pairs einsum) and its decode step is two matmuls.
+Elementwise (``symcost.elementwise``), per token: SiLU on q, k, v 4·3HD; the RMSNorm 4·HD; the
+    output gate (sigmoid and product) 5·HD; one residual add d. The decays: prefill weighs each
+    intra-block score (B·H·pairs) and each query and key (2·HD per token) and decays the state once
+    per block (H·D²); decode decays the state, H·D² per token.
+Cache (``MiniMaxCache.linear_cache``): the state KᵀV per layer, [B, H, D, D], in the model dtype.
+
+>>> LightningAttention().cache().total
+B*D_h**2*H_q
+>>> from symcost.conventions import Phase
+>>> LightningAttention().flops(Phase(kind="decode")).total
+4*B*D_h**2*H_q + 10*B*D_h*H_q*d
+>>> LightningAttention().pairs(Phase()).subs({sym.T: 300, sym.C_la: 256})
+67472
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..conventions import Phase
+from ..elementwise import COST
+from ..notation import sym
+from ..primitives import Linear, Matmul, Norm
+from ..terms import Terms
+from .base import Component
+
+
+@dataclass(frozen=True)
+class LightningAttention(Component):
+    key = "self_attn"
+    d: sympy.Expr = sym.d
+    H: sympy.Expr = sym.H_q
+    D: sympy.Expr = sym.D_h
+    C: sympy.Expr = sym.C_la  # block size of the prefill loop
+
+    def pairs(self, ph: Phase) -> sympy.Expr:
+        """(query, key) pairs per sequence and head the intra-block products multiply (prefill)."""
+        C, T = self.C, sym.T
+        whole = sympy.floor(T / C)
+        rest = T - C * whole
+        if ph.attention == "full":
+            return whole * C * C + rest * rest
+        return whole * C * (C + 1) / 2 + rest * (rest + 1) / 2
+
+    def primitives(self, ph: Phase | None = None):
+        d, HD = self.d, self.H * self.D
+        prims = [
+            Linear("qkv_proj", d, 3 * HD, tp="col", doc="[d, 3·H_q·D_h]: q, k, v"),
+            Linear("output_gate", d, HD, tp="col", doc="[d, H_q·D_h]"),
+            Norm("norm", HD, doc="RMSNorm [H_q·D_h]"),
+            Linear("out_proj", HD, d, tp="row", doc="[H_q·D_h, d]"),
+        ]
+        if ph is None:
+            return prims
+        B, H, D = sym.B, self.H, self.D
+        if ph.kind == "decode":
+            return prims + [Matmul("state_update", 2 * B * H * D * D, "kᵀ·v, one token"),
+                            Matmul("state_read", 2 * B * H * D * D, "q·KV against the cached state")]
+        pairs = self.pairs(ph)
+        return prims + [
+            Matmul("block_scores", 2 * B * H * D * pairs, "Q·Kᵀ within each block"),
+            Matmul("block_values", 2 * B * H * D * pairs, "(QKᵀ⊙decay)·V within each block"),
+            Matmul("state_read", 2 * B * H * D * D * sym.T, "(Q⊙decay)·KV, the earlier blocks' state"),
+            Matmul("state_update", 2 * B * H * D * D * sym.T, "(K⊙decay)ᵀ·V into the state, per block"),
+        ]
+
+    def elementwise(self, ph: Phase) -> Terms:
+        rows, B, H, D = ph.tokens, sym.B, self.H, self.D
+        if ph.kind == "decode":
+            decay = rows * H * D * D
+        else:
+            decay = B * H * self.pairs(ph) + 2 * rows * H * D + B * sympy.ceiling(sym.T / self.C) * H * D * D
+        return Terms({
+            "qkv_act": COST["silu"] * rows * 3 * H * D,
+            "norm": COST["rmsnorm"] * rows * H * D,
+            "output_gate": (COST["sigmoid"] + COST["gate_mul"]) * rows * H * D,
+            "decay": decay,
+            "residual": COST["residual"] * rows * self.d,
+        }, {"qkv_act": "SiLU on q, k, v", "norm": "RMSNorm over H_q·D_h",
+            "output_gate": "sigmoid(output_gate(x)) times the normalised output",
+            "decay": "the decay multiplies (scores, queries, keys, state)", "residual": "residual add"})
+
+    def buffers(self) -> Terms:
+        H, C = self.H, self.C
+        return Terms({"slope_rate": H, "query_decay": H * C, "key_decay": H * C, "diagonal_decay": H * C * C},
+                     {"slope_rate": "[H_q, 1, 1]", "query_decay": "[H_q, C_la, 1]",
+                      "key_decay": "[H_q, C_la, 1]", "diagonal_decay": "[1, H_q, C_la, C_la]"})
+
+    def cache(self) -> Terms:
+        return Terms({"linear_cache": sym.B * self.H * self.D * self.D},
+                     {"linear_cache": "[B, H_q, D_h, D_h]: KᵀV with its decays, model dtype"})
+
+    def label(self) -> str:
+        return "lightning attention"
