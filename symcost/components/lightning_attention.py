@@ -15,12 +15,15 @@ FLOPs, batch B; the projections 2·tokens·in·out. Prefill runs ``n = ⌈T/C_la
         (QKᵀ⊙decay)·V    2·s·s·D
         (Q⊙decay)·KV     2·s·D·D     the state from the earlier blocks
         (K⊙decay)ᵀ·V     2·s·D·D     the block's contribution to the state
-    so 4·B·H·D·pairs + 4·B·H·D²·T, with pairs = Σ s² = ⌊T/C_la⌋·C_la² + r² under
-    ``attention="full"`` (the whole block rectangle: what the torch loop multiplies) and the causal
-    pairs the decay mask keeps, ⌊T/C_la⌋·C_la(C_la+1)/2 + r(r+1)/2, under ``"causal"``.
-    Decode (one token against the cached state): kᵀ·v 2·B·H·D² and q·KV 2·B·H·D², 4·B·H·D².
-    Both ``impl`` conventions give these counts: the transformers loop is already the minimal
-    block algorithm (no padding, no all-pairs einsum) and its decode step is two matmuls.
+    so 4·B·H·D·pairs + 4·B·H·D²·T, the intra-block (query, key) pairs per head being
+    ``impl="reference"`` (what the torch loop multiplies, exactly, for every T): Σ s² =
+        ⌊T/C_la⌋·C_la² + r² under ``attention="full"`` (the whole block rectangle), and the pairs
+        the causal decay mask keeps, ⌊T/C_la⌋·C_la(C_la+1)/2 + r(r+1)/2, under ``"causal"``;
+    ``impl="minimal"`` (default): T·C_la (full) or T·(C_la+1)/2 (causal), the same count as a
+        polynomial in T — equal to the reference when C_la divides T, and with a second derivative
+        in T of 0, as a linear-attention mixer has (the reference's r² stays below C_la²).
+    Decode (one token against the cached state), both conventions: kᵀ·v 2·B·H·D² and q·KV
+    2·B·H·D², 4·B·H·D² (the transformers step is these two matmuls).
 Elementwise (``symcost.elementwise``), per token: SiLU on q, k, v 4·3HD; the RMSNorm 4·HD; the
     output gate (sigmoid and product) 5·HD; one residual add d. The decays: prefill weighs each
     intra-block score (B·H·pairs) and each query and key (2·HD per token) and decays the state once
@@ -32,8 +35,10 @@ B*D_h**2*H_q
 >>> from symcost.conventions import Phase
 >>> LightningAttention().flops(Phase(kind="decode")).total
 4*B*D_h**2*H_q + 10*B*D_h*H_q*d
->>> LightningAttention().pairs(Phase()).subs({sym.T: 300, sym.C_la: 256})
+>>> LightningAttention().pairs(Phase(impl="reference")).subs({sym.T: 300, sym.C_la: 256})
 67472
+>>> LightningAttention().pairs(Phase()).subs({sym.T: 300, sym.C_la: 256})
+76800
 """
 from __future__ import annotations
 
@@ -60,6 +65,8 @@ class LightningAttention(Component):
     def pairs(self, ph: Phase) -> sympy.Expr:
         """(query, key) pairs per sequence and head the intra-block products multiply (prefill)."""
         C, T = self.C, sym.T
+        if ph.impl != "reference":
+            return T * C if ph.attention == "full" else T * (C + 1) / 2
         whole = sympy.floor(T / C)
         rest = T - C * whole
         if ph.attention == "full":
