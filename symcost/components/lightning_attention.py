@@ -49,7 +49,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST
 from ..notation import sym
-from ..primitives import Linear, Matmul, Norm
+from ..primitives import Linear, Matmul, Norm, Saved, is_one, saved_norm
 from ..terms import Terms
 from .base import Component
 
@@ -110,6 +110,50 @@ class LightningAttention(Component):
         }, {"qkv_act": "SiLU on q, k, v", "norm": "RMSNorm over H_q·D_h",
             "output_gate": "sigmoid(output_gate(x)) times the normalised output",
             "decay": "the decay multiplies (scores, queries, keys, state)", "residual": "residual add"})
+
+    def saved(self, bw) -> list:
+        """Saved for backward (transformers ``MiniMaxLightningAttention``, no cache), per layer.
+
+        The same under every ``Backward`` kernel and recompute setting (no softmax attention here).
+        Per token: the input ``b_a·d`` (qkv_proj and output_gate read it), the SiLU input (qkv_proj's
+        output) ``b_a·3·H·D``; the RMSNorm (``saved_norm`` of H·D), the sigmoid gate and the norm's
+        output ``b_a·H·D`` each (their product), out_proj's input ``b_a·H·D``. The decay buffers the
+        block products read: diagonal_decay and query_decay, H·(C_la² + C_la), and key_decay H·C_la
+        when there are n ≥ 2 blocks. Per block of s tokens, n = ⌈T/C_la⌉ blocks: the masked scores
+        ``b_a·B·H·s²`` (Σ s² = the reference pairs), the state entering the block ``b_a·B·H·D²``
+        (zeros for the first one), Q⊙decay ``b_a·B·H·s·D`` but in the first block (whose state needs
+        no gradient). The state the last block leaves is returned and dropped by the decoder layer, so
+        what only it needs is freed: K⊙decay ``b_a·B·H·s·D`` is kept for the first n − 1 blocks
+        (C_la·(n − 1) tokens), the block decay e^(−slope·s) ``b_a·H`` for blocks 2 … n − 1. matmul's
+        fold of [B, H] copies the q, kᵀ and v slices of the SiLU output, ``3·b_a·B·T·H·D``, and v
+        again for the state update of the first n − 1 blocks, unless that fold is a view (B, H or T
+        equal to 1): then the SiLU output itself is kept, ``b_a·B·T·3·H·D``.
+        """
+        a, B, T, H, D, C = sym.b_a, sym.B, sym.T, self.H, self.D, self.C
+        HD = H * D
+        n = sympy.ceiling(T / C)
+        more = 1 - is_one(n)  # 1 when there are two blocks or more
+        copies = (1 - is_one(B)) * (1 - is_one(H)) * (1 - is_one(T))
+        updated = B * C * (n - 1)  # token rows of the blocks whose state update is kept
+        return [
+            Saved("input", self.d, a, "seq", doc="qkv_proj / output_gate input [.., d]"),
+            Saved("qkv_act_input", 3 * HD, a, doc="SiLU input: qkv_proj's output"),
+            Saved("decay_buffers", H * (C * C + C + C * more), a, rows=sympy.Integer(1),
+                  doc="diagonal_decay, query_decay, key_decay (n ≥ 2) buffers read by the block products"),
+            Saved("block_copies", 3 * HD * copies, a, doc="q, kᵀ, v slices copied by matmul's batch fold"),
+            Saved("state_v_copies", HD * copies, a, rows=updated, doc="v copied again for the kept state updates"),
+            Saved("qkv_act_output", 3 * HD * (1 - copies), a, doc="the SiLU output, when the products read views of it"),
+            Saved("block_scores", H, a, rows=B * self.pairs(Phase(impl="reference")),
+                  doc="(QKᵀ⊙decay) of each block, s² per head"),
+            Saved("block_states", HD * D, a, rows=B * n, doc="the state entering each block"),
+            Saved("q_decay", HD, a, rows=B * (T - sympy.Min(T, C)), doc="Q⊙decay, every block but the first"),
+            Saved("k_decay", HD, a, rows=updated, doc="K⊙decay, every block but the last"),
+            Saved("block_decay", H, a, rows=sympy.Max(n - 2, 0), doc="e^(−slope·s), blocks 2 … n − 1"),
+            *saved_norm("norm", HD, split="tp"),
+            Saved("gate", HD, a, doc="sigmoid(output_gate(x))"),
+            Saved("norm_out", HD, a, doc="the RMSNorm's output, times the gate"),
+            Saved("out_proj_input", HD, a, doc="gate · norm output"),
+        ]
 
     def buffers(self) -> Terms:
         H, C = self.H, self.C
