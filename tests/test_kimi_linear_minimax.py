@@ -71,8 +71,8 @@ def test_bad_input_names_the_field(mt, change, field):
 
 
 def test_features_switched_off_are_not_validated():
-    """Router fields matter only when some layer is MoE; the lightning block size only when some
-    layer is lightning attention (transformers builds both regardless)."""
+    """Kimi's router fields are checked only when some layer is MoE; MiniMax's sliding_window only
+    when some layer is softmax attention (a lightning-only stack never reads it)."""
     raw = {**_tiny("kimi_linear"), "mlp_layer_types": ["dense"] * 3, "num_local_experts": 4, "n_group": 4}
     assert _params(raw) == oracle.params(raw)
     raw = {**_tiny("minimax"), "layer_types": ["full_attention"] * 4, "sliding_window": 0}
