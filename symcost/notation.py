@@ -75,6 +75,14 @@ TABLE: tuple[Entry, ...] = (
     Entry("H_lv", "H_{lv}", "linear-attention value heads", "linear_num_value_heads", "count"),
     Entry("D_lk", "D_{lk}", "linear-attention key head dim", "linear_key_head_dim", "length"),
     Entry("D_lv", "D_{lv}", "linear-attention value head dim", "linear_value_head_dim", "length"),
+    # -- Kimi Delta Attention (Kimi Linear): one head count and head dim for q, k and v --
+    Entry("H_kda", "H_{kda}", "KDA heads (q, k and v alike)", "linear_num_heads, linear_attn_config.num_heads",
+          "count"),
+    Entry("D_kda", "D_{kda}", "KDA head dim (q, k and v alike; also the gates' low rank)",
+          "linear_head_dim, linear_attn_config.head_dim", "length"),
+    # -- lightning attention (MiniMax-Text-01) --
+    Entry("C_la", "C_{la}", "lightning-attention block size (the prefill scan runs block by block)",
+          "block_size", "length"),
     # -- windows --
     Entry("W", "W", "sliding window", "sliding_window", "length"),
     # -- layer counts per kind (heterogeneous stacks) --
@@ -82,7 +90,7 @@ TABLE: tuple[Entry, ...] = (
     Entry("L_moe", "L_{moe}", "MoE layers", "num_hidden_layers - dense layers"),
     Entry("L_swa", "L_{swa}", "sliding-window attention layers", "layer_types, sliding_window_pattern"),
     Entry("L_full", "L_{full}", "full-attention layers", "layer_types, full_attention_interval"),
-    Entry("L_lin", "L_{lin}", "linear-attention (Gated DeltaNet) layers", "layer_types"),
+    Entry("L_lin", "L_{lin}", "linear-attention layers (Gated DeltaNet, KDA, lightning attention)", "layer_types"),
     Entry("L_M", "L_{M}", "Mamba layers of a hybrid (Mamba-2; Mamba-1 in Jamba)",
           "hybrid_override_pattern 'M', attn_layer_period"),
     Entry("L_A", "L_{A}", "attention layers of a hybrid", "hybrid_override_pattern '*'"),
@@ -102,7 +110,7 @@ TABLE: tuple[Entry, ...] = (
     # -- DeepSeek / Kimi (MoonViT patch merger) --
     Entry("m_vis", "m_{vis}", "vision patches merged into one token", "vision_config.merge_kernel_size, spatial_merge_size²"),
     # -- Gated DeltaNet (Qwen3-Next) --
-    Entry("C_dn", "C_{dn}", "Gated DeltaNet chunk size (the torch scan pads T to a multiple)",
+    Entry("C_dn", "C_{dn}", "Gated DeltaNet / KDA chunk size (the torch scan pads T to a multiple)",
           "(64, fixed in transformers)", "length"),
     # -- MiniMax M3 (MSA block-sparse index attention, vision patch merger) --
     Entry("S_I", "S_{I}", "MSA key-block size (keys pooled per indexer block)",

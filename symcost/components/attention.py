@@ -10,7 +10,8 @@ FLOPs (seed 001 §2.1): the four projections 2·tokens·in·out, and QKᵀ and P
     (``conventions.Phase.pairs``):
     KV heads are repeated to H_q before the matmul, so GQA saves cache, not score FLOPs.
 Cache: K and V, B·H_kv·(D_h + D_v) per kept token (2·B·H_kv·D_h when D_v = D_h); a
-    sliding-window layer keeps min(T, W-1).
+    sliding-window layer keeps min(T, W-1) (``window_cache=False``, MiniMax: all T, the window
+    only masks).
 An optional output gate (Qwen3-Next) doubles q_proj to 2·H_q·D_h.
 Elementwise (``symcost.elementwise``, a separate group): softmax 5 per score over the same
     (query, key) pairs as QKᵀ, B·H_q·pairs scores; RoPE 3·tokens·(H_q+H_kv)·D_h (``rope=False``:
@@ -59,6 +60,9 @@ class Attention(Component):
     rope: bool = True  # rotary embedding on q and k (False: GPT-2, Nemotron-H)
     D_v: sympy.Expr | None = None  # value head dim, if not D_h (MiMo-V2-Flash)
     softmax_fp32: bool = True  # eager softmax in fp32 (Llama family) or in the compute dtype (GPT-2)
+    #: False: the mask has the window but the cache keeps every token (MiniMax's ``MiniMaxCache`` is a
+    #: config-less DynamicCache), so decode under ``full`` multiplies all T + 1 keys
+    window_cache: bool = True
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -93,6 +97,8 @@ class Attention(Component):
 
     def pairs(self, ph: Phase) -> sympy.Expr:
         """(query, key) pairs per sequence and head QKᵀ and PV multiply (``Phase.pairs``)."""
+        if not self.window_cache and ph.kind == "decode" and ph.attention == "full":
+            return ph.pairs(None)
         return ph.pairs(self.W)
 
     def elementwise(self, ph: Phase) -> Terms:
@@ -156,7 +162,7 @@ class Attention(Component):
                       "cos and sin [1, T, D_h], computed once, read by every layer")]
 
     def kept_tokens(self) -> sympy.Expr:
-        return sym.T if self.W is None else sympy.Min(sym.T, self.W - 1)
+        return sym.T if self.W is None or not self.window_cache else sympy.Min(sym.T, self.W - 1)
 
     def cache_tp_share(self, tp: int, values: dict):
         """⌈H_kv/tp⌉ of the H_kv KV heads per rank (replicated once tp exceeds H_kv)."""

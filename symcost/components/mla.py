@@ -26,6 +26,9 @@ Elementwise (``symcost.elementwise``): q_a_layernorm 4·tokens·d_q and kv_a_lay
     4·tokens·d_kv (new tokens only: the cache holds the normalised latent), softmax 5 per score
     over the same pairs as the scores, B·H_q·pairs, RoPE 3·tokens·(H_q + 1)·D_rope (every query
     head and the one shared rotary key), one residual add tokens·d; the same under both ``mla`` modes.
+``rope=False`` (Kimi Linear's ``KimiLinearAttention``): no rotary embedding is applied, the
+    D_rope part of the shared key stays as a plain shared key dim; weights, FLOPs and cache as above,
+    no RoPE elementwise term and no cos/sin table.
 
 >>> MLA().cache().total
 B*D_rope*T + B*T*d_kv
@@ -60,6 +63,7 @@ class MLA(Component):
     D_v: sympy.Expr = sym.D_v
     bias: bool = False  # attention_bias
     k_sel: sympy.Expr | None = None  # keys kept per query by a sparse indexer (DSA)
+    rope: bool = True  # False: no rotary embedding at all (Kimi Linear's MLA; the D_rope part stays)
 
     def pairs(self, ph: Phase) -> sympy.Expr:
         if self.k_sel is not None and ph.attention == "causal":
@@ -102,8 +106,9 @@ class MLA(Component):
     def elementwise(self, ph: Phase) -> Terms:
         rows = ph.tokens
         t = norm_terms(self.primitives(ph), rows)
-        t.add("rope", COST["rope"] * rows * (self.H_q + 1) * self.D_rope,
-              "3 per rotated element: H_q query heads and the shared key")
+        if self.rope:
+            t.add("rope", COST["rope"] * rows * (self.H_q + 1) * self.D_rope,
+                  "3 per rotated element: H_q query heads and the shared key")
         t.add("softmax", COST["softmax"] * sym.B * self.H_q * self.pairs(ph), "5 per score")
         t.add("residual", COST["residual"] * rows * self.d, "residual add")
         return t
@@ -156,7 +161,7 @@ class MLA(Component):
         return whole - copy * self.H_q * self.D_nope
 
     def saved_shared(self, bw) -> list:
-        if bw.recompute == "full":
+        if bw.recompute == "full" or not self.rope:
             return []
         return [Saved("rope_cos_sin", 2 * self.D_rope, sym.b_a, "none", sym.T, "cos and sin [1, T, D_rope]")]
 
@@ -176,4 +181,4 @@ class MLA(Component):
                      {"keys": "[B, H_q, T, D_nope+D_rope]", "values": "[B, H_q, T, D_v]"})
 
     def label(self) -> str:
-        return "MLA" + (" (sparse, DSA)" if self.k_sel is not None else "")
+        return "MLA" + (" (sparse, DSA)" if self.k_sel is not None else "") + ("" if self.rope else " (NoPE)")

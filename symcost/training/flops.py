@@ -182,7 +182,8 @@ def _megatron_standard_term(c) -> sympy.Expr:
         q_term = c.d * H * (Dn + Dr) if c.d_q is None else c.d_q * (c.d + H * (Dn + Dr) + 1)
         return (q_term + c.d_kv * (c.d + H * (Dn + Dv) + 1) + c.d * Dr + H * Dv * c.d
                 + T * H * (Dn + Dr) / 2 + T * H * Dv / 2)
-    if isinstance(c, GatedDeltaNet):
+    from ..components.kda import KDA
+    if isinstance(c, GatedDeltaNet) and not isinstance(c, KDA):  # Megatron's GDN term is not KDA's
         qk, v = c.H_lk * c.D_lk, c.H_lv * c.D_lv
         return (c.d * (2 * qk + 2 * v + 2 * c.H_lv) + c.K_c * (2 * qk + v)
                 + 4 * c.H_lv * c.D_lv ** 2 + c.d * v)
