@@ -47,6 +47,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("d_sh", "d_{sh}", "shared expert intermediate size",
           "shared_expert_intermediate_size, moe_shared_expert_intermediate_size", "length"),
     Entry("d_lat", "d_{lat}", "LatentMoE latent size", "moe_latent_size", "length"),
+    Entry("E_z", "E_{z}", "zero-computation (identity) experts in the router's pool (LongCat-Flash)",
+          "zero_expert_num"),
     # -- multi-head latent attention (seed 001 §2.3) --
     Entry("d_q", "d_{q}", "MLA query LoRA rank", "q_lora_rank", "length"),
     Entry("d_kv", "d_{kv}", "MLA key/value LoRA rank", "kv_lora_rank", "length"),
