@@ -151,6 +151,9 @@ TABLE: tuple[Entry, ...] = (
           "num_kv_shared_layers, layer_types"),
     Entry("L_sh_swa", "L_{sh,swa}", "sliding-window layers that reuse another layer's KV (no cache)",
           "num_kv_shared_layers, layer_types"),
+    # -- Gemma 3n (AltUp, LAuReL) --
+    Entry("n_alt", "n_{alt}", "AltUp streams (predictions) of the hidden state", "altup_num_inputs"),
+    Entry("r_lau", "r_{lau}", "LAuReL (learned augmented residual) rank", "laurel_rank", "length"),
     Entry("H_vis", "H_{vis}", "vision tower attention heads", "vision_config.num_attention_heads"),
     Entry("H_kv_vis", "H_{kv,vis}", "vision tower key/value heads", "vision_config.num_key_value_heads"),
     Entry("D_vis", "D_{vis}", "vision tower head dim", "vision_config.head_dim", "length"),

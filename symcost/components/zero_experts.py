@@ -30,7 +30,7 @@ Elementwise: router softmax 5·(E+E_z) per token, the experts' SiLU and gate pro
 
 >>> from symcost.notation import sym
 >>> ZeroExpertMoE().params().total
-2*E_z*d*d_moe + 3*E*d*d_moe + d*(E + E_z)
+3*E*d*d_moe + 2*E_z*d*d_moe + d*(E + E_z)
 >>> ZeroExpertMoE().active_params().total
 3*d*d_moe*k + d*(E + E_z)
 """
