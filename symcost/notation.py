@@ -72,6 +72,9 @@ TABLE: tuple[Entry, ...] = (
           "mamba_expand·hidden_size", "length"),
     Entry("R_dt", "R_{dt}", "Mamba-1 time-step (dt) rank", "time_step_rank, mamba_dt_rank (auto: ⌈d/16⌉)",
           "length"),
+    # -- RWKV-4 (time mix) --
+    Entry("d_att", "d_{att}", "RWKV time-mix (attention) width", "attention_hidden_size (default hidden_size)",
+          "length"),
     # -- Gated DeltaNet (seed 001 §2.6) --
     Entry("H_lk", "H_{lk}", "linear-attention key heads", "linear_num_key_heads", "count"),
     Entry("H_lv", "H_{lv}", "linear-attention value heads", "linear_num_value_heads", "count"),
