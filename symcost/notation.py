@@ -75,6 +75,11 @@ TABLE: tuple[Entry, ...] = (
     # -- RWKV-4 (time mix) --
     Entry("d_att", "d_{att}", "RWKV time-mix (attention) width", "attention_hidden_size (default hidden_size)",
           "length"),
+    # -- xLSTM (mLSTM matrix memory) --
+    Entry("H_ml", "H_{ml}", "mLSTM heads", "num_heads", "count"),
+    Entry("D_mk", "D_{mk}", "mLSTM query/key head dim", "int(hidden_size·qk_dim_factor) / num_heads", "length"),
+    Entry("D_mv", "D_{mv}", "mLSTM value head dim", "int(hidden_size·v_dim_factor) / num_heads", "length"),
+    Entry("C_ml", "C_{ml}", "mLSTM chunk size of the chunkwise kernel", "chunk_size", "length"),
     # -- Gated DeltaNet (seed 001 §2.6) --
     Entry("H_lk", "H_{lk}", "linear-attention key heads", "linear_num_key_heads", "count"),
     Entry("H_lv", "H_{lv}", "linear-attention value heads", "linear_num_value_heads", "count"),
