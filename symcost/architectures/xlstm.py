@@ -19,9 +19,9 @@ that size, which this count equals when it is a multiple of ``chunk_size`` (the 
 """
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..assembly import LayerGroup, Model
 from ..components.embedding import Embedding, LMHead
@@ -31,6 +31,10 @@ from ..components.norm import Norms
 from ..notation import sym
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
+
+
+#: a positive finite factor (a JSON number; the widths are int(hidden_size·factor))
+Factor = Annotated[float, Field(gt=0, le=2**20, allow_inf_nan=False)]
 
 
 def round_up(x: float, multiple: int) -> int:
@@ -49,14 +53,21 @@ class XlstmAdapter(Adapter):
     num_blocks: LayerCount | None = None
     num_heads: PosInt = 8
     use_bias: bool = False
-    qk_dim_factor: float = 0.5
-    v_dim_factor: float = 1.0
+    qk_dim_factor: Factor = 0.5
+    v_dim_factor: Factor = 1.0
     chunk_size: PosInt = 64
-    ffn_proj_factor: float = 2.667
+    ffn_proj_factor: Factor = 2.667
     ffn_round_up_to_multiple_of: PosInt = 64
     weight_mode: Literal["single", "fused"] = "single"
     mode: Literal["train", "train_with_padding", "inference"] = "inference"
     max_inference_chunksize: PosInt = 16384
+
+    @field_validator("qk_dim_factor", "v_dim_factor", "ffn_proj_factor", mode="before")
+    @classmethod
+    def _number(cls, v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError("must be a JSON number")
+        return v
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -74,8 +85,6 @@ class XlstmAdapter(Adapter):
             if width <= 0 or width % self.num_heads:
                 self.fail(field, f"int(hidden_size·{field}) = {width} must be a positive multiple of "
                           f"num_heads={self.num_heads}")
-        if self.ffn_proj_factor <= 0:
-            self.fail("ffn_proj_factor", f"must be positive (got {self.ffn_proj_factor})")
         return self
 
     @property
