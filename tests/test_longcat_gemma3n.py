@@ -58,7 +58,6 @@ def test_gemma3n_multimodal_is_refused_naming_what_is_missing(tmp_path):
 
 
 @pytest.mark.parametrize("changes,field", [
-    ({"intermediate_size": [8, 9, 8]}, "intermediate_size"),
     ({"intermediate_size": [8, 8]}, "intermediate_size"),
     ({"activation_sparsity_pattern": [0.0]}, "activation_sparsity_pattern"),
     ({"altup_active_idx": 2, "altup_num_inputs": 2}, "altup_active_idx"),
@@ -71,6 +70,22 @@ def test_gemma3n_refusals_name_the_field(changes, field):
            "num_key_value_heads": 1, "num_kv_shared_layers": 0, **changes}
     with pytest.raises(SymcostError, match=f"'{field}"):
         symcost.build(raw)
+
+
+def test_gemma3n_per_layer_ffn_widths():
+    """MatFormer mix-and-match: layers of another FFN width form their own groups."""
+    raw = {"model_type": "gemma3n_text", "num_hidden_layers": 4, "hidden_size": 16, "num_attention_heads": 2,
+           "num_key_value_heads": 1, "head_dim": 4, "num_kv_shared_layers": 2, "intermediate_size": [12, 20, 12, 20],
+           "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+           "vocab_size": 60, "vocab_size_per_layer_input": 30, "hidden_size_per_layer_input": 3, "laurel_rank": 2,
+           "altup_num_inputs": 2, "sliding_window": 3}
+    m = symcost.build(dict(raw))
+    assert {g.name for g in m.groups} == {"swa_layers", "full_layers_ff20", "shared_swa_layers",
+                                          "shared_full_layers_ff20"}
+    assert m.params().total_at(m.values) == oracle.params(raw)
+    model = oracle.build(raw)
+    terms = m.flops(Phase(kind="prefill", attention="full", impl="reference"))
+    assert terms.total_at(m.values_with(T=6, B=2)) == oracle.prefill_flops(model, 2, 6)
 
 
 def test_gemma3n_class_default_equals_transformers():

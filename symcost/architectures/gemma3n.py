@@ -17,8 +17,10 @@ d → L·d_pl projection with a d_pl norm, and the (n_alt − 1) AltUp stream pr
 replaces the gate by relu(gate − (mean + std·Φ⁻¹(s))): elementwise, no matmul, the same weights.
 Final logit soft-capping is elementwise (0 FLOPs).
 
-``intermediate_size`` may be one size or a per-layer list (transformers writes the list); a list of
-different sizes (MatFormer mix-and-match) is refused: one d_ff per group is modelled.
+``intermediate_size`` may be one size or a per-layer list (transformers writes the list). When the list
+holds different sizes (MatFormer mix-and-match), the most common one (the first layer's on a tie) is
+d_ff and layers of another size form their own groups (``<group>_ff<size>``) whose width and count
+are the config's integers, not symbols.
 
 The multimodal ``gemma3n`` (``Gemma3nForConditionalGeneration``) is not supported: its vision tower is
 a timm MobileNetV5 built from ``vision_config.architecture`` (no shapes in the config; timm is needed
@@ -82,9 +84,6 @@ class Gemma3nTextAdapter(Gemma2Adapter):
         L = self.num_hidden_layers
         if isinstance(self.intermediate_size, list):
             self.check_count("intermediate_size", len(self.intermediate_size), L)
-            if len(set(self.intermediate_size)) > 1:
-                self.fail("intermediate_size", f"per-layer sizes {sorted(set(self.intermediate_size))} differ "
-                          "(MatFormer mix-and-match): one size for all layers is modelled")
         if self.activation_sparsity_pattern is not None:
             self.check_count("activation_sparsity_pattern", len(self.activation_sparsity_pattern), L)
         if self.altup_active_idx >= self.altup_num_inputs:
@@ -100,10 +99,16 @@ class Gemma3nTextAdapter(Gemma2Adapter):
                           "of the same type to reuse the keys and values of")
         return self
 
+    def sizes(self) -> list[int]:
+        size = self.intermediate_size
+        return list(size) if isinstance(size, list) else [size] * self.num_hidden_layers
+
     @property
     def d_ff(self) -> int:
-        size = self.intermediate_size
-        return size[0] if isinstance(size, list) else size
+        """The most common FFN width (the first layer's on a tie): the one the symbol d_ff stands for."""
+        sizes = self.sizes()
+        counts = collections.Counter(sizes)
+        return max(sizes, key=lambda s: (counts[s], -sizes.index(s)))
 
     def resolved_layer_types(self) -> list[str]:
         if self.layer_types is not None:
@@ -115,22 +120,26 @@ class Gemma3nTextAdapter(Gemma2Adapter):
         first = self.num_hidden_layers - self.num_kv_shared_layers
         return [bool(self.num_kv_shared_layers) and i >= first for i in range(self.num_hidden_layers)]
 
-    def layer_components(self, kind: str, consumer: bool) -> tuple:
+    def layer_components(self, kind: str, consumer: bool, d_ff=sym.d_ff) -> tuple:
         attn = SharedKVAttention(W=sym.W if kind == "sliding_attention" else None, qkv_bias=self.attention_bias,
                                  o_bias=self.attention_bias, consumer=consumer)
-        return (Norms(GEMMA_NORMS), AltUp(), Laurel(), attn, FFN(act=self.hidden_activation),
+        return (Norms(GEMMA_NORMS), AltUp(), Laurel(), attn, FFN(d_ff=d_ff, act=self.hidden_activation),
                 PerLayerInputGate(act=self.hidden_activation))
 
     def to_model(self, tied: bool | None = None) -> Model:
-        types, consumers = self.resolved_layer_types(), self.kv_consumers()
-        counts = collections.Counter(zip(types, consumers))
+        types, consumers, sizes, main = self.resolved_layer_types(), self.kv_consumers(), self.sizes(), self.d_ff
+        counts = collections.Counter(zip(types, consumers, sizes))
         groups, vals = [], {}
-        for kind in KINDS:  # swa, full, shared swa, shared full
-            if counts[kind]:
-                name, count = KINDS[kind]
-                vals[count] = sympy.Integer(counts[kind])
+        for kind in KINDS:  # swa, full, shared swa, shared full; the main FFN width first
+            name, count = KINDS[kind]
+            if counts[(*kind, main)]:
+                vals[count] = sympy.Integer(counts[(*kind, main)])
                 groups.append(LayerGroup(name, count, self.layer_components(*kind)))
-        if len(groups) == 1:
+            for size in sorted({s for s in sizes if s != main}):
+                if counts[(*kind, size)]:
+                    groups.append(LayerGroup(f"{name}_ff{size}", sympy.Integer(counts[(*kind, size)]),
+                                             self.layer_components(*kind, d_ff=sympy.Integer(size))))
+        if len(groups) == 1 and groups[0].count in vals:
             vals.pop(groups[0].count)
             groups = [LayerGroup("layers", sym.L, groups[0].components)]
         vals.update(values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,

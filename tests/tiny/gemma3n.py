@@ -1,5 +1,5 @@
 """Gemma 3n text: AltUp streams, LAuReL, per-layer inputs, KV-shared layers, activation sparsity,
-sliding/full layer types (explicit, so that 3-4 layers hold both kinds and their sharing)."""
+per-layer FFN widths (MatFormer), sliding/full layer types (explicit, so that 3-4 layers hold both kinds and their sharing)."""
 
 MODEL_TYPES = ("gemma3n_text",)
 T_VALUES = (5, 9)
@@ -25,7 +25,7 @@ def tiny(rng, model_type):
         "num_attention_heads": H,
         "num_key_value_heads": H_kv,
         "head_dim": rng.choice([4, 6, 8]),
-        "intermediate_size": [d_ff] * L if rng.random() < 0.5 else d_ff,
+        "intermediate_size": rng.choice([d_ff, [d_ff] * L, [rng.choice([d_ff, d_ff + 4]) for _ in range(L)]]),
         "layer_types": types,
         "sliding_window": rng.choice([3, 4, 7]),
         "num_kv_shared_layers": shared,
