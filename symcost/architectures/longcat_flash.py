@@ -68,8 +68,9 @@ class LongcatFlashAdapter(Adapter):
     @model_validator(mode="before")
     @classmethod
     def _half_layers(cls, data):
-        """``num_hidden_layers`` is transformers' property 2·num_layers; given, it sets num_layers."""
-        if isinstance(data, dict) and "num_hidden_layers" in data:
+        """``num_hidden_layers`` is transformers' property 2·num_layers; given, it sets num_layers (a null,
+        as the original remote config class writes it, is read as absent)."""
+        if isinstance(data, dict) and data.get("num_hidden_layers", None) is not None:
             n = data["num_hidden_layers"]
             if type(n) is int and 0 <= n <= 2 * MAX_LAYERS:
                 data = {**data, "num_layers": n // 2}
