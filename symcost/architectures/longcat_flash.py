@@ -57,6 +57,7 @@ class LongcatFlashAdapter(Adapter):
     qk_rope_head_dim: PosInt = 64
     v_head_dim: PosInt = 128
     qk_head_dim: PosInt | None = None
+    head_dim: PosInt = 64  # the rotary table's width (no weight reads it)
     moe_topk: PosInt = _alias(12, "num_experts_per_tok", "moe_topk")
     n_routed_experts: PosInt = _alias(512, "num_local_experts", "n_routed_experts")
     zero_expert_num: NonNegInt = 256
@@ -117,4 +118,8 @@ class LongcatFlashAdapter(Adapter):
             model.notes.append(f"transformers allocates gate_up_proj rows for the {Z} zero experts too "
                                "(experts_gate_up_zero, counted in the total as the class registers it; "
                                f"never read, absent from the checkpoint, which holds {extra:,} parameters fewer)")
+        if self.head_dim != self.qk_rope_head_dim:
+            model.notes.append(f"head_dim={self.head_dim} differs from qk_rope_head_dim={self.qk_rope_head_dim}: "
+                               "transformers builds its rotary table head_dim wide and its forward then fails; "
+                               "the weights are as counted")
         return model
