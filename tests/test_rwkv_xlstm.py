@@ -87,3 +87,15 @@ def test_xlstm_original_names_alone():
     raw["embedding_dim"] = 64
     m = symcost.build(dict(raw))
     assert m.params().total_at(m.values) == oracle.params(raw)
+
+
+@pytest.mark.parametrize("model_type", ["longcat_flash", "gemma3n_text", "rwkv", "xlstm"])
+def test_prefill_keeping_the_last_logits(model_type):
+    """``logits="last"`` as generate() runs it (logits_to_keep=1); xLSTM's head ignores it and runs on
+    every position, which the reference count keeps."""
+    from tests.tiny import cases
+    raw = next(r for _, r, _ in cases() if r["model_type"] == model_type)
+    m = symcost.build(dict(raw))
+    model = oracle.build(raw)
+    terms = m.flops(Phase(kind="prefill", attention="full", logits="last", mla="expand", impl="reference"))
+    assert terms.total_at(m.values_with(T=7, B=2)) == oracle.prefill_flops(model, 2, 7, logits_to_keep=1)

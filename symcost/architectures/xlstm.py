@@ -6,8 +6,9 @@ Sizes as ``xLSTMConfig`` and ``xLSTMLayer`` derive them: q/k width int(hidden_si
 v width int(hidden_size·v_dim_factor), both split over ``num_heads`` (D_mk, D_mv); the FFN width
 d_ff = ⌈hidden_size·ffn_proj_factor⌉ rounded up to ``ffn_round_up_to_multiple_of``. ``use_bias``
 puts biases on every projection and norm but the final ``out_norm``. The head is never tied
-(``xLSTMForCausalLM`` declares no tied weights, whatever ``tie_word_embeddings`` says) and always
-runs on every position (its forward takes no ``logits_to_keep``). ``embedding_dim`` and
+(``xLSTMForCausalLM`` declares no tied weights, whatever ``tie_word_embeddings`` says) and runs on
+every position (its forward takes no ``logits_to_keep``): ``impl="reference"`` counts that, ``minimal``
+follows ``--logits``. ``embedding_dim`` and
 ``num_blocks`` are the original names of ``hidden_size`` and ``num_hidden_layers``: each defaults to
 the other, and the class builds ``num_blocks`` blocks on ``embedding_dim``-wide embeddings but
 ``hidden_size``-wide layers and ``num_hidden_layers`` cache entries, so a config where a pair differs
@@ -24,9 +25,9 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ..assembly import LayerGroup, Model
-from ..components.embedding import Embedding, LMHead
+from ..components.embedding import Embedding
 from ..components.ffn import FFN
-from ..components.mlstm import MLSTMLayer
+from ..components.mlstm import MLSTMLayer, XlstmHead
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -111,9 +112,9 @@ class XlstmAdapter(Adapter):
                  MLSTMLayer(bias=self.use_bias, fused=self.weight_mode == "fused"),
                  FFN(bias=self.use_bias, act="silu"))
         model = Model(self.name, self.model_type, (Embedding(name="embeddings"),),
-                      (LayerGroup("blocks", sym.L, layer),), (Norms(("out_norm",)), LMHead()), vals)
-        model.notes.append("the head is never tied and runs on every position (xLSTMForCausalLM has no tied "
-                           "weights and no logits_to_keep)")
+                      (LayerGroup("blocks", sym.L, layer),), (Norms(("out_norm",)), XlstmHead()), vals)
+        model.notes.append("the head is never tied (xLSTMForCausalLM declares no tied weights) and, under --impl "
+                           "reference, runs on every position even with --logits last (it takes no logits_to_keep)")
         if any(w % 64 for w in (self.qk_dim, self.v_dim)):
             model.notes.append("q/k or v width is not a multiple of 64: transformers' xLSTMCache rounds the state "
                                "shapes up and its cached forward (generate) fails; weights and uncached FLOPs are "

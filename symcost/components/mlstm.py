@@ -28,6 +28,9 @@ Elementwise per token and head: gates (soft cap, log-sigmoid, exp) ~10, the stat
 3·D_mk·D_mv + 3·D_mk, the normalisation D_mv + 3, the per-head norm 7·D_mv and the output gate
 sigmoid and product 5·D_mv (the chunkwise form's masks and exps over C_ml² per chunk are not counted).
 
+The LM head of ``xLSTMForCausalLM`` takes no ``logits_to_keep``: under ``impl="reference"`` it runs on
+every position even when only the last logits are wanted (``XlstmHead``); ``minimal`` follows ``--logits``.
+
 >>> MLSTMLayer().params().total
 2*D_mk*H_ml*d + 3*D_mv*H_ml*d + D_mv*H_ml + 2*H_ml*d + 2*H_ml
 >>> MLSTMLayer().cache().total
@@ -47,6 +50,7 @@ from ..notation import sym
 from ..primitives import Linear, Matmul, Param
 from ..terms import Terms
 from .base import Component
+from .embedding import LMHead
 
 
 @dataclass(frozen=True)
@@ -107,3 +111,27 @@ class MLSTMLayer(Component):
 
     def label(self) -> str:
         return "mLSTM"
+
+
+class _AllRows:
+    """A phase whose logits run on every new token (``logits="last"`` ignored)."""
+
+    def __init__(self, ph: Phase):
+        self._ph = ph
+
+    def __getattr__(self, name):
+        return getattr(self._ph, name)
+
+    @property
+    def logit_rows(self):
+        return self._ph.tokens
+
+
+@dataclass(frozen=True)
+class XlstmHead(LMHead):
+    """xLSTM's LM head: every position under ``impl="reference"`` (no ``logits_to_keep`` in transformers)."""
+
+    def primitives(self, ph: Phase | None = None):
+        if ph is not None and ph.impl == "reference":
+            ph = _AllRows(ph)
+        return super().primitives(ph)
