@@ -99,3 +99,20 @@ def test_prefill_keeping_the_last_logits(model_type):
     model = oracle.build(raw)
     terms = m.flops(Phase(kind="prefill", attention="full", logits="last", mla="expand", impl="reference"))
     assert terms.total_at(m.values_with(T=7, B=2)) == oracle.prefill_flops(model, 2, 7, logits_to_keep=1)
+
+
+def test_rwkv_bf16_saved_bytes_differ_only_by_cpu_layernorm_statistics():
+    """bf16 on CPU: torch's LayerNorm keeps mean and rstd in bf16 (2 bytes less each per row and
+    norm than the fp32 the engine counts, as CUDA keeps them); everything else is exact."""
+    import random
+
+    from tests import saved
+    from tests.test_activations import engine_bytes
+    from tests.tiny import rwkv
+    raw = rwkv.tiny(random.Random("act-rwkv-0"), "rwkv")
+    L = raw["num_hidden_layers"]
+    for recompute, norms in (("none", 2 * L + 2), ("full", 1)):  # ln1, ln2 per block, pre_ln, ln_out
+        model = saved.build(raw, "eager", recompute, "bf16")
+        for B, T in ((1, 5), (2, 7)):
+            gap = engine_bytes(raw, "eager", recompute, "bf16", B, T) - saved.saved_bytes(model, B, T)
+            assert gap == norms * B * T * 2 * (4 - 2)

@@ -18,7 +18,7 @@ from pydantic import AliasChoices, Field
 from ..assembly import LayerGroup, Model
 from ..components.embedding import Embedding
 from ..components.norm import Norms
-from ..components.rwkv import STATE_FP32, RwkvChannelMix, RwkvHead, RwkvTimeMix
+from ..components.rwkv import STATE_FP32, RwkvChannelMix, RwkvHead, RwkvPreLN, RwkvTimeMix
 from ..notation import sym
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
@@ -42,7 +42,7 @@ class RwkvAdapter(Adapter):
                       d_att=self.attention_hidden_size or d, d_ff=self.intermediate_size or 4 * d)
         layer = (Norms(("ln1", "ln2"), bias=True), RwkvTimeMix(), RwkvChannelMix())
         model = Model(self.name, self.model_type,
-                      (Embedding(name="embeddings"), Norms(("pre_ln",), bias=True)),
+                      (Embedding(name="embeddings"), RwkvPreLN()),
                       (LayerGroup("blocks", sym.L, layer),),
                       (Norms(("ln_out",), bias=True), RwkvHead(tied=self.tie_word_embeddings)), vals,
                       state_dtype={k: "float32" for k in STATE_FP32})

@@ -44,9 +44,10 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST
 from ..notation import sym
-from ..primitives import Linear, Param
+from ..primitives import Linear, Param, Saved
 from ..terms import Terms
 from .base import Component
+from .norm import Norms
 from .embedding import LMHead
 
 WKV_STEP = 25  # elementwise FLOPs of one WKV step per channel in rwkv_linear_attention_cpu
@@ -77,6 +78,31 @@ class RwkvTimeMix(Component):
                      {"token_shift_mix": "x·μ + x_prev·(1 − μ) for k, v, r", "sigmoid": "σ(receptance)",
                       "wkv": "the WKV recurrence, 25 per channel per token", "gate": "σ(r)·wkv",
                       "residual": "residual add"})
+
+    def saved(self, bw) -> list:
+        """Saved for backward (transformers' ``RwkvSelfAttention`` and ``rwkv_linear_attention_cpu``),
+        per token row: the normed input x and its shift x_prev (d each), the three mixed inputs of
+        key/value/receptance (d each), the key and value outputs (d_att each, read by the loop), σ(r)
+        (d_att), the WKV output buffer and the output projection's input (d_att each); the loop's
+        fp32 tensors, 11 per token and channel: per step k+u, e1, e2, the numerator and denominator,
+        m+w, e1', e2' and the three states it reads (numerator, denominator, maximum; the final
+        step's m+w, e1', e2' stay alive with its unused state); below fp32 each step's
+        ``current_key.float()`` copy too, which the loop reads instead of the key output (not kept then). Batch-free: the three (1 − μ) [d] and exp(time_decay) [d_att].
+        Measured exact in fp32 (tests/test_activations.py); in bf16 it equals the measurement but for
+        CPU LayerNorm keeping its mean and rstd in bf16 (the engine counts them fp32, as CUDA keeps
+        them; tests/test_rwkv_xlstm.py pins that difference).
+        """
+        a, d, A = sym.b_a, self.d, self.d_att
+        one = sympy.Integer(1)
+        loop = 12 if bw.upcast else 11
+        return [Saved("normed_input", d, a, "seq"), Saved("shifted", d, a, "seq"),
+                Saved("mixed_kvr", 3 * d, a, "seq", doc="x·μ + x_prev·(1 − μ) for key, value, receptance"),
+                Saved("key_value", (1 if bw.upcast else 2) * A, a,
+                      doc="value (and in fp32 key) outputs, read by the loop"),
+                Saved("receptance_sigmoid", A, a), Saved("wkv_output", A, a), Saved("output_input", A, a),
+                Saved("wkv_loop_fp32", loop * A, 4, doc=f"{loop} fp32 [B, d_att] tensors per step"),
+                Saved("one_minus_mix", 3 * d, a, "none", one, "(1 − μ) [1, 1, d], three (batch-free)"),
+                Saved("exp_time_decay", A, a, "none", one, "exp(time_decay) [d_att] (batch-free)")]
 
     def cache(self) -> Terms:
         B, d = sym.B, self.d
@@ -109,6 +135,16 @@ class RwkvChannelMix(Component):
                       "sigmoid": COST["sigmoid"] * rows * d, "gate": rows * d, "residual": COST["residual"] * rows * d},
                      {"token_shift_mix": "x·μ + x_prev·(1 − μ) for k, r", "relu2": "relu(key)²",
                       "sigmoid": "σ(receptance)", "gate": "σ(r)·value", "residual": "residual add"})
+
+    def saved(self, bw) -> list:
+        """Saved for backward (``RwkvFeedForward``), per token row: the normed input and its shift
+        (d each), the mixed inputs of key and receptance (d each), relu(key) and its square
+        (d_ff each), σ(receptance) and the value output (d each). Batch-free: the two (1 − μ) [d]."""
+        a, d, f = sym.b_a, self.d, self.d_ff
+        return [Saved("normed_input", d, a, "seq"), Saved("shifted", d, a, "seq"),
+                Saved("mixed_kr", 2 * d, a, "seq"), Saved("relu", f, a), Saved("relu_squared", f, a),
+                Saved("receptance_sigmoid", d, a, "seq"), Saved("value_output", d, a, "seq"),
+                Saved("one_minus_mix", 2 * d, a, "none", sympy.Integer(1), "(1 − μ) [1, 1, d], two (batch-free)")]
 
     def cache(self) -> Terms:
         return Terms({"ffn_shift": sym.B * self.d}, {"ffn_shift": "state[0][:, :, layer] [B, d]: the last input"})
@@ -148,3 +184,15 @@ class RwkvHead(LMHead):
 
     def primitives(self, ph: Phase | None = None):
         return super().primitives(batch_squared(ph))
+
+
+@dataclass(frozen=True)
+class RwkvPreLN(Norms):
+    """``pre_ln``, the LayerNorm inside the first block only: counted once, at the top; under full
+    recomputation it is recomputed with that block, so it keeps nothing of its own."""
+
+    names: tuple[str, ...] = ("pre_ln",)
+    bias: bool = True
+
+    def saved(self, bw) -> list:
+        return [] if bw.recompute == "full" else super().saved(bw)
