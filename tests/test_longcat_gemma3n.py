@@ -1,6 +1,8 @@
 """LongCat-Flash and Gemma 3n: what the oracle suite cannot show — the refusals, with the field named,
 and the zero-expert convention against a routing that picks zero experts."""
 
+import json
+
 import pytest
 
 import symcost
@@ -10,9 +12,18 @@ from tests import oracle
 from tests.tiny import longcat_flash
 
 
+#: the attribute-map spellings a tiny config may use, and the names these tests change
+CANONICAL = {"num_local_experts": "n_routed_experts", "num_experts_per_tok": "moe_topk",
+             "intermediate_size": "ffn_hidden_size", "moe_intermediate_size": "expert_ffn_hidden_size"}
+
+
 def _longcat(**changes):
+    """A tiny LongCat config in the class's own field names (whichever spelling the draw used)."""
     import random
     raw = longcat_flash.tiny(random.Random("lc-test"), "longcat_flash")
+    raw = {CANONICAL.get(k, k): v for k, v in raw.items()}
+    if "num_hidden_layers" in raw:
+        raw["num_layers"] = raw.pop("num_hidden_layers") // 2
     raw.update(changes)
     return raw
 
@@ -92,3 +103,20 @@ def test_gemma3n_class_default_equals_transformers():
     """The E4B-sized class default (35 layers, 15 KV-shared), on the meta device."""
     m = symcost.build({"model_type": "gemma3n_text"})
     assert m.params().total_at(m.values) == oracle.params({"model_type": "gemma3n_text"})
+
+
+def test_longcat_serving_weights_leave_out_the_zero_expert_rows(tmp_path, capsys):
+    """The parameter total is the class's (zero-expert gate/up rows included); the checkpoint, and so
+    the serving memory, holds only the real experts' rows (plus the fp32 correction-bias buffers)."""
+    from symcost.cli import main
+    raw = _longcat(n_routed_experts=3, zero_expert_num=2, moe_topk=5)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    m = symcost.build(dict(raw))
+    v = m.values
+    zero_rows = m.params().flatten()["shortcut_moe/mlp/experts_gate_up_zero"]
+    assert zero_rows.xreplace(v) == 2 * 2 * raw["expert_ffn_hidden_size"] * raw["hidden_size"] * v[symcost.sym.L]
+    assert main(["memory", str(path), "--T", "8", "--batch", "1", "--weights-dtype", "bf16", "--json"]) == 0
+    weights = json.loads(capsys.readouterr().out)["weights_bytes"]
+    buffers = m.buffers().total_at(v)
+    assert weights == 2 * (m.params().total_at(v) - int(zero_rows.xreplace(v))) + 4 * buffers

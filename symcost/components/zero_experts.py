@@ -37,6 +37,7 @@ Elementwise: router softmax 5·(E+E_z) per token, the experts' SiLU and gate pro
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import sympy
 
@@ -53,6 +54,9 @@ class ZeroExpertMoE(MoE):
     E_z: sympy.Expr = sym.E_z
     k_r: sympy.Expr = sym.k  # real experts per token: min(k, E), chosen by the adapter
     correction_bias: bool = True
+    #: primitives the class allocates but the checkpoint does not hold (``serving.quant.checkpoint``
+    #: skips them: serving memory is the checkpoint's)
+    absent_from_checkpoint: ClassVar[tuple[str, ...]] = ("experts_gate_up_zero",)
 
     @property
     def pool(self) -> sympy.Expr:
