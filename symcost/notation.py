@@ -47,6 +47,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("d_sh", "d_{sh}", "shared expert intermediate size",
           "shared_expert_intermediate_size, moe_shared_expert_intermediate_size", "length"),
     Entry("d_lat", "d_{lat}", "LatentMoE latent size", "moe_latent_size", "length"),
+    Entry("E_z", "E_{z}", "zero-computation (identity) experts in the router's pool (LongCat-Flash)",
+          "zero_expert_num"),
     # -- multi-head latent attention (seed 001 §2.3) --
     Entry("d_q", "d_{q}", "MLA query LoRA rank", "q_lora_rank", "length"),
     Entry("d_kv", "d_{kv}", "MLA key/value LoRA rank", "kv_lora_rank", "length"),
@@ -70,6 +72,14 @@ TABLE: tuple[Entry, ...] = (
           "mamba_expand·hidden_size", "length"),
     Entry("R_dt", "R_{dt}", "Mamba-1 time-step (dt) rank", "time_step_rank, mamba_dt_rank (auto: ⌈d/16⌉)",
           "length"),
+    # -- RWKV-4 (time mix) --
+    Entry("d_att", "d_{att}", "RWKV time-mix (attention) width", "attention_hidden_size (default hidden_size)",
+          "length"),
+    # -- xLSTM (mLSTM matrix memory) --
+    Entry("H_ml", "H_{ml}", "mLSTM heads", "num_heads", "count"),
+    Entry("D_mk", "D_{mk}", "mLSTM query/key head dim", "int(hidden_size·qk_dim_factor) / num_heads", "length"),
+    Entry("D_mv", "D_{mv}", "mLSTM value head dim", "int(hidden_size·v_dim_factor) / num_heads", "length"),
+    Entry("C_ml", "C_{ml}", "mLSTM chunk size of the chunkwise kernel", "chunk_size", "length"),
     # -- Gated DeltaNet (seed 001 §2.6) --
     Entry("H_lk", "H_{lk}", "linear-attention key heads", "linear_num_key_heads", "count"),
     Entry("H_lv", "H_{lv}", "linear-attention value heads", "linear_num_value_heads", "count"),
@@ -157,6 +167,9 @@ TABLE: tuple[Entry, ...] = (
           "num_kv_shared_layers, layer_types"),
     Entry("L_sh_swa", "L_{sh,swa}", "sliding-window layers that reuse another layer's KV (no cache)",
           "num_kv_shared_layers, layer_types"),
+    # -- Gemma 3n (AltUp, LAuReL) --
+    Entry("n_alt", "n_{alt}", "AltUp streams (predictions) of the hidden state", "altup_num_inputs"),
+    Entry("r_lau", "r_{lau}", "LAuReL (learned augmented residual) rank", "laurel_rank", "length"),
     Entry("H_vis", "H_{vis}", "vision tower attention heads", "vision_config.num_attention_heads"),
     Entry("H_kv_vis", "H_{kv,vis}", "vision tower key/value heads", "vision_config.num_key_value_heads"),
     Entry("D_vis", "D_{vis}", "vision tower head dim", "vision_config.head_dim", "length"),

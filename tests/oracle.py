@@ -100,8 +100,17 @@ def prefill_flops(model, B: int, T: int, logits_to_keep: int = 0) -> int:
     return counter.get_total_flops()
 
 
+#: model types whose forward takes and returns its recurrent state under another name than ``cache``
+#: (RWKV: ``state=``, a list of five tensors, returned as ``RwkvCausalLMOutput.state``)
+STATE_ARG = {"rwkv": "state"}
+
+
 def _cache_of(out):
-    return getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    return getattr(out, "cache", None) or getattr(out, "past_key_values", None) or getattr(out, "state", None)
+
+
+def _cache_kw(model, cache) -> dict:
+    return {STATE_ARG.get(model.config.model_type, "cache"): cache}
 
 
 def decode_flops(model, B: int, T: int) -> int:
@@ -111,7 +120,7 @@ def decode_flops(model, B: int, T: int) -> int:
         out = _forward(model)(ids[:, :T], use_cache=True)
         cache = _cache_of(out)
         with _no_grad(model), FlopCounterMode(display=False) as counter:
-            _forward(model)(ids[:, T:], cache=cache, use_cache=True)
+            _forward(model)(ids[:, T:], **_cache_kw(model, cache), use_cache=True)
     return counter.get_total_flops()
 
 

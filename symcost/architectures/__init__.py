@@ -66,7 +66,18 @@ def closest(raw: dict, n: int = 3) -> list[str]:
     return [mt for _, mt in scored[:n]]
 
 
+#: model types transformers registers that symcost refuses on purpose, with what is missing (the
+#: families whose text model is supported say which model_type to use instead)
+NOT_MODELLED = {
+    "gemma3n": "Gemma 3n's vision tower (a timm MobileNetV5, vision_config.architecture, whose shapes "
+               "the config does not hold) and its audio tower (a USM Conformer, audio_config) are not "
+               "modelled; the text model is: cost text_config as model_type 'gemma3n_text'",
+}
+
+
 def get(model_type: str, raw: dict | None = None):
+    if model_type in NOT_MODELLED and model_type not in _MODULE_OF:
+        raise SymcostError(f"field 'model_type': {model_type!r} is not supported: {NOT_MODELLED[model_type]}")
     if model_type not in _MODULE_OF:
         from .base import quote
         near = f"closest by config fields: {', '.join(closest(raw))}; " if raw else ""

@@ -439,7 +439,10 @@ def checkpoint(model, raw: dict, override: str | None = None, fallback: bool = F
     def walk(comps, where, count, group=None, prefix=""):
         for c in comps:
             w = "vision" if (group or "").startswith("vision") or c.key in vision_keys else where
+            absent = getattr(c, "absent_from_checkpoint", ())  # allocated by the class, not stored
             for p in c.primitives(None):
+                if p.name in absent:
+                    continue
                 parts, s, label = bytes_of(p, c.key, w)
                 path = f"{prefix}{group}/{c.key}/{p.name}" if group else f"{prefix}{p.name}"
                 add(path, parts, s, count, label)

@@ -1,0 +1,42 @@
+"""LAuReL (learned augmented residual layer, Gemma 3n): a low-rank branch beside the attention.
+
+transformers 5.24 ``Gemma3nTextLaurelBlock``: on the normed layer input x, ``linear_left`` d → r_lau,
+``linear_right`` r_lau → d (no bias), ``post_laurel_norm`` RMSNorm(d), added back to x; the layer then
+averages it with the attention residual ((attn + laurel)/√2). Parameters 2·d·r_lau + d; FLOPs
+2·tokens·2·d·r_lau. Elementwise: the norm 4·d, the residual add and the averaging 3·d per token.
+
+>>> Laurel().params().total
+2*d*r_lau + d
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+from ..conventions import Phase
+from ..elementwise import norm_terms
+from ..notation import sym
+from ..primitives import Linear, Norm
+from ..terms import Terms
+from .base import Component
+
+
+@dataclass(frozen=True)
+class Laurel(Component):
+    key = "laurel"
+    d: sympy.Expr = sym.d
+    r: sympy.Expr = sym.r_lau
+
+    def primitives(self, ph: Phase | None = None):
+        return [Linear("linear_left", self.d, self.r, doc="[d, r_lau]"),
+                Linear("linear_right", self.r, self.d, doc="[r_lau, d]"),
+                Norm("post_laurel_norm", self.d, doc="RMSNorm [d]")]
+
+    def elementwise(self, ph: Phase) -> Terms:
+        t = norm_terms(self.primitives(ph), ph.tokens)
+        t.add("residual", 3 * ph.tokens * self.d, "x + branch, then (attn + laurel)/√2")
+        return t
+
+    def label(self) -> str:
+        return "LAuReL"
