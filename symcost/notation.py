@@ -70,6 +70,12 @@ TABLE: tuple[Entry, ...] = (
           "mamba_expand·hidden_size", "length"),
     Entry("R_dt", "R_{dt}", "Mamba-1 time-step (dt) rank", "time_step_rank, mamba_dt_rank (auto: ⌈d/16⌉)",
           "length"),
+    # -- Zamba / Zamba2 (shared attention blocks with per-invocation LoRA adapters) --
+    Entry("L_hyb", "L_{hyb}", "hybrid layers: a shared transformer block, then a Mamba layer (Zamba)",
+          "layers_block_type 'hybrid', attn_layer_period"),
+    Entry("N_blk", "N_{blk}", "distinct shared transformer blocks (their weights are stored once)",
+          "min(num_mem_blocks, hybrid layers)"),
+    Entry("r_a", "r_{a}", "LoRA adapter rank of the shared blocks' projections", "adapter_rank", "length"),
     # -- Gated DeltaNet (seed 001 §2.6) --
     Entry("H_lk", "H_{lk}", "linear-attention key heads", "linear_num_key_heads", "count"),
     Entry("H_lv", "H_{lv}", "linear-attention value heads", "linear_num_value_heads", "count"),
