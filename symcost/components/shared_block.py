@@ -51,7 +51,9 @@ from .base import Component
 
 
 @dataclass(frozen=True)
-class _SharedBlock(Component):
+class _SharedBlock:
+    """The dimensions and stored layout both parts share (not a component by itself)."""
+
     d: sympy.Expr = sym.d
     H_q: sympy.Expr = sym.H_q
     H_kv: sympy.Expr = sym.H_kv
@@ -82,7 +84,7 @@ class _SharedBlock(Component):
 
 
 @dataclass(frozen=True)
-class SharedBlockWeights(_SharedBlock):
+class SharedBlockWeights(_SharedBlock, Component):
     """The N_blk stored blocks: parameters only (their FLOPs are in each ``SharedBlockCall``)."""
 
     key = "shared_transformer"
@@ -105,7 +107,7 @@ class SharedBlockWeights(_SharedBlock):
 
 
 @dataclass(frozen=True)
-class SharedBlockCall(_SharedBlock):
+class SharedBlockCall(_SharedBlock, Component):
     """One invocation of a shared block at a hybrid layer: the block's GEMMs on tied weights, its
     own LoRA adapters and output linear, and the attention KV cache."""
 
