@@ -76,6 +76,10 @@ TABLE: tuple[Entry, ...] = (
     Entry("N_blk", "N_{blk}", "distinct shared transformer blocks (their weights are stored once)",
           "min(num_mem_blocks, hybrid layers)"),
     Entry("r_a", "r_{a}", "LoRA adapter rank of the shared blocks' projections", "adapter_rank", "length"),
+    # -- RG-LRU (RecurrentGemma / Griffin recurrent blocks) --
+    Entry("D_lru", "D_{lru}", "RG-LRU gate block width (lru_width = H_q·D_lru)",
+          "lru_width // num_attention_heads", "length"),
+    Entry("L_rec", "L_{rec}", "recurrent (RG-LRU) layers", "block_types 'recurrent'"),
     # -- Gated DeltaNet (seed 001 §2.6) --
     Entry("H_lk", "H_{lk}", "linear-attention key heads", "linear_num_key_heads", "count"),
     Entry("H_lv", "H_{lv}", "linear-attention value heads", "linear_num_value_heads", "count"),
