@@ -73,8 +73,10 @@ TABLE: tuple[Entry, ...] = (
     # -- Zamba / Zamba2 (shared attention blocks with per-invocation LoRA adapters) --
     Entry("L_hyb", "L_{hyb}", "hybrid layers: a shared transformer block, then a Mamba layer (Zamba)",
           "layers_block_type 'hybrid', attn_layer_period"),
-    Entry("N_blk", "N_{blk}", "distinct shared transformer blocks (their weights are stored once)",
-          "min(num_mem_blocks, hybrid layers)"),
+    Entry("N_blk", "N_{blk}", "stored shared transformer blocks (each stored once, run by several layers)",
+          "min(num_mem_blocks, hybrid layers) when tie_word_embeddings, else hybrid layers"),
+    Entry("N_ad", "N_{ad}", "stored LoRA adapter sets of the shared blocks",
+          "hybrid layers when tie_word_embeddings, else Σ_b k_b² (k_b layers per block)"),
     Entry("r_a", "r_{a}", "LoRA adapter rank of the shared blocks' projections", "adapter_rank", "length"),
     # -- RG-LRU (RecurrentGemma / Griffin recurrent blocks) --
     Entry("D_lru", "D_{lru}", "RG-LRU gate block width (lru_width = H_q·D_lru)",

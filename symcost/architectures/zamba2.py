@@ -10,7 +10,10 @@ transformers ``Zamba2ForCausalLM``: ``model.embed_tokens`` (V·d), one layer per
     ``hybrid``: a shared transformer block on [hidden states, original embeddings], its own
         d·d ``linear``, then the same Mamba-2 layer (``components.shared_block``)
 then ``final_layernorm`` and ``lm_head`` (tied by default). L_M Mamba-only layers, L_hyb hybrid
-layers, N_blk = min(``num_mem_blocks``, L_hyb) stored blocks. d_ff = ``intermediate_size``
+layers, N_blk stored blocks and N_ad stored adapter sets: with ``tie_word_embeddings`` (the switch
+transformers applies to every tie, the shared blocks' included) N_blk = min(``num_mem_blocks``,
+L_hyb) and N_ad = L_hyb; untied every hybrid layer keeps its own block, N_blk = L_hyb, holding
+the k_b adapter sets of its block index b = j mod ``num_mem_blocks``, N_ad = Σ_b k_b². d_ff = ``intermediate_size``
 (None or 0: 4·d); H_kv = ``num_key_value_heads`` (None: H_q); D_h = ``attention_head_dim``
 (alias ``head_dim``; default 2·d // H_q). The config class writes its derived values out
 (``attention_hidden_size``, ``attention_head_dim``, ``mamba_headdim``, ``hybrid_layer_ids``, ...)
@@ -145,12 +148,15 @@ class Zamba2Adapter(Adapter):
             groups.append(LayerGroup("mamba_layers", sym.L_M, (norm, self.mamba())))
             vals.update(values(L_M=n_mamba))
         if n_hyb:
-            block = dict(mlp_bias=self.add_bias_linear)
+            block = dict(mlp_bias=self.add_bias_linear, attn_adapters=self.use_shared_attention_adapter)
             pre.append(SharedBlockWeights(**block))
-            call = SharedBlockCall(attn_adapters=self.use_shared_attention_adapter, rope=self.use_mem_rope,
-                                   act=self.hidden_act, **block)
+            call = SharedBlockCall(rope=self.use_mem_rope, act=self.hidden_act, **block)
             groups.append(LayerGroup("hybrid_layers", sym.L_hyb, (call, norm, self.mamba())))
-            vals.update(values(L_hyb=n_hyb, N_blk=min(self.num_mem_blocks, n_hyb), H_q=self.num_attention_heads,
+            M = self.num_mem_blocks
+            per_block = [len(range(b, n_hyb, M)) for b in range(min(M, n_hyb))]  # k_b
+            tied = self.tie_word_embeddings
+            vals.update(values(L_hyb=n_hyb, N_blk=min(M, n_hyb) if tied else n_hyb,
+                               N_ad=n_hyb if tied else sum(k * k for k in per_block), H_q=self.num_attention_heads,
                                H_kv=self.H_kv, D_h=self.D_h, d_ff=self.d_ff, r_a=self.adapter_rank))
         return Model(self.name, self.model_type, tuple(pre), tuple(groups),
                      (Norms(("final_layernorm",)), LMHead(tied=self.tie_word_embeddings)), vals,

@@ -16,7 +16,7 @@ def tiny(rng, model_type):
     D_m = rng.choice([4, 8])
     d = H_m * D_m // expand
     L = rng.randint(2, 4)
-    kinds = [rng.choice(["linear_attention", "hybrid"]) for _ in range(L)]
+    kinds = [rng.choice(["linear_attention", "hybrid", "hybrid"]) for _ in range(L)]
     kinds[rng.randrange(L)] = "hybrid"
     adapters = rng.random() < 0.5
     H_q = rng.choice([2, 4])
@@ -45,6 +45,7 @@ def tiny(rng, model_type):
         "tie_word_embeddings": rng.random() < 0.5,
         "max_position_embeddings": 128,
     }
-    if not adapters and rng.random() < 0.5:
-        raw["head_dim"] = rng.choice([4, 6, 8])
+    head_dim = None if adapters else rng.choice([None, 6, 8])
+    if head_dim:
+        raw["head_dim"] = head_dim
     return raw
