@@ -54,6 +54,11 @@ class OlmoAdapter(LlamaAdapter):
     def ffn(self) -> FFN:
         return FFN()  # OlmoMLP: no biases whatever mlp_bias says
 
+    def attention(self, window) -> Attention:
+        # OlmoRotaryEmbedding returns cos and sin in float32; clip_qkv clamps q, k, v in place
+        return Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias,
+                         clip_qkv=self.clip_qkv is not None, rope_fp32=True)
+
     def to_model(self):
         model = super().to_model()
         weightless = lambda c: replace(c, weightless=True) if isinstance(c, Norms) else c  # noqa: E731

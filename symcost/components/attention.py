@@ -59,6 +59,8 @@ class Attention(Component):
     rope: bool = True  # rotary embedding on q and k (False: GPT-2, Nemotron-H)
     D_v: sympy.Expr | None = None  # value head dim, if not D_h (MiMo-V2-Flash)
     softmax_fp32: bool = True  # eager softmax in fp32 (Llama family) or in the compute dtype (GPT-2)
+    clip_qkv: bool = False  # q, k, v clamped in place (OLMo clip_qkv): 0 FLOPs; backward keeps them
+    rope_fp32: bool = False  # the RoPE cos/sin table stays float32 (OLMo's rotary embedding)
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -120,10 +122,14 @@ class Attention(Component):
         ``b_a·3·H_q·D_h``, the fp32 probabilities ``4·H_q·T`` per query row (full rectangle, a
         window only masks them) and, below fp32, their copy in the compute dtype ``b_a·H_q·T``.
         ``selective`` keeps the checkpointed core's inputs: q, and k and v before the repeat.
+        ``clip_qkv`` (OLMo's in-place clamp) keeps q, k and v once more, ``b_a·(H_q + 2·H_kv)·D_h``;
+        ``rope_fp32`` holds the shared cos/sin table in float32.
         """
         a, H_q, H_kv, D_h, T = sym.b_a, self.H_q, self.H_kv, self.D_h, sym.T
         D_v = self.D_val  # value (and o_proj input) head dim: D_h unless the model sets D_v
         out = [Saved("input", self.d, a, "seq", doc="q/k/v_proj input [.., d]")]
+        if self.clip_qkv:
+            out.append(Saved("clip_qkv", (H_q + 2 * H_kv) * D_h, a, doc="q, k, v as clamp_ keeps them"))
         if self.qk_norm:
             out += saved_norm("q_norm", D_h, heads=H_q, split="tp")
             out += saved_norm("k_norm", D_h, heads=H_kv, split="tp")
@@ -152,7 +158,7 @@ class Attention(Component):
     def saved_shared(self, bw) -> list:
         if not self.rope or bw.recompute == "full":
             return []  # under full recompute the table is held by the checkpoint's closure
-        return [Saved("rope_cos_sin", 2 * self.D_h, sym.b_a, "none", sym.T,
+        return [Saved("rope_cos_sin", 2 * self.D_h, 4 if self.rope_fp32 else sym.b_a, "none", sym.T,
                       "cos and sin [1, T, D_h], computed once, read by every layer")]
 
     def kept_tokens(self) -> sympy.Expr:
