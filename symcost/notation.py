@@ -80,6 +80,18 @@ TABLE: tuple[Entry, ...] = (
     Entry("D_mk", "D_{mk}", "mLSTM query/key head dim", "int(hidden_size·qk_dim_factor) / num_heads", "length"),
     Entry("D_mv", "D_{mv}", "mLSTM value head dim", "int(hidden_size·v_dim_factor) / num_heads", "length"),
     Entry("C_ml", "C_{ml}", "mLSTM chunk size of the chunkwise kernel", "chunk_size", "length"),
+    # -- Zamba / Zamba2 (shared attention blocks with per-invocation LoRA adapters) --
+    Entry("L_hyb", "L_{hyb}", "hybrid layers: a shared transformer block, then a Mamba layer (Zamba)",
+          "layers_block_type 'hybrid', attn_layer_period"),
+    Entry("N_blk", "N_{blk}", "stored shared transformer blocks (each stored once, run by several layers)",
+          "min(num_mem_blocks, hybrid layers) when tie_word_embeddings, else hybrid layers"),
+    Entry("N_ad", "N_{ad}", "stored LoRA adapter sets of the shared blocks",
+          "hybrid layers when tie_word_embeddings, else Σ_b k_b² (k_b layers per block)"),
+    Entry("r_a", "r_{a}", "LoRA adapter rank of the shared blocks' projections", "adapter_rank", "length"),
+    # -- RG-LRU (RecurrentGemma / Griffin recurrent blocks) --
+    Entry("D_lru", "D_{lru}", "RG-LRU gate block width (lru_width = H_q·D_lru)",
+          "lru_width // num_attention_heads", "length"),
+    Entry("L_rec", "L_{rec}", "recurrent (RG-LRU) layers", "block_types 'recurrent'"),
     # -- Gated DeltaNet (seed 001 §2.6) --
     Entry("H_lk", "H_{lk}", "linear-attention key heads", "linear_num_key_heads", "count"),
     Entry("H_lv", "H_{lv}", "linear-attention value heads", "linear_num_value_heads", "count"),

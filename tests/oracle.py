@@ -30,6 +30,40 @@ ORACLE_TYPE = {"kimi_k2": "deepseek_v3", "minimax_m3": "minimax_m3_vl_text"}
 COUNT_WITH_GRAD = {"dbrx"}
 
 
+#: stateful models whose forward keeps its recurrent state on its own modules and returns no cache
+#: object (RecurrentGemma: ``conv1d_state`` and ``rg_lru.recurrent_states`` on each recurrent block;
+#: its ``DynamicCache``, holding the attention KV, is built inside the forward and not returned): the
+#: oracle passes a cache it builds itself (and the positions, which the model would read from that
+#: cache's attention layers; an all-recurrent stack has none) and reads these module attributes as well
+MODULE_STATE = {"recurrent_gemma": ("conv1d_state", "recurrent_states")}
+
+
+def _own_cache(model, T: int) -> dict:
+    if model.config.model_type in MODULE_STATE:
+        from transformers import DynamicCache
+        return {"cache": DynamicCache(config=model.config), **_stateful_kwargs(model, torch.arange(T)[None])}
+    return {}
+
+
+def _next_position(model, T: int) -> dict:
+    return _stateful_kwargs(model, torch.tensor([[T]])) if model.config.model_type in MODULE_STATE else {}
+
+
+def _stateful_kwargs(model, positions) -> dict:
+    """The positions; and, for a stack without attention layers, the (unused) mask given as
+    prepared, since transformers would size it against an attention layer of the cache."""
+    kw = {"position_ids": positions}
+    if "sliding_attention" not in model.config.layers_block_type:
+        kw["attention_mask"] = {"sliding_attention": None}
+    return kw
+
+
+def _module_states(model) -> list:
+    names = MODULE_STATE.get(model.config.model_type, ())
+    return [t for m in model.modules() for n in names
+            if isinstance(t := getattr(m, n, None), torch.Tensor)]
+
+
 def _no_grad(model):
     return torch.enable_grad() if model.config.model_type in COUNT_WITH_GRAD else torch.no_grad()
 
@@ -116,20 +150,22 @@ def _cache_kw(model, cache) -> dict:
 def decode_flops(model, B: int, T: int) -> int:
     """FLOPs of one new token after a prefill of ``T`` tokens (the cache holds ``T``)."""
     ids = _ids(model, B, T + 1)
+    own = _own_cache(model, T)
     with torch.no_grad():
-        out = _forward(model)(ids[:, :T], use_cache=True)
-        cache = _cache_of(out)
+        out = _forward(model)(ids[:, :T], use_cache=True, **own)
+        cache = _cache_of(out) or own.get("cache")
         with _no_grad(model), FlopCounterMode(display=False) as counter:
-            _forward(model)(ids[:, T:], **_cache_kw(model, cache), use_cache=True)
+            _forward(model)(ids[:, T:], **_cache_kw(model, cache), use_cache=True, **_next_position(model, T))
     return counter.get_total_flops()
 
 
 def cache_tensors(model, B: int, T: int) -> list[torch.Tensor]:
     ids = _ids(model, B, T)
+    own = _own_cache(model, T)
     with torch.no_grad():
-        out = _forward(model)(ids, use_cache=True)
-    cache = _cache_of(out)
-    seen, found = set(), []
+        out = _forward(model)(ids, use_cache=True, **own)
+    cache = _cache_of(out) or own.get("cache")
+    seen, found = set(), list(_module_states(model))
 
     def walk(obj, depth=0):
         if depth > 6 or id(obj) in seen:

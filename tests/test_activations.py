@@ -24,7 +24,8 @@ saved = pytest.importorskip("tests.saved")
 #: (tiny module, model_type, configs per case)
 FAMILIES = [("llama", "llama", 2), ("llama", "mistral", 2), ("llama", "qwen2", 1), ("llama", "qwen3", 2),
             ("mixtral", "mixtral", 2), ("qwen_moe", "qwen2_moe", 2), ("qwen_moe", "qwen3_moe", 2),
-            ("deepseek", "deepseek_v3", 3), ("gpt2", "gpt2", 2), ("minimax", "minimax", 3), ("rwkv", "rwkv", 2)]
+            ("deepseek", "deepseek_v3", 3), ("gpt2", "gpt2", 2), ("minimax", "minimax", 3), ("rwkv", "rwkv", 2),
+            ("olmo1", "olmo", 2)]
 CASES = [("eager", "none", "fp32"), ("sdpa", "none", "fp32"), ("eager", "selective", "fp32"),
          ("eager", "full", "fp32"), ("sdpa", "full", "fp32"),
          ("eager", "none", "bf16"), ("sdpa", "none", "bf16"), ("eager", "selective", "bf16")]

@@ -1,4 +1,11 @@
-"""OLMo decoders: olmo2, olmo3 (sliding/full pattern), olmoe (MoE), flex_olmo (OLMo-2 wiring + MoE).
+"""OLMo decoders: olmo (v1), olmo2, olmo3 (sliding/full pattern), olmoe (MoE), flex_olmo (OLMo-2 wiring + MoE).
+
+OLMo (v1, transformers ``OlmoDecoderLayer``): the Llama layer with weightless LayerNorms
+(``OlmoLayerNorm``: ``F.layer_norm`` in float32 without weight or bias, 0 parameters) before
+attention, before the MLP and at the end; q/k/v/o biases with ``attention_bias``; a SwiGLU MLP of
+``intermediate_size`` that never has biases (``OlmoMLP``); ``head_dim`` if the config has one,
+else d/H_q; ``clip_qkv`` clamps q, k and v elementwise (0 FLOPs; its comparisons are not in the
+elementwise count either). Per layer 2·d·H_q·D_h + 2·d·H_kv·D_h + 3·d·d_ff parameters (+ biases).
 
 OLMo-2 layer (transformers ``Olmo2DecoderLayer``): attention → post_attention_layernorm, then
 MLP → post_feedforward_layernorm (norms after the sublayers, none before: 2 RMSNorms of d); q/k
@@ -12,18 +19,52 @@ SwiGLU experts of ``intermediate_size`` (d_ff), k per token, no shared expert. F
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
 from ..components.attention import Attention
+from ..components.ffn import FFN
 from ..components.moe import MoE
+from ..components.norm import Norms
 from ..notation import sym
 from . import register
 from .base import LayerCount, PosInt, values
 from .llama import LlamaAdapter
 
 POST_NORMS = ("post_attention_layernorm", "post_feedforward_layernorm")
+
+
+@register("olmo")
+class OlmoAdapter(LlamaAdapter):
+    reference: ClassVar[str] = "OlmoForCausalLM"
+    norm_bias: ClassVar[bool] = True  # LayerNorms, weightless below
+
+    vocab_size: PosInt = 50_304
+    hidden_size: PosInt = 4096
+    intermediate_size: PosInt = 11_008
+    num_hidden_layers: LayerCount = 32
+    num_attention_heads: PosInt = 32
+    clip_qkv: float | None = None
+
+    def resolved_layer_types(self) -> list[str]:
+        return ["full_attention"] * self.num_hidden_layers  # OlmoAttention has no window
+
+    def ffn(self) -> FFN:
+        return FFN()  # OlmoMLP: no biases whatever mlp_bias says
+
+    def attention(self, window) -> Attention:
+        # OlmoRotaryEmbedding returns cos and sin in float32; clip_qkv clamps q, k, v in place
+        return Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias,
+                         clip_qkv=self.clip_qkv is not None, rope_fp32=True)
+
+    def to_model(self):
+        model = super().to_model()
+        weightless = lambda c: replace(c, weightless=True) if isinstance(c, Norms) else c  # noqa: E731
+        model.groups = tuple(replace(g, components=tuple(map(weightless, g.components))) for g in model.groups)
+        model.post = tuple(map(weightless, model.post))
+        return model
 
 
 @register("olmo2")

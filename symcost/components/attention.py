@@ -63,6 +63,8 @@ class Attention(Component):
     #: False: the mask has the window but the cache keeps every token (MiniMax's ``MiniMaxCache`` is a
     #: config-less DynamicCache), so decode under ``full`` multiplies all T + 1 keys
     window_cache: bool = True
+    clip_qkv: bool = False  # q, k, v clamped in place (OLMo clip_qkv): 0 FLOPs; backward keeps them
+    rope_fp32: bool = False  # the RoPE cos/sin table stays float32 (OLMo's rotary embedding)
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -126,10 +128,14 @@ class Attention(Component):
         ``b_a·3·H_q·D_h``, the fp32 probabilities ``4·H_q·T`` per query row (full rectangle, a
         window only masks them) and, below fp32, their copy in the compute dtype ``b_a·H_q·T``.
         ``selective`` keeps the checkpointed core's inputs: q, and k and v before the repeat.
+        ``clip_qkv`` (OLMo's in-place clamp) keeps q, k and v once more, ``b_a·(H_q + 2·H_kv)·D_h``;
+        ``rope_fp32`` holds the shared cos/sin table in float32.
         """
         a, H_q, H_kv, D_h, T = sym.b_a, self.H_q, self.H_kv, self.D_h, sym.T
         D_v = self.D_val  # value (and o_proj input) head dim: D_h unless the model sets D_v
         out = [Saved("input", self.d, a, "seq", doc="q/k/v_proj input [.., d]")]
+        if self.clip_qkv:
+            out.append(Saved("clip_qkv", (H_q + 2 * H_kv) * D_h, a, doc="q, k, v as clamp_ keeps them"))
         if self.qk_norm:
             out += saved_norm("q_norm", D_h, heads=H_q, split="tp")
             out += saved_norm("k_norm", D_h, heads=H_kv, split="tp")
@@ -158,7 +164,7 @@ class Attention(Component):
     def saved_shared(self, bw) -> list:
         if not self.rope or bw.recompute == "full":
             return []  # under full recompute the table is held by the checkpoint's closure
-        return [Saved("rope_cos_sin", 2 * self.D_h, sym.b_a, "none", sym.T,
+        return [Saved("rope_cos_sin", 2 * self.D_h, 4 if self.rope_fp32 else sym.b_a, "none", sym.T,
                       "cos and sin [1, T, D_h], computed once, read by every layer")]
 
     def kept_tokens(self) -> sympy.Expr:

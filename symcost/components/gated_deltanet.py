@@ -6,7 +6,9 @@ the conv):
     in_proj_qkvz d·(2·k + 2·v)   [q | k | v | z]
     in_proj_ba   d·2·H_lv        [β | a]
     (Qwen3.5 ``Qwen3_5GatedDeltaNet``, ``split_proj``: the same widths as four projections,
-    in_proj_qkv d·c, in_proj_z d·v, in_proj_b and in_proj_a d·H_lv each)
+    in_proj_qkv d·c, in_proj_z d·v, in_proj_b and in_proj_a d·H_lv each; OLMo-Hybrid
+    ``OlmoHybridGatedDeltaNet``, ``separate_proj``: six, q_proj and k_proj d·k each, v_proj and
+    the gate g_proj d·v each, a_proj and b_proj d·H_lv each, out_proj named o_proj)
     conv1d       c·K_c depthwise, no bias
     dt_bias, A_log  H_lv each
     norm         D_lv (gated RMSNorm shared by all heads)
@@ -86,6 +88,9 @@ class GatedDeltaNet(Component):
     #: Qwen3.5 (``Qwen3_5GatedDeltaNet``) splits the two input projections into four: in_proj_qkv,
     #: in_proj_z, in_proj_b, in_proj_a — the same weights and FLOPs under their own names
     split_proj: bool = False
+    #: OLMo-Hybrid (``OlmoHybridGatedDeltaNet``) projects q, k, v, the gate g, a and b separately and
+    #: calls the output projection o_proj — again the same weights and FLOPs
+    separate_proj: bool = False
 
     @property
     def conv_dim(self) -> sympy.Expr:
@@ -94,10 +99,18 @@ class GatedDeltaNet(Component):
     def primitives(self, ph: Phase | None = None):
         d, Hv, dv, K = self.d, self.H_lv, self.D_lv, self.K_c
         c, v = self.conv_dim, Hv * dv
+        k = self.H_lk * self.D_lk
         prims = [
             Linear("in_proj_qkvz", d, c + v, tp="col", doc="[d, 2·H_lk·D_lk + 2·H_lv·D_lv]: q, k, v, z"),
             Linear("in_proj_ba", d, 2 * Hv, tp="col", doc="[d, 2·H_lv]: β, a"),
-        ] if not self.split_proj else [
+        ] if not (self.split_proj or self.separate_proj) else [
+            Linear("q_proj", d, k, tp="col", doc="[d, H_lk·D_lk]"),
+            Linear("k_proj", d, k, tp="col", doc="[d, H_lk·D_lk]"),
+            Linear("v_proj", d, v, tp="col", doc="[d, H_lv·D_lv]"),
+            Linear("a_proj", d, Hv, tp="col", doc="[d, H_lv]: a (decay)"),
+            Linear("b_proj", d, Hv, tp="col", doc="[d, H_lv]: β"),
+            Linear("g_proj", d, v, tp="col", doc="[d, H_lv·D_lv]: output gate"),
+        ] if self.separate_proj else [
             Linear("in_proj_qkv", d, c, tp="col", doc="[d, 2·H_lk·D_lk + H_lv·D_lv]: q, k, v"),
             Linear("in_proj_z", d, v, tp="col", doc="[d, H_lv·D_lv]: output gate z"),
             Linear("in_proj_b", d, Hv, tp="col", doc="[d, H_lv]: β"),
@@ -107,8 +120,8 @@ class GatedDeltaNet(Component):
             Param("conv1d", c * K, doc="depthwise [2·H_lk·D_lk + H_lv·D_lv, K_c], no bias"),
             Param("dt_bias", Hv, doc="[H_lv]"),
             Param("A_log", Hv, doc="[H_lv]"),
-            Param("norm", dv, doc="gated RMSNorm [D_lv]"),
-            Linear("out_proj", v, d, tp="row", doc="[H_lv·D_lv, d]"),
+            Param("o_norm" if self.separate_proj else "norm", dv, doc="gated RMSNorm [D_lv]"),
+            Linear("o_proj" if self.separate_proj else "out_proj", v, d, tp="row", doc="[H_lv·D_lv, d]"),
         ]
         if ph is None:
             return prims

@@ -1,4 +1,9 @@
-"""Norm layers: RMSNorm (``dim`` scales) or LayerNorm (scale and bias, ``2·dim``).
+"""Norm layers: RMSNorm (``dim`` scales) or LayerNorm (scale and bias, ``2·dim``), or weightless.
+
+``weightless``: a norm with no learned scale or bias, 0 parameters (OLMo's ``OlmoLayerNorm``:
+``F.layer_norm`` of the input cast to float32, weight and bias None); its elementwise cost drops
+the scale and bias ops (LayerNorm 5, RMSNorm 3 per element), and its backward keeps the fp32 input
+with the fp32 mean and rstd.
 
 A layer holds a few of them (two in Llama, four in Gemma-2/3); the final norm is one more.
 Elementwise (``symcost.elementwise``, the generic ``Component.elementwise``): RMSNorm 4, LayerNorm
@@ -16,8 +21,10 @@ from dataclasses import dataclass
 import sympy
 
 from ..conventions import Phase
+from ..elementwise import COST
 from ..notation import sym
 from ..primitives import Norm, Saved, saved_norm
+from ..terms import Terms
 from .base import Component
 
 
@@ -26,16 +33,37 @@ class Norms(Component):
     key = "norms"
     names: tuple[str, ...] = ("norm",)
     dim: sympy.Expr = sym.d
-    bias: bool = False
+    bias: bool = False  # LayerNorm (with weightless: a LayerNorm without its scale and bias)
+    weightless: bool = False
 
     def primitives(self, ph: Phase | None = None):
+        if self.weightless:
+            return []
         return [Norm(n, self.dim, self.bias) for n in self.names]
 
+    def elementwise(self, ph: Phase) -> Terms:
+        if not self.weightless:
+            return super().elementwise(ph)
+        # no weight multiply (and, for a LayerNorm, no bias add): LayerNorm 7 - 2, RMSNorm 4 - 1
+        cost = COST["layernorm"] - 2 if self.bias else COST["rmsnorm"] - 1
+        t = Terms()
+        for n in self.names:
+            t.add(n, cost * ph.tokens * self.dim, f"weightless {self.label()}: {cost} per element")
+        return t
+
     def saved(self, bw) -> list:
+        if self.weightless:
+            if not self.bias:
+                raise NotImplementedError("a weightless RMSNorm declares no saved-for-backward tensors")
+            # F.layer_norm(x.float(), weight=None, bias=None): the fp32 input, fp32 mean and rstd
+            return [s for n in self.names for s in (
+                Saved(f"{n}/input_fp32", self.dim, 4, "seq", doc="x.float() [.., dim]"),
+                Saved(f"{n}/mean_rstd", 2, 4, "seq", doc="fp32 mean and rstd"))]
         out = []
         for n in self.names:
             out += saved_norm(n, self.dim, self.bias)
         return out
 
     def label(self) -> str:
-        return "LayerNorm" if self.bias else "RMSNorm"
+        kind = "LayerNorm" if self.bias else "RMSNorm"
+        return f"{kind} (no weights)" if self.weightless else kind
