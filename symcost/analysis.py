@@ -24,7 +24,6 @@
 """
 from __future__ import annotations
 
-import inspect
 import random
 import re
 from fractions import Fraction
@@ -32,8 +31,8 @@ from itertools import combinations
 from typing import Mapping
 
 import sympy
-from sympy.printing.numpy import NumPyPrinter
 
+from . import numeric
 from .exprparse import parse, to_text
 from .notation import ENTRIES, sym
 from .terms import Terms
@@ -690,23 +689,6 @@ def _by_component(terms: Terms, user: Expr, values: Mapping) -> list[dict]:
 
 
 # -- export ------------------------------------------------------------------------------------------
-class _Printer(NumPyPrinter):
-    """NumPy printer whose Min/Max broadcast (``numpy.minimum``), unlike ``amin((a, b))``."""
-
-    def _fold(self, expr, fn):
-        args = [self._print(a) for a in expr.args]
-        out = args[0]
-        for a in args[1:]:
-            out = f"{self._module_format('numpy.' + fn)}({out}, {a})"
-        return out
-
-    def _print_Min(self, expr):
-        return self._fold(expr, "minimum")
-
-    def _print_Max(self, expr):
-        return self._fold(expr, "maximum")
-
-
 def lambdify_by_name(expr: Expr) -> tuple[str, callable]:
     """(Python source, callable) for ``expr``; the callable takes the symbols as keywords.
 
@@ -727,8 +709,10 @@ def lambdify_by_name(expr: Expr) -> tuple[str, callable]:
     for n in names:
         if n not in ENTRIES or not n.isidentifier():
             raise ValueError(f"symbol {n!r} is not a notation name")
-    fn = sympy.lambdify(syms, expr, modules="numpy", printer=_Printer)
-    body = inspect.getsource(fn).split("\n", 1)[1]
+    src, ns = numeric.source({"value": expr}, syms, name="_formula")
+    exec(compile(src, "<symcost.analysis>", "exec"), ns)  # printed from a SymPy tree, not user text
+    fn = lambda *args: ns["_formula"](*args)["value"]  # noqa: E731
+    body = src.split("\n", 1)[1].replace("    return {\n        'value': ", "    return ").replace(",\n    }\n", "\n")
     src = f"import numpy\n\ndef formula(*, {', '.join(names)}):\n{body}"
 
     def formula(**kwargs):

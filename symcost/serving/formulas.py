@@ -31,6 +31,7 @@ import sympy
 
 from ..conventions import Phase
 from ..analysis import relax_steps
+from ..numeric import compile_expr, compile_exprs  # noqa: F401 (the serving layer's compiler)
 from ..errors import SymcostError
 from ..notation import sym
 from ..primitives import Linear, Param
@@ -439,37 +440,6 @@ def gpu_values(gpu, dtype: str, mem_util: float) -> dict:
     return {sym.F_gpu: sympy.Integer(peak), sym.BW_hbm: sympy.Integer(gpu.bandwidth_bytes_per_s),
             sym.BW_link: sympy.Integer(round(gpu.link_gbs * 10**9)),
             sym.M_gpu: sympy.Integer(int(gpu.usable_bytes * Fraction(str(mem_util))))}, used
-
-
-def compile_exprs(exprs: dict, symbols) -> "Callable":
-    """One NumPy function of ``symbols`` (arrays broadcast) returning ``{name: array}`` for every
-    expression, for evaluating many layouts at once: each expression printed once by SymPy's
-    NumPy printer (as ``lambdify`` prints it), one ``exec``, and a namespace of just the NumPy
-    names the code uses (``lambdify(modules="numpy")`` runs ``from numpy import *``, which loads
-    numpy.f2py and friends: most of its cost here)."""
-    import functools
-    import numpy
-    from sympy.printing.numpy import NumPyPrinter
-    printer = NumPyPrinter({"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": False})
-    names = [s.name for s in symbols]
-    body = [f"        {k!r}: {printer.doprint(sympy.sympify(e))}," for k, e in exprs.items()]
-    src = f"def _compiled({', '.join(names)}):\n    return {{\n" + "\n".join(body) + "\n    }\n"
-    ns = {"numpy": numpy, "reduce": functools.reduce}
-    for module, used in printer.module_imports.items():
-        base = {"numpy": numpy, "functools": functools}.get(module.split(".")[0])
-        for name in used:
-            obj = base
-            for part in (module.split(".")[1:] + [name]):
-                obj = getattr(obj, part)
-            ns[name] = obj
-    exec(compile(src, "<symcost.serving.compile>", "exec"), ns)  # code printed from SymPy trees, not user text
-    return ns["_compiled"]
-
-
-def compile_expr(expr, symbols):
-    """One NumPy function of ``symbols`` for one expression (``compile_exprs``)."""
-    f = compile_exprs({"value": expr}, symbols)
-    return lambda *args: f(*args)["value"]
 
 
 def check_symbols(expr, allowed) -> None:

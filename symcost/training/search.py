@@ -20,6 +20,7 @@ import sympy
 
 from ..conventions import Backward
 from ..notation import sym
+from ..numeric import compile_expr
 from ..terms import exact
 from .activations import activations
 from .memory import ACT_BYTES
@@ -86,12 +87,8 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=(0, 1, 2,
 
 
 def _compile(e):
-    """NumPy callable of (B, N_tp, N_cp), compiled without importing NumPy's whole namespace
-    (``lambdify(..., "numpy")`` pulls in numpy.f2py: a quarter of the search's CPU time)."""
-    import functools
-    from sympy.printing.numpy import NumPyPrinter
-    return sympy.lambdify((sym.B, sym.N_tp, sym.N_cp), e, modules=[{"numpy": np, "functools": functools}],
-                          printer=NumPyPrinter)
+    """NumPy callable of (B, N_tp, N_cp) (``symcost.numeric``)."""
+    return compile_expr(e, (sym.B, sym.N_tp, sym.N_cp))
 
 
 def evaluate(model, rows, *, seq: int, global_batch: int, gpu, mfu: float = 0.4, kernel="flash",
