@@ -59,6 +59,7 @@ class Attention(Component):
     rope: bool = True  # rotary embedding on q and k (False: GPT-2, Nemotron-H)
     D_v: sympy.Expr | None = None  # value head dim, if not D_h (MiMo-V2-Flash)
     softmax_fp32: bool = True  # eager softmax in fp32 (Llama family) or in the compute dtype (GPT-2)
+    rope_batched: bool = False  # cos/sin per sequence [B, T, D_h] (multimodal RoPE: Qwen3-VL), not [1, T, D_h]
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -152,6 +153,9 @@ class Attention(Component):
     def saved_shared(self, bw) -> list:
         if not self.rope or bw.recompute == "full":
             return []  # under full recompute the table is held by the checkpoint's closure
+        if self.rope_batched:  # position ids [3, B, T] give a table per sequence
+            return [Saved("rope_cos_sin", 2 * self.D_h, sym.b_a, "none", sym.B * sym.T,
+                          "cos and sin [B, T, D_h] (multimodal positions), computed once, read by every layer")]
         return [Saved("rope_cos_sin", 2 * self.D_h, sym.b_a, "none", sym.T,
                       "cos and sin [1, T, D_h], computed once, read by every layer")]
 
