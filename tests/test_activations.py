@@ -21,13 +21,21 @@ from symcost.training.activations import activations, korthikanti
 
 saved = pytest.importorskip("tests.saved")
 
-#: (tiny module, model_type, configs per case)
+#: (tiny module, model_type, configs per case): every case of CASES
 FAMILIES = [("llama", "llama", 2), ("llama", "mistral", 2), ("llama", "qwen2", 1), ("llama", "qwen3", 2),
             ("mixtral", "mixtral", 2), ("qwen_moe", "qwen2_moe", 2), ("qwen_moe", "qwen3_moe", 2),
             ("deepseek", "deepseek_v3", 3), ("gpt2", "gpt2", 2)]
 CASES = [("eager", "none", "fp32"), ("sdpa", "none", "fp32"), ("eager", "selective", "fp32"),
          ("eager", "full", "fp32"), ("sdpa", "full", "fp32"),
          ("eager", "none", "bf16"), ("sdpa", "none", "bf16"), ("eager", "selective", "bf16")]
+#: more families, one config each over the few cases below (runtime): (module, model_type, cases)
+FEW = [("eager", "none", "fp32"), ("sdpa", "none", "fp32"), ("eager", "full", "fp32"), ("eager", "none", "bf16")]
+MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("relu2_dense", "arcee", FEW),
+        ("deepseek", "deepseek_v32", FEW), ("deepseek", "kimi_k2", FEW),
+        ("glm", "glm4_moe_lite", FEW + [("eager", "selective", "fp32")]), ("glm", "glm_moe_dsa", FEW),
+        ("qwen3_vl", "qwen3_vl", FEW), ("qwen3_vl", "qwen3_vl_moe", FEW),
+        ("llama", "phi3", FEW + [("eager", "selective", "fp32")]), ("more_dense", "exaone4", [FEW[0], FEW[2], FEW[3]]),
+        ("olmo", "olmo2", FEW[:3]), ("olmo", "olmo3", FEW[:3]), ("more_dense", "hunyuan_v1_moe", FEW[:3])]
 BYTES = {"fp32": 4, "bf16": 2}
 
 
@@ -55,9 +63,12 @@ def engine_kernel(m, kernel: str) -> str:
     q/k and v share a head dim; MLA's (D_nope+D_rope ≠ D_v) falls back to the math backend, which
     saves what eager attention saves."""
     from symcost.components.mla import MLA
-    if kernel == "sdpa" and not any(isinstance(c, MLA) for c in m.components()):
-        return "flash"
-    return "eager"
+    if kernel != "sdpa":
+        return "eager"
+    for c in m.components():
+        if isinstance(c, MLA) and (c.D_nope + c.D_rope - c.D_v).xreplace(m.values) != 0:
+            return "eager"
+    return "flash"
 
 
 def engine_bytes(raw, kernel, recompute, dtype, B, T) -> int:
@@ -85,13 +96,35 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
     return n
 
 
+def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
+    """Itemised difference: CPU SDPA's flash kernel returns its output in q's memory layout. When q
+    reaches it head-major contiguous — built by a concatenation (MLA's [q_nope, q_rope] when the
+    flash kernel runs) or by RoPE on a slice of a fused qkv_proj (Phi-3) — the output is head-major
+    and ``transpose(1, 2).contiguous()`` copies it (H_q·D_v per token per layer, both kept).
+    FlashAttention returns [B, T, H, D]-major output, which the engine's ``flash`` counts once."""
+    if kernel != "sdpa" or recompute == "full" or engine_kernel(symcost.build(dict(raw)), kernel) != "flash":
+        return 0
+    m = symcost.build(dict(raw))
+    from symcost.components.attention import Attention
+    from symcost.components.mla import MLA
+    n = 0
+    for g in m.groups:
+        for c in g.components:
+            if isinstance(c, MLA) or (isinstance(c, Attention) and c.fused_qkv):
+                width = c.H_q * (c.D_v if isinstance(c, MLA) else c.D_val)
+                n += int((g.count * width).xreplace(m.values)) * B * T * BYTES[dtype]
+    return n
+
+
 #: MLA under CPU SDPA runs the math backend (q/k and v head dims differ), which in bf16 upcasts q,
 #: k and v to fp32 — neither FlashAttention's nor eager's saved set, so not a case the engine names.
 #: In fp32 it saves exactly what eager does and is tested as such (``engine_kernel``).
 #: GPT-2 only in fp32: on CPU torch's LayerNorm returns its mean and rstd in the input dtype for
 #: bf16 (CUDA keeps them in fp32, which the engine counts).
+MLA = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe_lite", "glm_moe_dsa"}
 MATRIX = [(f, c) for f in FAMILIES for c in CASES
-          if not (f[0] == "deepseek" and c[0] == "sdpa" and c[2] == "bf16") and not (f[0] == "gpt2" and c[2] == "bf16")]
+          if not (f[1] in MLA and c[0] == "sdpa" and c[2] == "bf16") and not (f[0] == "gpt2" and c[2] == "bf16")]
+MATRIX += [((m, t, 1), c) for m, t, cases in MORE for c in cases]
 
 
 @pytest.mark.parametrize("module,model_type,n,kernel,recompute,dtype", [f + c for f, c in MATRIX])
@@ -103,4 +136,5 @@ def test_saved_bytes_equal_measured(module, model_type, n, kernel, recompute, dt
             measured = saved.saved_bytes(model, B, T)
             mask = sdpa_window_masks(raw, kernel, B, T, dtype) if recompute != "full" else 0
             mask += checkpointed_mask(raw, kernel, recompute, B, T, dtype)
+            mask += sdpa_output_copy(raw, kernel, recompute, B, T, dtype)
             assert engine_bytes(raw, kernel, recompute, dtype, B, T) + mask == measured, json.dumps([raw, B, T])

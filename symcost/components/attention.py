@@ -59,6 +59,7 @@ class Attention(Component):
     rope: bool = True  # rotary embedding on q and k (False: GPT-2, Nemotron-H)
     D_v: sympy.Expr | None = None  # value head dim, if not D_h (MiMo-V2-Flash)
     softmax_fp32: bool = True  # eager softmax in fp32 (Llama family) or in the compute dtype (GPT-2)
+    fused_qkv: bool = False  # q, k, v are slices of one qkv_proj output (Phi-3): v's storage is all of it
     rope_batched: bool = False  # cos/sin per sequence [B, T, D_h] (multimodal RoPE: Qwen3-VL), not [1, T, D_h]
 
     @property
@@ -121,9 +122,13 @@ class Attention(Component):
         ``b_a·3·H_q·D_h``, the fp32 probabilities ``4·H_q·T`` per query row (full rectangle, a
         window only masks them) and, below fp32, their copy in the compute dtype ``b_a·H_q·T``.
         ``selective`` keeps the checkpointed core's inputs: q, and k and v before the repeat.
+        With a fused qkv_proj (``fused_qkv``) a v that is kept as a view (flash, selective, and eager's
+        repeat_kv when it is a view) keeps the whole projection output, ``(H_q + 2·H_kv)·D_h``.
         """
         a, H_q, H_kv, D_h, T = sym.b_a, self.H_q, self.H_kv, self.D_h, sym.T
         D_v = self.D_val  # value (and o_proj input) head dim: D_h unless the model sets D_v
+        # a fused qkv_proj: v is a view of the whole [.., (H_q + 2·H_kv)·D_h] output, which a saved v keeps
+        fused = (H_q + H_kv) * D_h if self.fused_qkv else 0
         out = [Saved("input", self.d, a, "seq", doc="q/k/v_proj input [.., d]")]
         if self.qk_norm:
             out += saved_norm("q_norm", D_h, heads=H_q, split="tp")
@@ -131,17 +136,17 @@ class Attention(Component):
         if self.qk_norm_full:
             out += saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
         if bw.kernel == "flash" and bw.recompute != "selective":
-            out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v, a),
+            out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a),
                     Saved("lse", H_q, 4, doc="fp32 log-sum-exp per head"),
                     Saved("out", H_q * D_v, a, doc="attention output = o_proj input")]
             return out
         if bw.recompute == "selective":
-            out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v, a)]
+            out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a)]
         else:
             # repeat_kv copies K and V to H_q heads; with one KV head and B = 1 the reshape is a view
             view = (H_q - 1) * is_one(H_kv) * is_one(sym.B)
             out += [Saved("q", H_q * D_h, a), Saved("k_repeated", (H_q - view) * D_h, a, doc="repeat_kv to H_q"),
-                    Saved("v_repeated", (H_q - view) * D_v, a, doc="repeat_kv to H_q"),
+                    Saved("v_repeated", (H_q - view) * D_v + view * fused, a, doc="repeat_kv to H_q"),
                     ]
             if self.softmax_fp32:
                 out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))
