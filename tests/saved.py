@@ -74,6 +74,7 @@ def saved(model, B: int, T: int) -> list[tuple[int, tuple, torch.dtype]]:
         return t
 
     ids = oracle._ids(model, B, T)
+    gc.freeze()  # what exists now is not this forward's garbage: the collection below skips it (speed)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = model(ids, labels=ids, use_cache=False)
     loss = out.loss

@@ -8,6 +8,7 @@ kernel on CPU), recomputation off, selective (attention core checkpointed) and f
 checkpointed), in fp32 and bf16. Random tiny configs of each family (the oracle's modules) at two
 sequence lengths make the polynomial identity argument of DESIGN.md.
 """
+import functools
 import importlib
 import json
 import random
@@ -28,7 +29,14 @@ FAMILIES = [("llama", "llama", 2), ("llama", "mistral", 2), ("llama", "qwen2", 1
 CASES = [("eager", "none", "fp32"), ("sdpa", "none", "fp32"), ("eager", "selective", "fp32"),
          ("eager", "full", "fp32"), ("sdpa", "full", "fp32"),
          ("eager", "none", "bf16"), ("sdpa", "none", "bf16"), ("eager", "selective", "bf16")]
-#: more families, one config each over the few cases below (runtime): (module, model_type, cases)
+#: more families, one config each over the few cases below (runtime): (module, model_type, cases).
+#: Cases left out, and why (each is a known gap, not a pass): exaone4 under SDPA (a difference of
+#: 64 bytes per token at B=1, T=5 not yet itemised); olmo2/olmo3 in bf16 (Olmo2RMSNorm multiplies
+#: its weight in fp32, so its normalised output is kept in fp32 — not declared yet); hunyuan_v1_moe
+#: in bf16 (its router's dtype handling, −30 bytes at B=1, T=5, not declared yet). DSA families
+#: (deepseek_v32, glm_moe_dsa) have no selective case: under the harness's checkpointed attention
+#: name transformers builds no mask, which DeepseekV32Attention indexes. The qwen3_vl types build
+#: the whole vision-language model (towers included) and feed text only: the towers save nothing.
 FEW = [("eager", "none", "fp32"), ("sdpa", "none", "fp32"), ("eager", "full", "fp32"), ("eager", "none", "bf16")]
 MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("relu2_dense", "arcee", FEW),
         ("deepseek", "deepseek_v32", FEW), ("deepseek", "kimi_k2", FEW),
@@ -71,12 +79,27 @@ def engine_kernel(m, kernel: str) -> str:
     return "flash"
 
 
+@functools.lru_cache(maxsize=None)
+def _built(key: str):
+    return symcost.build(json.loads(key))
+
+
+def built(raw):
+    """The engine's model of a tiny config, built once per config (the tests ask several times)."""
+    return _built(json.dumps(raw, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=None)
+def _tree(key: str, kernel: str, recompute: str, dtype: str):
+    m = _built(key)
+    return activations(m, Backward(kernel=engine_kernel(m, kernel), recompute=recompute, act_dtype=dtype))
+
+
 def engine_bytes(raw, kernel, recompute, dtype, B, T) -> int:
-    m = symcost.build(dict(raw))
-    bw = Backward(kernel=engine_kernel(m, kernel), recompute=recompute, act_dtype=dtype)
+    m = built(raw)
     v = m.values_with(T=T, B=B)
     v.update({sym.b_a: BYTES[dtype], sym.N_tp: 1, sym.N_cp: 1})
-    return activations(m, bw).total_at(v)
+    return _tree(json.dumps(raw, sort_keys=True), kernel, recompute, dtype).total_at(v)
 
 
 def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
@@ -86,7 +109,7 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
     window as an argument and saves no mask, which is what the engine's ``flash`` counts."""
     if kernel != "sdpa":
         return 0
-    m = symcost.build(dict(raw))
+    m = built(raw)
     n = 0
     for g in m.groups:
         for c in g.components:
@@ -102,9 +125,9 @@ def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
     flash kernel runs) or by RoPE on a slice of a fused qkv_proj (Phi-3) — the output is head-major
     and ``transpose(1, 2).contiguous()`` copies it (H_q·D_v per token per layer, both kept).
     FlashAttention returns [B, T, H, D]-major output, which the engine's ``flash`` counts once."""
-    if kernel != "sdpa" or recompute == "full" or engine_kernel(symcost.build(dict(raw)), kernel) != "flash":
+    if kernel != "sdpa" or recompute == "full" or engine_kernel(built(raw), kernel) != "flash":
         return 0
-    m = symcost.build(dict(raw))
+    m = built(raw)
     from symcost.components.attention import Attention
     from symcost.components.mla import MLA
     n = 0
