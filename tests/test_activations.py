@@ -43,7 +43,8 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         ("glm", "glm4_moe_lite", FEW + [("eager", "selective", "fp32")]), ("glm", "glm_moe_dsa", FEW),
         ("qwen3_vl", "qwen3_vl", FEW), ("qwen3_vl", "qwen3_vl_moe", FEW),
         ("llama", "phi3", FEW + [("eager", "selective", "fp32")]), ("more_dense", "exaone4", [FEW[0], FEW[2], FEW[3]]),
-        ("olmo", "olmo2", FEW[:3]), ("olmo", "olmo3", FEW[:3]), ("more_dense", "hunyuan_v1_moe", FEW[:3])]
+        ("olmo", "olmo2", FEW[:3]), ("olmo", "olmo3", FEW[:3]), ("more_dense", "hunyuan_v1_moe", FEW[:3]),
+        ("llama4", "llama4_text", FEW + [("eager", "selective", "fp32")])]
 BYTES = {"fp32": 4, "bf16": 2}
 
 
@@ -106,7 +107,8 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
     """Itemised difference: SDPA on CPU takes a sliding window as an explicit additive mask
     [B, 1, T, T] in the compute dtype, which it saves for backward in every windowed layer once
     T >= W (transformers drops the mask and uses is_causal below that). FlashAttention takes the
-    window as an argument and saves no mask, which is what the engine's ``flash`` counts."""
+    window as an argument and saves no mask, which is what the engine's ``flash`` counts. Llama 4's
+    chunked local attention is the same: an explicit [B, 1, T, T] mask once T exceeds the chunk."""
     if kernel != "sdpa":
         return 0
     m = built(raw)
@@ -114,7 +116,8 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
     for g in m.groups:
         for c in g.components:
             W = getattr(c, "W", None)
-            if W is not None and T >= int(W.xreplace(m.values)):
+            C = getattr(c, "C", None)  # Llama 4's chunked layers: the chunk mask, once T passes a chunk
+            if (W is not None and T >= int(W.xreplace(m.values))) or (C is not None and T > int(C.xreplace(m.values))):
                 n += int(g.count.xreplace(m.values)) * B * T * T * BYTES[dtype]
     return n
 
