@@ -44,7 +44,8 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         ("qwen3_vl", "qwen3_vl", FEW), ("qwen3_vl", "qwen3_vl_moe", FEW),
         ("llama", "phi3", FEW + [("eager", "selective", "fp32")]), ("more_dense", "exaone4", [FEW[0], FEW[2], FEW[3]]),
         ("olmo", "olmo2", FEW[:3]), ("olmo", "olmo3", FEW[:3]), ("more_dense", "hunyuan_v1_moe", FEW[:3]),
-        ("llama4", "llama4_text", FEW + [("eager", "selective", "fp32")])]
+        ("llama4", "llama4_text", FEW + [("eager", "selective", "fp32")]), ("glm", "glm4_moe", FEW),
+        ("minimax_m2", "minimax_m2", FEW)]
 BYTES = {"fp32": 4, "bf16": 2}
 
 
@@ -125,7 +126,8 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
 def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
     """Itemised difference: CPU SDPA's flash kernel returns its output in q's memory layout. When q
     reaches it head-major contiguous — built by a concatenation (MLA's [q_nope, q_rope] when the
-    flash kernel runs) or by RoPE on a slice of a fused qkv_proj (Phi-3) — the output is head-major
+    flash kernel runs, partial RoPE's [q_rot, q_pass]) or by RoPE on a slice of a fused qkv_proj
+    (Phi-3) — the output is head-major
     and ``transpose(1, 2).contiguous()`` copies it (H_q·D_v per token per layer, both kept).
     FlashAttention returns [B, T, H, D]-major output, which the engine's ``flash`` counts once."""
     if kernel != "sdpa" or recompute == "full" or engine_kernel(built(raw), kernel) != "flash":
@@ -136,7 +138,7 @@ def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
     n = 0
     for g in m.groups:
         for c in g.components:
-            if isinstance(c, MLA) or (isinstance(c, Attention) and c.fused_qkv):
+            if isinstance(c, MLA) or (isinstance(c, Attention) and (c.fused_qkv or c.D_rot is not None)):
                 width = c.H_q * (c.D_v if isinstance(c, MLA) else c.D_val)
                 n += int((g.count * width).xreplace(m.values)) * B * T * BYTES[dtype]
     return n

@@ -60,6 +60,7 @@ class Attention(Component):
     D_v: sympy.Expr | None = None  # value head dim, if not D_h (MiMo-V2-Flash)
     softmax_fp32: bool = True  # eager softmax in fp32 (Llama family) or in the compute dtype (GPT-2)
     fused_qkv: bool = False  # q, k, v are slices of one qkv_proj output (Phi-3): v's storage is all of it
+    D_rot: sympy.Expr | None = None  # rotated dims per head when RoPE is partial (None: all D_h); saved tensors only
     rope_batched: bool = False  # cos/sin per sequence [B, T, D_h] (multimodal RoPE: Qwen3-VL), not [1, T, D_h]
 
     @property
@@ -158,11 +159,12 @@ class Attention(Component):
     def saved_shared(self, bw) -> list:
         if not self.rope or bw.recompute == "full":
             return []  # under full recompute the table is held by the checkpoint's closure
+        D_rot = self.D_h if self.D_rot is None else self.D_rot  # partial RoPE: the table is D_rot wide
         if self.rope_batched:  # position ids [3, B, T] give a table per sequence
-            return [Saved("rope_cos_sin", 2 * self.D_h, sym.b_a, "none", sym.B * sym.T,
+            return [Saved("rope_cos_sin", 2 * D_rot, sym.b_a, "none", sym.B * sym.T,
                           "cos and sin [B, T, D_h] (multimodal positions), computed once, read by every layer")]
-        return [Saved("rope_cos_sin", 2 * self.D_h, sym.b_a, "none", sym.T,
-                      "cos and sin [1, T, D_h], computed once, read by every layer")]
+        return [Saved("rope_cos_sin", 2 * D_rot, sym.b_a, "none", sym.T,
+                      "cos and sin [1, T, D_rot], computed once, read by every layer")]
 
     def kept_tokens(self) -> sympy.Expr:
         return sym.T if self.W is None else sympy.Min(sym.T, self.W - 1)
