@@ -86,6 +86,11 @@ class Component:
             return []
         raise NotImplementedError(f"{self.label()} declares no saved-for-backward tensors")
 
+    def residual_width(self):
+        """Width of the residual stream a layer holding this component passes on (None: d); what
+        full recomputation checkpoints per token (hyper-connections: n_hc·d)."""
+        return None
+
     def saved_shared(self, bw) -> list:
         """Saved tensors computed once per forward and shared by every layer (the RoPE table)."""
         return []

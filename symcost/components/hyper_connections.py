@@ -54,6 +54,9 @@ class HyperConnections(Component):
                                     "comb.T @ streams: [n_hc, n_hc] × [n_hc, d] per token"))
         return prims
 
+    def residual_width(self):
+        return self.n * self.d  # n_hc streams of d
+
     def saved(self, bw) -> list:
         """Per site and token (``DeepseekV4HyperConnection`` + the decoder layer's mix), fp32 math:
         the input streams ``b_a·n_hc·d`` (read by the collapse and the comb matmul) and, below fp32,

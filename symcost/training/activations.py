@@ -84,7 +84,9 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
     for g in text_groups(model):
         layer = Terms()
         if bw.recompute == "full":
-            layer.add("layer_input", _bytes(layer_input(sym.d), **kw), "checkpointed layer input b_a·d")
+            width = next((w for w in (c.residual_width() for c in g.components) if w is not None), sym.d)
+            layer.add("layer_input", _bytes(layer_input(width), **kw), "checkpointed layer input b_a·d "
+                      "(the residual stream's width: n_hc·d with hyper-connections)")
         else:
             for c in g.components:
                 recs = _records(c, bw)
