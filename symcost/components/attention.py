@@ -53,6 +53,7 @@ class Attention(Component):
     o_bias: bool = False
     qk_norm: bool = False
     qk_norm_bias: bool = False  # the q/k norms are LayerNorms (scale and bias): Phi qk_layernorm
+    qk_norm_offset: bool = False  # the per-head q/k norms are Gemma RMSNorms ((x·rsqrt)·(1 + w) in fp32); saved only
     qk_norm_full: bool = False  # one RMSNorm over all of q (H_q·D_h) and of k (H_kv·D_h): MiniMax M2
     sinks: bool = False
     output_gate: bool = False
@@ -132,8 +133,8 @@ class Attention(Component):
         fused = (H_q + H_kv) * D_h if self.fused_qkv else 0
         out = [Saved("input", self.d, a, "seq", doc="q/k/v_proj input [.., d]")]
         if self.qk_norm:
-            out += saved_norm("q_norm", D_h, heads=H_q, split="tp")
-            out += saved_norm("k_norm", D_h, heads=H_kv, split="tp")
+            out += saved_norm("q_norm", D_h, heads=H_q, split="tp", offset=self.qk_norm_offset)
+            out += saved_norm("k_norm", D_h, heads=H_kv, split="tp", offset=self.qk_norm_offset)
         if self.qk_norm_full:
             out += saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
         if bw.kernel == "flash" and bw.recompute != "selective":

@@ -27,6 +27,7 @@ class Norms(Component):
     names: tuple[str, ...] = ("norm",)
     dim: sympy.Expr = sym.d
     bias: bool = False
+    offset: bool = False  # Gemma RMSNorm: (x·rsqrt)·(1 + w) in fp32 (saved tensors only; same weights)
 
     def primitives(self, ph: Phase | None = None):
         return [Norm(n, self.dim, self.bias) for n in self.names]
@@ -34,7 +35,7 @@ class Norms(Component):
     def saved(self, bw) -> list:
         out = []
         for n in self.names:
-            out += saved_norm(n, self.dim, self.bias)
+            out += saved_norm(n, self.dim, self.bias, offset=self.offset)
         return out
 
     def label(self) -> str:
