@@ -4,6 +4,8 @@ One training forward (``model.train()``, labels given, no cache) under
 ``torch.autograd.graph.saved_tensors_hooks``: every tensor packed for backward is recorded by its
 storage, each storage counted once (views of one buffer are one buffer), parameters' storages
 excluded (they are model state, not activations). That is what the backward keeps alive.
+A vision-language config builds the whole model (``AutoModelForImageTextToText``: the towers
+are there) and is fed text ids only, the text-only training the engine's convention names.
 ``kernel``: ``"eager"`` (transformers' eager attention: scores and probabilities materialised) or
 ``"sdpa"`` (``scaled_dot_product_attention``; on CPU the flash kernel, which saves q, k, v, the
 output and the fp32 log-sum-exp, as FlashAttention does). ``recompute``: ``"none"``, ``"full"``
@@ -39,11 +41,13 @@ def build(raw: dict, kernel: str = "eager", recompute: str = "none", dtype: str 
     if recompute == "selective":
         impl = "eager_selective"
     torch.manual_seed(seed)
+    auto = AutoModelForCausalLM
+    if type(cfg) not in AutoModelForCausalLM._model_mapping:  # a VLM: the whole model, towers included
+        from transformers import AutoModelForImageTextToText as auto
     try:
-        model = AutoModelForCausalLM.from_config(cfg, attn_implementation=impl,
-                                                 experts_implementation="eager")
+        model = auto.from_config(cfg, attn_implementation=impl, experts_implementation="eager")
     except (TypeError, ValueError):
-        model = AutoModelForCausalLM.from_config(cfg, attn_implementation=impl)
+        model = auto.from_config(cfg, attn_implementation=impl)
     model = model.to(DTYPES[dtype])
     if recompute == "full":  # transformers' non-reentrant checkpoint of every decoder layer
         enable = getattr(model, "activation_checkpointing_enable", None) or model.gradient_checkpointing_enable
@@ -70,6 +74,7 @@ def saved(model, B: int, T: int) -> list[tuple[int, tuple, torch.dtype]]:
         return t
 
     ids = oracle._ids(model, B, T)
+    gc.freeze()  # what exists now is not this forward's garbage: the collection below skips it (speed)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = model(ids, labels=ids, use_cache=False)
     loss = out.loss

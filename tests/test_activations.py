@@ -8,6 +8,7 @@ kernel on CPU), recomputation off, selective (attention core checkpointed) and f
 checkpointed), in fp32 and bf16. Random tiny configs of each family (the oracle's modules) at two
 sequence lengths make the polynomial identity argument of DESIGN.md.
 """
+import functools
 import importlib
 import json
 import random
@@ -21,7 +22,7 @@ from symcost.training.activations import activations, korthikanti
 
 saved = pytest.importorskip("tests.saved")
 
-#: (tiny module, model_type, configs per case)
+#: (tiny module, model_type, configs per case): every case of CASES
 FAMILIES = [("llama", "llama", 2), ("llama", "mistral", 2), ("llama", "qwen2", 1), ("llama", "qwen3", 2),
             ("mixtral", "mixtral", 2), ("qwen_moe", "qwen2_moe", 2), ("qwen_moe", "qwen3_moe", 2),
             ("deepseek", "deepseek_v3", 3), ("gpt2", "gpt2", 2), ("minimax", "minimax", 3), ("rwkv", "rwkv", 2),
@@ -29,6 +30,23 @@ FAMILIES = [("llama", "llama", 2), ("llama", "mistral", 2), ("llama", "qwen2", 1
 CASES = [("eager", "none", "fp32"), ("sdpa", "none", "fp32"), ("eager", "selective", "fp32"),
          ("eager", "full", "fp32"), ("sdpa", "full", "fp32"),
          ("eager", "none", "bf16"), ("sdpa", "none", "bf16"), ("eager", "selective", "bf16")]
+#: more families, one config each over the few cases below (runtime): (module, model_type, cases).
+#: Cases left out, and why (each is a known gap, not a pass): exaone4 under SDPA (a difference of
+#: 64 bytes per token at B=1, T=5 not yet itemised); olmo2/olmo3 in bf16 (Olmo2RMSNorm multiplies
+#: its weight in fp32, so its normalised output is kept in fp32 — not declared yet); hunyuan_v1_moe
+#: in bf16 (its router's dtype handling, −30 bytes at B=1, T=5, not declared yet). DSA families
+#: (deepseek_v32, glm_moe_dsa) have no selective case: under the harness's checkpointed attention
+#: name transformers builds no mask, which DeepseekV32Attention indexes. The qwen3_vl types build
+#: the whole vision-language model (towers included) and feed text only: the towers save nothing.
+FEW = [("eager", "none", "fp32"), ("sdpa", "none", "fp32"), ("eager", "full", "fp32"), ("eager", "none", "bf16")]
+MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("relu2_dense", "arcee", FEW),
+        ("deepseek", "deepseek_v32", FEW), ("deepseek", "kimi_k2", FEW),
+        ("glm", "glm4_moe_lite", FEW + [("eager", "selective", "fp32")]), ("glm", "glm_moe_dsa", FEW),
+        ("qwen3_vl", "qwen3_vl", FEW), ("qwen3_vl", "qwen3_vl_moe", FEW),
+        ("llama", "phi3", FEW + [("eager", "selective", "fp32")]), ("more_dense", "exaone4", [FEW[0], FEW[2], FEW[3]]),
+        ("olmo", "olmo2", FEW[:3]), ("olmo", "olmo3", FEW[:3]), ("more_dense", "hunyuan_v1_moe", FEW[:3]),
+        ("llama4", "llama4_text", FEW + [("eager", "selective", "fp32")]), ("glm", "glm4_moe", FEW),
+        ("minimax_m2", "minimax_m2", FEW), ("gemma", "gemma", FEW), ("gemma", "gemma3_text", FEW)]
 BYTES = {"fp32": 4, "bf16": 2}
 
 
@@ -56,33 +74,80 @@ def engine_kernel(m, kernel: str) -> str:
     q/k and v share a head dim; MLA's (D_nope+D_rope ≠ D_v) falls back to the math backend, which
     saves what eager attention saves."""
     from symcost.components.mla import MLA
-    if kernel == "sdpa" and not any(isinstance(c, MLA) for c in m.components()):
-        return "flash"
-    return "eager"
+    if kernel != "sdpa":
+        return "eager"
+    for c in m.components():
+        if isinstance(c, MLA) and (c.D_nope + c.D_rope - c.D_v).xreplace(m.values) != 0:
+            return "eager"
+    return "flash"
+
+
+@functools.lru_cache(maxsize=None)
+def _built(key: str):
+    return symcost.build(json.loads(key))
+
+
+def built(raw):
+    """The engine's model of a tiny config, built once per config (the tests ask several times)."""
+    return _built(json.dumps(raw, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=None)
+def _tree(key: str, kernel: str, recompute: str, dtype: str):
+    m = _built(key)
+    return activations(m, Backward(kernel=engine_kernel(m, kernel), recompute=recompute, act_dtype=dtype))
 
 
 def engine_bytes(raw, kernel, recompute, dtype, B, T) -> int:
-    m = symcost.build(dict(raw))
-    bw = Backward(kernel=engine_kernel(m, kernel), recompute=recompute, act_dtype=dtype)
+    m = built(raw)
     v = m.values_with(T=T, B=B)
     v.update({sym.b_a: BYTES[dtype], sym.N_tp: 1, sym.N_cp: 1})
-    return activations(m, bw).total_at(v)
+    return _tree(json.dumps(raw, sort_keys=True), kernel, recompute, dtype).total_at(v)
 
 
 def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
     """Itemised difference: SDPA on CPU takes a sliding window as an explicit additive mask
     [B, 1, T, T] in the compute dtype, which it saves for backward in every windowed layer once
     T >= W (transformers drops the mask and uses is_causal below that). FlashAttention takes the
-    window as an argument and saves no mask, which is what the engine's ``flash`` counts."""
+    window as an argument and saves no mask, which is what the engine's ``flash`` counts. Llama 4's
+    chunked local attention is the same: an explicit [B, 1, T, T] mask once T exceeds the chunk."""
     if kernel != "sdpa":
         return 0
-    m = symcost.build(dict(raw))
+    m = built(raw)
     n = 0
     for g in m.groups:
         for c in g.components:
             W = getattr(c, "W", None)
-            if W is not None and T >= int(W.xreplace(m.values)):
+            C = getattr(c, "C", None)  # Llama 4's chunked layers: the chunk mask, once T passes a chunk
+            if (W is not None and T >= int(W.xreplace(m.values))) or (C is not None and T > int(C.xreplace(m.values))):
                 n += int(g.count.xreplace(m.values)) * B * T * T * BYTES[dtype]
+    return n
+
+
+#: families whose apply_rotary_pos_emb always splits q at the rotary width and concatenates it back
+#: (also with the whole head rotated): their q reaches SDPA head-major
+CAT_ROPE = {"glm4_moe", "minimax_m2"}
+
+
+def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
+    """Itemised difference: CPU SDPA's flash kernel returns its output in q's memory layout. When q
+    reaches it head-major contiguous — built by a concatenation (MLA's [q_nope, q_rope] when the
+    flash kernel runs, partial RoPE's [q_rot, q_pass]) or by RoPE on a slice of a fused qkv_proj
+    (Phi-3) — the output is head-major
+    and ``transpose(1, 2).contiguous()`` copies it (H_q·D_v per token per layer, both kept).
+    FlashAttention returns [B, T, H, D]-major output, which the engine's ``flash`` counts once."""
+    if kernel != "sdpa" or recompute == "full" or engine_kernel(built(raw), kernel) != "flash":
+        return 0
+    m = built(raw)
+    from symcost.components.attention import Attention
+    from symcost.components.mla import MLA
+    n = 0
+    for g in m.groups:
+        for c in g.components:
+            if isinstance(c, MLA) or (isinstance(c, Attention) and (c.fused_qkv or c.D_rot is not None
+                                                                     or raw["model_type"] in CAT_ROPE)):
+                width = c.H_q * (c.D_v if isinstance(c, MLA) else c.D_val)
+                n += int((g.count * width).xreplace(m.values)) * B * T * BYTES[dtype]
     return n
 
 
@@ -92,9 +157,11 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
 #: GPT-2 and RWKV only in fp32: on CPU torch's LayerNorm returns its mean and rstd in the input dtype
 #: for bf16 (CUDA keeps them in fp32, which the engine counts; tests/test_rwkv_xlstm.py pins RWKV's).
 #: RWKV has no attention: transformers refuses an SDPA implementation for it (eager is its only kernel).
+MLA = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "glm4_moe_lite", "glm_moe_dsa"}
 MATRIX = [(f, c) for f in FAMILIES for c in CASES
-          if not (f[0] == "deepseek" and c[0] == "sdpa" and c[2] == "bf16") and not (f[0] in ("gpt2", "rwkv") and c[2] == "bf16")
+          if not (f[1] in MLA and c[0] == "sdpa" and c[2] == "bf16") and not (f[0] in ("gpt2", "rwkv") and c[2] == "bf16")
           and not (f[0] == "rwkv" and c[0] == "sdpa")]
+MATRIX += [((m, t, 1), c) for m, t, cases in MORE for c in cases]
 
 
 @pytest.mark.parametrize("module,model_type,n,kernel,recompute,dtype", [f + c for f, c in MATRIX])
@@ -106,4 +173,24 @@ def test_saved_bytes_equal_measured(module, model_type, n, kernel, recompute, dt
             measured = saved.saved_bytes(model, B, T)
             mask = sdpa_window_masks(raw, kernel, B, T, dtype) if recompute != "full" else 0
             mask += checkpointed_mask(raw, kernel, recompute, B, T, dtype)
+            mask += sdpa_output_copy(raw, kernel, recompute, B, T, dtype)
             assert engine_bytes(raw, kernel, recompute, dtype, B, T) + mask == measured, json.dumps([raw, B, T])
+
+
+@pytest.mark.parametrize("kernel,recompute,dtype,low,high", [("eager", "full", "fp32", 0, 0),
+                                                             ("eager", "none", "fp32", 0.05, 0.12),
+                                                             ("eager", "none", "bf16", 0.05, 0.10)])
+def test_deepseek_v4_bounded(kernel, recompute, dtype, low, high):
+    """DeepSeek-V4 (hyper-connections, compressed attention): exact under full recomputation (the
+    checkpoint keeps the n_hc·d residual streams); without recomputation the engine's count is
+    below the measured one by a share of it inside [low, high] — the declarations of
+    ``CompressedAttention`` leave out the compressor's gated pooling intermediates, q_b_norm and the
+    sinks' concatenation (``compressed_attention.CompressedAttention.saved``). Measured at seed 0:
+    fp32 136,368 vs 147,932 (B=1, T=5) and 383,532 vs 425,412 (B=2, T=7); bf16 149,650 vs 159,942
+    and 380,064 vs 411,860."""
+    raw = tiny("deepseek_v4", "deepseek_v4", 0)
+    model = saved.build(raw, kernel, recompute, dtype)
+    for B, T in ((1, 5), (2, 7)):
+        measured = saved.saved_bytes(model, B, T)
+        gap = (measured - engine_bytes(raw, kernel, recompute, dtype, B, T)) / measured
+        assert low <= gap <= high, (B, T, gap)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import sympy
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import LayerGroup, Model
@@ -62,6 +63,7 @@ class DeepseekV4Adapter(Adapter):
     n_shared_experts: NonNegInt = 1
     num_experts_per_tok: PosInt = 6
     hc_mult: PosInt = 4
+    hc_sinkhorn_iters: PosInt = 20  # read by training activations only (what the Sinkhorn loop saves)
     sliding_window: PosInt = 128
     o_groups: PosInt = 8
     o_lora_rank: PosInt = 1024
@@ -147,7 +149,7 @@ class DeepseekV4Adapter(Adapter):
         return MoE(d_sh=sym.d_moe, proj_bias=self.mlp_bias)
 
     def layer(self, kind: str) -> tuple:
-        return (HyperConnections(), Norms(LAYER_NORMS), *self.mixer(kind), self.moe())
+        return (HyperConnections(sinkhorn_iters=sympy.Integer(self.hc_sinkhorn_iters)), Norms(LAYER_NORMS), *self.mixer(kind), self.moe())
 
     def to_model(self) -> Model:
         kinds, mlp = self.kinds(), self.mlp_kinds()

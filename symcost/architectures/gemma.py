@@ -17,6 +17,7 @@ rotary tables (local and global θ) are computed elementwise: no matmul either.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Callable, ClassVar
 
@@ -60,6 +61,23 @@ def window_groups(types: list[str], layer: Callable) -> tuple[tuple[LayerGroup, 
     return groups, values(L_full=len(types) - n_swa, L_swa=n_swa)
 
 
+def gemma_saved(model: Model) -> Model:
+    """Gemma's RMSNorm ((x·rsqrt)·(1 + w) in fp32) and √d-scaled embedding, for what training saves
+    (the weights and FLOPs are the same)."""
+    def fix(c):
+        if isinstance(c, Norms) and not c.bias:
+            return dataclasses.replace(c, offset=True)
+        if isinstance(c, Embedding):
+            return dataclasses.replace(c, scaled=True)
+        if isinstance(c, Attention) and c.qk_norm:
+            return dataclasses.replace(c, qk_norm_offset=True)
+        return c
+    model.pre = tuple(fix(c) for c in model.pre)
+    model.groups = tuple(dataclasses.replace(g, components=tuple(fix(c) for c in g.components)) for g in model.groups)
+    model.post = tuple(fix(c) for c in model.post)
+    return model
+
+
 @register("gemma")
 class GemmaAdapter(LlamaAdapter):
     """Gemma 1: every field defaults as in ``GemmaConfig``."""
@@ -89,7 +107,7 @@ class GemmaAdapter(LlamaAdapter):
         return FFN(act="gelu_tanh")  # GeGLU: gate, up, down
 
     def to_model(self) -> Model:
-        model = super().to_model()
+        model = gemma_saved(super().to_model())
         model.notes.append("embedding scaled by √d (no parameters)")
         return model
 
@@ -130,10 +148,10 @@ class Gemma2Adapter(LlamaAdapter):
         if "sliding_attention" in types:
             vals.update(values(W=self.sliding_window))
         tied = self.tie_word_embeddings if tied is None else tied
-        return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",)), LMHead(tied=tied)), vals,
-                     notes=["embedding scaled by √d (a non-persistent buffer, no parameters); "
-                            "logit soft-capping is elementwise (0 FLOPs)"])
+        return gemma_saved(Model(self.name, self.model_type, (Embedding(),), groups,
+                                 (Norms(("norm",)), LMHead(tied=tied)), vals,
+                                 notes=["embedding scaled by √d (a non-persistent buffer, no parameters); "
+                                        "logit soft-capping is elementwise (0 FLOPs)"]))
 
 
 @register("gemma3_text")

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import sympy
 from pydantic import model_validator
 
 from ..assembly import LayerGroup
@@ -110,7 +111,9 @@ class Glm4MoeAdapter(_GlmChecks, DeepseekV3Adapter):
         return 1.0 if self.partial_rotary_factor is None else self.partial_rotary_factor
 
     def mixer(self) -> tuple:
-        return (Attention(qkv_bias=self.attention_bias, qk_norm=self.use_qk_norm),)
+        rot = int(self.d_head * self.rotary_factor)  # the cos/sin table's width (saved tensors)
+        return (Attention(qkv_bias=self.attention_bias, qk_norm=self.use_qk_norm,
+                          D_rot=None if rot == self.d_head else sympy.Integer(rot)),)
 
     def attention_values(self) -> dict:
         return values(H_q=self.num_attention_heads, H_kv=self.num_key_value_heads, D_h=self.d_head)

@@ -170,7 +170,7 @@ class Phi3Adapter(LlamaAdapter):
         return [kind] * self.num_hidden_layers
 
     def attention(self, window) -> Attention:
-        return Attention(W=window)
+        return Attention(W=window, fused_qkv=True)
 
     def ffn(self) -> FFN:
         return FFN()

@@ -126,7 +126,8 @@ class Llama4TextAdapter(GQAHeads, Adapter):
     def attention(self, kind: str, rope: bool) -> ChunkedAttention:
         return ChunkedAttention(C=sym.C_att if kind == CHUNKED else None, qkv_bias=self.attention_bias,
                                 o_bias=self.attention_bias, rope=rope, qk_l2norm=rope and self.use_qk_norm,
-                                temperature=not rope and self.attn_temperature_tuning)
+                                temperature=not rope and self.attn_temperature_tuning,
+                                softmax_fp32=False)  # eager softmax in the compute dtype (saved tensors only)
 
     def to_model(self) -> Model:
         layers = list(zip(self.resolved_layer_types(), self.rope_kinds(), self.moe_kinds()))

@@ -11,8 +11,9 @@ A ``quantization_config`` (NVFP4, FP8, ...) changes bytes per weight, not the pa
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import sympy
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import LayerGroup, Model
@@ -40,6 +41,20 @@ class MiniMaxM2Adapter(LlamaAdapter):
     num_key_value_heads: PosInt = 8
     head_dim: PosInt = 128
     num_mtp_modules: Int = 0
+    # partial RoPE, as MiniMaxM2Config resolves it (read by training activations: the cos/sin width)
+    rope_parameters: Any = None
+    partial_rotary_factor: float | None = None
+    rotary_dim: PosInt | None = None
+
+    def rotated_dims(self) -> int:
+        factor = None
+        if isinstance(self.rope_parameters, dict):
+            factor = self.rope_parameters.get("partial_rotary_factor")
+        if factor is None:
+            factor = self.partial_rotary_factor
+        if factor is None and self.rotary_dim is not None:
+            factor = self.rotary_dim / self.D_h
+        return int(self.D_h * (1.0 if factor is None else factor))
 
     @model_validator(mode="after")
     def _router(self):
@@ -47,7 +62,9 @@ class MiniMaxM2Adapter(LlamaAdapter):
         return self
 
     def to_model(self) -> Model:
-        layer = (Norms(LAYER_NORMS), Attention(qk_norm_full=True), MoE(correction_bias=True))
+        rot = self.rotated_dims()
+        layer = (Norms(LAYER_NORMS), Attention(qk_norm_full=True, D_rot=None if rot == self.D_h else sympy.Integer(rot)),
+                 MoE(correction_bias=True))
         vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                       H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h,
                       E=self.num_local_experts, k=self.num_experts_per_tok,

@@ -14,12 +14,14 @@ The vision tower helpers here are shared with Qwen3.5 (``qwen3_5.py``), whose to
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, ClassVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from ..assembly import Model
+from ..components.attention import Attention
 from ..components.qwen_vit import QwenViT
 from ..notation import sym
 from . import register
@@ -136,6 +138,10 @@ class Qwen3VLTextAdapter(Qwen3Adapter):
     def resolved_layer_types(self) -> list[str]:
         return ["full_attention"] * self.num_hidden_layers
 
+    def attention(self, window) -> Attention:
+        # multimodal RoPE: position ids [3, B, T], so the cos/sin table is per sequence
+        return dataclasses.replace(super().attention(window), rope_batched=True)
+
 
 class Qwen3VLMoeTextAdapter(Qwen3MoeAdapter):
     """``Qwen3VLMoeTextConfig``: Qwen3-MoE layers (``mlp_only_layers``, ``decoder_sparse_step``), all full
@@ -167,6 +173,14 @@ class Qwen3VLMoeTextAdapter(Qwen3MoeAdapter):
 
     def resolved_layer_types(self) -> list[str]:
         return ["full_attention"] * self.num_hidden_layers
+
+    def moe(self):
+        # Qwen3VLMoeTextTopKRouter always renormalises the top-k weights (it reads no norm_topk_prob)
+        return dataclasses.replace(super().moe(), norm_topk=True)
+
+    def attention(self, window) -> Attention:
+        # multimodal RoPE: position ids [3, B, T], so the cos/sin table is per sequence
+        return dataclasses.replace(super().attention(window), rope_batched=True)
 
 
 @register("qwen3_vl")

@@ -54,6 +54,7 @@ class Attention(Component):
     o_bias: bool = False
     qk_norm: bool = False
     qk_norm_bias: bool = False  # the q/k norms are LayerNorms (scale and bias): Phi qk_layernorm
+    qk_norm_offset: bool = False  # the per-head q/k norms are Gemma RMSNorms ((x·rsqrt)·(1 + w) in fp32); saved only
     qk_norm_full: bool = False  # one RMSNorm over all of q (H_q·D_h) and of k (H_kv·D_h): MiniMax M2
     sinks: bool = False
     output_gate: bool = False
@@ -65,6 +66,9 @@ class Attention(Component):
     window_cache: bool = True
     clip_qkv: bool = False  # q, k, v clamped in place (OLMo clip_qkv): 0 FLOPs; backward keeps them
     rope_fp32: bool = False  # the RoPE cos/sin table stays float32 (OLMo's rotary embedding)
+    fused_qkv: bool = False  # q, k, v are slices of one qkv_proj output (Phi-3): v's storage is all of it
+    D_rot: sympy.Expr | None = None  # rotated dims per head when RoPE is partial (None: all D_h); saved tensors only
+    rope_batched: bool = False  # cos/sin per sequence [B, T, D_h] (multimodal RoPE: Qwen3-VL), not [1, T, D_h]
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -130,29 +134,33 @@ class Attention(Component):
         ``selective`` keeps the checkpointed core's inputs: q, and k and v before the repeat.
         ``clip_qkv`` (OLMo's in-place clamp) keeps q, k and v once more, ``b_a·(H_q + 2·H_kv)·D_h``;
         ``rope_fp32`` holds the shared cos/sin table in float32.
+        With a fused qkv_proj (``fused_qkv``) a v that is kept as a view (flash, selective, and eager's
+        repeat_kv when it is a view) keeps the whole projection output, ``(H_q + 2·H_kv)·D_h``.
         """
         a, H_q, H_kv, D_h, T = sym.b_a, self.H_q, self.H_kv, self.D_h, sym.T
         D_v = self.D_val  # value (and o_proj input) head dim: D_h unless the model sets D_v
+        # a fused qkv_proj: v is a view of the whole [.., (H_q + 2·H_kv)·D_h] output, which a saved v keeps
+        fused = (H_q + H_kv) * D_h if self.fused_qkv else 0
         out = [Saved("input", self.d, a, "seq", doc="q/k/v_proj input [.., d]")]
         if self.clip_qkv:
             out.append(Saved("clip_qkv", (H_q + 2 * H_kv) * D_h, a, doc="q, k, v as clamp_ keeps them"))
         if self.qk_norm:
-            out += saved_norm("q_norm", D_h, heads=H_q, split="tp")
-            out += saved_norm("k_norm", D_h, heads=H_kv, split="tp")
+            out += saved_norm("q_norm", D_h, heads=H_q, split="tp", offset=self.qk_norm_offset)
+            out += saved_norm("k_norm", D_h, heads=H_kv, split="tp", offset=self.qk_norm_offset)
         if self.qk_norm_full:
             out += saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
         if bw.kernel == "flash" and bw.recompute != "selective":
-            out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v, a),
+            out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a),
                     Saved("lse", H_q, 4, doc="fp32 log-sum-exp per head"),
                     Saved("out", H_q * D_v, a, doc="attention output = o_proj input")]
             return out
         if bw.recompute == "selective":
-            out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v, a)]
+            out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a)]
         else:
             # repeat_kv copies K and V to H_q heads; with one KV head and B = 1 the reshape is a view
             view = (H_q - 1) * is_one(H_kv) * is_one(sym.B)
             out += [Saved("q", H_q * D_h, a), Saved("k_repeated", (H_q - view) * D_h, a, doc="repeat_kv to H_q"),
-                    Saved("v_repeated", (H_q - view) * D_v, a, doc="repeat_kv to H_q"),
+                    Saved("v_repeated", (H_q - view) * D_v + view * fused, a, doc="repeat_kv to H_q"),
                     ]
             if self.softmax_fp32:
                 out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))
@@ -164,8 +172,13 @@ class Attention(Component):
     def saved_shared(self, bw) -> list:
         if not self.rope or bw.recompute == "full":
             return []  # under full recompute the table is held by the checkpoint's closure
-        return [Saved("rope_cos_sin", 2 * self.D_h, 4 if self.rope_fp32 else sym.b_a, "none", sym.T,
-                      "cos and sin [1, T, D_h], computed once, read by every layer")]
+        D_rot = self.D_h if self.D_rot is None else self.D_rot  # partial RoPE: the table is D_rot wide
+        nbytes = 4 if self.rope_fp32 else sym.b_a
+        if self.rope_batched:  # position ids [3, B, T] give a table per sequence
+            return [Saved("rope_cos_sin", 2 * D_rot, nbytes, "none", sym.B * sym.T,
+                          "cos and sin [B, T, D_h] (multimodal positions), computed once, read by every layer")]
+        return [Saved("rope_cos_sin", 2 * D_rot, nbytes, "none", sym.T,
+                      "cos and sin [1, T, D_rot], computed once, read by every layer")]
 
     def kept_tokens(self) -> sympy.Expr:
         return sym.T if self.W is None or not self.window_cache else sympy.Min(sym.T, self.W - 1)

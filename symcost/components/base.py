@@ -22,6 +22,10 @@ from ..terms import Terms
 @dataclass(frozen=True)
 class Component:
     key: ClassVar[str] = "component"
+    #: what the component's forward reads: ``"text"`` (every token of a text pass) or a tower's
+    #: own input (``"image"``, ``"audio"``: vision/audio encoders and their projectors), which a
+    #: text-only pass never feeds — such a component runs no text FLOPs and saves nothing
+    modality: ClassVar[str] = "text"
 
     def primitives(self, ph: Phase | None = None) -> list[Primitive]:
         raise NotImplementedError
@@ -75,8 +79,17 @@ class Component:
 
         Not derivable from the weights alone (it depends on which intermediates each op needs),
         so each component declares it; one that has not raises, and the training layer says so.
+        A tower (``modality`` not ``"text"``) saves nothing: training on text tokens never runs it
+        (the convention of ``training.activations``; images in training are not modelled).
         """
+        if self.modality != "text":
+            return []
         raise NotImplementedError(f"{self.label()} declares no saved-for-backward tensors")
+
+    def residual_width(self):
+        """Width of the residual stream a layer holding this component passes on (None: d); what
+        full recomputation checkpoints per token (hyper-connections: n_hc·d)."""
+        return None
 
     def saved_shared(self, bw) -> list:
         """Saved tensors computed once per forward and shared by every layer (the RoPE table)."""

@@ -35,6 +35,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST
 from ..notation import sym
+from ..primitives import Saved
 from ..terms import Terms
 from .attention import Attention
 
@@ -70,6 +71,28 @@ class ChunkedAttention(Attention):
             t.add("temperature", COST["gate_mul"] * rows * self.H_q * self.D_h,
                   "q scaled by the per-position attention temperature")
         return t
+
+    def saved(self, bw) -> list:
+        """GQA attention's set (``Attention.saved``) plus what ``Llama4TextAttention`` adds, per token:
+        RoPE layers rotate in complex fp32 (``view_as_complex(x.float())`` × freqs_cis, which needs no
+        gradient: only the shared table is kept); the weightless L2 norm
+        keeps its fp32 input 4·(H_q + H_kv)·D_h and rsqrt 4·(H_q + H_kv); NoPE layers with temperature
+        tuning keep the fp32 scales [1, T, 1, 1] (4·T, batch-free, per layer)."""
+        out = super().saved(bw)
+        if bw.recompute == "full":
+            return out
+        H = self.H_q + self.H_kv
+        if self.qk_l2norm:
+            out += [Saved("l2norm/input_fp32", H * self.D_h, 4), Saved("l2norm/rsqrt", H, 4)]
+        if self.temperature:
+            out.append(Saved("attn_scales", 1, 4, "none", sym.T, "fp32 temperature per position [1, T, 1, 1]"))
+        return out
+
+    def saved_shared(self, bw) -> list:
+        if not self.rope or bw.recompute == "full":
+            return []
+        return [Saved("rope_freqs_cis", 4 * self.D_h, 1, "none", sym.T,
+                      "complex64 freqs_cis [1, T, D_h/2] (8 bytes each), computed once, read by every layer")]
 
     def label(self) -> str:
         kind = "chunked local attention" if self.C is not None else "global attention"

@@ -41,7 +41,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
-from ..primitives import Linear, Matmul, Norm, Param
+from ..primitives import Linear, Matmul, Norm, Param, Saved, saved_norm
 from ..terms import Terms
 from .base import Component
 
@@ -125,6 +125,33 @@ class CompressedAttention(Component):
                 Matmul("values", 2 * sym.B * H * D * pairs, "PV over window + compressed entries"),
             ]
         return prims
+
+    def keys(self) -> sympy.Expr:
+        """Keys per query row of the eager attention: the T window rows plus ⌊T/m⌋ compressed entries."""
+        return sym.T + (0 if self.m is None else sympy.floor(sym.T / self.m))
+
+    def saved(self, bw) -> list:
+        """APPROXIMATE (not measured; ``tests/test_activations.py`` reports the gap): what the
+        attention core of ``DeepseekV4Attention`` keeps, per token — the input ``b_a·d``, q_a_norm
+        (``saved_norm`` of d_q) and the q_b_proj input, q ``b_a·H_q·D_h``, kv_norm and the K = V head
+        ``b_a·D_h`` (with the compressed entries, ⌊T/m⌋ more rows), the eager fp32 probabilities over
+        ``keys()`` (+ their compute-dtype copy below fp32) and the o_a/o_b inputs; the compressor's
+        gated pooling intermediates, q_b_norm and the sinks' concatenation are left out."""
+        a, H, D, T = sym.b_a, self.H_q, self.D_h, sym.T
+        out = [Saved("input", self.d, a, "seq")]
+        out += saved_norm("q_a_norm", self.d_q, split="seq")
+        out += [Saved("q_b_input", self.d_q, a, "seq"), Saved("q", H * D, a)]
+        out += saved_norm("kv_norm", D, split="seq")
+        kv = D * (1 + (0 if self.m is None else sympy.floor(T / self.m) / T))
+        out.append(Saved("kv", kv, a, "seq", doc="K = V rows: window + compressed entries"))
+        if bw.kernel == "flash" and bw.recompute != "selective":
+            out += [Saved("lse", H, 4)]
+        elif bw.recompute != "selective":
+            out.append(Saved("probs_fp32", H * self.keys(), 4))
+            if bw.upcast:
+                out.append(Saved("probs", H * self.keys(), a))
+        out += [Saved("o_a_input", H * D, a), Saved("o_b_input", self.g_o * self.d_o, a, "seq")]
+        return out
 
     def cache_tp_share(self, tp: int, values: dict):
         """One cached head shared by all query heads: every tensor-parallel rank holds all of it."""

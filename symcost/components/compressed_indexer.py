@@ -48,6 +48,11 @@ class CompressedIndexer(Component):
                                 "q·k over every compressed index key"))
         return prims
 
+    def saved(self, bw) -> list:
+        """Nothing: the indexer returns integer top-k indices (``DeepseekV4Indexer``), so no gradient
+        reaches it from the loss and what its ops saved is freed with the branch."""
+        return []
+
     def cache_tp_share(self, tp: int, values: dict):
         """One cached head shared by all query heads: every tensor-parallel rank holds all of it."""
         return 1

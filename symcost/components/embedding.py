@@ -27,12 +27,16 @@ class Embedding(Component):
     V: sympy.Expr = sym.V
     d: sympy.Expr = sym.d
     name: str = "embed_tokens"
+    scaled: bool = False  # Gemma: the lookup times the embed_scale buffer (√d), saved for backward
 
     def primitives(self, ph: Phase | None = None):
         return [Param(self.name, self.V * self.d, doc="[V, d] lookup table")]
 
     def saved(self, bw) -> list:
-        return [Saved("token_ids", 1, 8, "seq", doc="int64 ids, for the embedding gradient")]
+        out = [Saved("token_ids", 1, 8, "seq", doc="int64 ids, for the embedding gradient")]
+        if self.scaled:  # embed_scale.to(weight.dtype): a one-element tensor the product keeps
+            out.append(Saved("embed_scale", 1, sym.b_a, "none", sympy.Integer(1), "√d scale [] in the compute dtype"))
+        return out
 
     def label(self) -> str:
         return "embedding"

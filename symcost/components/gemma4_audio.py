@@ -41,6 +41,7 @@ def _lin(name, in_, out, ph, doc, bias=False):
 @dataclass(frozen=True)
 class Gemma4AudioStem(Component):
     key = "audio_stem"
+    modality = "audio"
     d_aud: sympy.Expr = sym.d_aud
     c0: sympy.Expr = sym.c_aud0
     c1: sympy.Expr = sym.c_aud1
@@ -60,6 +61,7 @@ class Gemma4AudioStem(Component):
 @dataclass(frozen=True)
 class Gemma4AudioBlock(Component):
     key = "audio_block"
+    modality = "audio"
     d_aud: sympy.Expr = sym.d_aud
     H_aud: sympy.Expr = sym.H_aud
     D_aud: sympy.Expr = sym.D_aud
@@ -94,6 +96,7 @@ class Gemma4AudioBlock(Component):
 @dataclass(frozen=True)
 class Gemma4AudioEmbedder(Component):
     key = "embed_audio"
+    modality = "audio"
     d_aud: sympy.Expr = sym.d_aud
     d_out: sympy.Expr = sym.d_aud_out
     d: sympy.Expr = sym.d

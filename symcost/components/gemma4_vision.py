@@ -58,6 +58,7 @@ def clip_buffers(n_linears: sympy.Expr, on: bool) -> Terms:
 @dataclass(frozen=True)
 class Gemma4VisionStem(Component):
     key = "vision_stem"
+    modality = "image"
     d_vis: sympy.Expr = sym.d_vis
     p_vis: sympy.Expr = sym.p_vis
     P_axis: sympy.Expr = sym.P_axis
@@ -80,6 +81,7 @@ class Gemma4VisionStem(Component):
 @dataclass(frozen=True)
 class Gemma4VisionBlock(Component):
     key = "vision_block"
+    modality = "image"
     d_vis: sympy.Expr = sym.d_vis
     d_ff_vis: sympy.Expr = sym.d_ff_vis
     H_vis: sympy.Expr = sym.H_vis
@@ -110,6 +112,7 @@ class Gemma4VisionBlock(Component):
 @dataclass(frozen=True)
 class Gemma4VisionEmbedder(Component):
     key = "embed_vision"
+    modality = "image"
     d_vis: sympy.Expr = sym.d_vis
     d: sympy.Expr = sym.d
 
@@ -125,6 +128,7 @@ class Gemma4Vision(Component):
     """The whole tower + embedder, for the per-image questions (the weights are counted by the parts above)."""
 
     key = "vision"
+    modality = "image"
     d: sympy.Expr = sym.d
     d_vis: sympy.Expr = sym.d_vis
     d_ff_vis: sympy.Expr = sym.d_ff_vis

@@ -46,5 +46,9 @@ class RouterBuffers(Component):
             t.add("tid2eid", self.hash_layers * self.V * self.k, "[V, k] int64 per hash-routed layer")
         return t
 
+    def saved(self, bw) -> list:
+        """Nothing: the table lookup reads int64 token ids into a buffer (no gradient)."""
+        return []
+
     def label(self) -> str:
         return "MoE routing buffers"

@@ -26,7 +26,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
-from ..primitives import Linear, Matmul, Param
+from ..primitives import Linear, Matmul, Param, Saved
 from .base import Component
 
 
@@ -38,6 +38,7 @@ class HyperConnections(Component):
     d: sympy.Expr = sym.d
     n: sympy.Expr = sym.n_hc
     sites: tuple[str, ...] = ("attn_hc", "ffn_hc")
+    sinkhorn_iters: sympy.Expr = sympy.Integer(20)  # hc_sinkhorn_iters (training activations only)
 
     def primitives(self, ph: Phase | None = None):
         d, n = self.d, self.n
@@ -52,6 +53,39 @@ class HyperConnections(Component):
                 prims.append(Matmul(f"{s}_comb", 2 * ph.tokens * n * n * d,
                                     "comb.T @ streams: [n_hc, n_hc] × [n_hc, d] per token"))
         return prims
+
+    def residual_width(self):
+        return self.n * self.d  # n_hc streams of d
+
+    def saved(self, bw) -> list:
+        """Per site and token (``DeepseekV4HyperConnection`` + the decoder layer's mix), fp32 math:
+        the input streams ``b_a·n_hc·d`` (read by the collapse and the comb matmul) and, below fp32,
+        their fp32 copy ``4·n_hc·d`` (in fp32 ``.float()`` is the tensor itself); the unweighted
+        RMSNorm's rsqrt 4 and its output ``4·n_hc·d`` (fn's input); below fp32 the fp32 copy of fn
+        ``4·(n_hc+2)·n_hc·n_hc·d`` (batch-free, per site); the projection ``4·(n_hc+2)·n_hc`` (pre,
+        post, comb are views); sigmoid outputs of pre and post 4·n_hc each, the softmax 4·n_hc²;
+        the Sinkhorn loop's 2·t − 1 divisions (t = hc_sinkhorn_iters) keep each numerator 4·n_hc²
+        and denominator 4·n_hc; the final comb (4·n_hc², below fp32 its compute-dtype copy
+        ``b_a·n_hc²``), pre + ε 4·n_hc, post (4·n_hc, below fp32 its copy ``b_a·n_hc``), and the
+        block output ``b_a·d`` the expansion multiplies."""
+        a, n, d, t = sym.b_a, self.n, self.d, self.sinkhorn_iters
+        out = []
+        for s in self.sites:
+            out += [Saved(f"{s}/streams", n * d, a, "seq", doc="[.., n_hc, d] input streams")]
+            if bw.upcast:
+                out += [Saved(f"{s}/streams_fp32", n * d, 4, "seq"),
+                        Saved(f"{s}/fn_fp32", (n + 2) * n * n * d, 4, "none", sympy.Integer(1),
+                              "fp32 copy of fn (batch-free, per site)")]
+            out += [Saved(f"{s}/rsqrt", 1, 4, "seq"), Saved(f"{s}/normed", n * d, 4, "seq"),
+                    Saved(f"{s}/mixes", (n + 2) * n, 4, "seq", doc="pre/post/comb logits"),
+                    Saved(f"{s}/sigmoid", 2 * n, 4, "seq", doc="pre and post sigmoids"),
+                    Saved(f"{s}/softmax", n * n, 4, "seq"),
+                    Saved(f"{s}/sinkhorn", (2 * t - 1) * (n * n + n), 4, "seq",
+                          doc="numerator and denominator of every division"),
+                    Saved(f"{s}/comb", n * n, a if bw.upcast else 4, "seq"),
+                    Saved(f"{s}/pre", n, 4, "seq"), Saved(f"{s}/post", n, a if bw.upcast else 4, "seq"),
+                    Saved(f"{s}/block_output", d, a, "seq", doc="attention / FFN output, expanded by post")]
+        return out
 
     def label(self) -> str:
         return "hyper-connections (mHC)"
@@ -70,6 +104,17 @@ class HyperHead(Component):
         return [Linear("hc_head_fn", n * d, n, doc="[n_hc·d, n_hc] collapse weights"),
                 Param("hc_head_base", n, doc="[n_hc]"),
                 Param("hc_head_scale", sympy.Integer(1), doc="[1]")]
+
+    def saved(self, bw) -> list:
+        """``DeepseekV4HyperHead`` (the module is kept in fp32): the streams ``b_a·n_hc·d`` and,
+        below fp32, their fp32 copy; the rsqrt 4 and normed ``4·n_hc·d``; the mixes 4·n_hc (and
+        the scale 4, a one-element view); the sigmoid 4·n_hc and pre + ε 4·n_hc."""
+        a, n, d = sym.b_a, self.n, self.d
+        out = [Saved("streams", n * d, a, "seq")]
+        if bw.upcast:
+            out.append(Saved("streams_fp32", n * d, 4, "seq"))
+        return out + [Saved("rsqrt", 1, 4, "seq"), Saved("normed", n * d, 4, "seq"),
+                      Saved("mixes", n, 4, "seq"), Saved("sigmoid", n, 4, "seq"), Saved("pre", n, 4, "seq")]
 
     def label(self) -> str:
         return "hyper-connection head"

@@ -153,6 +153,15 @@ class LastPosition(Component):
     def cache(self) -> Terms:
         return self.inner.cache()
 
+    def saved(self, bw) -> list:
+        return self.inner.saved(bw)  # training computes logits for every position: all rows run
+
+    def saved_shared(self, bw) -> list:
+        return self.inner.saved_shared(bw)
+
+    def residual_width(self):
+        return self.inner.residual_width()
+
     def buffers(self) -> Terms:
         return self.inner.buffers()
 

@@ -15,6 +15,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
+from ..primitives import Saved
 from ..terms import Terms
 from .base import Component
 
@@ -32,6 +33,11 @@ class LayerScalar(Component):
 
     def elementwise(self, ph: Phase) -> Terms:
         return Terms({"layer_scalar": ph.tokens * self.d}, {"layer_scalar": "output × layer_scalar"})
+
+    def saved(self, bw) -> list:
+        """``output * layer_scalar``: the buffer needs no gradient, so the product keeps only the
+        one-element buffer (in the compute dtype) for the output's gradient, once per layer."""
+        return [Saved("layer_scalar", 1, sym.b_a, "none", sympy.Integer(1), "the [1] buffer, read by backward")]
 
     def label(self) -> str:
         return "layer output scalar (buffer)"

@@ -50,6 +50,7 @@ def _lin(name, in_, out, ph, doc):
 @dataclass(frozen=True)
 class Llama4VisionStem(Component):
     key = "vision_stem"
+    modality = "image"
     d_vis: sympy.Expr = sym.d_vis
     p_vis: sympy.Expr = sym.p_vis
     C_img: sympy.Expr = sym.C_img
@@ -78,6 +79,7 @@ class Llama4VisionBlock(MoonViTBlock):
 @dataclass(frozen=True)
 class Llama4VisionAdapter(Component):
     key = "mm_projector"
+    modality = "image"
     d: sympy.Expr = sym.d
     d_vis: sympy.Expr = sym.d_vis
     d_ff_vis: sympy.Expr = sym.d_ff_vis
@@ -100,6 +102,7 @@ class Llama4Vision(Component):
     """The whole tower + projector, for the per-image questions (the model's parameters are the parts above)."""
 
     key = "vision"
+    modality = "image"
     d: sympy.Expr = sym.d
     d_vis: sympy.Expr = sym.d_vis
     d_ff_vis: sympy.Expr = sym.d_ff_vis

@@ -38,6 +38,7 @@ from .base import Component
 @dataclass(frozen=True)
 class MiniMaxViT(Component):
     key = "vision_tower"
+    modality = "image"
     d: sympy.Expr = sym.d
     d_vis: sympy.Expr = sym.d_vis
     d_ff_vis: sympy.Expr = sym.d_ff_vis

@@ -138,6 +138,8 @@ class MoE(Component):
         if self.d_lat is not None or self.router not in ("softmax", "sigmoid_group"):
             raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
         out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
+        if self.all_experts:
+            return out + self._saved_all_experts(bw) + self._saved_shared()
         if self.router == "sigmoid_group":
             if bw.upcast:  # F.linear(x.float(), weight.float()): both fp32 copies are kept
                 out += [Saved("router/input_fp32", d, 4, "seq"),
@@ -159,6 +161,26 @@ class MoE(Component):
             out += [Saved("experts/up", f, a, rows=rows), Saved("experts/down_input", f, a, rows=rows)]
         out += [Saved("experts/weight", 1, 4 if self.weights_fp32 else a, "seq", rows),
                 Saved("experts/output", d, a, "seq", rows), Saved("experts/weighted", d, a, "seq", rows)]
+        return out + self._saved_shared()
+
+    def _saved_all_experts(self, bw) -> list:
+        """Llama 4 (``Llama4Router`` + ``Llama4TextMoe`` + ``Llama4TextExperts``), per token: the
+        top-k indices of the logits 8·k (topk and the scatter into a −inf row), the fp32 sigmoid of
+        the scattered scores 4·E and their transposed copy ``b_a·E`` the scaling reads; then, for all
+        E experts on every token (E·B·T rows): the repeated input and the scaled input ``b_a·d``
+        each, gate_up ``b_a·2·d_moe``, the activation and the product ``b_a·d_moe`` each."""
+        a, d, E, k, f = sym.b_a, self.d, self.E, self.k, self.d_moe
+        rows = E * sym.B * sym.T
+        return [Saved("router/topk_indices", k, 8, "seq"), Saved("router/sigmoid_fp32", E, 4, "seq"),
+                Saved("router/scores", E, a, "seq", doc="scores.transpose(0, 1).reshape(-1, 1): a copy"),
+                Saved("experts/repeated_input", d, a, "seq", rows, "hidden_states.repeat(E, 1)"),
+                Saved("experts/input", d, a, "seq", rows, "repeated input × its router score"),
+                Saved("experts/gate_up", 2 * f, a, rows=rows), Saved("experts/act", f, a, rows=rows),
+                Saved("experts/down_input", f, a, rows=rows)]
+
+    def _saved_shared(self) -> list:
+        a, d = sym.b_a, self.d
+        out = []
         if self.d_sh is not None:
             sh = self.d_sh
             out += ([Saved("shared/gate", sh, a), Saved("shared/act", sh, a), Saved("shared/up", sh, a),

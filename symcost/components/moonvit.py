@@ -47,6 +47,7 @@ def _lin(name, in_, out, ph, doc):
 @dataclass(frozen=True)
 class MoonViTStem(Component):
     key = "vision_stem"
+    modality = "image"
     d_vis: sympy.Expr = sym.d_vis
     p_vis: sympy.Expr = sym.p_vis
     C_img: sympy.Expr = sym.C_img
@@ -64,6 +65,7 @@ class MoonViTStem(Component):
 @dataclass(frozen=True)
 class MoonViTBlock(Component):
     key = "vision_block"
+    modality = "image"
     d_vis: sympy.Expr = sym.d_vis
     d_ff_vis: sympy.Expr = sym.d_ff_vis
 
@@ -81,6 +83,7 @@ class MoonViTBlock(Component):
 @dataclass(frozen=True)
 class MoonViTProjector(Component):
     key = "mm_projector"
+    modality = "image"
     d_vis: sympy.Expr = sym.d_vis
     m_vis: sympy.Expr = sym.m_vis
     d: sympy.Expr = sym.d
@@ -101,6 +104,7 @@ class MoonViT(Component):
     """The whole tower + projector, for the per-image questions (the model's parameters are the parts above)."""
 
     key = "vision"
+    modality = "image"
     d: sympy.Expr = sym.d
     d_vis: sympy.Expr = sym.d_vis
     d_ff_vis: sympy.Expr = sym.d_ff_vis

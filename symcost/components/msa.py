@@ -9,6 +9,8 @@ FLOPs: the two projections 2·tokens·in·out, then the scores q·kᵀ, 2·B·H_
     into ⌈T/S_I⌉ blocks, the local-block boost, top-k and the mask scatter are not matmuls: 0.
 Cache: the index keys ``idx_keys`` [B, 1, T, D_I] per MSA layer (``MiniMaxM3VLSparseCacheLayer``),
     next to the layer's usual K and V.
+Training: the index branch saves nothing (its output is integer indices: no gradient reaches it);
+    the main attention saves what GQA attention saves (``attention.Attention.saved``).
 Main attention (``MiniMaxM3VLAttention``): the GQA projections with per-head q/k RMSNorm of D_h.
     With eager attention the selected blocks only build an additive mask: the QKᵀ and PV matmuls
     still run over every key (``attention="full"``, what transformers computes). Under
@@ -81,6 +83,12 @@ class MSAIndexer(Component):
             prims.append(Matmul("index_scores", 2 * sym.B * H * D * pairs,
                                 "q·kᵀ: 2·B·H_I·D_I per (query, key), fp32"))
         return prims
+
+    def saved(self, bw) -> list:
+        """Nothing: the branch ends in integer block indices (``topk(...).indices``), so no gradient
+        reaches its weights from the loss and autograd frees what its ops saved with the branch
+        once the forward returns; the block mask built from the indices is added to the scores."""
+        return []
 
     def cache_tp_share(self, tp: int, values: dict):
         """One cached head shared by all query heads: every tensor-parallel rank holds all of it."""

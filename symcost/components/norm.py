@@ -35,6 +35,7 @@ class Norms(Component):
     dim: sympy.Expr = sym.d
     bias: bool = False  # LayerNorm (with weightless: a LayerNorm without its scale and bias)
     weightless: bool = False
+    offset: bool = False  # Gemma RMSNorm: (x·rsqrt)·(1 + w) in fp32 (saved tensors only; same weights)
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -61,7 +62,7 @@ class Norms(Component):
                 Saved(f"{n}/mean_rstd", 2, 4, "seq", doc="fp32 mean and rstd"))]
         out = []
         for n in self.names:
-            out += saved_norm(n, self.dim, self.bias)
+            out += saved_norm(n, self.dim, self.bias, offset=self.offset)
         return out
 
     def label(self) -> str:

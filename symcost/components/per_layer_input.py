@@ -30,7 +30,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST, act_cost, norm_terms
 from ..notation import sym
-from ..primitives import Linear, Norm, Param
+from ..primitives import Linear, Norm, Param, Saved, saved_norm
 from ..terms import Terms
 from .base import Component
 
@@ -53,6 +53,17 @@ class PerLayerEmbedding(Component):
         t = norm_terms(self.primitives(ph), ph.tokens * self.L)  # the norm runs on L slices per token
         t.add("combine", 2 * ph.tokens * self.L * self.d_pl, "(projection + embedding)·2^-1/2")
         return t
+
+    def saved(self, bw) -> list:
+        """From the code, not measured (the Gemma-4 family is not in tests/test_activations.py), per
+        token: the scaled lookup's one-element scale (the ids are the main embedding's); the
+        projection's input ``b_a·d``; projection_norm over L slices of d_pl (``saved_norm``); the
+        combined per-layer inputs ``b_a·L·d_pl``, read by every layer's gate product."""
+        a = sym.b_a
+        return ([Saved("embed_scale", 1, a, "none", sympy.Integer(1), "√d_pl scale []"),
+                 Saved("projection_input", self.d, a, "seq")]
+                + saved_norm("per_layer_projection_norm", self.d_pl, heads=self.L)
+                + [Saved("per_layer_inputs", self.L * self.d_pl, a, "seq", doc="[.., L, d_pl], sliced by each layer")])
 
     def label(self) -> str:
         return "per-layer input embeddings"
@@ -77,6 +88,16 @@ class PerLayerInputGate(Component):
         t.add("gate_mul", COST["gate_mul"] * rows * self.d_pl, "act(gate) · per-layer input")
         t.add("residual", COST["residual"] * rows * self.d, "residual add")
         return t
+
+    def saved(self, bw) -> list:
+        """From the code, not measured: the gate's input ``b_a·d``, its output and activation
+        ``b_a·d_pl`` each, the product (per_layer_projection's input) ``b_a·d_pl``, and
+        post_per_layer_input_norm (``saved_norm`` of d); the per-layer input slice is a view of
+        ``PerLayerEmbedding``'s tensor, counted there."""
+        a = sym.b_a
+        return ([Saved("input", self.d, a, "seq"), Saved("gate", self.d_pl, a, "seq"),
+                 Saved("act", self.d_pl, a, "seq"), Saved("projection_input", self.d_pl, a, "seq")]
+                + saved_norm("post_per_layer_input_norm", self.d))
 
     def label(self) -> str:
         return "per-layer input gate"

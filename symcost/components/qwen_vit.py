@@ -47,6 +47,7 @@ from .vit import encoder_image_flops
 @dataclass(frozen=True)
 class QwenViT(Component):
     key = "visual"
+    modality = "image"
     d: sympy.Expr = sym.d  # merger output: the text hidden size (out_hidden_size)
     d_vis: sympy.Expr = sym.d_vis
     d_ff_vis: sympy.Expr = sym.d_ff_vis

@@ -9,6 +9,7 @@ FLOPs, as the transformers code computes them: the three projections 2·tokens·
     mask is added after the matmul) and the causal triangle under ``causal``; ReLU, top-k and the
     scatter into the attention mask count 0. Selecting k_I keys does not shrink the eager MLA
     matmuls (see ``mla.py``).
+Training: saves nothing (``torch.no_grad`` in transformers; ``saved``).
 Cache: the indexer keys, [B, T, D_I] per layer (``DynamicIndexedLayer.indexer_keys``).
 
 >>> Indexer().params().total
@@ -48,6 +49,12 @@ class Indexer(Component):
             prims += [Matmul("index_scores", 2 * sym.B * H * D * pairs, "q·kᵀ: 2·B·H_I·D_I per (query, key)"),
                       Matmul("head_sum", 2 * sym.B * H * pairs, "Σ_h w_h·score_h: 2·B·H_I per (query, key)")]
         return prims
+
+    def saved(self, bw) -> list:
+        """Nothing: transformers runs ``DeepseekV32Indexer.forward`` under ``torch.no_grad`` (its
+        weights get no gradient from the LM loss; DeepSeek's separate KL warm-up of the indexer is
+        not modelled). The top-k mask it returns is added to the scores, which keeps nothing."""
+        return []
 
     def cache_tp_share(self, tp: int, values: dict):
         """One cached head shared by all query heads: every tensor-parallel rank holds all of it."""

@@ -43,6 +43,7 @@ from .vit import encoder_image_flops
 @dataclass(frozen=True)
 class Vision(Component):
     key = "vision_tower"
+    modality = "image"
     d: sympy.Expr = sym.d
     d_vis: sympy.Expr = sym.d_vis
     d_ff_vis: sympy.Expr = sym.d_ff_vis

@@ -15,6 +15,12 @@ core's inputs instead of its probabilities); ``full`` keeps only each layer's in
 its own saved set is alive again (``per_layer``: the train command adds the largest), which a
 saved-tensors count does not see.
 
+Training runs on text tokens: a vision or audio tower (and its projector) is fed no image and
+saves nothing (``Component.modality``); its encoder layer groups are left out, also under full
+recompute. MTP / next-n modules are not trained (transformers builds none; they sit in the model's ``extras``).
+Images in the training sequence are not modelled (the train command has no
+``--images``); the tower's per-image FLOPs are in ``symcost flops --images``.
+
 The convention is transformers' reference modules (what ``tests/test_activations.py`` measures
 with ``saved_tensors_hooks``); ``korthikanti`` is the published dense-GPT closed form
 ``s·b·h·(34 + 5·a·s/h)`` (Korthikanti et al. 2022, Table 2) kept as a named preset.
@@ -93,6 +99,12 @@ def layer_input(c_d) -> Saved:
     return Saved("layer_input", c_d, sym.b_a, "seq", doc="checkpointed layer input (full recompute)")
 
 
+def text_groups(model):
+    """The layer groups a text-only training step runs: every group but a tower's own blocks
+    (vision/audio encoder layers, ``Component.modality``), which see no text token and save nothing."""
+    return [g for g in model.groups if any(c.modality == "text" for c in g.components)]
+
+
 def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp, capacity=None) -> Terms:
     """Bytes saved for backward over one micro-batch of ``B`` sequences of ``T`` tokens, all layers.
 
@@ -105,10 +117,12 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
     shared: dict[str, Saved] = {}
     for c in model.pre:
         out.add(c.key, _tree(_records(c, bw), **kw), c.label())
-    for g in model.groups:
+    for g in text_groups(model):
         layer = Terms()
         if bw.recompute == "full":
-            layer.add("layer_input", _bytes(layer_input(sym.d), **kw), "checkpointed layer input b_a·d")
+            width = next((w for w in (c.residual_width() for c in g.components) if w is not None), sym.d)
+            layer.add("layer_input", _bytes(layer_input(width), **kw), "checkpointed layer input b_a·d "
+                      "(the residual stream's width: n_hc·d with hyper-connections)")
         else:
             for c in g.components:
                 recs = _records(c, bw, capacity)
@@ -129,7 +143,7 @@ def per_layer(model, bw: Backward, capacity=None, **kw) -> dict[str, Terms]:
     inner = Backward(kernel=bw.kernel, recompute="none" if bw.recompute == "full" else bw.recompute,
                      act_dtype=bw.act_dtype)
     out = {}
-    for g in model.groups:
+    for g in text_groups(model):
         t = Terms()
         for c in g.components:
             recs = _records(c, inner, capacity)
