@@ -11,6 +11,7 @@ Elementwise (``symcost.elementwise``, the generic ``Component.elementwise``): RM
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import sympy
@@ -27,6 +28,9 @@ class Norms(Component):
     names: tuple[str, ...] = ("norm",)
     dim: sympy.Expr = sym.d
     bias: bool = False
+    #: the input is an fp32 residual stream (``residual_in_fp32``: Mamba, Mamba-2): the RMSNorm
+    #: returns fp32, so its normed output is kept in fp32 (``4·dim``), not the compute dtype
+    fp32_stream: bool = False
 
     def primitives(self, ph: Phase | None = None):
         return [Norm(n, self.dim, self.bias) for n in self.names]
@@ -35,6 +39,9 @@ class Norms(Component):
         out = []
         for n in self.names:
             out += saved_norm(n, self.dim, self.bias)
+        if self.fp32_stream and not self.bias:
+            out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32 (fp32 residual stream)")
+                   if s.name.endswith("/normed") else s for s in out]
         return out
 
     def label(self) -> str:
