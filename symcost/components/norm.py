@@ -31,6 +31,9 @@ class Norms(Component):
     #: the input is an fp32 residual stream (``residual_in_fp32``: Mamba, Mamba-2): the RMSNorm
     #: returns fp32, so its normed output is kept in fp32 (``4·dim``), not the compute dtype
     fp32_stream: bool = False
+    #: the weight multiply runs in fp32 (``NemotronHRMSNorm``: ``(weight.float() · x̂).to(dtype)``):
+    #: the normed output is kept in fp32 and, below fp32, each norm's fp32 weight copy (batch-free)
+    fp32_weight: bool = False
 
     def primitives(self, ph: Phase | None = None):
         return [Norm(n, self.dim, self.bias) for n in self.names]
@@ -39,9 +42,12 @@ class Norms(Component):
         out = []
         for n in self.names:
             out += saved_norm(n, self.dim, self.bias)
-        if self.fp32_stream and not self.bias:
-            out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32 (fp32 residual stream)")
-                   if s.name.endswith("/normed") else s for s in out]
+        if (self.fp32_stream or self.fp32_weight) and not self.bias:
+            out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32") if s.name.endswith("/normed") else s
+                   for s in out]
+        if self.fp32_weight and bw.upcast:
+            out += [Saved(f"{n}/weight_fp32", self.dim, 4, "none", sympy.Integer(1), "weight.float(), per layer")
+                    for n in self.names]
         return out
 
     def label(self) -> str:
