@@ -127,15 +127,22 @@ def is_one(x: Expr) -> Expr:
 
 
 def saved_norm(name: str, dim: Expr, layer: bool = False, split: str = "seq", rows: Expr | None = None,
-               heads: Expr = ONE) -> list[Saved]:
+               heads: Expr = ONE, offset: bool = False) -> list[Saved]:
     """What a norm's backward keeps, per row (``heads`` norms of width ``dim`` per row).
 
     RMSNorm as transformers writes it (``x.float()``, ``x * rsqrt(mean(x²) + ε)``, back to the
     compute dtype, times the weight): the fp32 input ``4·dim``, the fp32 ``rsqrt`` 4 and the
     normalised ``x`` in the compute dtype ``b_a·dim``. LayerNorm (``torch.nn.LayerNorm``): the input
-    ``b_a·dim`` and the fp32 mean and rstd, 4 each.
+    ``b_a·dim`` and the fp32 mean and rstd, 4 each. ``offset`` (the zero-centred RMSNorm,
+    ``x̂·(1 + w)`` in fp32: Qwen3-Next, Qwen3.5, Gemma): the fp32 input, rstd and normed ``x̂`` and,
+    once per norm, the fp32 ``1 + w``.
     """
     from .notation import sym
+    if offset:  # Qwen3-Next / Gemma: (x̂ · (1 + weight.float())).type_as(x), all in fp32
+        return [Saved(f"{name}/input_fp32", heads * dim, 4, split, rows, "x.float() [.., dim]"),
+                Saved(f"{name}/rstd", heads, 4, split, rows, "fp32 rsqrt(mean(x²)+ε) [.., 1]"),
+                Saved(f"{name}/normed", heads * dim, 4, split, rows, "x·rstd, fp32"),
+                Saved(f"{name}/one_plus_weight", dim, 4, "none", ONE, "1 + weight.float() [dim], per norm")]
     if layer:
         return [Saved(f"{name}/input", heads * dim, sym.b_a, split, rows, "[.., dim] LayerNorm input"),
                 Saved(f"{name}/mean_rstd", 2 * heads, 4, split, rows, "fp32 mean and rstd")]

@@ -33,11 +33,15 @@ BYTES = {"fp32": 4, "bf16": 2}
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
 #: kept, a regime the engine does not model (it counts the copies, as every T > C run makes them)
 SHAPES = ((1, 5), (2, 7))
+#: Qwen3-Next / Qwen3.5 measured on linear-attention stacks; T = 70 is two 64-token chunks
+LINEAR_ONLY = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 SCAN_SHAPES = ((1, 9), (2, 13))
 SCAN_FAMILIES = {"mamba2", "nemotron_h", "bamba", "granitemoehybrid", "falcon_h1"}
 
 
 def shapes(model_type):
+    if model_type in LINEAR_ONLY:
+        return ((1, 5), (2, 70))
     return SCAN_SHAPES if model_type in SCAN_FAMILIES else SHAPES
 
 
@@ -45,6 +49,12 @@ def tiny(module, model_type, seed):
     raw = importlib.import_module(f"tests.tiny.{module}").tiny(random.Random(f"act-{model_type}-{seed}"),
                                                                model_type)
     raw.pop("num_nextn_predict_layers", None)
+    if model_type in LINEAR_ONLY:  # Gated DeltaNet layers only (their gated attention is another mechanism)
+        raw.pop("full_attention_interval", None)
+        raw["layer_types"] = ["linear_attention"] * raw["num_hidden_layers"]
+        # a single value head makes transformers' transposes and reshapes of the core output and z
+        # views instead of copies (fewer bytes), a degenerate case the engine does not model
+        raw["linear_num_value_heads"] = max(raw["linear_num_value_heads"], 2)
     if model_type == "gpt2":  # dropout off, as the convention states (GPT-2 defaults to 0.1)
         raw.update(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     return raw

@@ -34,6 +34,8 @@ class Norms(Component):
     #: the weight multiply runs in fp32 (``NemotronHRMSNorm``: ``(weight.float() · x̂).to(dtype)``):
     #: the normed output is kept in fp32 and, below fp32, each norm's fp32 weight copy (batch-free)
     fp32_weight: bool = False
+    #: zero-centred weight, ``x̂ · (1 + w)`` computed in fp32 (``Qwen3NextRMSNorm``, ``Qwen3_5RMSNorm``)
+    offset: bool = False
 
     def primitives(self, ph: Phase | None = None):
         return [Norm(n, self.dim, self.bias) for n in self.names]
@@ -41,7 +43,7 @@ class Norms(Component):
     def saved(self, bw) -> list:
         out = []
         for n in self.names:
-            out += saved_norm(n, self.dim, self.bias)
+            out += saved_norm(n, self.dim, self.bias, offset=self.offset)
         if (self.fp32_stream or self.fp32_weight) and not self.bias:
             out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32") if s.name.endswith("/normed") else s
                    for s in out]
