@@ -69,6 +69,7 @@ class MoE(Component):
     # -- how the reference router computes (what its backward keeps; ``saved``) --
     router: str = "softmax"  # "softmax" (Mixtral, Qwen) | "sigmoid_group" (DeepSeek-V3 group-limited, fp32)
     #: | "sigmoid" (LFM2-MoE: sigmoid scores in the compute dtype, optional bias for the choice only)
+    #: | "topk_softmax" (Granite MoE: softmax over the top-k fp32 logits only)
     norm_topk: bool = True  # top-k weights renormalised to sum 1 (norm_topk_prob)
     weights_fp32: bool = True  # routing weights stay fp32 (Mixtral, DeepSeek) or are cast back (Qwen)
     all_experts: bool = False  # impl="reference" runs all E experts on every token (Llama 4)
@@ -138,7 +139,7 @@ class MoE(Component):
         """
         a, d, E, k, f = sym.b_a, self.d, self.E, self.k, self.d_moe
         d_x = d if self.d_lat is None else self.d_lat  # the experts' width (LatentMoE: d_lat)
-        if self.router not in ("softmax", "sigmoid_group", "sigmoid"):
+        if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax"):
             raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
         out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
         if self.router == "sigmoid_group":
@@ -148,13 +149,15 @@ class MoE(Component):
                               "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
             out += [Saved("router/scores_fp32", E, 4, "seq"),
                     Saved("router/topk_indices", k, 8, "seq", doc="read by gather")]
+        elif self.router == "topk_softmax":  # Granite: top-k of the fp32 logits, softmax over those k
+            out += [Saved("router/topk_indices", k, 8, "seq"), Saved("router/topk_softmax", k, 4, "seq")]
         elif self.router == "sigmoid":  # LFM2-MoE: sigmoid scores in the compute dtype, no fp32 copy
             out += [Saved("router/scores", E, a, "seq"), Saved("router/topk_indices", k, 8, "seq")]
             if self.norm_topk:
                 out += [Saved("router/topk_sum", 1, a, "seq"), Saved("router/topk_weights", k, a, "seq")]
         else:
             out += [Saved("router/probs_fp32", E, 4, "seq"), Saved("router/topk_indices", k, 8, "seq")]
-        if self.norm_topk and self.router != "sigmoid":
+        if self.norm_topk and self.router not in ("sigmoid", "topk_softmax"):
             out += [Saved("router/topk_sum", 1, 4, "seq"), Saved("router/topk_weights", k, 4, "seq")]
         rows = k * sym.B * sym.T
         out += [Saved("experts/index_pairs", 2, 8, "seq", rows, "torch.where(expert_mask): int64 pairs"),
