@@ -55,6 +55,8 @@ def tiny(module, model_type, seed):
         # a single value head makes transformers' transposes and reshapes of the core output and z
         # views instead of copies (fewer bytes), a degenerate case the engine does not model
         raw["linear_num_value_heads"] = max(raw["linear_num_value_heads"], 2)
+    if model_type == "bamba":  # Mamba-2 layers only (Bamba's partially rotary attention is another mechanism)
+        raw["attn_layer_indices"] = []
     if model_type == "gpt2":  # dropout off, as the convention states (GPT-2 defaults to 0.1)
         raw.update(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     return raw
@@ -139,6 +141,10 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
            ("qwen3_next", "qwen3_next", 1, (EAGER32, EAGER16)),
            ("qwen3_5", "qwen3_5_text", 1, (EAGER16,)),
            ("qwen3_5", "qwen3_5_moe_text", 1, (EAGER32,)),
+           ("bamba", "bamba", 1, (EAGER32, EAGER16)),
+           ("granitemoehybrid", "granitemoehybrid", 1, (EAGER32, SDPA16, FULL16)),
+           ("lfm2", "lfm2", 1, (EAGER32, SDPA16)),
+           ("lfm2", "lfm2_moe", 1, (EAGER32, SDPA16)),
            ]
 MATRIX += [((m, t, seeds), c) for m, t, seeds, cases in HYBRIDS for c in cases]
 
