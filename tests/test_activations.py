@@ -145,6 +145,7 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
            ("granitemoehybrid", "granitemoehybrid", 1, (EAGER32, SDPA16, FULL16)),
            ("lfm2", "lfm2", 1, (EAGER32, SDPA16)),
            ("lfm2", "lfm2_moe", 1, (EAGER32, SDPA16)),
+           ("jamba", "jamba", 1, (EAGER32, SDPA16)),
            ]
 MATRIX += [((m, t, seeds), c) for m, t, seeds, cases in HYBRIDS for c in cases]
 

@@ -172,14 +172,16 @@ class Mamba(Component):
                 Saved("y_skip", e, 4, doc="y + D·x (fp32)"),
                 Saved("silu_z", e, a, doc="silu(z)"),
                 Saved("out_proj_input", e, a, doc="gated output in the compute dtype")]
-        if self.bcdt_norm == "weightless":  # FalconMamba rms_forward on dt, B, C: fp32 x·rstd, no weight
+        if self.bcdt_norm is not None:  # RMSNorms on dt, B, C after x_proj (FalconMamba, Jamba)
             out.append(Saved("bcdt_norm/rstd", 3, 4, doc="fp32 rstd of dt, B and C"))
+            if self.bcdt_norm == "weighted":  # JambaRMSNorm: weight · x̂ keeps x̂ in the compute dtype
+                out.append(Saved("bcdt_norm/normed", R + 2 * N, a, doc="x̂ of dt, B, C"))
             if bw.upcast:  # the fp32 copies replace x_proj's output; dt and C normed, in the compute dtype
                 out = [s for s in out if s.name != "x_proj_out"]
                 out += [Saved("bcdt_norm/input_fp32", R + 2 * N, 4, doc="dt, B, C .float()"),
                         Saved("bcdt_norm/dt_C", R + N, a, doc="normed dt (dt_proj input) and C (h·C)")]
             else:
-                out.append(Saved("bcdt_norm/normed", R + 2 * N, a, doc="normed dt, B, C"))
+                out.append(Saved("bcdt_norm/out", R + 2 * N, a, doc="normed dt, B, C"))
         if bw.upcast:
             out += [Saved("states/zero", e * N, a, rows=B, doc="the zero initial state, compute dtype"),
                     Saved("states/fp32", e * N, 4, rows=B * (T - 1), doc="states 1 … T−1 read by the next step"),
