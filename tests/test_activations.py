@@ -146,6 +146,7 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
            ("lfm2", "lfm2", 1, (EAGER32, SDPA16)),
            ("lfm2", "lfm2_moe", 1, (EAGER32, SDPA16)),
            ("jamba", "jamba", 1, (EAGER32, SDPA16)),
+           ("falcon_h1", "falcon_h1", (0, 3), (EAGER32, SDPA16)),  # seed 3: mamba_rms_norm on
            ]
 MATRIX += [((m, t, seeds), c) for m, t, seeds, cases in HYBRIDS for c in cases]
 

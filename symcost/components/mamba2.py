@@ -221,8 +221,9 @@ class Mamba2(Component):
                 Saved("dt_softplus", H, a, doc="softplus output (clamp input)")]
         if bw.upcast:
             out += [Saved("x_fp32", d_in, 4, doc="x.float()"),
-                    Saved("dt_fp32", 2 * H, 4, doc="dt.float(), twice (x·dt and A·dt)"),
-                    Saved("z_fp32", d_in, 4, doc="gate.float() in the gated norm")]
+                    Saved("dt_fp32", 2 * H, 4, doc="dt.float(), twice (x·dt and A·dt)")]
+            if self.gated_norm:
+                out.append(Saved("z_fp32", d_in, 4, doc="gate.float() in the gated norm"))
         else:
             out += [Saved("conv_act", c, a, doc="SiLU(conv) [x B C], x read by x·dt"),
                     Saved("dt", H, a, doc="clamped dt")]
@@ -238,8 +239,11 @@ class Mamba2(Component):
                 Saved("scan/readout", d_in, 4, rows=Tp, doc="C·h (Y_off's input)"),
                 Saved("scan/masks", 2 * C ** 2 + 2 * (n + 1) ** 2, 1, "none", one,
                       doc="boolean tril masks of the two segment sums, per layer"),
-                Saved("norm/y_padded", d_in, 4, rows=Tp, doc="scan output (padded storage), gated norm input"),
-                Saved("norm/silu_z", d_in, 4, doc="silu(z) fp32"),
+                Saved("norm/y_padded", d_in, 4, rows=Tp, doc="scan output (padded storage), gated norm input")]
+        if not self.gated_norm:  # Falcon-H1 without mamba_rms_norm: y · silu(z), straight to out_proj
+            return out + [Saved("silu_z", d_in, a, doc="silu(z)"),
+                          Saved("out_proj_input", d_in, a, doc="y·silu(z) in the compute dtype")]
+        out += [Saved("norm/silu_z", d_in, 4, doc="silu(z) fp32"),
                 Saved("norm/gated", d_in, 4, doc="y·silu(z) fp32"),
                 Saved("norm/rstd", G, 4, doc="fp32 rstd per group"),
                 Saved("norm/normed", d_in, 4, doc="normed, fp32 (the scan output's dtype)"),
