@@ -48,6 +48,11 @@ class Backward(BaseModel):
     kernel: Literal["eager", "flash"] = "flash"
     recompute: Literal["none", "selective", "full"] = "none"
     act_dtype: Literal["bf16", "fp16", "fp32"] = "bf16"
+    #: the recurrent mixers' training kernels (Mamba-1/2, Gated DeltaNet): ``fused`` — the CUDA/Triton
+    #: kernels a GPU run dispatches to (mamba_ssm, fla), which keep little more than their inputs and
+    #: recompute the scan in backward; ``reference`` — transformers' torch fallback (the chunked scans
+    #: written in einsums, what a CPU run executes and ``tests/test_activations.py`` measures)
+    scan: Literal["fused", "reference"] = "fused"
 
     @property
     def upcast(self) -> bool:
@@ -57,6 +62,7 @@ class Backward(BaseModel):
     def describe(self) -> str:
         return (f"saved for backward: attention kernel={self.kernel}, recompute={self.recompute}, "
                 f"activations {self.act_dtype} (b_a bytes), fp32 softmax/norm statistics, int64 indices; "
+                f"{self.scan} recurrent scans; "
                 f"dropout off")
 
 

@@ -133,19 +133,19 @@ def saved_norm(name: str, dim: Expr, layer: bool = False, split: str = "seq", ro
     RMSNorm as transformers writes it (``x.float()``, ``x * rsqrt(mean(x²) + ε)``, back to the
     compute dtype, times the weight): the fp32 input ``4·dim``, the fp32 ``rsqrt`` 4 and the
     normalised ``x`` in the compute dtype ``b_a·dim``. LayerNorm (``torch.nn.LayerNorm``): the input
-    ``b_a·dim`` and the fp32 mean and rstd, 4 each. ``offset`` (Gemma's ``x·rsqrt · (1 + w)``,
-    the product in fp32): the normalised x is kept in fp32 ``4·dim`` and the fp32 vector ``1 + w``
-    ``4·dim`` once per norm (batch-free).
+    ``b_a·dim`` and the fp32 mean and rstd, 4 each. ``offset`` (the zero-centred RMSNorm,
+    ``x̂·(1 + w)`` in fp32: Qwen3-Next, Qwen3.5, Gemma): the fp32 input, rstd and normed ``x̂`` and,
+    once per norm, the fp32 ``1 + w``.
     """
     from .notation import sym
+    if offset:  # Qwen3-Next / Gemma: (x̂ · (1 + weight.float())).type_as(x), all in fp32
+        return [Saved(f"{name}/input_fp32", heads * dim, 4, split, rows, "x.float() [.., dim]"),
+                Saved(f"{name}/rstd", heads, 4, split, rows, "fp32 rsqrt(mean(x²)+ε) [.., 1]"),
+                Saved(f"{name}/normed", heads * dim, 4, split, rows, "x·rstd, fp32"),
+                Saved(f"{name}/one_plus_weight", dim, 4, "none", ONE, "1 + weight.float() [dim], per norm")]
     if layer:
         return [Saved(f"{name}/input", heads * dim, sym.b_a, split, rows, "[.., dim] LayerNorm input"),
                 Saved(f"{name}/mean_rstd", 2 * heads, 4, split, rows, "fp32 mean and rstd")]
-    if offset:
-        return [Saved(f"{name}/input_fp32", heads * dim, 4, split, rows, "x.float() [.., dim]"),
-                Saved(f"{name}/rstd", heads, 4, split, rows, "fp32 rsqrt(mean(x²)+ε) [.., 1]"),
-                Saved(f"{name}/normed_fp32", heads * dim, 4, split, rows, "x·rstd in fp32, times 1 + w"),
-                Saved(f"{name}/one_plus_w", dim, 4, "none", ONE, "fp32 1 + w [dim], per norm")]
     return [Saved(f"{name}/input_fp32", heads * dim, 4, split, rows, "x.float() [.., dim]"),
             Saved(f"{name}/rstd", heads, 4, split, rows, "fp32 rsqrt(mean(x²)+ε) [.., 1]"),
             Saved(f"{name}/normed", heads * dim, sym.b_a, split, rows, "x·rstd in the compute dtype")]

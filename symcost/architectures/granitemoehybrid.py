@@ -78,7 +78,7 @@ class GraniteMoeHybridAdapter(MambaHybridAdapter):
         """The MoE with its shared MLP, or the shared MLP alone (``num_local_experts = 0``)."""
         shared = self.shared_intermediate_size > 0
         if self.num_local_experts:
-            return MoE(d_sh=sym.d_sh if shared else None)
+            return MoE(d_sh=sym.d_sh if shared else None, router="topk_softmax", weights_fp32=False)
         return FFN() if shared else None
 
     def ffn_values(self) -> dict:

@@ -119,7 +119,7 @@ class JambaAdapter(GQAHeads, Adapter):
             mix = Mamba(bias=self.mamba_proj_bias, conv_bias=self.mamba_conv_bias, bcdt_norm="weighted")
         else:
             mix = Attention(rope=False)
-        return (Norms(("input_layernorm", "pre_ff_layernorm")), mix, MoE(d_moe=sym.d_ff) if ffn == SPARSE else FFN())
+        return (Norms(("input_layernorm", "pre_ff_layernorm")), mix, MoE(d_moe=sym.d_ff, norm_topk=False, weights_fp32=False) if ffn == SPARSE else FFN())
 
     def to_model(self) -> Model:
         per_layer = list(zip(self.mixer_kinds(), self.ffn_kinds()))

@@ -144,6 +144,7 @@ class Lfm2MoeAdapter(Lfm2Adapter):
     num_experts_per_tok: PosInt = 4
     num_experts: PosInt = Field(32, validation_alias=AliasChoices("num_experts", "num_local_experts"))
     use_expert_bias: bool = True
+    norm_topk_prob: bool = True
 
     def _check_ffn(self):
         if SPARSE in self.ffn_kinds() and self.num_experts_per_tok > self.num_experts:
@@ -161,4 +162,5 @@ class Lfm2MoeAdapter(Lfm2Adapter):
         return self.intermediate_size  # Lfm2MoeMLP takes intermediate_size as it is
 
     def moe(self) -> MoE:
-        return MoE(correction_bias=self.use_expert_bias, correction_bias_name="expert_bias")
+        return MoE(correction_bias=self.use_expert_bias, correction_bias_name="expert_bias", router="sigmoid",
+                   norm_topk=self.norm_topk_prob, weights_fp32=False)

@@ -51,6 +51,7 @@ class MambaAdapter(Adapter):
     intermediate_size: PosInt | None = None  # the config class sets expand·hidden_size; a given value wins
     time_step_rank: int | str = "auto"
     tie_word_embeddings: bool = True
+    residual_in_fp32: bool = True  # the residual stream in fp32: the final norm returns fp32
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -68,7 +69,7 @@ class MambaAdapter(Adapter):
                       R_dt=dt_rank("time_step_rank", self.time_step_rank, self.hidden_size))
         return Model(self.name, self.model_type, (Embedding(name="embeddings"),),
                      (LayerGroup("layers", sym.L, (Norms(("norm",)), mixer)),),
-                     (Norms(("norm_f",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm_f",), fp32_stream=self.residual_in_fp32), LMHead(tied=self.tie_word_embeddings)), vals,
                      state_dtype={"recurrent_states": "float32"})
 
 

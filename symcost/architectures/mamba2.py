@@ -38,6 +38,7 @@ class Mamba2Adapter(Adapter):
     use_conv_bias: bool = True
     chunk_size: PosInt = 256
     tie_word_embeddings: bool = False
+    residual_in_fp32: bool = True  # the residual stream in fp32: the final norm returns fp32
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -54,5 +55,5 @@ class Mamba2Adapter(Adapter):
                       K_c=self.conv_kernel, C=self.chunk_size)
         return Model(self.name, self.model_type, (Embedding(name="embeddings"),),
                      (LayerGroup("layers", sym.L, (Norms(("norm",)), mixer)),),
-                     (Norms(("norm_f",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm_f",), fp32_stream=self.residual_in_fp32), LMHead(tied=self.tie_word_embeddings)), vals,
                      state_dtype={"recurrent_states": "float32"})

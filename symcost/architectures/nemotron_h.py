@@ -143,7 +143,7 @@ class NemotronHAdapter(Adapter):
             return Attention(rope=False)  # no positional encoding in the attention layers
         if kind == "mlp":
             return FFN(gated=False, bias=self.mlp_bias, act="relu2")
-        return MoE(gated=False, d_sh=sym.d_sh, shared_gated=False, correction_bias=True, act="relu2",
+        return MoE(gated=False, d_sh=sym.d_sh, shared_gated=False, correction_bias=True, act="relu2", router="sigmoid_group", weighted_fp32=True,
                    d_lat=None if self.moe_latent_size is None else sym.d_lat, proj_bias=self.mlp_bias)
 
     def kind_values(self, kind: str) -> dict:
@@ -159,7 +159,7 @@ class NemotronHAdapter(Adapter):
 
     def to_model(self) -> Model:
         types = self.layer_types()
-        norm = Norms(("norm",))
+        norm = Norms(("norm",), fp32_weight=True)
         vals = values(d=self.hidden_size, V=self.vocab_size)
         groups = []
         for kind, (name, count) in KINDS.items():
@@ -168,7 +168,7 @@ class NemotronHAdapter(Adapter):
                 vals.update(self.kind_values(kind))
                 vals[count] = types.count(kind)
         model = Model(self.name, self.model_type, (Embedding(name="embeddings"),), tuple(groups),
-                      (Norms(("norm_f",)), LMHead(tied=False)), vals,
+                      (Norms(("norm_f",), fp32_weight=True), LMHead(tied=False)), vals,
                       state_dtype={"recurrent_states": self.mamba_ssm_cache_dtype})
         model.notes.append("lm_head is never tied in NemotronHForCausalLM, whatever tie_word_embeddings says")
         if self.layers_block_type is None and self.hybrid_override_pattern is None:

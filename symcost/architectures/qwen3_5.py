@@ -50,6 +50,7 @@ class Qwen35Base(Qwen3NextAdapter):
     # not read by the Qwen3.5 classes: every layer has the one FFN kind of its model type
     mlp_only_layers: Any = None
     decoder_sparse_step: Any = None
+    norm_topk_prob: Any = None  # not read: Qwen3.5's router always renormalises the top-k weights
 
     def to_model(self):
         m = super().to_model()

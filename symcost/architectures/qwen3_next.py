@@ -55,6 +55,7 @@ class Qwen3NextAdapter(Adapter):
     moe_intermediate_size: PosInt
     shared_expert_intermediate_size: PosInt
     decoder_sparse_step: PosInt = 1
+    norm_topk_prob: bool = True
     mlp_only_layers: list[Int] | None = None
     layer_types: list[str] | None = None
     full_attention_interval: PosInt = 4
@@ -92,8 +93,10 @@ class Qwen3NextAdapter(Adapter):
         mix = (GatedDeltaNet(split_proj=self.split_proj) if mixer == "lin" else
                Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias, qk_norm=True,
                          output_gate=True))
-        mlp = MoE(d_sh=sym.d_sh, shared_gate=True) if ffn == "moe" else FFN()
-        return (Norms(LAYER_NORMS), mix, mlp)
+        # the router's top-k weights are cast back to the compute dtype (what backward keeps)
+        mlp = (MoE(d_sh=sym.d_sh, shared_gate=True, weights_fp32=False, norm_topk=self.norm_topk_prob is not False)
+               if ffn == "moe" else FFN())
+        return (Norms(LAYER_NORMS, offset=True), mix, mlp)
 
     def to_model(self) -> Model:
         mixers = ["lin" if t == "linear_attention" else "full" for t in self.resolved_layer_types()]
@@ -116,5 +119,5 @@ class Qwen3NextAdapter(Adapter):
         notes = ["Gated DeltaNet prefill FLOPs follow the torch chunked scan: T padded to a multiple "
                  f"of C_dn = {CHUNK}; the decode recurrence is elementwise (0 matmul FLOPs)."]
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm",), offset=True), LMHead(tied=self.tie_word_embeddings)), vals,
                      notes=notes, state_dtype={"recurrent_state": "fp32"})

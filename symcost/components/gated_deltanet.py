@@ -70,7 +70,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST
 from ..notation import sym
-from ..primitives import Linear, Matmul, Param
+from ..primitives import Linear, Matmul, Param, Saved, is_one
 from ..terms import Terms
 from .base import Component
 
@@ -183,6 +183,78 @@ class GatedDeltaNet(Component):
             "gates": "β = sigmoid(b), g = −exp(A)·softplus(a + dt_bias)", "beta_scale": "β·k, β·v",
             "gated_norm": "RMSNorm(y)·silu(z)", "scan_decay": "decay multiplies of the scan",
             "residual": "residual add"})
+
+    def saved(self, bw) -> list:
+        """Saved for backward, one layer (``conventions.Backward.scan``; measured in tests/test_activations.py).
+
+        Both conventions: the projections' input ``b_a·d``; the per-layer fp32 −exp(A_log) and its
+        exp, ``4·H_lv`` each; the gated RMSNorm and out_proj input (below).
+        ``fused`` (default: fla's ``chunk_gated_delta_rule``, which transformers calls when the
+        kernels are installed; ``ChunkGatedDeltaRuleFunction`` keeps q, k, v, g, β and the initial
+        state and recomputes the chunk quantities in backward, with the conv and the L2 norm fused
+        as fla's ``ShortConvolution`` / ``use_qk_l2norm_in_kernel``): the conv input
+        ``b_a·c`` (c = 2·H_lk·D_lk + H_lv·D_lv), q/k/v after the conv ``b_a·c``, β ``b_a·H_lv``
+        and g ``4·H_lv``, then the norm as below.
+        ``reference``: transformers' ``torch_chunk_gated_delta_rule``, n = ⌈T/C_dn⌉ chunks over
+        T_p = n·C_dn padded rows, q/k repeated to H_lv heads, everything fp32: per token the conv
+        input and output (``b_a·c``, the output over T + K_c − 1 positions), β ``b_a·H_lv``, the
+        decay's softplus input and output ``4·H_lv`` each, the L2-normalised q and k with their
+        inverse norms ``4·H_lv·(D_lk + 1)`` each (in fp32 with H_lk = H_lv, q and k are the conv's
+        SiLU output itself, ``b_a·c``, with the inverse norms); per padded row v, k, q, k_β, the UT solutions
+        (new values, k_cumdecay) and v_new (``4·H_lv·(3·D_lv + 4·D_lk)`` in all, with n ≥ 2 the
+        decayed q and k ``4·H_lv·2·D_lk`` more), k·kᵀ, q·kᵀ, the pairwise decays, the UT system
+        and the masked q·kᵀ (``4·H_lv·C_dn`` × 5), β and three decay vectors ``4·H_lv`` × 4; per
+        sequence the zero initial state and the n − 1 states passed between chunks
+        ``4·H_lv·D_lk·D_lv·n`` and the chunk decays ``4·H_lv·n``; per layer the triu mask
+        ``C_dn²`` bytes.
+        Norm (both): the core output, fp32 ``4·H_lv·D_lv``, its rstd ``4·H_lv``, the normed and
+        weighted outputs ``b_a·H_lv·D_lv`` each, z (a copy, ``b_a``; below fp32 its fp32 copy; in fp32
+        with H_lk = H_lv and the fused in_proj_qkvz, a view that keeps that projection, ``b_a·(c + H_lv·D_lv)``) and
+        silu(z) fp32 ``4·H_lv·D_lv``; the out_proj input ``b_a·H_lv·D_lv``.
+        """
+        a, d, Hk, Hv, dk, dv, C = sym.b_a, self.d, self.H_lk, self.H_lv, self.D_lk, self.D_lv, self.C
+        c, v, T, B = self.conv_dim, Hv * dv, sym.T, sym.B
+        one = sympy.Integer(1)
+        out = [Saved("input", d, a, "seq", doc="in_proj input [.., d]"),
+               Saved("A_exp", Hv, 4, rows=one, doc="exp(A_log.float()) [H_lv], per layer"),
+               Saved("A", Hv, 4, rows=one, doc="−exp(A_log) [H_lv], per layer")]
+        if bw.scan == "fused":
+            out += [Saved("conv_input", c, a, doc="[q k v] before the short conv"),
+                    Saved("qkv", c, a, doc="q, k, v after the conv (kernel inputs)"),
+                    Saved("beta", Hv, a, doc="sigmoid(b)"), Saved("g", Hv, 4, doc="fp32 log-decay")]
+        else:
+            n = sympy.ceiling(T / C)
+            Tp = B * n * C
+            many = 1 - is_one(n)  # 1 when n ≥ 2: the states passed between chunks need gradients
+            # fp32 without repeat_interleave (H_lk = H_lv): .to(float32) returns q and k themselves
+            r = 0 if bw.upcast else is_one(Hv / Hk)
+            out += [Saved("conv_input", c, a, doc="cat(q, k, v) [.., c]"),
+                    Saved("conv_out", c, a, rows=B * (T + self.K_c - 1), doc="conv output before SiLU"),
+                    Saved("beta", Hv, a, doc="sigmoid(b)"),
+                    Saved("softplus_in", Hv, 4, doc="a.float() + dt_bias"),
+                    Saved("softplus_out", Hv, 4, doc="softplus(a + dt_bias)"),
+                    Saved("qk_inv_norm", 2 * Hv, 4, doc="inverse L2 norms of q and k"),
+                    Saved("qk", 2 * Hv * dk * 4 * (1 - r) + r * c * a, 1,
+                          doc="fp32 q, k (repeated to H_lv); in fp32 with H_lk = H_lv no copy is made and "
+                              "the conv's SiLU output [q k v] is kept instead"),
+                    Saved("scan/vectors", Hv * (3 * dv + 4 * dk + 2 * many * dk), 4, rows=Tp,
+                          doc="padded v, k, q, k_β, new values, k_cumdecay, v_new (+ decayed q, k when n ≥ 2)"),
+                    Saved("scan/chunk_pairs", 5 * Hv * C, 4, rows=Tp,
+                          doc="k_β·kᵀ, q·kᵀ, pairwise decays, UT system, masked q·kᵀ [.., C_dn]"),
+                    Saved("scan/decays", 4 * Hv, 4, rows=Tp, doc="padded β and three exp(decay) vectors"),
+                    Saved("scan/states", Hv * dk * dv * n, 4, rows=B, doc="zero initial state + n − 1 passed states"),
+                    Saved("scan/chunk_decay", Hv * n, 4, rows=B, doc="exp(total decay) per chunk"),
+                    Saved("scan/mask", C ** 2, 1, "none", one, doc="boolean triu mask, per layer")]
+        # fp32, one value head per key head, fused projection: z.reshape is a view of in_proj_qkvz's output
+        z_width = v if bw.upcast or self.split_proj else v + is_one(Hv / Hk) * c
+        out += [Saved("norm/input_fp32", v, 4, doc="core output .float()"),
+                Saved("norm/rstd", Hv, 4, doc="fp32 rstd per head"),
+                Saved("norm/normed", v, a), Saved("norm/weighted", v, a, doc="weight · normed"),
+                Saved("norm/z", z_width, 4 if bw.upcast else a,
+                      doc="z: a copy; below fp32 its fp32 copy; in fp32 with H_lk = H_lv a view of in_proj_qkvz"),
+                Saved("norm/silu_z", v, 4, doc="silu(z.float())"),
+                Saved("out_proj_input", v, a, doc="[.., H_lv·D_lv]")]
+        return out
 
     def cache(self) -> Terms:
         return Terms({"conv_state": sym.B * self.conv_dim * self.K_c,

@@ -53,7 +53,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST
 from ..notation import sym
-from ..primitives import Linear, Matmul, Param
+from ..primitives import Linear, Matmul, Param, Saved, is_one
 from ..terms import Terms
 from .base import Component
 
@@ -127,6 +127,70 @@ class Mamba(Component):
                          "scan_decay": "decay multiply of the state", "d_skip": "y + D·x",
                          "gate": "y·silu(z)", "bcdt_norm": "RMSNorms on dt, B and C",
                          "residual": "residual add"})
+
+    def saved(self, bw) -> list:
+        """Saved for backward, one layer (``conventions.Backward.scan``; measured in tests/test_activations.py).
+
+        Both conventions: the in_proj input ``b_a·d`` and output [x | z] ``b_a·2·d_ssm``, the
+        x_proj output [dt | B | C] ``b_a·(R_dt + 2·N)``, and per layer (batch-free) exp(A_log) and
+        A = −exp(A_log), fp32 ``4·d_ssm·N`` each.
+        ``fused`` (default: mamba_ssm's ``mamba_inner_fn``, which transformers calls when training
+        on CUDA with the kernels; ``MambaInnerFn`` at ``checkpoint_lvl=1`` recomputes the conv and
+        dt and keeps xz, x_dbl, contiguous B and C ``b_a·N`` each, the scan output ``b_a·d_ssm``
+        and the scan's chunk states, fp32 ``4·d_ssm·2·N`` per sequence and 2048-token chunk;
+        below fp32 the fp32 copies of D and dt_proj's bias, ``4·d_ssm`` each, per layer).
+        ``reference``: transformers' sequential ``mamba_selective_scan``: the conv output
+        ``b_a·d_ssm`` over T + K_c − 1 positions and its SiLU ``b_a·d_ssm`` (with B > 1 also its
+        contiguous copy for x_proj); dt + dt_bias and softplus(·) ``b_a·d_ssm`` each; the discretised A and B, fp32 ``4·d_ssm·N`` each; the
+        T + 1 states of the loop (fp32; below fp32 the zero state in the compute dtype, T − 1
+        fp32 states and T casts ``b_a·d_ssm·N``); y + D·x fp32 ``4·d_ssm``, silu(z) ``b_a·d_ssm``
+        and the out_proj input ``b_a·d_ssm``; below fp32 the fp32 copies of x ``4·d_ssm``, of B
+        ``4·N`` and, per layer, of D ``4·d_ssm``.
+        """
+        a, d, e, N, R = sym.b_a, self.d, self.d_ssm, self.N, self.R_dt
+        B, T, one = sym.B, sym.T, sympy.Integer(1)
+        out = [Saved("input", d, a, "seq", doc="in_proj input [.., d]"),
+               Saved("in_proj_out", 2 * e, a, doc="[x | z]"),
+               Saved("x_proj_out", R + 2 * N, a, doc="[dt | B | C]"),
+               Saved("A_exp", e * N, 4, rows=one, doc="exp(A_log.float()), per layer"),
+               Saved("A", e * N, 4, rows=one, doc="−exp(A_log), per layer")]
+        if bw.scan == "fused":
+            out += [Saved("BC", 2 * N, a, doc="B and C, contiguous copies"),
+                    Saved("out", e, a, doc="scan output before the gate"),
+                    Saved("scan_chunks", 8 * e * N, 1, rows=B * sympy.ceiling(T / 2048),
+                          doc="fp32 chunk states [B, d_ssm, ⌈T/2048⌉, 2·N]")]
+            if bw.upcast:
+                out.append(Saved("D_dt_bias_fp32", 2 * e, 4, rows=one, doc="D.float(), dt_proj.bias.float()"))
+            return out
+        out += [Saved("conv_out", e, a, rows=B * (T + self.K_c - 1), doc="conv1d output before SiLU"),
+                Saved("conv_act", e, a, doc="x = SiLU(conv)"),
+                Saved("x_proj_input", e * (1 - is_one(B)), a,
+                      doc="x made contiguous for x_proj (B = 1: the transposed view is read as it is)"),
+                Saved("dt_biased", e, a, doc="dt + dt_bias (softplus input)"),
+                Saved("dt", e, a, doc="softplus output"),
+                Saved("dA_dB", 2 * e * N, 4, doc="exp(A·dt) and dt·B"),
+                Saved("y_skip", e, 4, doc="y + D·x (fp32)"),
+                Saved("silu_z", e, a, doc="silu(z)"),
+                Saved("out_proj_input", e, a, doc="gated output in the compute dtype")]
+        if self.bcdt_norm is not None:  # RMSNorms on dt, B, C after x_proj (FalconMamba, Jamba)
+            out.append(Saved("bcdt_norm/rstd", 3, 4, doc="fp32 rstd of dt, B and C"))
+            if self.bcdt_norm == "weighted":  # JambaRMSNorm: weight · x̂ keeps x̂ in the compute dtype
+                out.append(Saved("bcdt_norm/normed", R + 2 * N, a, doc="x̂ of dt, B, C"))
+            if bw.upcast:  # the fp32 copies replace x_proj's output; dt and C normed, in the compute dtype
+                out = [s for s in out if s.name != "x_proj_out"]
+                out += [Saved("bcdt_norm/input_fp32", R + 2 * N, 4, doc="dt, B, C .float()"),
+                        Saved("bcdt_norm/dt_C", R + N, a, doc="normed dt (dt_proj input) and C (h·C)")]
+            else:
+                out.append(Saved("bcdt_norm/out", R + 2 * N, a, doc="normed dt, B, C"))
+        if bw.upcast:
+            out += [Saved("states/zero", e * N, a, rows=B, doc="the zero initial state, compute dtype"),
+                    Saved("states/fp32", e * N, 4, rows=B * (T - 1), doc="states 1 … T−1 read by the next step"),
+                    Saved("states/cast", e * N, a, doc="each state cast for h·C"),
+                    Saved("x_B_fp32", e + N, 4, doc="x.float(), B.float()"),
+                    Saved("D_fp32", e, 4, rows=one, doc="D.float(), per layer")]
+        else:
+            out.append(Saved("states", e * N, 4, rows=B * (T + 1), doc="the T + 1 states of the loop"))
+        return out
 
     def cache(self) -> Terms:
         return Terms({"conv_states": sym.B * self.d_ssm * self.K_c,

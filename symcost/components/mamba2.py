@@ -69,7 +69,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST
 from ..notation import sym
-from ..primitives import Linear, Matmul, Param
+from ..primitives import Linear, Matmul, Param, Saved
 from ..terms import Terms
 from .base import Component
 
@@ -180,6 +180,75 @@ class Mamba2(Component):
         return Terms(t, {"conv_act": "SiLU over the conv channels", "dt": "softplus(dt + dt_bias), exp(dt·A)",
             "x_dt": "x·dt", "d_skip": "y + D·x", "gate": "y·silu(z)", "norm": "gated RMSNorm",
             "scan_decay": "decay multiplies of the scan", "residual": "residual add"})
+
+    def saved(self, bw) -> list:
+        """Saved for backward, one layer (``conventions.Backward.scan``; measured in tests/test_activations.py).
+
+        Both conventions: the in_proj input ``b_a·d`` and output ``[z | x B C | dt]``
+        ``b_a·(2·H_m·D_m + 2·G·N + H_m)`` per token, and per layer (batch-free) A = −exp(A_log)
+        and the exp result, fp32 ``4·H_m`` each.
+        ``fused`` (default: mamba_ssm's ``mamba_split_conv1d_scan_combined``, which transformers
+        calls when training on CUDA with the kernels installed; ``MambaSplitConv1dScanCombinedFn``
+        keeps zxbcdt, the scan output ``out_x`` ``b_a·H_m·D_m`` and the gated norm's fp32 rstd
+        ``4·G`` and recomputes conv, scan, norm and out_proj input in backward).
+        ``reference``: transformers' torch path (``mamba2_chunk_scan``), n = ⌈T/C⌉ chunks over
+        T_p = n·C padded rows: the conv's output ``b_a·c`` over T + K_c − 1 positions; dt + dt_bias
+        and softplus(·) ``b_a·H_m`` each; fp32 over T_p: the padded x for the D skip, two einsum
+        copies of x and the state read-out C·h (``4·H_m·D_m`` each... four in all with the padded
+        scan output the norm reads), B and C repeated to H_m heads and their einsum copies
+        (``4·H_m·N`` × 5), the scores C·Bᵀ, the decay matrix L and the masked scores' copy
+        (``4·H_m·C`` × 3), two decays ``4·H_m`` × 2; per sequence the chunk-boundary decays
+        ``4·H_m·(n+1)²`` and the chunk states ``4·H_m·D_m·N·(2n+1)``; per layer the four boolean
+        tril masks ``2·C² + 2·(n+1)²``; the gated RMSNorm in fp32 (silu(z), y·silu(z), its rstd
+        ``4·G``, the normed output) and the out_proj input ``b_a·H_m·D_m``. In fp32 the conv's
+        SiLU output ``c`` and dt ``H_m`` are kept as they are; below fp32 their fp32 copies are:
+        x ``4·H_m·D_m``, dt twice ``4·H_m``, z ``4·H_m·D_m``.
+        """
+        a, d, H, P, N, G, C = sym.b_a, self.d, self.H_m, self.D_m, self.N, self.G, self.C
+        d_in, c, T, B = self.d_in, self.conv_dim, sym.T, sym.B
+        one = sympy.Integer(1)
+        out = [Saved("input", d, a, "seq", doc="in_proj input [.., d]"),
+               Saved("in_proj_out", d_in + c + H, a, doc="[z | x B C | dt], kept whole"),
+               Saved("A_exp", H, 4, rows=one, doc="exp(A_log.float()) [H_m], per layer"),
+               Saved("A", H, 4, rows=one, doc="A = −exp(A_log) [H_m], per layer")]
+        if bw.scan == "fused":
+            return out + [Saved("out_x", d_in, a, doc="scan output before the gated norm"),
+                          Saved("norm_rstd", G, 4, doc="fp32 rstd per group")]
+        n = sympy.ceiling(T / C)
+        Tp = B * n * C  # padded rows
+        out += [Saved("conv_out", c, a, rows=B * (T + self.K_c - 1), doc="conv1d output before SiLU, T + K_c − 1 positions"),
+                Saved("dt_biased", H, a, doc="dt + dt_bias (softplus input)"),
+                Saved("dt_softplus", H, a, doc="softplus output (clamp input)")]
+        if bw.upcast:
+            out += [Saved("x_fp32", d_in, 4, doc="x.float()"),
+                    Saved("dt_fp32", 2 * H, 4, doc="dt.float(), twice (x·dt and A·dt)")]
+            if self.gated_norm:
+                out.append(Saved("z_fp32", d_in, 4, doc="gate.float() in the gated norm"))
+        else:
+            out += [Saved("conv_act", c, a, doc="SiLU(conv) [x B C], x read by x·dt"),
+                    Saved("dt", H, a, doc="clamped dt")]
+        out += [Saved("scan/x_padded", d_in, 4, rows=Tp, doc="padded x for the D skip"),
+                Saved("scan/x_copies", 2 * d_in, 4, rows=Tp, doc="x·dt in the two einsums' layouts"),
+                Saved("scan/BC", 5 * H * N, 4, rows=Tp,
+                      doc="B, C repeated to H_m heads, padded, and their einsum copies (C twice, B twice)"),
+                Saved("scan/scores", 3 * H * C, 4, rows=Tp, doc="C·Bᵀ, the decay matrix L, the masked scores' copy"),
+                Saved("scan/decays", 2 * H, 4, rows=Tp, doc="decay_states and state_decay_out"),
+                Saved("scan/chunk_decay", H * (n + 1) ** 2, 4, rows=B, doc="decays between chunk boundaries"),
+                Saved("scan/states", H * P * N * (2 * n + 1), 4, rows=B,
+                      doc="chunk states with the initial one (n + 1) and their einsum copy (n)"),
+                Saved("scan/readout", d_in, 4, rows=Tp, doc="C·h (Y_off's input)"),
+                Saved("scan/masks", 2 * C ** 2 + 2 * (n + 1) ** 2, 1, "none", one,
+                      doc="boolean tril masks of the two segment sums, per layer"),
+                Saved("norm/y_padded", d_in, 4, rows=Tp, doc="scan output (padded storage), gated norm input")]
+        if not self.gated_norm:  # Falcon-H1 without mamba_rms_norm: y · silu(z), straight to out_proj
+            return out + [Saved("silu_z", d_in, a, doc="silu(z)"),
+                          Saved("out_proj_input", d_in, a, doc="y·silu(z) in the compute dtype")]
+        out += [Saved("norm/silu_z", d_in, 4, doc="silu(z) fp32"),
+                Saved("norm/gated", d_in, 4, doc="y·silu(z) fp32"),
+                Saved("norm/rstd", G, 4, doc="fp32 rstd per group"),
+                Saved("norm/normed", d_in, 4, doc="normed, fp32 (the scan output's dtype)"),
+                Saved("out_proj_input", d_in, a, doc="normed cast to the compute dtype")]
+        return out
 
     def cache(self) -> Terms:
         return Terms({"conv_states": sym.B * self.conv_dim * self.K_c,

@@ -67,10 +67,13 @@ class MoE(Component):
     proj_bias: bool = False  # bias on shared-expert and latent projections (Nemotron-H mlp_bias)
     act: str | None = None  # expert activation; None: silu if gated, else gelu_tanh (see FFN)
     # -- how the reference router computes (what its backward keeps; ``saved``) --
-    router: str = "softmax"  # "softmax" (Mixtral, Qwen) | "sigmoid_group" (DeepSeek-V3 group-limited)
+    router: str = "softmax"  # "softmax" (Mixtral, Qwen) | "sigmoid_group" (DeepSeek-V3 group-limited, fp32)
+    #: | "sigmoid" (LFM2-MoE: sigmoid scores in the compute dtype, optional bias for the choice only)
+    #: | "topk_softmax" (Granite MoE: softmax over the top-k fp32 logits only)
     norm_topk: bool = True  # top-k weights renormalised to sum 1 (norm_topk_prob)
     weights_fp32: bool = True  # routing weights stay fp32 (Mixtral, DeepSeek) or are cast back (Qwen)
     all_experts: bool = False  # impl="reference" runs all E experts on every token (Llama 4)
+    weighted_fp32: bool = False  # the weighted expert output is promoted to fp32 (Nemotron-H: fp32 accumulator)
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -135,7 +138,8 @@ class MoE(Component):
         (plain ``2·d_sh``); with a sigmoid gate its output ``b_a`` and the shared output ``b_a·d``.
         """
         a, d, E, k, f = sym.b_a, self.d, self.E, self.k, self.d_moe
-        if self.d_lat is not None or self.router not in ("softmax", "sigmoid_group"):
+        d_x = d if self.d_lat is None else self.d_lat  # the experts' width (LatentMoE: d_lat)
+        if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax"):
             raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
         out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
         if self.all_experts:
@@ -147,20 +151,29 @@ class MoE(Component):
                               "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
             out += [Saved("router/scores_fp32", E, 4, "seq"),
                     Saved("router/topk_indices", k, 8, "seq", doc="read by gather")]
+        elif self.router == "topk_softmax":  # Granite: top-k of the fp32 logits, softmax over those k
+            out += [Saved("router/topk_indices", k, 8, "seq"), Saved("router/topk_softmax", k, 4, "seq")]
+        elif self.router == "sigmoid":  # LFM2-MoE: sigmoid scores in the compute dtype, no fp32 copy
+            out += [Saved("router/scores", E, a, "seq"), Saved("router/topk_indices", k, 8, "seq")]
+            if self.norm_topk:
+                out += [Saved("router/topk_sum", 1, a, "seq"), Saved("router/topk_weights", k, a, "seq")]
         else:
             out += [Saved("router/probs_fp32", E, 4, "seq"), Saved("router/topk_indices", k, 8, "seq")]
-        if self.norm_topk:
+        if self.norm_topk and self.router not in ("sigmoid", "topk_softmax"):
             out += [Saved("router/topk_sum", 1, 4, "seq"), Saved("router/topk_weights", k, 4, "seq")]
         rows = k * sym.B * sym.T
         out += [Saved("experts/index_pairs", 2, 8, "seq", rows, "torch.where(expert_mask): int64 pairs"),
-                Saved("experts/input", d, a, "seq", rows, "hidden_states[token_idx]")]
+                Saved("experts/input", d_x, a, "seq", rows, "hidden_states[token_idx]")]
         if self.gated:
             out += [Saved("experts/gate_up", 2 * f, a, rows=rows), Saved("experts/act", f, a, rows=rows),
                     Saved("experts/down_input", f, a, rows=rows)]
         else:
             out += [Saved("experts/up", f, a, rows=rows), Saved("experts/down_input", f, a, rows=rows)]
         out += [Saved("experts/weight", 1, 4 if self.weights_fp32 else a, "seq", rows),
-                Saved("experts/output", d, a, "seq", rows), Saved("experts/weighted", d, a, "seq", rows)]
+                Saved("experts/output", d_x, a, "seq", rows),
+                Saved("experts/weighted", d_x, 4 if self.weighted_fp32 else a, "seq", rows)]
+        if self.d_lat is not None:  # fc1_latent_proj reads the block input (kept above)
+            out.append(Saved("latent_up_input", d_x, a, "seq", doc="fc2_latent_proj input [.., d_lat]"))
         return out + self._saved_shared()
 
     def _saved_all_experts(self, bw) -> list:

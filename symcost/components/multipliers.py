@@ -72,6 +72,15 @@ class Multipliers(Component):
     def primitives(self, ph: Phase | None = None):
         return []
 
+    def saved(self, bw) -> list:
+        """A product with a Python scalar keeps nothing for backward; Falcon-H1's ``mup_vector`` is a
+        tensor (a buffer, not a parameter), kept once per layer in the compute dtype."""
+        from ..primitives import Saved
+        if self.kind != "falcon_h1_layer":
+            return []
+        width = next(w for name, w, _ in self.scales if name == "mup_vector")
+        return [Saved("mup_vector", width, sym.b_a, "none", sympy.Integer(1), "[1, 1, 2·H_m·D_m + 2·G·N + H_m] buffer")]
+
     def elementwise(self, ph: Phase) -> Terms:
         rows = ph.logit_rows if self.kind in ON_LOGITS else ph.tokens
         t = Terms()

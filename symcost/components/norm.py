@@ -16,6 +16,7 @@ Elementwise (``symcost.elementwise``, the generic ``Component.elementwise``): RM
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import sympy
@@ -35,7 +36,14 @@ class Norms(Component):
     dim: sympy.Expr = sym.d
     bias: bool = False  # LayerNorm (with weightless: a LayerNorm without its scale and bias)
     weightless: bool = False
-    offset: bool = False  # Gemma RMSNorm: (x·rsqrt)·(1 + w) in fp32 (saved tensors only; same weights)
+    #: the input is an fp32 residual stream (``residual_in_fp32``: Mamba, Mamba-2): the RMSNorm
+    #: returns fp32, so its normed output is kept in fp32 (``4·dim``), not the compute dtype
+    fp32_stream: bool = False
+    #: the weight multiply runs in fp32 (``NemotronHRMSNorm``: ``(weight.float() · x̂).to(dtype)``):
+    #: the normed output is kept in fp32 and, below fp32, each norm's fp32 weight copy (batch-free)
+    fp32_weight: bool = False
+    #: zero-centred weight, ``x̂ · (1 + w)`` computed in fp32 (``Qwen3NextRMSNorm``, ``Qwen3_5RMSNorm``, Gemma)
+    offset: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -63,6 +71,12 @@ class Norms(Component):
         out = []
         for n in self.names:
             out += saved_norm(n, self.dim, self.bias, offset=self.offset)
+        if (self.fp32_stream or self.fp32_weight) and not self.bias:
+            out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32") if s.name.endswith("/normed") else s
+                   for s in out]
+        if self.fp32_weight and bw.upcast:
+            out += [Saved(f"{n}/weight_fp32", self.dim, 4, "none", sympy.Integer(1), "weight.float(), per layer")
+                    for n in self.names]
         return out
 
     def label(self) -> str:

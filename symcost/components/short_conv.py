@@ -32,7 +32,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST
 from ..notation import sym
-from ..primitives import Linear, Matmul, Param
+from ..primitives import Linear, Matmul, Param, Saved
 from ..terms import Terms
 from .base import Component
 
@@ -67,6 +67,21 @@ class ShortConv(Component):
         return Terms({"gates": 2 * COST["gate_mul"] * rows * self.d,
                       "residual": COST["residual"] * rows * self.d},
                      {"gates": "B ⊙ x before the conv, C ⊙ y after it", "residual": "residual add"})
+
+    def saved(self, bw) -> list:
+        """Saved for backward, one layer (measured in tests/test_activations.py): the in_proj input
+        ``b_a·d`` and output [B | C | x] ``b_a·3·d`` (read by both gate products), the conv input
+        B ⊙ x ``b_a·d``, the conv output ``b_a·d`` read by C ⊙ y and the out_proj input ``b_a·d``.
+        ``reference`` (transformers' ``F.conv1d`` with K_c − 1 padding on both sides, then sliced):
+        the conv output's storage spans T + K_c − 1 positions; ``fused`` (the causal-conv1d kernel,
+        ``CausalConv1dFn`` keeps its input and weights): T positions."""
+        a, d, B, T = sym.b_a, self.d, sym.B, sym.T
+        conv_rows = B * (T + self.K_c - 1) if bw.scan == "reference" else None
+        return [Saved("input", d, a, "seq", doc="in_proj input [.., d]"),
+                Saved("in_proj_out", 3 * d, a, doc="[B | C | x]"),
+                Saved("conv_input", d, a, doc="B ⊙ x"),
+                Saved("conv_out", d, a, rows=conv_rows, doc="conv output, read by C ⊙ y"),
+                Saved("out_proj_input", d, a, doc="(C ⊙ y) made contiguous")]
 
     def cache(self) -> Terms:
         return Terms({"conv_states": sym.B * self.d * self.K_c}, {"conv_states": "[B, d, K_c]"})

@@ -141,7 +141,7 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
 def per_layer(model, bw: Backward, capacity=None, **kw) -> dict[str, Terms]:
     """One layer's saved bytes for each layer group (no recomputation), by group name."""
     inner = Backward(kernel=bw.kernel, recompute="none" if bw.recompute == "full" else bw.recompute,
-                     act_dtype=bw.act_dtype)
+                     act_dtype=bw.act_dtype, scan=bw.scan)
     out = {}
     for g in text_groups(model):
         t = Terms()
