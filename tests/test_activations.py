@@ -147,12 +147,15 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
     chunked local attention is the same: an explicit [B, 1, T, T] mask once T exceeds the chunk."""
     if kernel != "sdpa":
         return 0
+    from symcost.components.chunked_attention import ChunkedAttention
     m = built(raw)
     n = 0
     for g in m.groups:
         for c in g.components:
             W = getattr(c, "W", None)
-            C = getattr(c, "C", None)  # Llama 4's chunked layers: the chunk mask, once T passes a chunk
+            # Llama 4's chunked layers: the chunk mask, once T passes a chunk (other components' ``C``
+            # is a scan's chunk length, not a mask)
+            C = c.C if isinstance(c, ChunkedAttention) else None
             if (W is not None and T >= int(W.xreplace(m.values))) or (C is not None and T > int(C.xreplace(m.values))):
                 n += int(g.count.xreplace(m.values)) * B * T * T * BYTES[dtype]
     return n
