@@ -520,7 +520,8 @@ def cmd_train(args):
         return _train_search(m, args)
     g = find_gpu(args.gpu) if args.gpu else None
     tm = train_memory(m, optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
-                      act_dtype=args.act_dtype, activation_model=args.activations, **_train_options(args))
+                      act_dtype=args.act_dtype, activation_model=args.activations, scan=args.scan,
+                      **_train_options(args))
     fits = None if g is None else tm.per_gpu <= g.memory_bytes
     formula = {k: str((v.total if isinstance(v, Terms) else v).xreplace(m.values))
                for k, v in tm.formula.items()}
@@ -543,7 +544,7 @@ def cmd_train(args):
                "fits": fits, "gpu": g.name if g else None, "zero": args.zero, "sp": args.sp,
                "recompute": args.recompute, "optimizer": args.optimizer, "grad_dtype": args.grad_dtype,
                "attention_kernel": args.attention_kernel, "act_dtype": args.act_dtype,
-               "activations_model": args.activations, "notes": tm.notes, "formula": formula,
+               "scan": args.scan, "activations_model": args.activations, "notes": tm.notes, "formula": formula,
                **_parallel(args)}
     if g is not None:
         from .training.comm import comm
@@ -1350,6 +1351,10 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--activations", choices=["engine", "korthikanti"], default="engine",
                             help="engine: each component's saved tensors; korthikanti: the 2022 "
                                  "dense-GPT closed form")
+            sp.add_argument("--scan", choices=["fused", "reference"], default="fused",
+                            help="what Mamba/DeltaNet/short-conv layers save: fused — the CUDA kernels "
+                                 "a GPU run dispatches to (mamba_ssm, fla, causal-conv1d); reference — "
+                                 "transformers' torch path (chunked scans), as the tests measure it")
         sp.add_argument("--gpu", default=None)
         sp.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilisation for the step time")
         sp.add_argument("--overlap", type=float, default=0.0, help="share of communication hidden")

@@ -157,3 +157,20 @@ def test_megatron_preset_hybrid_nemotron():
         n_attn=v["L_A"], n_mlp=v.get("L_F", 0), n_mamba=v["L_M"], n_moe=v["L_E"]))
     got = PRESETS["megatron"](m).xreplace(m.values_with(T=seq, B=batch))
     assert got == sympy.Rational(ref.numerator, ref.denominator)
+
+
+def test_scan_convention_option(capsys):
+    """``train --scan``: the recurrent layers' saved set follows the fused CUDA kernels by default and
+    transformers' torch path (what tests/test_activations.py measures) with ``reference``; a model
+    without scans gets the same bytes either way."""
+    import json
+    from symcost.cli import main
+    out = {}
+    for name in ("nemotron-3-nano-30b-a3b", "llama-3.1-8b"):
+        for scan in ("fused", "reference"):
+            assert main(["train", name, "--seq", "4096", "--micro-batch", "1", "--scan", scan, "--json"]) == 0
+            d = json.loads(capsys.readouterr().out)
+            assert d["scan"] == scan
+            out[name, scan] = d["breakdown"]["activations"]
+    assert out["nemotron-3-nano-30b-a3b", "reference"] > out["nemotron-3-nano-30b-a3b", "fused"]
+    assert out["llama-3.1-8b", "reference"] == out["llama-3.1-8b", "fused"]

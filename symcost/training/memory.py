@@ -86,7 +86,7 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
                  dp=1, tp=1, pp=1, ep=1, cp=1, zero=0, sp=False, recompute="none",
                  optimizer="adamw", grad_dtype="bf16", kernel="flash", act_dtype="bf16",
                  activation_model="engine", hsdp_shard=None, offload="none", virtual=1,
-                 capacity=None) -> TrainMemory:
+                 capacity=None, scan="fused") -> TrainMemory:
     from .activations import dispatch_buffers
     from .schedule import peak
     from .states import States
@@ -99,7 +99,7 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
     check_capacity(model, capacity)
     m = micro_batches(global_batch, micro_batch, dp)
     check_pipeline(model, plan, m, virtual)
-    bw = Backward(kernel=kernel, recompute=recompute, act_dtype=act_dtype)
+    bw = Backward(kernel=kernel, recompute=recompute, act_dtype=act_dtype, scan=scan)
     vals = _values(model, seq, micro_batch, plan, act_dtype)
     states = model_states(model, plan, optimizer=optimizer, grad_dtype=grad_dtype, states=states_opt,
                           virtual=virtual)
