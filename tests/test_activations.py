@@ -256,3 +256,15 @@ def test_deepseek_v4_bounded(kernel, recompute, dtype, low, high):
         measured = saved.saved_bytes(model, B, T)
         gap = (measured - engine_bytes(raw, kernel, recompute, dtype, B, T)) / measured
         assert low <= gap <= high, (B, T, gap)
+
+
+def test_the_measured_list_the_train_notes_quote_is_this_file():
+    """``train`` says whether a model type's activations are measured from
+    symcost/data/activations_measured.json; it must list exactly the types this file measures."""
+    from importlib.resources import files
+    data = json.loads(files("symcost.data").joinpath("activations_measured.json").read_text())
+    here = {f[1] for f in FAMILIES} | {m[1] for m in MORE} | {h[1] for h in HYBRIDS}
+    assert set(data["exact"]) == here and data["bounded"] == ["deepseek_v4"]
+    m = symcost.build("qwen3-next-80b-a3b-thinking")
+    from symcost.training.memory import measured_note
+    assert "measured equal" in measured_note(m) and "not measured" in measured_note(symcost.build("minimax-m3"))
