@@ -63,7 +63,7 @@ class DeepseekV3Adapter(Adapter):
     qk_nope_head_dim: PosInt = 128
     qk_rope_head_dim: PosInt = 64
     v_head_dim: PosInt = 128
-    n_routed_experts: PosInt = _alias(256, "n_routed_experts", "num_local_experts")
+    n_routed_experts: PosInt = _alias(256, "num_local_experts", "n_routed_experts")
     n_shared_experts: PosInt = 1
     moe_intermediate_size: PosInt = 2048
     num_experts_per_tok: PosInt | None = 8
@@ -209,7 +209,7 @@ class DeepseekV2Adapter(DeepseekV3Adapter):
     correction_bias: ClassVar[bool] = False
 
     intermediate_size: PosInt = 11008
-    n_routed_experts: PosInt = _alias(64, "n_routed_experts", "num_experts")
+    n_routed_experts: PosInt = _alias(64, "num_experts", "n_routed_experts")
     n_shared_experts: PosInt = 2
     moe_intermediate_size: PosInt = 1407
     num_experts_per_tok: PosInt | None = None

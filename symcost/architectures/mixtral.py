@@ -26,7 +26,7 @@ class MixtralAdapter(MistralAdapter):
 
     num_key_value_heads: PosInt | None = 8
     sliding_window: Int | None = None  # MixtralConfig's default (Mistral's is 4096)
-    num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_local_experts", "num_experts"))
+    num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_experts", "num_local_experts"))
     num_experts_per_tok: PosInt
 
     @model_validator(mode="after")
