@@ -172,14 +172,18 @@ def _pairs() -> tuple:
         base = oracle.hf_config(raw)
         for path, field, spellings, sub_class in groups:
             node = _node(copy.deepcopy(raw), path)
+            unset = oracle.hf_config(_spelled(raw, path, spellings, {}))  # the class's default
             for i, a in enumerate(spellings):
                 present = [s for s in spellings if s in node]
                 v_a = node[present[0]] if present else _tf_value(base, path, a)
                 if v_a is MISSING or v_a is None:
                     continue  # the class has no such attribute: nothing to agree with
                 for b in spellings[i + 1:]:
-                    v_b = next((v for v in _others(v_a) if _accepted(_spelled(raw, path, spellings, {b: v}))),
-                               MISSING)
+                    # v_b differs from the default too: a spelling the class ignores must not pass
+                    # for one it reads because the value it was given happens to be the default
+                    v_b = next((v for v in _others(v_a) if v != _tf_value(unset, path, a)
+                                and v != _tf_value(unset, path, b)
+                                and _accepted(_spelled(raw, path, spellings, {b: v}))), MISSING)
                     if v_b is MISSING:
                         continue
                     only_a = oracle.hf_config(_spelled(raw, path, spellings, {a: v_a}))
