@@ -15,10 +15,17 @@ editing this file), every pair of spellings of every such field is tried:
 * the config holding both (in either key order) then gives transformers' value of that attribute,
   and symcost's resolved field must equal it, with the parameter count and symbol values of the
   config holding only the winning spelling.
+
+And each spelling alone: where the class declares one of the spellings (a field of its own or an
+``attribute_map`` name), a config holding only spelling ``s`` with a value other than the default
+must give symcost the value the class reads — so a spelling the class ignores (left as a stray
+attribute, the declared field at its default) is not read by symcost either, unless the config
+model declares it in ``remote_code_names`` (the Hub file's names its remote code reads).
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 from contextlib import contextmanager
 from functools import lru_cache
 
@@ -49,14 +56,14 @@ def _models(annotation):
 
 
 def _groups(cls, path=()) -> list[tuple]:
-    """(path, field, spellings) of every field of ``cls`` with several spellings, nested models too."""
+    """(path, field, spellings, model) of every field of ``cls`` with several spellings, nested models too."""
     out = []
     for name, field in cls.model_fields.items():
         alias = field.validation_alias
         if isinstance(alias, AliasChoices):
             names = [c for c in alias.choices if isinstance(c, str)]
             if len(names) > 1:
-                out.append((path, name, tuple(names)))
+                out.append((path, name, tuple(names), cls))
         key = alias if isinstance(alias, str) else (field.alias or name)
         for sub in _models(field.annotation):
             out += _groups(sub, path + (key,))
@@ -170,7 +177,7 @@ def _pairs() -> tuple:
         for key, cls in _sub_adapters(raw):
             groups += [g + (cls,) for g in _groups(cls, (key,))]
         base = oracle.hf_config(raw)
-        for path, field, spellings, sub_class in groups:
+        for path, field, spellings, _owner, sub_class in groups:
             node = _node(copy.deepcopy(raw), path)
             unset = oracle.hf_config(_spelled(raw, path, spellings, {}))  # the class's default
             for i, a in enumerate(spellings):
@@ -197,7 +204,48 @@ def _pairs() -> tuple:
     return tuple(out)
 
 
+def _declared(cfg, path, spellings) -> str | None:
+    """The spelling the class declares as a field (or maps through ``attribute_map``), if any."""
+    for k in path:
+        cfg = getattr(cfg, k)
+    if not dataclasses.is_dataclass(cfg):
+        return None
+    own = {f.name for f in dataclasses.fields(cfg)} | set(type(cfg).attribute_map)
+    return next((s for s in spellings if s in own), None)
+
+
+@lru_cache(maxsize=1)
+def _singles() -> tuple:
+    """(id, raw, path, field, sub-adapter class, spellings, s, value, declared attribute)."""
+    out = []
+    for mt, raw in sorted(_first_tiny().items()):
+        if oracle.ORACLE_TYPE.get(mt, mt) not in CONFIG_MAPPING:
+            continue
+        groups = [g + (None,) for g in _groups(architectures.get(mt))]
+        for key, cls in _sub_adapters(raw):
+            groups += [g + (cls,) for g in _groups(cls, (key,))]
+        base = oracle.hf_config(raw)
+        for path, field, spellings, owner, sub_class in groups:
+            attr = _declared(base, path, spellings)
+            if attr is None:
+                continue  # the class has no such field: nothing to agree with
+            node = _node(copy.deepcopy(raw), path)
+            present = [s for s in spellings if s in node]
+            v0 = node[present[0]] if present else _tf_value(base, path, attr)
+            default = _tf_value(oracle.hf_config(_spelled(raw, path, spellings, {})), path, attr)
+            for s in spellings:
+                if s in getattr(owner, "remote_code_names", ()):
+                    continue  # read as the Hub file's remote code reads it, declared by the model
+                v = next((w for w in [v0, *_others(v0)] if w != default and w is not None
+                          and _accepted(_spelled(raw, path, spellings, {s: w}))), MISSING)
+                if v is not MISSING:
+                    ident = f"{mt}-{'.'.join(path + (field,))}-{s}"
+                    out.append((ident, raw, path, field, sub_class, spellings, s, v, attr))
+    return tuple(out)
+
+
 PAIRS = _pairs()
+SINGLES = _singles()
 
 
 def test_pairs_found():
@@ -205,6 +253,7 @@ def test_pairs_found():
     leave the test below with nothing to check): at least one pair per family that declares one."""
     families = {p[0].split("-")[0] for p in PAIRS}
     assert len(PAIRS) >= 20 and {"mixtral", "gpt2", "deepseek_v3"} <= families
+    assert len(SINGLES) >= 2 * len(PAIRS) - 10
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=[p[0] for p in PAIRS])
@@ -220,3 +269,13 @@ def test_both_spellings_resolve_as_transformers(pair, order):
     assert got == expected, f"{'.'.join(path + (field,))}: symcost read {got!r}, transformers keeps {winner}={expected!r}"
     alone = _spelled(raw, path, spellings, {winner: expected})
     assert _costs(both) == _costs(alone)
+
+
+@pytest.mark.parametrize("single", SINGLES, ids=[p[0] for p in SINGLES])
+def test_each_spelling_alone_reads_as_transformers(single):
+    _, raw, path, field, sub_class, spellings, s, v, attr = single
+    alone = _spelled(raw, path, spellings, {s: v})
+    expected = _tf_value(oracle.hf_config(alone), path, attr)
+    got = _resolved(copy.deepcopy(alone), path, field, sub_class)
+    assert got == expected, (f"{'.'.join(path + (s,))}={v!r} alone: symcost read {got!r}, "
+                             f"transformers' {attr} is {expected!r}")

@@ -282,6 +282,11 @@ class MoonViTConfig(BaseModel):
     absent, the Hub file's (``vt_*``, ``init_pos_emb_*``), which the original remote code reads."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
+    #: spellings the remote code reads and transformers' class does not (it keeps its defaults):
+    #: the one deliberate exception to tests/test_alias_precedence.py's "a spelling alone" check
+    remote_code_names: ClassVar[frozenset] = frozenset({
+        "vt_hidden_size", "vt_intermediate_size", "vt_num_hidden_layers", "init_pos_emb_height",
+        "init_pos_emb_width"})
     #: fields the tower's weights and FLOPs do not depend on (symcost.fields)
     unused: ClassVar[dict[str, str]] = {
         "num_attention_heads": "heads split the width; no weight or FLOP depends on their count",
