@@ -3,6 +3,18 @@
 An adapter is a pydantic model whose fields are named exactly as in ``config.json``; it ignores
 unknown keys, derives the defaults ``transformers`` derives, checks consistency (naming the
 field), and ``to_model()`` returns the architecture-neutral ``Model``.
+
+A field with several spellings (``num_local_experts`` / ``num_experts``, ``n_embd`` /
+``hidden_size``) takes ``validation_alias=AliasChoices(...)``, and the one rule for its order is:
+**the spelling transformers' config class keeps when a config holds several comes first** (pydantic
+reads the first one present). For an ``attribute_map`` alias that is usually the alias, which the
+class sets after its declared fields and so overrides the canonical value
+(``AutoConfig.for_model('mixtral', num_local_experts=4, num_experts=6).num_local_experts == 6``);
+where the class declares the alias as a field of its own (Kimi-Linear's ``num_local_experts``,
+GLM-4-MoE's ``num_mtp_layers``) the canonical one is kept. A spelling the class does not read
+(no ``attribute_map`` entry: GraniteMoe's ``num_experts``) is not a choice at all, unless a config
+model declares it in ``remote_code_names`` (a Hub file's name that only its remote code reads).
+tests/test_alias_precedence.py checks every pair, and every spelling alone, against the class.
 """
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ class DeepseekV3Adapter(Adapter):
     qk_nope_head_dim: PosInt = 128
     qk_rope_head_dim: PosInt = 64
     v_head_dim: PosInt = 128
-    n_routed_experts: PosInt = _alias(256, "n_routed_experts", "num_local_experts")
+    n_routed_experts: PosInt = _alias(256, "num_local_experts", "n_routed_experts")
     n_shared_experts: PosInt = 1
     moe_intermediate_size: PosInt = 2048
     num_experts_per_tok: PosInt | None = 8
@@ -209,7 +209,7 @@ class DeepseekV2Adapter(DeepseekV3Adapter):
     correction_bias: ClassVar[bool] = False
 
     intermediate_size: PosInt = 11008
-    n_routed_experts: PosInt = _alias(64, "n_routed_experts", "num_experts")
+    n_routed_experts: PosInt = _alias(64, "num_experts", "n_routed_experts")
     n_shared_experts: PosInt = 2
     moe_intermediate_size: PosInt = 1407
     num_experts_per_tok: PosInt | None = None
@@ -282,6 +282,11 @@ class MoonViTConfig(BaseModel):
     absent, the Hub file's (``vt_*``, ``init_pos_emb_*``), which the original remote code reads."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
+    #: spellings the remote code reads and transformers' class does not (it keeps its defaults):
+    #: the one deliberate exception to tests/test_alias_precedence.py's "a spelling alone" check
+    remote_code_names: ClassVar[frozenset] = frozenset({
+        "vt_hidden_size", "vt_intermediate_size", "vt_num_hidden_layers", "init_pos_emb_height",
+        "init_pos_emb_width"})
     #: fields the tower's weights and FLOPs do not depend on (symcost.fields)
     unused: ClassVar[dict[str, str]] = {
         "num_attention_heads": "heads split the width; no weight or FLOP depends on their count",

@@ -58,8 +58,8 @@ class DeepseekV4Adapter(Adapter):
     head_dim: PosInt = 512
     q_lora_rank: PosInt = 1024
     moe_intermediate_size: PosInt = Field(2048, validation_alias=AliasChoices(
-        "moe_intermediate_size", "intermediate_size"))
-    n_routed_experts: PosInt = Field(256, validation_alias=AliasChoices("n_routed_experts", "num_local_experts"))
+        "intermediate_size", "moe_intermediate_size"))
+    n_routed_experts: PosInt = Field(256, validation_alias=AliasChoices("num_local_experts", "n_routed_experts"))
     n_shared_experts: NonNegInt = 1
     num_experts_per_tok: PosInt = 6
     hc_mult: PosInt = 4

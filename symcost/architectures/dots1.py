@@ -39,7 +39,7 @@ class Dots1Adapter(LlamaAdapter):
     num_attention_heads: PosInt = 32
     num_key_value_heads: PosInt | None = 32
     n_shared_experts: PosInt  # Dots1MoE always builds the shared expert (None would not build)
-    n_routed_experts: PosInt = Field(validation_alias=AliasChoices("n_routed_experts", "num_local_experts"))
+    n_routed_experts: PosInt = Field(validation_alias=AliasChoices("num_local_experts", "n_routed_experts"))
     num_experts_per_tok: PosInt | None = None  # Dots1Config's default; the router needs one
     first_k_dense_replace: NonNegInt = 0
     sliding_window: PosInt | None = 4096

@@ -64,8 +64,8 @@ class Ernie45MoeAdapter(Ernie45Adapter):
     num_key_value_heads: PosInt | None = 4
     head_dim: PosInt | None = None
     moe_intermediate_size: PosInt = 1536
-    moe_k: PosInt = Field(6, validation_alias=AliasChoices("moe_k", "num_experts_per_tok"))
-    moe_num_experts: PosInt = Field(64, validation_alias=AliasChoices("moe_num_experts", "num_experts"))
+    moe_k: PosInt = Field(6, validation_alias=AliasChoices("num_experts_per_tok", "moe_k"))
+    moe_num_experts: PosInt = Field(64, validation_alias=AliasChoices("num_experts", "moe_num_experts"))
     moe_num_shared_experts: NonNegInt = 2
     moe_layer_start_index: int = 1
     moe_layer_end_index: int = -1

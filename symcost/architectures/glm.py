@@ -77,7 +77,7 @@ class Glm4MoeAdapter(_GlmChecks, DeepseekV3Adapter):
     partial_rotary_factor: float | None = _ROPE_DEFAULT
     rope_parameters: dict | None = None
     rope_scaling: dict | None = None
-    n_routed_experts: PosInt = _alias(128, "n_routed_experts", "num_local_experts")
+    n_routed_experts: PosInt = _alias(128, "num_local_experts", "n_routed_experts")
     n_shared_experts: NonNegInt = 1
     moe_intermediate_size: PosInt = 1408
     num_experts_per_tok: PosInt | None = 8
@@ -138,7 +138,7 @@ class Glm4MoeLiteAdapter(_GlmChecks, DeepseekV3Adapter):
     qk_nope_head_dim: PosInt = 192
     qk_rope_head_dim: PosInt = _alias(64, "head_dim", "qk_rope_head_dim")  # attribute_map: head_dim wins
     v_head_dim: PosInt = 256
-    n_routed_experts: PosInt = _alias(64, "n_routed_experts", "num_local_experts")
+    n_routed_experts: PosInt = _alias(64, "num_local_experts", "n_routed_experts")
     n_shared_experts: NonNegInt = 1
     moe_intermediate_size: PosInt = 1536
     num_experts_per_tok: PosInt | None = 4
@@ -180,7 +180,7 @@ class GlmMoeDsaAdapter(_GlmChecks, DeepseekV32Adapter):
     qk_nope_head_dim: PosInt = 192
     qk_rope_head_dim: PosInt = 64
     v_head_dim: PosInt = 256
-    n_routed_experts: PosInt = _alias(256, "num_experts", "n_routed_experts", "num_local_experts")
+    n_routed_experts: PosInt = _alias(256, "num_local_experts", "num_experts", "n_routed_experts")
     n_shared_experts: NonNegInt = 1
     moe_intermediate_size: PosInt = 2048
     num_experts_per_tok: PosInt | None = 8

@@ -30,10 +30,10 @@ def _alias(*names: str):
 class GPT2Adapter(Adapter):
     reference: ClassVar[str] = "GPT2LMHeadModel"
 
-    n_embd: PosInt = _alias("n_embd", "hidden_size")
-    n_layer: LayerCount = _alias("n_layer", "num_hidden_layers")
-    n_head: PosInt = _alias("n_head", "num_attention_heads")
-    n_positions: PosInt = _alias("n_positions", "max_position_embeddings")
+    n_embd: PosInt = _alias("hidden_size", "n_embd")
+    n_layer: LayerCount = _alias("num_hidden_layers", "n_layer")
+    n_head: PosInt = _alias("num_attention_heads", "n_head")
+    n_positions: PosInt = _alias("max_position_embeddings", "n_positions")
     vocab_size: PosInt
     n_inner: PosInt | None = None
     tie_word_embeddings: bool = True

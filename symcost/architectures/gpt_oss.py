@@ -28,7 +28,7 @@ from .llama import LAYER_NORMS, LlamaAdapter
 class GptOssAdapter(LlamaAdapter):
     reference: ClassVar[str] = "GptOssForCausalLM"
 
-    num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_local_experts", "num_experts"))
+    num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_experts", "num_local_experts"))
     num_experts_per_tok: PosInt = 4
     num_key_value_heads: PosInt | None = 8
     head_dim: PosInt | None = 64

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import model_validator
 
 from ..assembly import Model
 from ..components.moe import MoE
@@ -52,7 +52,7 @@ class GraniteAdapter(LlamaAdapter):
 class GraniteMoeAdapter(GraniteAdapter):
     reference: ClassVar[str] = "GraniteMoeForCausalLM"
 
-    num_local_experts: PosInt = Field(8, validation_alias=AliasChoices("num_local_experts", "num_experts"))
+    num_local_experts: PosInt = 8  # GraniteMoeConfig has no attribute_map: num_experts is not read
     num_experts_per_tok: PosInt = 2
 
     @model_validator(mode="after")

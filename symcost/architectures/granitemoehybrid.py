@@ -51,8 +51,8 @@ class GraniteMoeHybridAdapter(MambaHybridAdapter):
     num_experts_per_tok: PosInt = 2
     shared_intermediate_size: NonNegInt = 1024
     position_embedding_type: str | None = None
-    layer_types: list[str] | None = Field(None, validation_alias=AliasChoices("layer_types",
-                                                                              "layers_block_type"))
+    layer_types: list[str] | None = Field(None, validation_alias=AliasChoices("layers_block_type",
+                                                                              "layer_types"))
 
     @model_validator(mode="after")
     def _consistent(self):

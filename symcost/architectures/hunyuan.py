@@ -51,8 +51,8 @@ class HunYuanDenseAdapter(LlamaAdapter):
 class HunYuanMoeAdapter(HunYuanDenseAdapter):
     reference: ClassVar[str] = "HunYuanMoEV1ForCausalLM"
 
-    num_experts: PosInt = Field(1, validation_alias=AliasChoices("num_experts", "num_local_experts"))
-    moe_topk: PosInt | list[PosInt] = Field(1, validation_alias=AliasChoices("moe_topk", "num_experts_per_tok"))
+    num_experts: PosInt = Field(1, validation_alias=AliasChoices("num_local_experts", "num_experts"))
+    moe_topk: PosInt | list[PosInt] = Field(1, validation_alias=AliasChoices("num_experts_per_tok", "moe_topk"))
 
     @model_validator(mode="after")
     def _moe_consistent(self):

@@ -76,7 +76,7 @@ class JambaAdapter(GQAHeads, Adapter):
     num_key_value_heads: PosInt | None = 8
     head_dim: PosInt | None = None
     num_experts_per_tok: PosInt = 2
-    num_experts: PosInt = Field(16, validation_alias=AliasChoices("num_experts", "num_local_experts"))
+    num_experts: PosInt = Field(16, validation_alias=AliasChoices("num_local_experts", "num_experts"))
     expert_layer_period: PosInt = 2
     expert_layer_offset: int = 1
     attn_layer_period: PosInt = 8

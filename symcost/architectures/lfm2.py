@@ -142,7 +142,7 @@ class Lfm2MoeAdapter(Lfm2Adapter):
     moe_intermediate_size: PosInt = 1792
     num_dense_layers: NonNegInt = 2
     num_experts_per_tok: PosInt = 4
-    num_experts: PosInt = Field(32, validation_alias=AliasChoices("num_experts", "num_local_experts"))
+    num_experts: PosInt = 32  # Lfm2MoeConfig has no attribute_map: num_local_experts is not read
     use_expert_bias: bool = True
     norm_topk_prob: bool = True
 

@@ -62,7 +62,7 @@ class MiMoV2FlashAdapter(Adapter):
     v_head_dim: PosInt = 128
     intermediate_size: PosInt = 16384
     moe_intermediate_size: PosInt = 2048
-    n_routed_experts: PosInt = Field(256, validation_alias=AliasChoices("n_routed_experts", "num_local_experts"))
+    n_routed_experts: PosInt = Field(256, validation_alias=AliasChoices("num_local_experts", "n_routed_experts"))
     num_experts_per_tok: PosInt = 8
     n_group: PosInt | None = 1
     topk_group: PosInt | None = 1

@@ -36,7 +36,7 @@ class MiniMaxM2Adapter(LlamaAdapter):
         "use_routing_bias": "the routing bias buffer is always built",
         "attn_type_list": "every layer is full attention in the reference class"}
 
-    num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_local_experts", "num_experts"))
+    num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_experts", "num_local_experts"))
     num_experts_per_tok: PosInt = 8
     num_key_value_heads: PosInt = 8
     head_dim: PosInt = 128

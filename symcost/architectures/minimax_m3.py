@@ -124,7 +124,7 @@ class MiniMaxM3TextAdapter(Adapter):
     intermediate_size: PosInt = 3072
     dense_intermediate_size: PosInt = 12288
     shared_intermediate_size: PosInt = 3072
-    num_local_experts: PosInt = Field(128, validation_alias=AliasChoices("num_local_experts", "num_experts"))
+    num_local_experts: PosInt = Field(128, validation_alias=AliasChoices("num_experts", "num_local_experts"))
     num_experts_per_tok: PosInt = 4
     tie_word_embeddings: bool = False
     layer_types: list[str] | None = None

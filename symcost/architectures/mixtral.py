@@ -26,7 +26,7 @@ class MixtralAdapter(MistralAdapter):
 
     num_key_value_heads: PosInt | None = 8
     sliding_window: Int | None = None  # MixtralConfig's default (Mistral's is 4096)
-    num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_local_experts", "num_experts"))
+    num_local_experts: PosInt = Field(validation_alias=AliasChoices("num_experts", "num_local_experts"))
     num_experts_per_tok: PosInt
 
     @model_validator(mode="after")
@@ -62,7 +62,7 @@ class PhimoeAdapter(MixtralAdapter):
     intermediate_size: PosInt = 6400
     num_hidden_layers: LayerCount = 32
     num_attention_heads: PosInt = 32
-    num_local_experts: PosInt = Field(16, validation_alias=AliasChoices("num_local_experts", "num_experts"))
+    num_local_experts: PosInt = 16  # PhimoeConfig has no attribute_map: num_experts is not read
     num_experts_per_tok: PosInt = 2
     lm_head_bias: bool = False
 

@@ -52,7 +52,7 @@ class NemotronHAdapter(Adapter):
 
     vocab_size: PosInt
     hidden_size: PosInt
-    layers_block_type: list[str] | None = _alias("layers_block_type", "layer_types", default=None)
+    layers_block_type: list[str] | None = _alias("layer_types", "layers_block_type", default=None)
     hybrid_override_pattern: str | None = None
     num_hidden_layers: LayerCount | None = None  # transformers derives it from the stack
     num_attention_heads: PosInt = 32
@@ -69,7 +69,7 @@ class NemotronHAdapter(Adapter):
     use_conv_bias: bool = _alias("mamba_conv_bias", "use_conv_bias", default=True)
     chunk_size: PosInt = _alias("mamba_chunk_size", "chunk_size", default=128)
     use_bias: bool = False
-    n_routed_experts: PosInt = _alias("n_routed_experts", "num_local_experts", default=8)
+    n_routed_experts: PosInt = _alias("num_local_experts", "n_routed_experts", default=8)
     num_experts_per_tok: PosInt = 2
     moe_intermediate_size: PosInt = 7688
     moe_shared_expert_intermediate_size: PosInt = 7688

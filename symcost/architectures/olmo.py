@@ -127,7 +127,7 @@ class OlmoeAdapter(_OlmoMoe, LlamaAdapter):
     intermediate_size: PosInt = 2048
     num_hidden_layers: LayerCount = 16
     num_attention_heads: PosInt = 16
-    num_experts: PosInt = Field(64, validation_alias=AliasChoices("num_experts", "num_local_experts"))
+    num_experts: PosInt = Field(64, validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 8
 
     @model_validator(mode="after")
@@ -151,5 +151,5 @@ class FlexOlmoAdapter(_OlmoMoe, Olmo2Adapter):
     reference: ClassVar[str] = "FlexOlmoForCausalLM"
 
     vocab_size: PosInt = 100_352
-    num_experts: PosInt = Field(7, validation_alias=AliasChoices("num_experts", "num_local_experts"))
+    num_experts: PosInt = Field(7, validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 5

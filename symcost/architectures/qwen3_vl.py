@@ -40,10 +40,10 @@ class QwenVisionConfig(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    depth: PosInt = _alias(27, "depth", "num_hidden_layers")
+    depth: PosInt = _alias(27, "num_hidden_layers", "depth")
     hidden_size: PosInt = 1152
     intermediate_size: PosInt = 4304
-    num_heads: PosInt = _alias(16, "num_heads", "num_attention_heads")
+    num_heads: PosInt = _alias(16, "num_attention_heads", "num_heads")
     in_channels: PosInt = 3
     patch_size: PosInt = 16
     spatial_merge_size: PosInt = 2
@@ -156,7 +156,7 @@ class Qwen3VLMoeTextAdapter(Qwen3MoeAdapter):
     num_attention_heads: PosInt = 16
     num_key_value_heads: PosInt | None = 16
     head_dim: PosInt | None = None
-    num_experts: NonNegInt = _alias(60, "num_experts", "num_local_experts")
+    num_experts: NonNegInt = _alias(60, "num_local_experts", "num_experts")
     num_experts_per_tok: PosInt = 4
     moe_intermediate_size: PosInt = 1408
     layer_types: Any = None
