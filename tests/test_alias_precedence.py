@@ -166,6 +166,14 @@ def _accepted(raw) -> bool:
     return True
 
 
+def _hf(raw):
+    """transformers' config object for ``raw``, or None when the class refuses it."""
+    try:
+        return oracle.hf_config(raw)
+    except Exception:  # noqa: BLE001 - a form the class refuses has nothing to agree with
+        return None
+
+
 @lru_cache(maxsize=1)
 def _pairs() -> tuple:
     """(id, raw, path, field, sub-adapter class, spellings, a, v_a, b, v_b, transformers' attribute)."""
@@ -179,7 +187,9 @@ def _pairs() -> tuple:
         base = oracle.hf_config(raw)
         for path, field, spellings, _owner, sub_class in groups:
             node = _node(copy.deepcopy(raw), path)
-            unset = oracle.hf_config(_spelled(raw, path, spellings, {}))  # the class's default
+            unset = _hf(_spelled(raw, path, spellings, {}))  # the class's default
+            if unset is None:  # the class cannot build the config without the field (its derived
+                continue       # default contradicts another field, e.g. a 54-entry layer_types)
             for i, a in enumerate(spellings):
                 present = [s for s in spellings if s in node]
                 v_a = node[present[0]] if present else _tf_value(base, path, a)
@@ -193,8 +203,10 @@ def _pairs() -> tuple:
                                 and _accepted(_spelled(raw, path, spellings, {b: v}))), MISSING)
                     if v_b is MISSING:
                         continue
-                    only_a = oracle.hf_config(_spelled(raw, path, spellings, {a: v_a}))
-                    only_b = oracle.hf_config(_spelled(raw, path, spellings, {b: v_b}))
+                    only_a = _hf(_spelled(raw, path, spellings, {a: v_a}))
+                    only_b = _hf(_spelled(raw, path, spellings, {b: v_b}))
+                    if only_a is None or only_b is None:
+                        continue
                     attrs = [t for t in (a, b)
                              if _tf_value(only_a, path, t) == v_a and _tf_value(only_b, path, t) == v_b]
                     if not attrs:
@@ -232,7 +244,10 @@ def _singles() -> tuple:
             node = _node(copy.deepcopy(raw), path)
             present = [s for s in spellings if s in node]
             v0 = node[present[0]] if present else _tf_value(base, path, attr)
-            default = _tf_value(oracle.hf_config(_spelled(raw, path, spellings, {})), path, attr)
+            unset = _hf(_spelled(raw, path, spellings, {}))
+            if unset is None:  # the class cannot build the config without the field
+                continue
+            default = _tf_value(unset, path, attr)
             for s in spellings:
                 if s in getattr(owner, "remote_code_names", ()):
                     continue  # read as the Hub file's remote code reads it, declared by the model

@@ -28,9 +28,9 @@ from ..components.mamba2 import Mamba2
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, GQAHeads, LayerCount, PosInt, values
+from .base import LEGACY_LAYER_TYPES, Adapter, GQAHeads, LayerCount, PosInt, values
 
-LEGACY = {"mamba": "linear_attention", "attention": "full_attention"}  # transformers' remap
+LEGACY = LEGACY_LAYER_TYPES  # transformers' remap_legacy_layer_types
 KINDS = ("linear_attention", "full_attention")
 #: layer kind -> (group name, count symbol)
 GROUPS = {"linear_attention": ("mamba_layers", sym.L_M), "full_attention": ("attention_layers", sym.L_A)}

@@ -37,6 +37,9 @@ PosInt = Annotated[int, Field(gt=0, le=MAX_INT, strict=True)]
 NonNegInt = Annotated[int, Field(ge=0, le=MAX_INT, strict=True)]
 LayerCount = Annotated[int, Field(gt=0, le=MAX_LAYERS, strict=True)]
 
+#: layer-type names transformers' hybrid configs remap on load (``remap_legacy_layer_types``)
+LEGACY_LAYER_TYPES = {"mamba": "linear_attention", "attention": "full_attention"}
+
 #: longest quoted value in an error line (a 100 MB string must not become a 100 MB line)
 QUOTE_LIMIT = 80
 MESSAGE_LIMIT = 400

@@ -32,10 +32,10 @@ from ..components.norm import Norms
 from ..notation import sym
 from ..terms import Terms
 from . import register
-from .base import MAX_LAYERS, Adapter, LayerCount, NonNegInt, PosInt, quote, values
+from .base import LEGACY_LAYER_TYPES, MAX_LAYERS, Adapter, LayerCount, NonNegInt, PosInt, quote, values
 
 PATTERN = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
-LEGACY = {"mamba": "linear_attention", "attention": "full_attention"}
+LEGACY = LEGACY_LAYER_TYPES  # transformers' remap_legacy_layer_types
 #: layer kind -> (group name, count symbol)
 KINDS = {"linear_attention": ("mamba_layers", sym.L_M), "full_attention": ("attention_layers", sym.L_A),
          "mlp": ("mlp_layers", sym.L_F), "moe": ("moe_layers", sym.L_E)}

@@ -8,8 +8,8 @@ layers (``(block_types * 100)[:L]``): ``recurrent`` → the Griffin recurrent bl
 (``components.rglru``, w = ``lru_width``, default d, in H_q = ``num_attention_heads`` gate blocks
 of D_lru = w/H_q; K_c = ``conv1d_width``), ``attention`` → GQA attention with RoPE over half of
 D_h (``head_dim``, default d/H_q), q/k/v biases with ``attention_bias``, o_proj always biased, a
-sliding window W = ``attention_window_size`` (alias ``sliding_window``; the cache keeps
-min(T, W − 1) tokens). The MLP is a gated ``hidden_activation`` MLP of d_ff = ``intermediate_size``
+sliding window W = ``attention_window_size`` (alias ``sliding_window``, which wins when both are
+given, as in transformers; the cache keeps min(T, W − 1) tokens). The MLP is a gated ``hidden_activation`` MLP of d_ff = ``intermediate_size``
 // 2 with biases on all three projections. Groups: L_rec recurrent and L_swa attention layers.
 The recurrent block's conv and RG-LRU state live on the modules (not in the cache object the
 model builds); the RG-LRU state is float32 (``Model.state_dtype``).
@@ -43,8 +43,8 @@ class RecurrentGemmaAdapter(Adapter):
     intermediate_size: PosInt = 3 * 2560
     num_attention_heads: PosInt = 10
     lru_width: PosInt | None = None
-    attention_window_size: PosInt = Field(2048, validation_alias=AliasChoices("attention_window_size",
-                                                                             "sliding_window"))
+    attention_window_size: PosInt = Field(2048, validation_alias=AliasChoices("sliding_window",
+                                                                             "attention_window_size"))
     conv1d_width: PosInt = 4
     hidden_activation: str = "gelu_pytorch_tanh"
     block_types: list[str] | None = ["recurrent", "recurrent", "attention"]

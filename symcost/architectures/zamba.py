@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 
 from ..assembly import LayerGroup, Model
 from ..components.embedding import Embedding, LMHead
@@ -47,8 +47,8 @@ class ZambaAdapter(Adapter):
     intermediate_size: PosInt = 14848
     num_hidden_layers: LayerCount = 76
     num_attention_heads: PosInt = 16
-    attention_head_dim: PosInt | None = Field(None, validation_alias=AliasChoices("attention_head_dim",
-                                                                                  "head_dim"))
+    attention_head_dim: PosInt | None = Field(None, validation_alias=AliasChoices("head_dim",
+                                                                                  "attention_head_dim"))
     num_key_value_heads: PosInt = 16
     n_mamba_heads: PosInt = 2
     hidden_act: str = "gelu"
@@ -60,8 +60,14 @@ class ZambaAdapter(Adapter):
     mamba_dt_rank: int | str = "auto"
     mamba_conv_bias: bool = True
     mamba_proj_bias: bool = False
-    layers_block_type: list[str] | None = Field(None, validation_alias=AliasChoices("layers_block_type",
-                                                                                    "layer_types"))
+    layers_block_type: list[str] | None = Field(None, validation_alias=AliasChoices("layer_types",
+                                                                                    "layers_block_type"))
+
+    @field_validator("layers_block_type")
+    @classmethod
+    def _transformers_names(cls, v):
+        """The layer names as ZambaConfig writes them back (legacy ``mamba`` → ``linear_attention``)."""
+        return None if v is None else [LEGACY.get(k, k) if isinstance(k, str) else k for k in v]
 
     @model_validator(mode="after")
     def _consistent(self):

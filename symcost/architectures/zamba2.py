@@ -33,9 +33,9 @@ from ..components.norm import Norms
 from ..components.shared_block import SharedBlockCall, SharedBlockWeights
 from ..notation import sym
 from . import register
-from .base import Adapter, LayerCount, NonNegInt, PosInt, quote, values
+from .base import LEGACY_LAYER_TYPES, Adapter, LayerCount, NonNegInt, PosInt, quote, values
 
-LEGACY = {"mamba": "linear_attention"}  # transformers' remap_legacy_layer_types
+LEGACY = LEGACY_LAYER_TYPES  # transformers' remap_legacy_layer_types
 KINDS = ("linear_attention", "hybrid")
 #: Zamba2Config's default stack (54 layers)
 DEFAULT_STACK = (["linear_attention"] + (["linear_attention"] * 5 + ["hybrid"]) * 7 + ["linear_attention"] * 4
