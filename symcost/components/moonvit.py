@@ -35,7 +35,7 @@ from ..notation import sym
 from ..primitives import Linear, Norm, Param
 from ..terms import Terms
 from .base import Component
-from .vit import encoder_image_flops
+from .vit import MergedPatchTower, encoder_image_flops
 
 NO_ROWS = sympy.Integer(0)  # text-only phases: the tower does not run
 
@@ -100,26 +100,9 @@ class MoonViTProjector(Component):
 
 
 @dataclass(frozen=True)
-class MoonViT(Component):
-    """The whole tower + projector, for the per-image questions (the model's parameters are the parts above)."""
-
-    key = "vision"
-    modality = "image"
-    d: sympy.Expr = sym.d
-    d_vis: sympy.Expr = sym.d_vis
-    d_ff_vis: sympy.Expr = sym.d_ff_vis
-    L_vis: sympy.Expr = sym.L_vis
-    p_vis: sympy.Expr = sym.p_vis
-    C_img: sympy.Expr = sym.C_img
-    N_pat: sympy.Expr = sym.N_pat
-    m_vis: sympy.Expr = sym.m_vis
-
-    def primitives(self, ph: Phase | None = None):
-        return []  # the weights are counted by MoonViTStem, MoonViTBlock and MoonViTProjector
-
-    def image_tokens(self) -> sympy.Expr:
-        """Text tokens one image fills: one per merged m_vis-patch kernel."""
-        return self.N_pat / self.m_vis
+class MoonViT(MergedPatchTower):
+    """The whole tower + projector, for the per-image questions (the model's parameters are
+    MoonViTStem, MoonViTBlock and MoonViTProjector); one text token per merged m_vis-patch kernel."""
 
     def image_flops(self) -> Terms:
         """Forward matmul FLOPs of one still image (eager attention), the tower + projector."""

@@ -13,9 +13,14 @@ tests/test_vision.py under FlopCounterMode).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sympy
 
+from ..conventions import Phase
+from ..notation import sym
 from ..terms import Terms
+from .base import Component
 
 
 def encoder_image_flops(N: sympy.Expr, d_vis: sympy.Expr, d_ff_vis: sympy.Expr, L_vis: sympy.Expr,
@@ -28,3 +33,27 @@ def encoder_image_flops(N: sympy.Expr, d_vis: sympy.Expr, d_ff_vis: sympy.Expr, 
     t.add("values", L_vis * 2 * N**2 * d_vis, "PV: 2·N_pat²·d_vis per layer")
     t.add("mlp", L_vis * 4 * N * d_vis * d_ff_vis, "fc1 + fc2 over N_pat rows")
     return t
+
+
+@dataclass(frozen=True)
+class MergedPatchTower(Component):
+    """A whole ViT tower + projector for the per-image questions, whose weights other components
+    count (stem, blocks, projector): ``image_tokens()`` = N_pat / m_vis text tokens per image, one
+    per merged (or pixel-shuffled) group of m_vis patches. Subclasses add ``image_flops()``."""
+
+    key = "vision"
+    modality = "image"
+    d: sympy.Expr = sym.d
+    d_vis: sympy.Expr = sym.d_vis
+    d_ff_vis: sympy.Expr = sym.d_ff_vis
+    L_vis: sympy.Expr = sym.L_vis
+    p_vis: sympy.Expr = sym.p_vis
+    C_img: sympy.Expr = sym.C_img
+    N_pat: sympy.Expr = sym.N_pat
+    m_vis: sympy.Expr = sym.m_vis
+
+    def primitives(self, ph: Phase | None = None):
+        return []  # the weights are counted by the tower's stem, block and projector components
+
+    def image_tokens(self) -> sympy.Expr:
+        return self.N_pat / self.m_vis
