@@ -39,8 +39,8 @@ from ..notation import sym
 from ..primitives import Linear, Norm, Param
 from ..terms import Terms
 from .base import Component
-from .moonvit import NO_ROWS, MoonViTBlock
-from .vit import MergedPatchTower, encoder_image_flops
+from .moonvit import NO_ROWS, MergedPatchTower, MoonViTBlock
+from .vit import encoder_image_flops
 
 
 def _lin(name, in_, out, ph, doc):

@@ -35,7 +35,7 @@ from ..notation import sym
 from ..primitives import Linear, Norm, Param
 from ..terms import Terms
 from .base import Component
-from .vit import MergedPatchTower, encoder_image_flops
+from .vit import encoder_image_flops
 
 NO_ROWS = sympy.Integer(0)  # text-only phases: the tower does not run
 
@@ -97,6 +97,32 @@ class MoonViTProjector(Component):
 
     def label(self) -> str:
         return "MoonViT final norm + patch-merger projector"
+
+
+@dataclass(frozen=True)
+class MergedPatchTower(Component):
+    """A whole ViT tower + projector for the per-image questions, whose weights other components
+    count (stem, blocks, projector): ``image_tokens()`` = N_pat / m_vis text tokens per image, one
+    per merged (or pixel-shuffled) group of m_vis patches. Subclasses add ``image_flops()``
+    (MoonViT here, Llama 4's tower in ``llama4_vision``)."""
+
+    key = "vision"
+    modality = "image"
+    abstract = True  # not a sheet section of its own (report.mechanisms)
+    d: sympy.Expr = sym.d
+    d_vis: sympy.Expr = sym.d_vis
+    d_ff_vis: sympy.Expr = sym.d_ff_vis
+    L_vis: sympy.Expr = sym.L_vis
+    p_vis: sympy.Expr = sym.p_vis
+    C_img: sympy.Expr = sym.C_img
+    N_pat: sympy.Expr = sym.N_pat
+    m_vis: sympy.Expr = sym.m_vis
+
+    def primitives(self, ph: Phase | None = None):
+        return []  # the weights are counted by the tower's stem, block and projector components
+
+    def image_tokens(self) -> sympy.Expr:
+        return self.N_pat / self.m_vis
 
 
 @dataclass(frozen=True)
