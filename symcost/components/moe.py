@@ -74,6 +74,8 @@ class MoE(Component):
     weights_fp32: bool = True  # routing weights stay fp32 (Mixtral, DeepSeek) or are cast back (Qwen)
     all_experts: bool = False  # impl="reference" runs all E experts on every token (Llama 4)
     weighted_fp32: bool = False  # the weighted expert output is promoted to fp32 (Nemotron-H: fp32 accumulator)
+    #: experts and shared expert run MiniMax-M3's clamped SwiGLU (``ffn.clamped_glu_saved``; saved only)
+    clamped_glu: bool = False
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -164,7 +166,10 @@ class MoE(Component):
         rows = k * sym.B * sym.T
         out += [Saved("experts/index_pairs", 2, 8, "seq", rows, "torch.where(expert_mask): int64 pairs"),
                 Saved("experts/input", d_x, a, "seq", rows, "hidden_states[token_idx]")]
-        if self.gated:
+        if self.clamped_glu:
+            from .ffn import clamped_glu_saved
+            out += clamped_glu_saved("experts/", f, rows)
+        elif self.gated:
             out += [Saved("experts/gate_up", 2 * f, a, rows=rows), Saved("experts/act", f, a, rows=rows),
                     Saved("experts/down_input", f, a, rows=rows)]
         else:
@@ -194,7 +199,10 @@ class MoE(Component):
     def _saved_shared(self) -> list:
         a, d = sym.b_a, self.d
         out = []
-        if self.d_sh is not None:
+        if self.d_sh is not None and self.clamped_glu:
+            from .ffn import clamped_glu_saved
+            out += clamped_glu_saved("shared/", self.d_sh)
+        elif self.d_sh is not None:
             sh = self.d_sh
             out += ([Saved("shared/gate", sh, a), Saved("shared/act", sh, a), Saved("shared/up", sh, a),
                      Saved("shared/down_input", sh, a)] if self.shared_gated else
