@@ -35,7 +35,7 @@ B*D_h*floor(T/m_hca)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -101,6 +101,8 @@ class CompressedAttention(Component):
     m: sympy.Expr | None = None  # compression ratio (None: sliding window only)
     overlap: bool = False  # CSA: two overlapping series (compressor projections 2·D_h wide)
     top_k: sympy.Expr | None = None  # CSA: entries the indexer keeps per query (causal convention)
+    #: the RoPE slice of each head (``saved`` only: the rotations' cos/sin copies); None: not declared
+    D_rope: sympy.Expr | None = None
 
     def primitives(self, ph: Phase | None = None):
         d, H, D, g = self.d, self.H_q, self.D_h, self.g_o
@@ -131,25 +133,40 @@ class CompressedAttention(Component):
         return sym.T + (0 if self.m is None else sympy.floor(sym.T / self.m))
 
     def saved(self, bw) -> list:
-        """APPROXIMATE (not measured; ``tests/test_activations.py`` reports the gap): what the
-        attention core of ``DeepseekV4Attention`` keeps, per token — the input ``b_a·d``, q_a_norm
-        (``saved_norm`` of d_q) and the q_b_proj input, q ``b_a·H_q·D_h``, kv_norm and the K = V head
-        ``b_a·D_h`` (with the compressed entries, ⌊T/m⌋ more rows), the eager fp32 probabilities over
-        ``keys()`` (+ their compute-dtype copy below fp32) and the o_a/o_b inputs; the compressor's
-        gated pooling intermediates, q_b_norm and the sinks' concatenation are left out."""
+        """What ``DeepseekV4Attention`` keeps for backward (eager kernel), per token: the input
+        ``b_a·d``; q_a_norm and kv_norm (``DeepseekV4RMSNorm`` multiplies its weight in fp32: fp32
+        input, rstd and normed x̂) with the compute-dtype outputs (the q_b_proj input ``b_a·d_q``,
+        the K = V head ``b_a·D_h``, with the compressed entries ⌊T/m⌋ more rows); q_b_norm (the
+        weightless ``x·rsqrt(mean(x²)+ε)``: q before it ``b_a·H_q·D_h`` and the rsqrt ``b_a·H_q``,
+        below fp32 also their fp32 copies 4·(H_q·D_h + H_q)); the rotated q ``b_a·H_q·D_h``; with
+        ``D_rope``, the cos and sin each rotation repeats to the full slice (q, K = V and the
+        output's un-rotation: ``b_a·6·D_rope``); eagerly, the int64 arg-max of the logits with the
+        sink column ``8·H_q`` and the softmax over ``keys() + 1`` (sinks) in the compute dtype;
+        the o_a/o_b inputs. The compressor and indexer declare their own
+        (``CompressedAttention.saved_compressor``)."""
         a, H, D, T = sym.b_a, self.H_q, self.D_h, sym.T
         out = [Saved("input", self.d, a, "seq")]
-        out += saved_norm("q_a_norm", self.d_q, split="seq")
-        out += [Saved("q_b_input", self.d_q, a, "seq"), Saved("q", H * D, a)]
-        out += saved_norm("kv_norm", D, split="seq")
+        fp32_normed = lambda recs: [replace(r, nbytes=4, doc="x̂, fp32 (the weight multiplies in fp32)")
+                                    if r.name.endswith("/normed") else r for r in recs]
+        out += fp32_normed(saved_norm("q_a_norm", self.d_q, split="seq"))
+        out += [Saved("q_b_input", self.d_q, a, "seq"),
+                Saved("q_b_norm/input", H * D, a, doc="q before the weightless RMSNorm"),
+                Saved("q_b_norm/rstd", H, a, doc="rsqrt(mean(q²)+ε) in the compute dtype")]
+        if bw.upcast:
+            out += [Saved("q_b_norm/input_fp32", H * D, 4, doc="q.float()"),
+                    Saved("q_b_norm/rstd_fp32", H, 4, doc="fp32 rsqrt")]
+        out.append(Saved("q", H * D, a))
+        out += fp32_normed(saved_norm("kv_norm", D, split="seq"))
         kv = D * (1 + (0 if self.m is None else sympy.floor(T / self.m) / T))
         out.append(Saved("kv", kv, a, "seq", doc="K = V rows: window + compressed entries"))
+        if self.D_rope is not None:
+            out.append(Saved("rope_cos_sin", 6 * self.D_rope, a, "seq",
+                             doc="cos, sin repeat_interleave'd per rotation (q, K = V, output)"))
         if bw.kernel == "flash" and bw.recompute != "selective":
             out += [Saved("lse", H, 4)]
         elif bw.recompute != "selective":
-            out.append(Saved("probs_fp32", H * self.keys(), 4))
-            if bw.upcast:
-                out.append(Saved("probs", H * self.keys(), a))
+            out += [Saved("logits_argmax", H, 8, doc="max over keys + sink (int64)"),
+                    Saved("probs", H * (self.keys() + 1), a, doc="softmax over keys + sink column")]
         out += [Saved("o_a_input", H * D, a), Saved("o_b_input", self.g_o * self.d_o, a, "seq")]
         return out
 

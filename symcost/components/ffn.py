@@ -45,6 +45,19 @@ def clamped_glu_saved(prefix: str, width, rows=None, split: str = "tp") -> list:
             Saved(f"{prefix}down_input", width, a, split, rows, "(up + 1)·glu")]
 
 
+def clamped_silu_saved(prefix: str, width, rows=None, split: str = "tp") -> list:
+    """What DeepSeek-V4's clamped SwiGLU ``silu(gate.clamp(max=l)) · up.clamp(-l, l)`` keeps per row
+    (``DeepseekV4Experts._apply_gate``, ``DeepseekV4MLP``): the gate and up projections before the
+    clamps ``b_a·2·width`` (what the clamps read), the clamped gate, its SiLU, the clamped up and
+    their product (the down projection's input), ``b_a·width`` each: ``b_a·6·width``."""
+    a = sym.b_a
+    return [Saved(f"{prefix}gate_up", 2 * width, a, split, rows, "gate and up before the clamps"),
+            Saved(f"{prefix}gate_clamped", width, a, split, rows, "gate.clamp(max=l)"),
+            Saved(f"{prefix}act", width, a, split, rows, "silu(clamped gate)"),
+            Saved(f"{prefix}up_clamped", width, a, split, rows, "up.clamp(-l, l)"),
+            Saved(f"{prefix}down_input", width, a, split, rows, "act·up")]
+
+
 @dataclass(frozen=True)
 class FFN(Component):
     key = "mlp"
