@@ -41,7 +41,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
-from ..primitives import Linear, Matmul, Norm, Param, Saved, saved_norm
+from ..primitives import is_one, Linear, Matmul, Norm, Param, Saved, saved_norm
 from ..terms import Terms
 from .base import Component
 
@@ -157,17 +157,49 @@ class CompressedAttention(Component):
                     Saved("q_b_norm/rstd_fp32", H, 4, doc="fp32 rsqrt")]
         out.append(Saved("q", H * D, a))
         out += fp32_normed(saved_norm("kv_norm", D, split="seq"))
-        kv = D * (1 + (0 if self.m is None else sympy.floor(T / self.m) / T))
-        out.append(Saved("kv", kv, a, "seq", doc="K = V rows: window + compressed entries"))
+        rows_kv = 1 + (0 if self.m is None else sympy.floor(T / self.m) / T)  # window + compressed entries
+        if bw.kernel != "flash" and bw.recompute != "selective":
+            # eager: repeat_kv's expand is a view; the batched matmuls copy it to H_q heads (K and
+            # V each) unless B = 1, where it stays a view of the one K = V tensor
+            one = is_one(sym.B)
+            out.append(Saved("kv_repeated", rows_kv * (2 * H * D - (2 * H - 1) * D * one), a, "seq",
+                             doc="K and V repeated to H_q heads for the matmuls (B = 1: the K = V head)"))
+        else:
+            out.append(Saved("kv", D * rows_kv, a, "seq", doc="K = V rows: window + compressed entries"))
         if self.D_rope is not None:
-            out.append(Saved("rope_cos_sin", 6 * self.D_rope, a, "seq",
-                             doc="cos, sin repeat_interleave'd per rotation (q, K = V, output)"))
+            out.append(Saved("rope_cos_sin", 6 * self.D_rope, a, "seq", T,
+                             doc="cos, sin repeat_interleave'd per rotation (q, K = V, output); batch-free"))
         if bw.kernel == "flash" and bw.recompute != "selective":
             out += [Saved("lse", H, 4)]
         elif bw.recompute != "selective":
             out += [Saved("logits_argmax", H, 8, doc="max over keys + sink (int64)"),
                     Saved("probs", H * (self.keys() + 1), a, doc="softmax over keys + sink column")]
         out += [Saved("o_a_input", H * D, a), Saved("o_b_input", self.g_o * self.d_o, a, "seq")]
+        return out + self.saved_compressor(bw)
+
+    def saved_compressor(self, bw) -> list:
+        """The compressor's gated pooling (``DeepseekV4HCACompressor`` / ``DeepseekV4CSACompressor``)
+        over n_w = ⌊T/m⌋ windows per sequence (rows B·n_w): the pooled values — HCA: the kv_proj
+        output itself ``b_a·D_h`` per token (its first n_w·m tokens are a view of it); CSA: the
+        overlapped [2m, D_h] window rebuilt from both series ``b_a·2m·D_h`` per window — and the
+        softmax of the gates over the window (fp32, ``4·m·D_h`` or ``4·2m·D_h``; below fp32 also
+        its compute-dtype cast); the pooled sum's kv_norm (fp32 input, rstd and normed
+        ``4·(2·D_h + 1)``) and, with ``D_rope``, the cos and sin of its rotation ``b_a·2·D_rope``."""
+        if self.m is None:
+            return []
+        a, D, B, T = sym.b_a, self.D_h, sym.B, sym.T
+        rows = B * sympy.floor(T / self.m)
+        span = 2 * self.m if self.overlap else self.m  # gate / value rows pooled per window
+        out = ([Saved("compressor/window_kv", span * D, a, "seq", rows, "overlapped [2m, D_h] windows")]
+               if self.overlap else [Saved("compressor/kv", D, a, "seq", doc="kv_proj output (pooled)")])
+        out.append(Saved("compressor/gate_softmax_fp32", span * D, 4, "seq", rows, "softmax over the window"))
+        if bw.upcast:
+            out.append(Saved("compressor/gate_softmax", span * D, a, "seq", rows, "cast to the compute dtype"))
+        out += [Saved("compressor/kv_norm/input_fp32", D, 4, "seq", rows),
+                Saved("compressor/kv_norm/rstd", 1, 4, "seq", rows),
+                Saved("compressor/kv_norm/normed", D, 4, "seq", rows)]
+        if self.D_rope is not None:
+            out.append(Saved("compressor/rope_cos_sin", 2 * self.D_rope, a, "seq", rows))
         return out
 
     def cache_tp_share(self, tp: int, values: dict):
