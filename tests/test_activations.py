@@ -48,9 +48,11 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         ("llama4", "llama4_text", FEW + [("eager", "selective", "fp32")]), ("glm", "glm4_moe", FEW),
         ("minimax_m2", "minimax_m2", FEW), ("gemma", "gemma", FEW), ("gemma", "gemma3_text", FEW),
         ("minimax_m3", "minimax_m3", FEW + [("eager", "selective", "fp32"), ("sdpa", "none", "bf16")]),
-        ("minimax_m3", "minimax_m3_vl_text", FEW + [("eager", "selective", "fp32")])]
+        ("minimax_m3", "minimax_m3_vl_text", FEW + [("eager", "selective", "fp32")]),
+        # DeepSeek-V4 has no SDPA path in transformers (sinks): eager only
+        ("deepseek_v4", "deepseek_v4", [FEW[0], FEW[2], FEW[3], ("eager", "selective", "fp32")])]
 #: configs per case of a MORE family (default 1)
-MORE_SEEDS = {"minimax_m3": 4, "minimax_m3_vl_text": 3}
+MORE_SEEDS = {"minimax_m3": 4, "minimax_m3_vl_text": 3, "deepseek_v4": 4}
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -215,8 +217,10 @@ def sdpa_msa_masks(raw, kernel, recompute, B, T, dtype) -> int:
 #: families whose measured storages include a graph branch the loss never reaches that stays alive
 #: (``saved.saved(unreached=...)``): MiniMax-M3's MSA indexer ends in integer block indices (no
 #: gradient), yet its graph is not freed — ``amax`` saves the block scores that ``scatter_`` then
-#: overwrites in place (the local blocks), an autograd reference cycle. Not needed by the backward
-#: (it never unpacks them), so not the engine's count; the test subtracts exactly those storages.
+#: overwrites in place (the local blocks), an autograd reference cycle; DeepSeek-V4's CSA indexer
+#: (integer top-k indices) likewise, its overlapped windows built by in-place slice assignments. Not
+#: needed by the backward (it never unpacks them), so not the engine's count; the test subtracts
+#: exactly those storages.
 UNREACHED = {"minimax_m3", "minimax_m3_vl_text", "deepseek_v4"}
 
 
@@ -281,32 +285,13 @@ def test_saved_bytes_equal_measured(module, model_type, n, kernel, recompute, dt
             assert engine_bytes(raw, kernel, recompute, dtype, B, T) + mask == measured, json.dumps([raw, B, T])
 
 
-@pytest.mark.parametrize("kernel,recompute,dtype,low,high", [("eager", "full", "fp32", 0, 0),
-                                                             ("eager", "none", "fp32", 0.05, 0.12),
-                                                             ("eager", "none", "bf16", 0.05, 0.10)])
-def test_deepseek_v4_bounded(kernel, recompute, dtype, low, high):
-    """DeepSeek-V4 (hyper-connections, compressed attention): exact under full recomputation (the
-    checkpoint keeps the n_hc·d residual streams); without recomputation the engine's count is
-    below the measured one by a share of it inside [low, high] — the declarations of
-    ``CompressedAttention`` leave out the compressor's gated pooling intermediates, q_b_norm and the
-    sinks' concatenation (``compressed_attention.CompressedAttention.saved``). Measured at seed 0:
-    fp32 136,368 vs 147,932 (B=1, T=5) and 383,532 vs 425,412 (B=2, T=7); bf16 149,650 vs 159,942
-    and 380,064 vs 411,860."""
-    raw = tiny("deepseek_v4", "deepseek_v4", 0)
-    model = saved.build(raw, kernel, recompute, dtype)
-    for B, T in ((1, 5), (2, 7)):
-        measured = saved.saved_bytes(model, B, T)
-        gap = (measured - engine_bytes(raw, kernel, recompute, dtype, B, T)) / measured
-        assert low <= gap <= high, (B, T, gap)
-
-
 def test_the_measured_list_the_train_notes_quote_is_this_file():
     """``train`` says whether a model type's activations are measured from
     symcost/data/activations_measured.json; it must list exactly the types this file measures."""
     from importlib.resources import files
     data = json.loads(files("symcost.data").joinpath("activations_measured.json").read_text())
     here = {f[1] for f in FAMILIES} | {m[1] for m in MORE} | {h[1] for h in HYBRIDS}
-    assert set(data["exact"]) == here and data["bounded"] == ["deepseek_v4"]
+    assert set(data["exact"]) == here and data["bounded"] == []
     m = symcost.build("qwen3-next-80b-a3b-thinking")
     from symcost.training.memory import measured_note
     assert "measured equal" in measured_note(m)

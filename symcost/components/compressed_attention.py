@@ -180,7 +180,7 @@ class CompressedAttention(Component):
     def saved_compressor(self, bw) -> list:
         """The compressor's gated pooling (``DeepseekV4HCACompressor`` / ``DeepseekV4CSACompressor``)
         over n_w = ⌊T/m⌋ windows per sequence (rows B·n_w): the pooled values — HCA: the kv_proj
-        output itself ``b_a·D_h`` per token (its first n_w·m tokens are a view of it); CSA: the
+        output itself ``b_a·D_h`` per token once T ≥ m (its first n_w·m tokens are a view of it); CSA: the
         overlapped [2m, D_h] window rebuilt from both series ``b_a·2m·D_h`` per window — and the
         softmax of the gates over the window (fp32, ``4·m·D_h`` or ``4·2m·D_h``; below fp32 also
         its compute-dtype cast); the pooled sum's kv_norm (fp32 input, rstd and normed
@@ -191,7 +191,8 @@ class CompressedAttention(Component):
         rows = B * sympy.floor(T / self.m)
         span = 2 * self.m if self.overlap else self.m  # gate / value rows pooled per window
         out = ([Saved("compressor/window_kv", span * D, a, "seq", rows, "overlapped [2m, D_h] windows")]
-               if self.overlap else [Saved("compressor/kv", D, a, "seq", doc="kv_proj output (pooled)")])
+               if self.overlap else [Saved("compressor/kv", D * sympy.Min(1, sympy.floor(T / self.m)), a, "seq",
+                                           doc="kv_proj output (pooled; not kept when T < m: no window)")])
         out.append(Saved("compressor/gate_softmax_fp32", span * D, 4, "seq", rows, "softmax over the window"))
         if bw.upcast:
             out.append(Saved("compressor/gate_softmax", span * D, a, "seq", rows, "cast to the compute dtype"))
