@@ -74,6 +74,10 @@ class MoE(Component):
     weights_fp32: bool = True  # routing weights stay fp32 (Mixtral, DeepSeek) or are cast back (Qwen)
     all_experts: bool = False  # impl="reference" runs all E experts on every token (Llama 4)
     weighted_fp32: bool = False  # the weighted expert output is promoted to fp32 (Nemotron-H: fp32 accumulator)
+    #: experts and shared expert run MiniMax-M3's clamped SwiGLU (``ffn.clamped_glu_saved``; saved only)
+    clamped_glu: bool = False
+    #: experts and shared expert run DeepSeek-V4's clamped SiLU SwiGLU (``ffn.clamped_silu_saved``; saved only)
+    clamped_silu: bool = False
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -139,7 +143,7 @@ class MoE(Component):
         """
         a, d, E, k, f = sym.b_a, self.d, self.E, self.k, self.d_moe
         d_x = d if self.d_lat is None else self.d_lat  # the experts' width (LatentMoE: d_lat)
-        if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax"):
+        if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax", "sqrt_softplus"):
             raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
         out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
         if self.all_experts:
@@ -153,18 +157,26 @@ class MoE(Component):
                     Saved("router/topk_indices", k, 8, "seq", doc="read by gather")]
         elif self.router == "topk_softmax":  # Granite: top-k of the fp32 logits, softmax over those k
             out += [Saved("router/topk_indices", k, 8, "seq"), Saved("router/topk_softmax", k, 4, "seq")]
-        elif self.router == "sigmoid":  # LFM2-MoE: sigmoid scores in the compute dtype, no fp32 copy
+        elif self.router in ("sigmoid", "sqrt_softplus"):  # LFM2-MoE: sigmoid scores in the compute dtype
+            if self.router == "sqrt_softplus":  # DeepSeek-V4: sqrt(softplus(logits)) keeps the logits too
+                out.append(Saved("router/logits", E, a, "seq", doc="softplus input"))
             out += [Saved("router/scores", E, a, "seq"), Saved("router/topk_indices", k, 8, "seq")]
             if self.norm_topk:
                 out += [Saved("router/topk_sum", 1, a, "seq"), Saved("router/topk_weights", k, a, "seq")]
         else:
             out += [Saved("router/probs_fp32", E, 4, "seq"), Saved("router/topk_indices", k, 8, "seq")]
-        if self.norm_topk and self.router not in ("sigmoid", "topk_softmax"):
+        if self.norm_topk and self.router not in ("sigmoid", "topk_softmax", "sqrt_softplus"):
             out += [Saved("router/topk_sum", 1, 4, "seq"), Saved("router/topk_weights", k, 4, "seq")]
         rows = k * sym.B * sym.T
         out += [Saved("experts/index_pairs", 2, 8, "seq", rows, "torch.where(expert_mask): int64 pairs"),
                 Saved("experts/input", d_x, a, "seq", rows, "hidden_states[token_idx]")]
-        if self.gated:
+        if self.clamped_glu:
+            from .ffn import clamped_glu_saved
+            out += clamped_glu_saved("experts/", f, rows)
+        elif self.clamped_silu:
+            from .ffn import clamped_silu_saved
+            out += clamped_silu_saved("experts/", f, rows)
+        elif self.gated:
             out += [Saved("experts/gate_up", 2 * f, a, rows=rows), Saved("experts/act", f, a, rows=rows),
                     Saved("experts/down_input", f, a, rows=rows)]
         else:
@@ -194,7 +206,13 @@ class MoE(Component):
     def _saved_shared(self) -> list:
         a, d = sym.b_a, self.d
         out = []
-        if self.d_sh is not None:
+        if self.d_sh is not None and self.clamped_glu:
+            from .ffn import clamped_glu_saved
+            out += clamped_glu_saved("shared/", self.d_sh)
+        elif self.d_sh is not None and self.clamped_silu:
+            from .ffn import clamped_silu_saved
+            out += clamped_silu_saved("shared/", self.d_sh)
+        elif self.d_sh is not None:
             sh = self.d_sh
             out += ([Saved("shared/gate", sh, a), Saved("shared/act", sh, a), Saved("shared/up", sh, a),
                      Saved("shared/down_input", sh, a)] if self.shared_gated else

@@ -42,6 +42,9 @@ class Norms(Component):
     #: the weight multiply runs in fp32 (``NemotronHRMSNorm``: ``(weight.float() · x̂).to(dtype)``):
     #: the normed output is kept in fp32 and, below fp32, each norm's fp32 weight copy (batch-free)
     fp32_weight: bool = False
+    #: the weight multiplies the fp32 x̂ by type promotion, with no explicit copy of it
+    #: (``DeepseekV4RMSNorm``: ``(weight · x̂).to(dtype)``): the normed output is kept in fp32
+    fp32_normed: bool = False
     #: zero-centred weight, ``x̂ · (1 + w)`` computed in fp32 (``Qwen3NextRMSNorm``, ``Qwen3_5RMSNorm``, Gemma)
     offset: bool = False
 
@@ -71,7 +74,7 @@ class Norms(Component):
         out = []
         for n in self.names:
             out += saved_norm(n, self.dim, self.bias, offset=self.offset)
-        if (self.fp32_stream or self.fp32_weight) and not self.bias:
+        if (self.fp32_stream or self.fp32_weight or self.fp32_normed) and not self.bias:
             out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32") if s.name.endswith("/normed") else s
                    for s in out]
         if self.fp32_weight and bw.upcast:
