@@ -55,7 +55,7 @@ SHAPES = ((1, 5), (2, 7))
 #: Qwen3-Next / Qwen3.5 measured on linear-attention stacks; T = 70 is two 64-token chunks
 LINEAR_ONLY = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 SCAN_SHAPES = ((1, 9), (2, 13))
-SCAN_FAMILIES = {"mamba2", "nemotron_h", "bamba", "granitemoehybrid", "falcon_h1"}
+SCAN_FAMILIES = {"mamba2", "nemotron_h", "bamba", "granitemoehybrid", "falcon_h1", "zamba2"}
 
 
 #: hybrids with Gated DeltaNet layers beside attention, measured over one padded chunk and two chunks
@@ -86,11 +86,11 @@ def tiny(module, model_type, seed):
 
 
 def checkpointed_mask(raw, kernel, recompute, B, T, dtype) -> int:
-    """Itemised difference: GPT-2's blocks take the attention mask as a positional tensor, so
-    full checkpointing saves it with each layer's input (one [B, 1, T, T] tensor shared by all
-    layers; SDPA runs with is_causal and no mask); the engine's full-recompute count keeps only
-    the hidden-state input."""
-    if raw["model_type"] != "gpt2" or recompute != "full" or kernel != "eager":
+    """Itemised difference: GPT-2's blocks (and Zamba2's layers) take the attention mask as a
+    positional tensor, so full checkpointing saves it with each layer's input (one [B, 1, T, T]
+    tensor shared by all layers; SDPA runs with is_causal and no mask); the engine's
+    full-recompute count keeps only the hidden-state input (and Zamba's original embeddings)."""
+    if raw["model_type"] not in ("gpt2", "zamba2") or recompute != "full" or kernel != "eager":
         return 0
     return B * T * T * BYTES[dtype]
 
@@ -229,6 +229,8 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
            # output in fp32 in bf16 runs, the olmo2/olmo3 gap noted at MORE (seed 0: +1,360 bytes at B=1, T=5)
            ("olmo_hybrid", "olmo_hybrid", (1, 3), (EAGER32, ("sdpa", "none", "fp32"), ("eager", "full", "fp32"),
                                                    ("eager", "selective", "fp32"))),
+           ("zamba2", "zamba2", (0, 3), (EAGER32, SDPA16, ("eager", "selective", "fp32"), FULL16,
+                                         ("eager", "full", "bf16"))),
            ]
 MATRIX += [((m, t, seeds), c) for m, t, seeds, cases in HYBRIDS for c in cases]
 
