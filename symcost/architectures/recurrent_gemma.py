@@ -28,6 +28,7 @@ from ..components.norm import Norms
 from ..components.rglru import RecurrentBlock
 from ..notation import sym
 from . import register
+from .gemma import gemma_saved
 from .base import Adapter, LayerCount, PosInt, quote, values
 
 KINDS = ("recurrent", "attention")
@@ -108,6 +109,7 @@ class RecurrentGemmaAdapter(Adapter):
             attn = Attention(W=sym.W, qkv_bias=self.attention_bias, o_bias=True)
             groups.append(LayerGroup("attention_layers", sym.L_swa, (norms, attn, mlp)))
             vals.update(values(L_swa=n_att, H_kv=self.H_kv, D_h=self.D_h, W=self.attention_window_size))
-        return Model(self.name, self.model_type, (Embedding(),), tuple(groups),
-                     (Norms(("final_norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
-                     state_dtype={"recurrent_states": "float32"})
+        # Gemma's (1 + w) norms and √d-scaled embedding (gemma_saved), the soft-capped logits: what training saves
+        return gemma_saved(Model(self.name, self.model_type, (Embedding(),), tuple(groups),
+                                 (Norms(("final_norm",)), LMHead(tied=self.tie_word_embeddings, softcap=True)), vals,
+                                 state_dtype={"recurrent_states": "float32"}))
