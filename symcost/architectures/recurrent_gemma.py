@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import sympy
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import LayerGroup, Model
@@ -53,6 +54,9 @@ class RecurrentGemmaAdapter(Adapter):
     attention_bias: bool = False
     tie_word_embeddings: bool = True
     head_dim: PosInt | None = None
+    #: rotated fraction of head_dim (RecurrentGemmaConfig sets 0.5 into rope_parameters); saved tensors only
+    partial_rotary_factor: float | None = None
+    rope_parameters: dict | None = None
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -75,6 +79,15 @@ class RecurrentGemmaAdapter(Adapter):
     @property
     def D_h(self) -> int:
         return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def D_rot(self) -> int:
+        """int(D_h · partial_rotary_factor), as RecurrentGemmaRotaryEmbedding sizes its table:
+        rope_parameters' factor, else the top-level one, else the config's default 0.5."""
+        f = (self.rope_parameters or {}).get("partial_rotary_factor")
+        if f is None:
+            f = 0.5 if self.partial_rotary_factor is None else self.partial_rotary_factor
+        return int(self.D_h * f)
 
     @property
     def width(self) -> int:
@@ -106,7 +119,8 @@ class RecurrentGemmaAdapter(Adapter):
                                      (norms, RecurrentBlock(act=self.hidden_activation), mlp)))
             vals.update(values(L_rec=n_rec, D_lru=self.width // self.num_attention_heads, K_c=self.conv1d_width))
         if n_att:
-            attn = Attention(W=sym.W, qkv_bias=self.attention_bias, o_bias=True)
+            D_rot = None if self.D_rot == self.D_h else sympy.Integer(self.D_rot)
+            attn = Attention(W=sym.W, qkv_bias=self.attention_bias, o_bias=True, D_rot=D_rot, rope_per_layer=True)
             groups.append(LayerGroup("attention_layers", sym.L_swa, (norms, attn, mlp)))
             vals.update(values(L_swa=n_att, H_kv=self.H_kv, D_h=self.D_h, W=self.attention_window_size))
         # Gemma's (1 + w) norms and √d-scaled embedding (gemma_saved), the soft-capped logits: what training saves

@@ -103,8 +103,9 @@ class RecurrentBlock(Component):
         positions ``b_a·w`` (B > 1: its contiguous copy for the block-diagonal gates, ``b_a·w``
         more); the two sigmoid gates, −8·r, the decay a = exp(·) and a² = exp(2·), 1 − a² (the
         bounded sqrt's input), the gated input and the normaliser ``b_a·w`` each; the two
-        ``~reset`` masks, 1 byte per position each (batch-free); a·~reset as the scan reads it, fp32 ``4·w`` (the scan's
-        fp32 casts below fp32, the tensor itself in fp32) and the T states of the loop (the zero
+        ``~reset`` masks, 1 byte per position each (batch-free); a·~reset as the scan reads it, fp32 ``4·w`` (the tensor
+        itself in fp32; below fp32 the scan's fp32 casts of steps 1 … T − 1: step 0 multiplies the
+        zero state, which needs no gradient) and the T states of the loop (the zero
         initial state and states 1 … T − 1), fp32 ``4·w``; per layer softplus(Λ) ``b_a·w``."""
         a, d, w, one = sym.b_a, self.d, self.width, sympy.Integer(1)
         B, T = sym.B, sym.T
@@ -118,11 +119,18 @@ class RecurrentBlock(Component):
                 Saved("decay", 5 * w, a, doc="−8·r, exp(log a), exp(2·log a), 1 − a², the normaliser"),
                 Saved("gated_input", w, a, doc="u ⊙ i"),
                 Saved("reset_masks", 2, 1, "none", T, doc="two ~reset bool masks [1, T, 1] (from the positions)"),
-                Saved("scan/decay_fp32", w, 4, doc="a·~reset as the scan reads it, fp32"),
+                Saved("scan/decay_fp32", w, 4, rows=B * T - (B if bw.upcast else 0),
+                      doc="a·~reset as the scan reads it, fp32 (below fp32: the casts of steps 1 … T − 1; "
+                          "step 0 multiplies the zero state, which needs no gradient)"),
                 Saved("scan/states", w, 4, doc="the zero state and states 1 … T − 1, fp32"),
                 Saved("lru_out", w, a, doc="RG-LRU output"),
                 Saved("out_input", w, a, doc="lru_out · y, linear_out input"),
                 Saved("softplus_param", w, a, rows=one, doc="softplus(Λ), per layer")]
+
+    def checkpoint_shared(self, bw) -> list:
+        """Full recomputation checkpoints each layer with the position ids (the RG-LRU's reset
+        mask is computed from them): one int64 [1, T] tensor for all layers."""
+        return [Saved("position_ids", 1, 8, "none", sym.T, doc="int64 [1, T], an input of every checkpointed layer")]
 
     def cache(self) -> Terms:
         w = self.width
