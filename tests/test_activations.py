@@ -86,7 +86,7 @@ def tiny(module, model_type, seed):
 
 
 def checkpointed_mask(raw, kernel, recompute, B, T, dtype) -> int:
-    """Itemised difference: GPT-2's blocks (and Zamba2's and RecurrentGemma's layers) take the attention mask as a
+    """Itemised difference: GPT-2's blocks (and Zamba's, Zamba2's and RecurrentGemma's layers) take the attention mask as a
     positional tensor, so full checkpointing saves it with each layer's input (one [B, 1, T, T]
     tensor shared by all layers; SDPA runs with is_causal and no mask); the engine's
     full-recompute count keeps only the hidden-state input (and Zamba's original embeddings)."""
@@ -94,7 +94,7 @@ def checkpointed_mask(raw, kernel, recompute, B, T, dtype) -> int:
         # SDPA: the windowed layers' boolean [1, 1, T, T] mask once T >= W (below it, no mask)
         m = built(raw)
         return T * T if sym.W in m.values and T >= int(m.values[sym.W]) else 0
-    if raw["model_type"] not in ("gpt2", "zamba2", "recurrent_gemma") or recompute != "full" or kernel != "eager":
+    if raw["model_type"] not in ("gpt2", "zamba", "zamba2", "recurrent_gemma") or recompute != "full" or kernel != "eager":
         return 0
     return B * T * T * BYTES[dtype]
 
@@ -241,6 +241,8 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
            ("recurrent_gemma", "recurrent_gemma", (0, 1, 3), (EAGER32, EAGER16, ("eager", "selective", "fp32"),
                                                              ("eager", "full", "fp32"), FULL16)),
            ("recurrent_gemma", "recurrent_gemma", (0, 3), (SDPA16,)),
+           ("zamba", "zamba", (0, 1, 3), (EAGER32, EAGER16, SDPA16, ("eager", "selective", "fp32"),
+                                       ("eager", "full", "fp32"), FULL16)),
            ]
 MATRIX += [((m, t, seeds), c) for m, t, seeds, cases in HYBRIDS for c in cases]
 
