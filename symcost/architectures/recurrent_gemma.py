@@ -69,6 +69,11 @@ class RecurrentGemmaAdapter(Adapter):
         if self.intermediate_size < 2:
             self.fail("intermediate_size", f"intermediate_size={self.intermediate_size}: the MLP is "
                       "intermediate_size // 2 wide")
+        f = self.rotary_factor
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
+            field = ("rope_parameters" if (self.rope_parameters or {}).get("partial_rotary_factor") is not None
+                     else "partial_rotary_factor")
+            self.fail(field, f"the rotated fraction of head_dim must be in (0, 1] (got {quote(f)})")
         self.kinds()
         return self
 
@@ -81,13 +86,18 @@ class RecurrentGemmaAdapter(Adapter):
         return self.head_dim or self.hidden_size // self.num_attention_heads
 
     @property
-    def D_rot(self) -> int:
-        """int(D_h · partial_rotary_factor), as RecurrentGemmaRotaryEmbedding sizes its table:
-        rope_parameters' factor, else the top-level one, else the config's default 0.5."""
+    def rotary_factor(self):
+        """rope_parameters' partial_rotary_factor, else the top-level one, else the config's default 0.5."""
         f = (self.rope_parameters or {}).get("partial_rotary_factor")
         if f is None:
             f = 0.5 if self.partial_rotary_factor is None else self.partial_rotary_factor
-        return int(self.D_h * f)
+        return f
+
+    @property
+    def D_rot(self) -> int:
+        """The cos/sin width RecurrentGemmaRotaryEmbedding builds: two per frequency of
+        arange(0, int(D_h · partial_rotary_factor), 2)."""
+        return 2 * ((int(self.D_h * self.rotary_factor) + 1) // 2)
 
     @property
     def width(self) -> int:
