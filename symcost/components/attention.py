@@ -69,6 +69,7 @@ class Attention(Component):
     fused_qkv: bool = False  # q, k, v are slices of one qkv_proj output (Phi-3): v's storage is all of it
     D_rot: sympy.Expr | None = None  # rotated dims per head when RoPE is partial (None: all D_h); saved tensors only
     rope_batched: bool = False  # cos/sin per sequence [B, T, D_h] (multimodal RoPE: Qwen3-VL), not [1, T, D_h]
+    rope_per_layer: bool = False  # each layer computes its own cos/sin [1, T, D_rot] (RecurrentGemma); saved only
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -133,7 +134,8 @@ class Attention(Component):
         window only masks them) and, below fp32, their copy in the compute dtype ``b_a·H_q·T``.
         ``selective`` keeps the checkpointed core's inputs: q, and k and v before the repeat.
         ``clip_qkv`` (OLMo's in-place clamp) keeps q, k and v once more, ``b_a·(H_q + 2·H_kv)·D_h``;
-        ``rope_fp32`` holds the shared cos/sin table in float32.
+        ``rope_fp32`` holds the shared cos/sin table in float32; ``rope_per_layer``: each layer's own
+        cos/sin ``b_a·2·D_rot`` per position (batch-free) instead of one shared table.
         With a fused qkv_proj (``fused_qkv``) a v that is kept as a view (flash, selective, and eager's
         repeat_kv when it is a view) keeps the whole projection output, ``(H_q + 2·H_kv)·D_h``.
         """
@@ -153,7 +155,7 @@ class Attention(Component):
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a),
                     Saved("lse", H_q, 4, doc="fp32 log-sum-exp per head"),
                     Saved("out", H_q * D_v, a, doc="attention output = o_proj input")]
-            return out
+            return out + self._rope_table(bw)
         if bw.recompute == "selective":
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a)]
         else:
@@ -167,9 +169,18 @@ class Attention(Component):
             if bw.upcast or not self.softmax_fp32:
                 out.append(Saved("probs", H_q * T, a, doc="probabilities in the compute dtype, for PV"))
         out.append(Saved("o_proj_input", H_q * D_v, a, doc="transpose(1, 2).contiguous()"))
-        return out
+        return out + self._rope_table(bw)
+
+    def _rope_table(self, bw) -> list:
+        """The cos/sin a layer computing its own table (``rope_per_layer``) keeps."""
+        if not (self.rope and self.rope_per_layer):
+            return []
+        D_rot = self.D_h if self.D_rot is None else self.D_rot
+        return [Saved("rope_cos_sin", 2 * D_rot, sym.b_a, "none", sym.T, "this layer's cos and sin [1, T, D_rot]")]
 
     def saved_shared(self, bw) -> list:
+        if self.rope_per_layer:
+            return []
         if not self.rope or bw.recompute == "full":
             return []  # under full recompute the table is held by the checkpoint's closure
         D_rot = self.D_h if self.D_rot is None else self.D_rot  # partial RoPE: the table is D_rot wide
