@@ -47,6 +47,8 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         ("olmo", "olmo2", FEW[:3]), ("olmo", "olmo3", FEW[:3]), ("more_dense", "hunyuan_v1_moe", FEW[:3]),
         ("llama4", "llama4_text", FEW + [("eager", "selective", "fp32")]), ("glm", "glm4_moe", FEW),
         ("minimax_m2", "minimax_m2", FEW), ("gemma", "gemma", FEW), ("gemma", "gemma3_text", FEW)]
+#: dense Llama variants (Helium: fp32 weight multiply in its RMSNorm, cos/sin re-interleaved per layer)
+MORE += [("relu2_dense", "helium", FEW + [("eager", "selective", "fp32")])]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are

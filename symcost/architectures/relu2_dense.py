@@ -62,6 +62,7 @@ class NemotronAdapter(ArceeAdapter):
 @register("helium")
 class HeliumAdapter(_Full, LlamaAdapter):
     reference: ClassVar[str] = "HeliumForCausalLM"
+    norm_kw: ClassVar[dict] = {"fp32_weight": True}  # HeliumRMSNorm: (weight.float() · x̂).to(dtype)
 
     vocab_size: PosInt = 48_000
     hidden_size: PosInt = 2560
@@ -79,7 +80,8 @@ class HeliumAdapter(_Full, LlamaAdapter):
         return self
 
     def attention(self, window) -> Attention:
-        return Attention(qkv_bias=self.attention_bias)
+        # apply_rotary_pos_emb interleaves cos/sin (repeat_interleave) in every layer
+        return Attention(qkv_bias=self.attention_bias, rope_per_layer=True)
 
 
 @register("stablelm")

@@ -69,6 +69,9 @@ class Attention(Component):
     fused_qkv: bool = False  # q, k, v are slices of one qkv_proj output (Phi-3): v's storage is all of it
     D_rot: sympy.Expr | None = None  # rotated dims per head when RoPE is partial (None: all D_h); saved tensors only
     rope_batched: bool = False  # cos/sin per sequence [B, T, D_h] (multimodal RoPE: Qwen3-VL), not [1, T, D_h]
+    #: apply_rotary_pos_emb re-interleaves cos/sin in every layer (``repeat_interleave``: Helium,
+    #: GLM): each layer keeps its own [1, T, D_rot] cos and sin, the shared table is not saved
+    rope_per_layer: bool = False
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -149,6 +152,10 @@ class Attention(Component):
             out += saved_norm("k_norm", D_h, heads=H_kv, split="tp", offset=self.qk_norm_offset)
         if self.qk_norm_full:
             out += saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
+        if self.rope and self.rope_per_layer:
+            D_rot = self.D_h if self.D_rot is None else self.D_rot
+            out.append(Saved("rope_cos_sin", 2 * D_rot, sym.b_a, "none", T,
+                             "cos and sin re-interleaved in this layer [1, T, D_rot] each"))
         if bw.kernel == "flash" and bw.recompute != "selective":
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a),
                     Saved("lse", H_q, 4, doc="fp32 log-sum-exp per head"),
@@ -170,7 +177,7 @@ class Attention(Component):
         return out
 
     def saved_shared(self, bw) -> list:
-        if not self.rope or bw.recompute == "full":
+        if not self.rope or bw.recompute == "full" or self.rope_per_layer:
             return []  # under full recompute the table is held by the checkpoint's closure
         D_rot = self.D_h if self.D_rot is None else self.D_rot  # partial RoPE: the table is D_rot wide
         nbytes = 4 if self.rope_fp32 else sym.b_a
