@@ -47,8 +47,12 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         ("olmo", "olmo2", FEW[:3]), ("olmo", "olmo3", FEW[:3]), ("more_dense", "hunyuan_v1_moe", FEW[:3]),
         ("llama4", "llama4_text", FEW + [("eager", "selective", "fp32")]), ("glm", "glm4_moe", FEW),
         ("minimax_m2", "minimax_m2", FEW), ("gemma", "gemma", FEW), ("gemma", "gemma3_text", FEW)]
-#: dense Llama variants (Helium: fp32 weight multiply in its RMSNorm, cos/sin re-interleaved per layer)
-MORE += [("relu2_dense", "helium", FEW + [("eager", "selective", "fp32")])]
+#: dense Llama variants (Helium: fp32 weight multiply in its RMSNorm, cos/sin re-interleaved per
+#: layer; Cohere / Cohere2: parallel attention + MLP on one CohereLayerNorm written out in fp32).
+#: Cohere's seed-0 config has use_qk_norm off: its [H, D_h] CohereLayerNorm on q/k is not declared yet
+MORE += [("relu2_dense", "helium", FEW + [("eager", "selective", "fp32")]),
+         ("dense", "cohere", FEW + [("eager", "selective", "fp32")]),
+         ("dense", "cohere2", FEW + [("sdpa", "none", "bf16")])]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -163,6 +167,28 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
     return n
 
 
+def sdpa_masked_gqa(raw, kernel, recompute, B, T, dtype) -> int:
+    """Itemised difference: with an explicit mask (a sliding window once T >= W, as in
+    ``sdpa_window_masks``) transformers does not hand GQA to CPU SDPA (``use_gqa_in_sdpa`` needs
+    no mask) but repeats K and V to H_q heads first, so SDPA saves the repeated copies,
+    (H_q − H_kv)·(D_h + D_v) more per token in each such layer (with one KV head
+    ``repeat_kv``'s expand-and-reshape is a view: no copy). FlashAttention takes GQA and the window as arguments."""
+    if kernel != "sdpa" or recompute == "full":
+        return 0
+    from symcost.components.attention import Attention
+    m = built(raw)
+    n = 0
+    for g in m.groups:
+        for c in g.components:
+            if isinstance(c, Attention) and c.W is not None and T >= int(c.W.xreplace(m.values)):
+                if int(c.H_kv.xreplace(m.values)) == 1:
+                    continue
+                extra = (c.H_q - c.H_kv) * (c.D_h + c.D_val)
+                n += int((g.count * extra).xreplace(m.values)) * B * T * BYTES[dtype]
+    return n
+
+
+
 #: families whose apply_rotary_pos_emb always splits q at the rotary width and concatenates it back
 #: (also with the whole head rotated): their q reaches SDPA head-major
 CAT_ROPE = {"glm4_moe", "minimax_m2"}
@@ -238,6 +264,7 @@ def test_saved_bytes_equal_measured(module, model_type, n, kernel, recompute, dt
             mask += checkpointed_mask(raw, kernel, recompute, B, T, dtype)
             mask += sdpa_output_copy(raw, kernel, recompute, B, T, dtype)
             mask += fp32_stream_inputs(raw, recompute, B, T, dtype)
+            mask += sdpa_masked_gqa(raw, kernel, recompute, B, T, dtype)
             assert engine_bytes(raw, kernel, recompute, dtype, B, T) + mask == measured, json.dumps([raw, B, T])
 
 

@@ -40,6 +40,9 @@ class FFN(Component):
     bias: bool = False
     act: str | None = None  # activation (table or hidden_act name); None: silu if gated, else gelu_tanh
     act_params: bool = False  # a learned activation: xIELU's alpha_p, alpha_n (+ buffers beta, eps)
+    #: a parallel block (attention and MLP read one norm's output: Cohere, GPT-NeoX): the input is
+    #: the tensor attention already keeps, not saved a second time (saved tensors only)
+    shared_input: bool = False
 
     @property
     def activation(self) -> str:
@@ -71,7 +74,7 @@ class FFN(Component):
         plain: the up projection and its activation, ``b_a·2·d_ff``, plus three more ``b_a·d_ff``
         intermediates of the composite tanh GELU (``gelu_new``, GPT-2's default)."""
         a = sym.b_a
-        out = [Saved("input", self.d, a, "seq", doc="gate/up_proj input")]
+        out = [] if self.shared_input else [Saved("input", self.d, a, "seq", doc="gate/up_proj input")]
         if self.gated:
             return out + [Saved("gate", self.d_ff, a), Saved("act", self.d_ff, a),
                           Saved("up", self.d_ff, a), Saved("down_input", self.d_ff, a, doc="act·up")]

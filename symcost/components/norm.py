@@ -44,6 +44,10 @@ class Norms(Component):
     fp32_weight: bool = False
     #: zero-centred weight, ``x̂ · (1 + w)`` computed in fp32 (``Qwen3NextRMSNorm``, ``Qwen3_5RMSNorm``, Gemma)
     offset: bool = False
+    #: ``CohereLayerNorm``: a LayerNorm without bias written out in fp32 — ``x − mean`` computed
+    #: twice (for the variance and for the output), fp32 rstd, the fp32 normed ``x̂`` times
+    #: ``weight.float()`` (below fp32 a per-norm fp32 weight copy); saved tensors only
+    centred_fp32: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -68,6 +72,16 @@ class Norms(Component):
             return [s for n in self.names for s in (
                 Saved(f"{n}/input_fp32", self.dim, 4, "seq", doc="x.float() [.., dim]"),
                 Saved(f"{n}/mean_rstd", 2, 4, "seq", doc="fp32 mean and rstd"))]
+        if self.centred_fp32:
+            out = []
+            for n in self.names:
+                out += [Saved(f"{n}/centred", 2 * self.dim, 4, "seq", doc="x − mean, fp32, computed twice"),
+                        Saved(f"{n}/rstd", 1, 4, "seq", doc="fp32 rsqrt(var + ε) [.., 1]"),
+                        Saved(f"{n}/normed", self.dim, 4, "seq", doc="(x − mean)·rstd, fp32")]
+                if bw.upcast:
+                    out.append(Saved(f"{n}/weight_fp32", self.dim, 4, "none", sympy.Integer(1),
+                                     "weight.float(), per layer"))
+            return out
         out = []
         for n in self.names:
             out += saved_norm(n, self.dim, self.bias, offset=self.offset)
