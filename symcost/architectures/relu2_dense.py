@@ -19,7 +19,7 @@ from pydantic import model_validator
 from ..components.attention import Attention
 from ..components.ffn import FFN
 from . import register
-from .base import LayerCount, PosInt
+from .base import LayerCount, PartialRotary, PosInt
 from .llama import LlamaAdapter
 
 
@@ -85,7 +85,7 @@ class HeliumAdapter(_Full, LlamaAdapter):
 
 
 @register("stablelm")
-class StableLmAdapter(_Full, LlamaAdapter):
+class StableLmAdapter(_Full, PartialRotary, LlamaAdapter):
     reference: ClassVar[str] = "StableLmForCausalLM"
     norm_bias: ClassVar[bool] = True
 
@@ -98,6 +98,7 @@ class StableLmAdapter(_Full, LlamaAdapter):
     use_qkv_bias: bool = False
     qk_layernorm: bool = False
     use_parallel_residual: bool = False
+    rotary_default: ClassVar[float] = 0.25
 
     @model_validator(mode="after")
     def _stablelm_consistent(self):
@@ -115,4 +116,8 @@ class StableLmAdapter(_Full, LlamaAdapter):
         return ("input_layernorm", "post_attention_layernorm")
 
     def attention(self, window) -> Attention:
-        return Attention(qkv_bias=self.use_qkv_bias, qk_norm_full=self.qk_layernorm)
+        return Attention(qkv_bias=self.use_qkv_bias, qk_norm_full=self.qk_layernorm,
+                         qk_norm_per_head_ln=self.qk_layernorm, D_rot=self.D_rot(self.D_h))
+
+    def ffn(self) -> FFN:  # parallel residual: the MLP reads the tensor attention keeps
+        return FFN(bias=self.mlp_bias, shared_input=self.use_parallel_residual)

@@ -72,6 +72,10 @@ class Attention(Component):
     #: apply_rotary_pos_emb re-interleaves cos/sin in every layer (``repeat_interleave``: Helium,
     #: GLM): each layer keeps its own [1, T, D_rot] cos and sin, the shared table is not saved
     rope_per_layer: bool = False
+    #: the q/k norms are one ``nn.LayerNorm`` per head applied head by head (StableLM's
+    #: ``StableLmLayerNormPerHead``): each keeps the projection output as its input and an fp32
+    #: mean and rstd per head (parameters as ``qk_norm_full``); saved tensors only
+    qk_norm_per_head_ln: bool = False
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -150,7 +154,12 @@ class Attention(Component):
         if self.qk_norm:
             out += saved_norm("q_norm", D_h, heads=H_q, split="tp", offset=self.qk_norm_offset)
             out += saved_norm("k_norm", D_h, heads=H_kv, split="tp", offset=self.qk_norm_offset)
-        if self.qk_norm_full:
+        if self.qk_norm_per_head_ln:
+            out += [Saved("q_norm/input", H_q * D_h, a, doc="q_proj output, the per-head LayerNorms' input"),
+                    Saved("q_norm/mean_rstd", 2 * H_q, 4, doc="fp32 mean and rstd per head"),
+                    Saved("k_norm/input", H_kv * D_h, a, doc="k_proj output, the per-head LayerNorms' input"),
+                    Saved("k_norm/mean_rstd", 2 * H_kv, 4, doc="fp32 mean and rstd per head")]
+        elif self.qk_norm_full:
             out += saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
         if self.rope and self.rope_per_layer:
             D_rot = self.D_h if self.D_rot is None else self.D_rot
