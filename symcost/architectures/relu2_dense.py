@@ -12,6 +12,7 @@ the input norm and there is no post_attention_layernorm.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 from pydantic import model_validator
@@ -43,9 +44,11 @@ class ArceeAdapter(_Full, LlamaAdapter):
 
 
 @register("nemotron")
-class NemotronAdapter(ArceeAdapter):
+class NemotronAdapter(PartialRotary, ArceeAdapter):
     reference: ClassVar[str] = "NemotronForCausalLM"
     norm_bias: ClassVar[bool] = True
+    norm_kw: ClassVar[dict] = {"weight_plus_one": True}  # NemotronLayerNorm1P: layer_norm(x, w + 1, b)
+    rotary_default: ClassVar[float] = 0.5
 
     vocab_size: PosInt = 256_000
     hidden_size: PosInt = 6144
@@ -57,6 +60,10 @@ class NemotronAdapter(ArceeAdapter):
         if self.num_key_value_heads is None:  # NemotronAttention divides by it as stored (None)
             self.fail("num_key_value_heads", "required: NemotronConfig keeps None and the attention cannot use it")
         return self
+
+    def attention(self, window) -> Attention:
+        a = super().attention(window)
+        return dataclasses.replace(a, D_rot=self.D_rot(self.D_h))
 
 
 @register("helium")

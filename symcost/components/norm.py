@@ -48,6 +48,9 @@ class Norms(Component):
     #: twice (for the variance and for the output), fp32 rstd, the fp32 normed ``x̂`` times
     #: ``weight.float()`` (below fp32 a per-norm fp32 weight copy); saved tensors only
     centred_fp32: bool = False
+    #: ``NemotronLayerNorm1P``: ``F.layer_norm(x, weight + 1, bias)`` — each norm keeps its
+    #: ``weight + 1`` ([dim], compute dtype, batch-free); saved tensors only
+    weight_plus_one: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -88,6 +91,9 @@ class Norms(Component):
         if (self.fp32_stream or self.fp32_weight) and not self.bias:
             out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32") if s.name.endswith("/normed") else s
                    for s in out]
+        if self.weight_plus_one:
+            out += [Saved(f"{n}/weight_plus_one", self.dim, sym.b_a, "none", sympy.Integer(1),
+                          "weight + 1 [dim], per norm") for n in self.names]
         if self.fp32_weight and bw.upcast:
             out += [Saved(f"{n}/weight_fp32", self.dim, 4, "none", sympy.Integer(1), "weight.float(), per layer")
                     for n in self.names]
