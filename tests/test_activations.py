@@ -57,7 +57,9 @@ MORE += [("relu2_dense", "helium", FEW + [("eager", "selective", "fp32")]),
          # CPU LayerNorm keeps its mean and rstd in bf16 for bf16 inputs (as GPT-2's, see MLA below)
          ("relu2_dense", "stablelm", FEW[:3] + [("eager", "selective", "fp32")]),
          # Nemotron (LayerNorm1P's weight + 1, partial rotary) in fp32 only, for the same CPU LayerNorm reason
-         ("relu2_dense", "nemotron", FEW[:3] + [("eager", "selective", "fp32")])]
+         ("relu2_dense", "nemotron", FEW[:3] + [("eager", "selective", "fp32")]),
+         # GPT-NeoX (fused qkv, MHA: v a view of it; partial rotary) in fp32 only, the same LayerNorm reason
+         ("classic", "gpt_neox", FEW[:3] + [("eager", "selective", "fp32")])]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are

@@ -19,12 +19,12 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from . import register
-from .base import LayerCount, PosInt
+from .base import LayerCount, PartialRotary, PosInt
 from .llama import LlamaAdapter
 
 
 @register("gpt_neox")
-class GPTNeoXAdapter(LlamaAdapter):
+class GPTNeoXAdapter(PartialRotary, LlamaAdapter):
     reference: ClassVar[str] = "GPTNeoXForCausalLM"
     final_norm: ClassVar[str] = "final_layer_norm"
     norm_bias: ClassVar[bool] = True
@@ -36,6 +36,16 @@ class GPTNeoXAdapter(LlamaAdapter):
     intermediate_size: PosInt = 24_576
     attention_bias: bool = True
     use_parallel_residual: bool = True
+    rotary_pct: float | None = None  # GPTNeoXConfig's spelling of partial_rotary_factor
+    rotary_default: ClassVar[float] = 0.25
+
+    @property
+    def top_rotary_factor(self) -> float | None:  # the top-level partial_rotary_factor is not read
+        return self.rotary_pct
+
+    @property
+    def norm_kw(self) -> dict:  # parallel residual: both LayerNorms read x, kept once
+        return {"one_input": self.use_parallel_residual}
 
     @model_validator(mode="after")
     def _neox_consistent(self):
@@ -55,7 +65,8 @@ class GPTNeoXAdapter(LlamaAdapter):
         return ["full_attention"] * self.num_hidden_layers
 
     def attention(self, window) -> Attention:
-        return Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias)
+        return Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias, fused_qkv=True,
+                         D_rot=self.D_rot(self.D_h))
 
     def ffn(self) -> FFN:
         return FFN(gated=False, bias=True, act="gelu")

@@ -175,8 +175,11 @@ class Attention(Component):
         else:
             # repeat_kv copies K and V to H_q heads; with one KV head and B = 1 the reshape is a view
             view = (H_q - 1) * is_one(H_kv) * is_one(sym.B)
+            # a fused qkv with H_kv = H_q: nothing to repeat, and with B = 1 PV's matmul flattens v
+            # without a copy, so v stays a view of the whole projection
+            same = is_one(H_q / H_kv) * is_one(sym.B) * fused if self.fused_qkv else 0
             out += [Saved("q", H_q * D_h, a), Saved("k_repeated", (H_q - view) * D_h, a, doc="repeat_kv to H_q"),
-                    Saved("v_repeated", (H_q - view) * D_v + view * fused, a, doc="repeat_kv to H_q"),
+                    Saved("v_repeated", (H_q - view) * D_v + view * fused + same, a, doc="repeat_kv to H_q"),
                     ]
             if self.softmax_fp32:
                 out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))

@@ -51,6 +51,9 @@ class Norms(Component):
     #: ``NemotronLayerNorm1P``: ``F.layer_norm(x, weight + 1, bias)`` — each norm keeps its
     #: ``weight + 1`` ([dim], compute dtype, batch-free); saved tensors only
     weight_plus_one: bool = False
+    #: every norm of the layer reads the same tensor (GPT-NeoX's parallel residual: LN₁(x) and
+    #: LN₂(x)): a LayerNorm's saved input is kept once; saved tensors only
+    one_input: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -88,6 +91,9 @@ class Norms(Component):
         out = []
         for n in self.names:
             out += saved_norm(n, self.dim, self.bias, offset=self.offset)
+        if self.one_input and self.bias:
+            first = f"{self.names[0]}/input"
+            out = [s for s in out if not s.name.endswith("/input") or s.name == first]
         if (self.fp32_stream or self.fp32_weight) and not self.bias:
             out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32") if s.name.endswith("/normed") else s
                    for s in out]
