@@ -152,8 +152,8 @@ class Attention(Component):
         if self.clip_qkv:
             out.append(Saved("clip_qkv", (H_q + 2 * H_kv) * D_h, a, doc="q, k, v as clamp_ keeps them"))
         if self.qk_norm:
-            out += saved_norm("q_norm", D_h, heads=H_q, split="tp", offset=self.qk_norm_offset)
-            out += saved_norm("k_norm", D_h, heads=H_kv, split="tp", offset=self.qk_norm_offset)
+            out += saved_norm("q_norm", D_h, self.qk_norm_bias, heads=H_q, split="tp", offset=self.qk_norm_offset)
+            out += saved_norm("k_norm", D_h, self.qk_norm_bias, heads=H_kv, split="tp", offset=self.qk_norm_offset)
         if self.qk_norm_per_head_ln:
             out += [Saved("q_norm/input", H_q * D_h, a, doc="q_proj output, the per-head LayerNorms' input"),
                     Saved("q_norm/mean_rstd", 2 * H_q, 4, doc="fp32 mean and rstd per head"),
