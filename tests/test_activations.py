@@ -60,7 +60,8 @@ MORE += [("relu2_dense", "helium", FEW + [("eager", "selective", "fp32")]),
          ("relu2_dense", "nemotron", FEW[:3] + [("eager", "selective", "fp32")]),
          # GPT-NeoX (fused qkv, MHA: v a view of it; partial rotary) in fp32 only, the same LayerNorm reason
          ("classic", "gpt_neox", FEW[:3] + [("eager", "selective", "fp32")]),
-         ("classic", "phi", FEW[:3] + [("eager", "selective", "fp32")])]  # Phi: parallel block, partial rotary
+         ("classic", "phi", FEW[:3] + [("eager", "selective", "fp32")]),  # Phi: parallel block, partial rotary
+         ("classic", "starcoder2", FEW[:3] + [("eager", "selective", "fp32")])]  # fused tanh GELU
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
