@@ -61,7 +61,9 @@ MORE += [("relu2_dense", "helium", FEW + [("eager", "selective", "fp32")]),
          # GPT-NeoX (fused qkv, MHA: v a view of it; partial rotary) in fp32 only, the same LayerNorm reason
          ("classic", "gpt_neox", FEW[:3] + [("eager", "selective", "fp32")]),
          ("classic", "phi", FEW[:3] + [("eager", "selective", "fp32")]),  # Phi: parallel block, partial rotary
-         ("classic", "starcoder2", FEW[:3] + [("eager", "selective", "fp32")])]  # fused tanh GELU
+         ("classic", "starcoder2", FEW[:3] + [("eager", "selective", "fp32")]),  # fused tanh GELU
+         # Gemma 2 (attention and final logit soft-capping) eager only: transformers refuses SDPA for it
+         ("gemma", "gemma2", [FEW[0], FEW[2], FEW[3], ("eager", "selective", "fp32")])]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are

@@ -76,6 +76,9 @@ class Attention(Component):
     #: ``StableLmLayerNormPerHead``): each keeps the projection output as its input and an fp32
     #: mean and rstd per head (parameters as ``qk_norm_full``); saved tensors only
     qk_norm_per_head_ln: bool = False
+    #: attention logit soft-capping, cap·tanh(scores/cap) (Gemma 2): eager keeps tanh's output
+    #: [.., H_q, T] in the compute dtype (FlashAttention caps inside the kernel); saved tensors only
+    softcap: bool = False
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -181,6 +184,8 @@ class Attention(Component):
             out += [Saved("q", H_q * D_h, a), Saved("k_repeated", (H_q - view) * D_h, a, doc="repeat_kv to H_q"),
                     Saved("v_repeated", (H_q - view) * D_v + view * fused + same, a, doc="repeat_kv to H_q"),
                     ]
+            if self.softcap:
+                out.append(Saved("softcap_tanh", H_q * T, a, doc="tanh(scores / cap) [.., H_q, T keys]"))
             if self.softmax_fp32:
                 out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))
             if bw.upcast or not self.softmax_fp32:

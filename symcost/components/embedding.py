@@ -68,6 +68,9 @@ class LMHead(Component):
     V: sympy.Expr = sym.V
     tied: bool = False
     bias: bool = False  # lm_head bias [V] (Phi-2); kept (and counted) even when the weight is tied
+    #: final logit soft-capping, cap·tanh(logits/cap) (Gemma 2): keeps tanh's output [.., V] in the
+    #: compute dtype; saved tensors only
+    softcap: bool = False
 
     def primitives(self, ph: Phase | None = None):
         rows = ph.logit_rows if ph is not None else None
@@ -82,7 +85,8 @@ class LMHead(Component):
         """The head input ``b_a·d``; the loss upcasts the logits and keeps the fp32 log-softmax
         ``4·V`` per token (the logits in the compute dtype are not kept), the int64 shifted labels
         and one fp32 normaliser."""
-        return [Saved("input", self.d, sym.b_a, "seq", doc="lm_head input"),
+        cap = [Saved("softcap_tanh", self.V, sym.b_a, doc="tanh(logits / cap)")] if self.softcap else []
+        return [Saved("input", self.d, sym.b_a, "seq", doc="lm_head input"), *cap,
                 Saved("log_softmax_fp32", self.V, 4, doc="cross-entropy over logits.float()"),
                 Saved("labels", 1, 8, "seq", sym.B * sym.T + is_one(sym.B),
                       "int64 shifted labels (B = 1: the padded [1, T+1] tensor itself, already contiguous)"),
