@@ -14,6 +14,7 @@ import json
 import random
 
 import pytest
+import sympy
 
 import symcost
 from symcost.conventions import Backward
@@ -47,23 +48,20 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         ("olmo", "olmo2", FEW[:3]), ("olmo", "olmo3", FEW[:3]), ("more_dense", "hunyuan_v1_moe", FEW[:3]),
         ("llama4", "llama4_text", FEW + [("eager", "selective", "fp32")]), ("glm", "glm4_moe", FEW),
         ("minimax_m2", "minimax_m2", FEW), ("gemma", "gemma", FEW), ("gemma", "gemma3_text", FEW)]
-#: dense Llama variants (Helium: fp32 weight multiply in its RMSNorm, cos/sin re-interleaved per
-#: layer; Cohere / Cohere2: parallel attention + MLP on one CohereLayerNorm written out in fp32).
-#: Cohere's seed-0 config has use_qk_norm off: its [H, D_h] CohereLayerNorm on q/k is not declared yet
-MORE += [("relu2_dense", "helium", FEW + [("eager", "selective", "fp32")]),
-         ("dense", "cohere", FEW + [("eager", "selective", "fp32")]),
-         ("dense", "cohere2", FEW + [("sdpa", "none", "bf16")]),
-         # StableLM (seed 0: per-head q/k LayerNorms, parallel residual, partial rotary) in fp32 only:
-         # CPU LayerNorm keeps its mean and rstd in bf16 for bf16 inputs (as GPT-2's, see MLA below)
-         ("relu2_dense", "stablelm", FEW[:3] + [("eager", "selective", "fp32")]),
-         # Nemotron (LayerNorm1P's weight + 1, partial rotary) in fp32 only, for the same CPU LayerNorm reason
-         ("relu2_dense", "nemotron", FEW[:3] + [("eager", "selective", "fp32")]),
-         # GPT-NeoX (fused qkv, MHA: v a view of it; partial rotary) in fp32 only, the same LayerNorm reason
-         ("classic", "gpt_neox", FEW[:3] + [("eager", "selective", "fp32")]),
-         ("classic", "phi", FEW[:3] + [("eager", "selective", "fp32")]),  # Phi: parallel block, partial rotary
-         ("classic", "starcoder2", FEW[:3] + [("eager", "selective", "fp32")]),  # fused tanh GELU
-         # Gemma 2 (attention and final logit soft-capping) eager only: transformers refuses SDPA for it
-         ("gemma", "gemma2", [FEW[0], FEW[2], FEW[3], ("eager", "selective", "fp32")])]
+#: dense variants. Helium: fp32 weight multiply in its RMSNorm, cos/sin re-interleaved per layer;
+#: Cohere / Cohere2: parallel attention + MLP on one CohereLayerNorm written out in fp32 (Cohere's
+#: seed-0 config has use_qk_norm off: its [H, D_h] CohereLayerNorm on q/k is not declared yet);
+#: StableLM (seed 0: per-head q/k LayerNorms, parallel residual, partial rotary); Nemotron
+#: (LayerNorm1P's weight + 1, partial rotary); GPT-NeoX (fused qkv, MHA: v a view of it; partial
+#: rotary; seed 0 is serial, test_gpt_neox_parallel_residual measures the parallel residual);
+#: Phi (parallel block, partial rotary); StarCoder2 (fused tanh GELU). Their bf16 cases carry the
+#: CPU LayerNorm statistics difference (``cpu_layernorm_stats``). Gemma 2 (attention and final
+#: logit soft-capping) eager only: transformers refuses SDPA for Gemma2ForCausalLM.
+SEL = [("eager", "selective", "fp32")]
+MORE += [("relu2_dense", "helium", FEW + SEL), ("dense", "cohere", FEW + SEL),
+         ("dense", "cohere2", FEW + [("sdpa", "none", "bf16")]), ("relu2_dense", "stablelm", FEW + SEL),
+         ("relu2_dense", "nemotron", FEW + SEL), ("classic", "gpt_neox", FEW + SEL), ("classic", "phi", FEW + SEL),
+         ("classic", "starcoder2", FEW + SEL), ("gemma", "gemma2", [FEW[0], FEW[2], FEW[3]] + SEL)]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -178,6 +176,31 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
     return n
 
 
+def cpu_layernorm_stats(raw, recompute, B, T, dtype) -> int:
+    """Itemised difference (negative): on CPU, ``torch.nn.LayerNorm`` / ``F.layer_norm`` of a
+    bf16 input returns its mean and rstd in bf16 (CUDA keeps them in fp32, which the engine
+    counts, 4 bytes each), so each LayerNorm row that sees a compute-dtype input keeps 2·2 bytes
+    fewer: the layers' LayerNorms (with a bias) and per-head q/k LayerNorms, and the final norm;
+    under full recomputation only the final norm's (the layers' are inside the checkpoints).
+    LayerNorms of an fp32 upcast (OLMo's weightless ``x.float()``) are not affected."""
+    if dtype == "fp32":
+        return 0
+    from symcost.components.attention import Attention
+    from symcost.components.norm import Norms
+    m = built(raw)
+
+    def rows(c):
+        if isinstance(c, Norms) and c.bias and not c.weightless:
+            return len(c.names)
+        if isinstance(c, Attention) and ((c.qk_norm and c.qk_norm_bias) or c.qk_norm_per_head_ln):
+            return c.H_q + c.H_kv
+        return 0
+    n = sum(rows(c) for c in m.post)
+    if recompute != "full":
+        n += sum(g.count * rows(c) for g in m.groups for c in g.components)
+    return -int(sympy.sympify(n).xreplace(m.values)) * 2 * (4 - BYTES[dtype]) * B * T
+
+
 def sdpa_masked_gqa(raw, kernel, recompute, B, T, dtype) -> int:
     """Itemised difference: with an explicit mask (a sliding window once T >= W, as in
     ``sdpa_window_masks``) transformers does not hand GQA to CPU SDPA (``use_gqa_in_sdpa`` needs
@@ -276,6 +299,7 @@ def test_saved_bytes_equal_measured(module, model_type, n, kernel, recompute, dt
             mask += sdpa_output_copy(raw, kernel, recompute, B, T, dtype)
             mask += fp32_stream_inputs(raw, recompute, B, T, dtype)
             mask += sdpa_masked_gqa(raw, kernel, recompute, B, T, dtype)
+            mask += cpu_layernorm_stats(raw, recompute, B, T, dtype)
             assert engine_bytes(raw, kernel, recompute, dtype, B, T) + mask == measured, json.dumps([raw, B, T])
 
 
@@ -308,3 +332,14 @@ def test_the_measured_list_the_train_notes_quote_is_this_file():
     m = symcost.build("qwen3-next-80b-a3b-thinking")
     from symcost.training.memory import measured_note
     assert "measured equal" in measured_note(m) and "not measured" in measured_note(symcost.build("minimax-m3"))
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+def test_gpt_neox_parallel_residual(dtype):
+    """GPT-NeoX's parallel residual (its default; the seed-0 config above is serial): LN₁(x) and
+    LN₂(x) read one x, kept once (``Norms.one_input``)."""
+    raw = {**tiny("classic", "gpt_neox", 0), "use_parallel_residual": True}
+    model = saved.build(raw, "eager", "none", dtype)
+    for B, T in SHAPES:
+        assert engine_bytes(raw, "eager", "none", dtype, B, T) + cpu_layernorm_stats(raw, "none", B, T, dtype) \
+            == saved.saved_bytes(model, B, T), (B, T)
