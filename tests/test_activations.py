@@ -50,10 +50,10 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         ("minimax_m2", "minimax_m2", FEW), ("gemma", "gemma", FEW), ("gemma", "gemma3_text", FEW)]
 #: dense variants. Helium: fp32 weight multiply in its RMSNorm, cos/sin re-interleaved per layer;
 #: Cohere / Cohere2: parallel attention + MLP on one CohereLayerNorm written out in fp32 (Cohere's
-#: seed-0 config has use_qk_norm off: its [H, D_h] CohereLayerNorm on q/k is not declared yet);
+#: use_qk_norm, off at seed 0, in test_variant_switches);
 #: StableLM (seed 0: per-head q/k LayerNorms, parallel residual, partial rotary); Nemotron
 #: (LayerNorm1P's weight + 1, partial rotary); GPT-NeoX (fused qkv, MHA: v a view of it; partial
-#: rotary; seed 0 is serial, test_gpt_neox_parallel_residual measures the parallel residual);
+#: rotary; seed 0 is serial, test_variant_switches measures the parallel residual);
 #: Phi (parallel block, partial rotary); StarCoder2 (fused tanh GELU). Their bf16 cases carry the
 #: CPU LayerNorm statistics difference (``cpu_layernorm_stats``). Gemma 2 (attention and final
 #: logit soft-capping) eager only: transformers refuses SDPA for Gemma2ForCausalLM.
@@ -334,12 +334,20 @@ def test_the_measured_list_the_train_notes_quote_is_this_file():
     assert "measured equal" in measured_note(m) and "not measured" in measured_note(symcost.build("minimax-m3"))
 
 
-@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_gpt_neox_parallel_residual(dtype):
-    """GPT-NeoX's parallel residual (its default; the seed-0 config above is serial): LN₁(x) and
-    LN₂(x) read one x, kept once (``Norms.one_input``)."""
-    raw = {**tiny("classic", "gpt_neox", 0), "use_parallel_residual": True}
-    model = saved.build(raw, "eager", "none", dtype)
+#: switches the seed-0 configs of MORE leave off, measured once each: GPT-NeoX's parallel residual
+#: (its default: LN₁(x) and LN₂(x) read one x, kept once, ``Norms.one_input``) and Cohere's
+#: use_qk_norm (CohereLayerNorms over [H, D_h] on q and k, ``Attention.qk_norm_centred``) and
+#: Phi's qk_layernorm (per-head LayerNorms on q and k)
+VARIANTS = [("classic", "gpt_neox", {"use_parallel_residual": True}),
+            ("dense", "cohere", {"use_qk_norm": True, "num_attention_heads": 2, "num_key_value_heads": 1}),
+            ("classic", "phi", {"qk_layernorm": True})]
+
+
+@pytest.mark.parametrize("module,model_type,extra", VARIANTS)
+@pytest.mark.parametrize("kernel,dtype", [("eager", "fp32"), ("sdpa", "bf16")])
+def test_variant_switches(module, model_type, extra, kernel, dtype):
+    raw = {**tiny(module, model_type, 0), **extra}
+    model = saved.build(raw, kernel, "none", dtype)
     for B, T in SHAPES:
-        assert engine_bytes(raw, "eager", "none", dtype, B, T) + cpu_layernorm_stats(raw, "none", B, T, dtype) \
-            == saved.saved_bytes(model, B, T), (B, T)
+        known = cpu_layernorm_stats(raw, "none", B, T, dtype) + sdpa_output_copy(raw, kernel, "none", B, T, dtype)
+        assert engine_bytes(raw, kernel, "none", dtype, B, T) + known == saved.saved_bytes(model, B, T), (B, T)

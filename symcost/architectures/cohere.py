@@ -44,7 +44,7 @@ class CohereAdapter(LlamaAdapter):
 
     def attention(self, window) -> Attention:
         return Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                         qk_norm_full=self.use_qk_norm)
+                         qk_norm_full=self.use_qk_norm, qk_norm_centred=self.use_qk_norm)
 
 
 @register("cohere2")

@@ -79,6 +79,9 @@ class Attention(Component):
     #: attention logit soft-capping, cap·tanh(scores/cap) (Gemma 2): eager keeps tanh's output
     #: [.., H_q, T] in the compute dtype (FlashAttention caps inside the kernel); saved tensors only
     softcap: bool = False
+    #: the q/k norms are CohereLayerNorms over [heads, D_h] (Cohere ``use_qk_norm``), written out
+    #: in fp32 as ``Norms.centred_fp32`` per head (parameters as ``qk_norm_full``); saved tensors only
+    qk_norm_centred: bool = False
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -162,6 +165,14 @@ class Attention(Component):
                     Saved("q_norm/mean_rstd", 2 * H_q, 4, doc="fp32 mean and rstd per head"),
                     Saved("k_norm/input", H_kv * D_h, a, doc="k_proj output, the per-head LayerNorms' input"),
                     Saved("k_norm/mean_rstd", 2 * H_kv, 4, doc="fp32 mean and rstd per head")]
+        elif self.qk_norm_centred:
+            for n, H in (("q_norm", H_q), ("k_norm", H_kv)):
+                out += [Saved(f"{n}/centred", 2 * H * D_h, 4, doc="x − mean, fp32, computed twice"),
+                        Saved(f"{n}/rstd", H, 4, doc="fp32 rsqrt(var + ε) per head"),
+                        Saved(f"{n}/normed", H * D_h, 4, doc="(x − mean)·rstd, fp32")]
+                if bw.upcast:
+                    out.append(Saved(f"{n}/weight_fp32", H * D_h, 4, "none", sympy.Integer(1),
+                                     "weight.float() [heads, D_h], per layer"))
         elif self.qk_norm_full:
             out += saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
         if self.rope and self.rope_per_layer:
