@@ -6,7 +6,8 @@ when ``attention_bias`` (default true), D_h = d/H_q, H_kv = H_q (the fused qkv i
 and GEMM FLOPs as q/k/v_proj); rotary on ``partial_rotary_factor`` of each head (0 parameters);
 MLP ``dense_h_to_4h`` d→d_ff and ``dense_4h_to_h`` d_ff→d, always with biases. With
 ``use_parallel_residual`` (default) h = x + attn(LN₁(x)) + mlp(LN₂(x)), else serial: the same
-weights and GEMMs either way, so the flag changes no count. Final LayerNorm; ``embed_out`` head
+weights and GEMMs either way, so the flag changes no parameter or FLOP count (training
+activations: both LayerNorms read x, which is saved once). Final LayerNorm; ``embed_out`` head
 without bias, untied by default.
 """
 from __future__ import annotations

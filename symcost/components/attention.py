@@ -148,7 +148,10 @@ class Attention(Component):
         ``clip_qkv`` (OLMo's in-place clamp) keeps q, k and v once more, ``b_a·(H_q + 2·H_kv)·D_h``;
         ``rope_fp32`` holds the shared cos/sin table in float32.
         With a fused qkv_proj (``fused_qkv``) a v that is kept as a view (flash, selective, and eager's
-        repeat_kv when it is a view) keeps the whole projection output, ``(H_q + 2·H_kv)·D_h``.
+        repeat_kv when it is a view, or no repeat at all with H_kv = H_q and B = 1) keeps the whole
+        projection output, ``(H_q + 2·H_kv)·D_h``. Family variants: ``softcap`` (eager keeps
+        tanh(scores/cap), ``b_a·H_q·T``), ``rope_per_layer`` (each layer's own re-interleaved
+        cos/sin), ``qk_norm_per_head_ln`` / ``qk_norm_centred`` (StableLM's and Cohere's q/k norms).
         """
         a, H_q, H_kv, D_h, T = sym.b_a, self.H_q, self.H_kv, self.D_h, sym.T
         D_v = self.D_val  # value (and o_proj input) head dim: D_h unless the model sets D_v
