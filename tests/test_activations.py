@@ -14,6 +14,7 @@ import json
 import random
 
 import pytest
+import sympy
 
 import symcost
 from symcost.conventions import Backward
@@ -53,6 +54,20 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         ("deepseek_v4", "deepseek_v4", [FEW[0], FEW[2], FEW[3], ("eager", "selective", "fp32")])]
 #: configs per case of a MORE family (default 1)
 MORE_SEEDS = {"minimax_m3": 4, "minimax_m3_vl_text": 3, "deepseek_v4": 4}
+#: dense variants. Helium: fp32 weight multiply in its RMSNorm, cos/sin re-interleaved per layer;
+#: Cohere / Cohere2: parallel attention + MLP on one CohereLayerNorm written out in fp32 (Cohere's
+#: use_qk_norm, off at seed 0, in test_variant_switches);
+#: StableLM (seed 0: per-head q/k LayerNorms, parallel residual, partial rotary); Nemotron
+#: (LayerNorm1P's weight + 1, partial rotary); GPT-NeoX (fused qkv, MHA: v a view of it; partial
+#: rotary; seed 0 is serial, test_variant_switches measures the parallel residual);
+#: Phi (parallel block, partial rotary); StarCoder2 (fused tanh GELU). Their bf16 cases carry the
+#: CPU LayerNorm statistics difference (``cpu_layernorm_stats``). Gemma 2 (attention and final
+#: logit soft-capping) eager only: transformers refuses SDPA for Gemma2ForCausalLM.
+SEL = [("eager", "selective", "fp32")]
+MORE += [("relu2_dense", "helium", FEW + SEL), ("dense", "cohere", FEW + SEL),
+         ("dense", "cohere2", FEW + [("sdpa", "none", "bf16")]), ("relu2_dense", "stablelm", FEW + SEL),
+         ("relu2_dense", "nemotron", FEW + SEL), ("classic", "gpt_neox", FEW + SEL), ("classic", "phi", FEW + SEL),
+         ("classic", "starcoder2", FEW + SEL), ("gemma", "gemma2", [FEW[0], FEW[2], FEW[3]] + SEL)]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -173,6 +188,53 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
             if (W is not None and T >= int(W.xreplace(m.values))) or (C is not None and T > int(C.xreplace(m.values))):
                 n += int(g.count.xreplace(m.values)) * B * T * T * BYTES[dtype]
     return n
+
+
+def cpu_layernorm_stats(raw, recompute, B, T, dtype) -> int:
+    """Itemised difference (negative): on CPU, ``torch.nn.LayerNorm`` / ``F.layer_norm`` of a
+    bf16 input returns its mean and rstd in bf16 (CUDA keeps them in fp32, which the engine
+    counts, 4 bytes each), so each LayerNorm row that sees a compute-dtype input keeps 2·2 bytes
+    fewer: the layers' LayerNorms (with a bias) and per-head q/k LayerNorms, and the final norm;
+    under full recomputation only the final norm's (the layers' are inside the checkpoints).
+    LayerNorms of an fp32 upcast (OLMo's weightless ``x.float()``) are not affected."""
+    if dtype == "fp32":
+        return 0
+    from symcost.components.attention import Attention
+    from symcost.components.norm import Norms
+    m = built(raw)
+
+    def rows(c):
+        if isinstance(c, Norms) and c.bias and not c.weightless:
+            return len(c.names)
+        if isinstance(c, Attention) and ((c.qk_norm and c.qk_norm_bias) or c.qk_norm_per_head_ln):
+            return c.H_q + c.H_kv
+        return 0
+    n = sum(rows(c) for c in m.post)
+    if recompute != "full":
+        n += sum(g.count * rows(c) for g in m.groups for c in g.components)
+    return -int(sympy.sympify(n).xreplace(m.values)) * 2 * (4 - BYTES[dtype]) * B * T
+
+
+def sdpa_masked_gqa(raw, kernel, recompute, B, T, dtype) -> int:
+    """Itemised difference: with an explicit mask (a sliding window once T >= W, as in
+    ``sdpa_window_masks``) transformers does not hand GQA to CPU SDPA (``use_gqa_in_sdpa`` needs
+    no mask) but repeats K and V to H_q heads first, so SDPA saves the repeated copies,
+    (H_q − H_kv)·(D_h + D_v) more per token in each such layer (with one KV head
+    ``repeat_kv``'s expand-and-reshape is a view: no copy). FlashAttention takes GQA and the window as arguments."""
+    if kernel != "sdpa" or recompute == "full":
+        return 0
+    from symcost.components.attention import Attention
+    m = built(raw)
+    n = 0
+    for g in m.groups:
+        for c in g.components:
+            if isinstance(c, Attention) and c.W is not None and T >= int(c.W.xreplace(m.values)):
+                if int(c.H_kv.xreplace(m.values)) == 1:
+                    continue
+                extra = (c.H_q - c.H_kv) * (c.D_h + c.D_val)
+                n += int((g.count * extra).xreplace(m.values)) * B * T * BYTES[dtype]
+    return n
+
 
 
 #: families whose apply_rotary_pos_emb always splits q at the rotary width and concatenates it back
@@ -304,6 +366,8 @@ def test_saved_bytes_equal_measured(module, model_type, n, kernel, recompute, dt
             mask += sdpa_output_copy(raw, kernel, recompute, B, T, dtype)
             mask += fp32_stream_inputs(raw, recompute, B, T, dtype)
             mask += sdpa_msa_masks(raw, kernel, recompute, B, T, dtype)
+            mask += sdpa_masked_gqa(raw, kernel, recompute, B, T, dtype)
+            mask += cpu_layernorm_stats(raw, recompute, B, T, dtype)
             assert engine_bytes(raw, kernel, recompute, dtype, B, T) + mask == measured, json.dumps([raw, B, T])
 
 
@@ -324,3 +388,22 @@ def test_the_measured_list_the_train_notes_quote_is_this_file():
             if other.model_type not in data["exact"] + data["bounded"]:
                 assert "not measured" in measured_note(other)
                 break
+
+
+#: switches the seed-0 configs of MORE leave off, measured once each: GPT-NeoX's parallel residual
+#: (its default: LN₁(x) and LN₂(x) read one x, kept once, ``Norms.one_input``) and Cohere's
+#: use_qk_norm (CohereLayerNorms over [H, D_h] on q and k, ``Attention.qk_norm_centred``) and
+#: Phi's qk_layernorm (per-head LayerNorms on q and k)
+VARIANTS = [("classic", "gpt_neox", {"use_parallel_residual": True}),
+            ("dense", "cohere", {"use_qk_norm": True, "num_attention_heads": 2, "num_key_value_heads": 1}),
+            ("classic", "phi", {"qk_layernorm": True})]
+
+
+@pytest.mark.parametrize("module,model_type,extra", VARIANTS)
+@pytest.mark.parametrize("kernel,dtype", [("eager", "fp32"), ("sdpa", "bf16")])
+def test_variant_switches(module, model_type, extra, kernel, dtype):
+    raw = {**tiny(module, model_type, 0), **extra}
+    model = saved.build(raw, kernel, "none", dtype)
+    for B, T in SHAPES:
+        known = cpu_layernorm_stats(raw, "none", B, T, dtype) + sdpa_output_copy(raw, kernel, "none", B, T, dtype)
+        assert engine_bytes(raw, kernel, "none", dtype, B, T) + known == saved.saved_bytes(model, B, T), (B, T)

@@ -174,3 +174,37 @@ class GQAHeads:
     def D_h(self) -> int:
         return self.head_dim or self.hidden_size // self.num_attention_heads
 
+
+
+class PartialRotary(Adapter):
+    """A mixin for families that rotate part of each head: ``partial_rotary_factor`` as
+    transformers resolves it — the legacy ``rope_scaling`` (which replaces ``rope_parameters``
+    when given), else ``rope_parameters``, then the top-level field, else the config class's
+    default ``rotary_default``. ``D_rot(D_h)`` is the
+    cos/sin width 2·⌈rot/2⌉ for rot = int(D_h·factor) rotated dims, None when rot is all of D_h (the table's width: saved
+    tensors only; RoPE has no parameters and its elementwise cost is counted over all of D_h)."""
+
+    rotary_default: ClassVar[float] = 1.0
+    partial_rotary_factor: float | None = None
+    rope_parameters: dict | None = None
+    rope_scaling: dict | None = None
+
+    @property
+    def rotary_factor(self) -> float:
+        rope = self.rope_scaling or self.rope_parameters
+        if isinstance(rope, dict) and rope.get("partial_rotary_factor") is not None:
+            return rope["partial_rotary_factor"]
+        return self.rotary_default if self.top_rotary_factor is None else self.top_rotary_factor
+
+    @property
+    def top_rotary_factor(self) -> float | None:
+        """The top-level spelling the config class reads (GPT-NeoX: ``rotary_pct``)."""
+        return self.partial_rotary_factor
+
+    def D_rot(self, D_h: int):
+        f = self.rotary_factor
+        if not 0 < f <= 1:
+            self.fail("partial_rotary_factor", f"the rotated fraction of each head must be in (0, 1] (got {f})")
+        rot = int(D_h * f)
+        # the rotary embedding's inv_freq has ⌈rot/2⌉ entries: cos/sin are 2·⌈rot/2⌉ wide
+        return None if rot == D_h else sympy.Integer(2 * -(-rot // 2))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..components.attention import Attention
+from ..components.ffn import FFN
 from . import register
 from .base import LayerCount, PosInt
 from .llama import LlamaAdapter
@@ -25,6 +26,7 @@ from .llama import LlamaAdapter
 class CohereAdapter(LlamaAdapter):
     reference: ClassVar[str] = "CohereForCausalLM"
     layer_norms: ClassVar[tuple[str, ...]] = ("input_layernorm",)
+    norm_kw: ClassVar[dict] = {"centred_fp32": True}  # CohereLayerNorm, written out in fp32
 
     vocab_size: PosInt = 256_000
     hidden_size: PosInt = 8192
@@ -37,9 +39,12 @@ class CohereAdapter(LlamaAdapter):
     def resolved_layer_types(self) -> list[str]:
         return ["full_attention"] * self.num_hidden_layers
 
+    def ffn(self) -> FFN:  # parallel block: the MLP reads the tensor attention keeps
+        return FFN(bias=self.mlp_bias, shared_input=True)
+
     def attention(self, window) -> Attention:
         return Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                         qk_norm_full=self.use_qk_norm)
+                         qk_norm_full=self.use_qk_norm, qk_norm_centred=self.use_qk_norm)
 
 
 @register("cohere2")

@@ -122,6 +122,8 @@ class Gemma2Adapter(LlamaAdapter):
     tie_word_embeddings: bool = True
     sliding_window: Int | None = 4096
     use_bidirectional_attention: bool | None = None
+    attn_logit_softcapping: float | None = 50.0  # null: no soft-capping (saved tensors only)
+    final_logit_softcapping: float | None = 30.0
 
     @model_validator(mode="after")
     def _gemma_consistent(self):
@@ -136,7 +138,7 @@ class Gemma2Adapter(LlamaAdapter):
     def layer(self, window):
         return (Norms(GEMMA_NORMS),
                 Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                          qk_norm=self.qk_norm),
+                          qk_norm=self.qk_norm, softcap=self.attn_logit_softcapping is not None),
                 FFN(act="gelu_tanh"))  # GeGLU: gate, up, down (gelu_pytorch_tanh)
 
     def to_model(self, tied: bool | None = None) -> Model:
@@ -149,7 +151,8 @@ class Gemma2Adapter(LlamaAdapter):
             vals.update(values(W=self.sliding_window))
         tied = self.tie_word_embeddings if tied is None else tied
         return gemma_saved(Model(self.name, self.model_type, (Embedding(),), groups,
-                                 (Norms(("norm",)), LMHead(tied=tied)), vals,
+                                 (Norms(("norm",)),
+                                  LMHead(tied=tied, softcap=self.final_logit_softcapping is not None)), vals,
                                  notes=["embedding scaled by √d (a non-persistent buffer, no parameters); "
                                         "logit soft-capping is elementwise (0 FLOPs)"]))
 
@@ -163,6 +166,8 @@ class Gemma3TextAdapter(Gemma2Adapter):
     qk_norm: ClassVar[bool] = True
 
     model_type: str = "gemma3_text"
+    attn_logit_softcapping: float | None = None
+    final_logit_softcapping: float | None = None
     vocab_size: PosInt = 262_208
     hidden_size: PosInt = 2304
     intermediate_size: PosInt = 9216

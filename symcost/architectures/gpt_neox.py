@@ -6,7 +6,8 @@ when ``attention_bias`` (default true), D_h = d/H_q, H_kv = H_q (the fused qkv i
 and GEMM FLOPs as q/k/v_proj); rotary on ``partial_rotary_factor`` of each head (0 parameters);
 MLP ``dense_h_to_4h`` d→d_ff and ``dense_4h_to_h`` d_ff→d, always with biases. With
 ``use_parallel_residual`` (default) h = x + attn(LN₁(x)) + mlp(LN₂(x)), else serial: the same
-weights and GEMMs either way, so the flag changes no count. Final LayerNorm; ``embed_out`` head
+weights and GEMMs either way, so the flag changes no parameter or FLOP count (training
+activations: both LayerNorms read x, which is saved once). Final LayerNorm; ``embed_out`` head
 without bias, untied by default.
 """
 from __future__ import annotations
@@ -19,12 +20,12 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from . import register
-from .base import LayerCount, PosInt
+from .base import LayerCount, PartialRotary, PosInt
 from .llama import LlamaAdapter
 
 
 @register("gpt_neox")
-class GPTNeoXAdapter(LlamaAdapter):
+class GPTNeoXAdapter(PartialRotary, LlamaAdapter):
     reference: ClassVar[str] = "GPTNeoXForCausalLM"
     final_norm: ClassVar[str] = "final_layer_norm"
     norm_bias: ClassVar[bool] = True
@@ -36,6 +37,16 @@ class GPTNeoXAdapter(LlamaAdapter):
     intermediate_size: PosInt = 24_576
     attention_bias: bool = True
     use_parallel_residual: bool = True
+    rotary_pct: float | None = None  # GPTNeoXConfig's spelling of partial_rotary_factor
+    rotary_default: ClassVar[float] = 0.25
+
+    @property
+    def top_rotary_factor(self) -> float | None:  # the top-level partial_rotary_factor is not read
+        return self.rotary_pct
+
+    @property
+    def norm_kw(self) -> dict:  # parallel residual: both LayerNorms read x, kept once
+        return {"one_input": self.use_parallel_residual}
 
     @model_validator(mode="after")
     def _neox_consistent(self):
@@ -55,7 +66,8 @@ class GPTNeoXAdapter(LlamaAdapter):
         return ["full_attention"] * self.num_hidden_layers
 
     def attention(self, window) -> Attention:
-        return Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias)
+        return Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias, fused_qkv=True,
+                         D_rot=self.D_rot(self.D_h))
 
     def ffn(self) -> FFN:
         return FFN(gated=False, bias=True, act="gelu")

@@ -32,6 +32,9 @@ class LlamaAdapter(GQAHeads, Adapter):
     layer_norms: ClassVar[tuple[str, ...]] = LAYER_NORMS
     final_norm: ClassVar[str] = "norm"
     norm_bias: ClassVar[bool] = False
+    #: extra ``Norms`` fields of the family's norm modules (saved-for-backward only), e.g.
+    #: ``{"fp32_weight": True}`` when the weight multiply runs in fp32 (Helium)
+    norm_kw: ClassVar[dict] = {}
 
     hidden_size: PosInt
     vocab_size: PosInt
@@ -91,7 +94,7 @@ class LlamaAdapter(GQAHeads, Adapter):
         types = self.resolved_layer_types()
         n_swa = types.count("sliding_attention")
         n_full = len(types) - n_swa
-        norms = Norms(self.layer_norms, bias=self.norm_bias)
+        norms = Norms(self.layer_norms, bias=self.norm_bias, **self.norm_kw)
         kinds = [("layers" if not n_swa else "full_layers", n_full, None, sym.L_full),
                  ("layers" if not n_full else "swa_layers", n_swa, sym.W, sym.L_swa)]
         kinds = [k for k in kinds if k[1]]
@@ -107,7 +110,7 @@ class LlamaAdapter(GQAHeads, Adapter):
         if len(kinds) > 1:
             vals.update(values(L_full=n_full, L_swa=n_swa))
         return Model(self.name, self.model_type, (self.embedding(),), groups,
-                     (Norms((self.final_norm,), bias=self.norm_bias), self.head()), vals)
+                     (Norms((self.final_norm,), bias=self.norm_bias, **self.norm_kw), self.head()), vals)
 
 
 @register("mistral")

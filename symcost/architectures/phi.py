@@ -19,12 +19,12 @@ from ..components.attention import Attention
 from ..components.embedding import LMHead
 from ..components.ffn import FFN
 from . import register
-from .base import LayerCount, PosInt
+from .base import LayerCount, PartialRotary, PosInt
 from .llama import LlamaAdapter
 
 
 @register("phi")
-class PhiAdapter(LlamaAdapter):
+class PhiAdapter(PartialRotary, LlamaAdapter):
     reference: ClassVar[str] = "PhiForCausalLM"
     layer_norms: ClassVar[tuple[str, ...]] = ("input_layernorm",)
     final_norm: ClassVar[str] = "final_layernorm"
@@ -36,6 +36,7 @@ class PhiAdapter(LlamaAdapter):
     num_hidden_layers: LayerCount = 24
     num_attention_heads: PosInt = 32
     qk_layernorm: bool = False
+    rotary_default: ClassVar[float] = 0.5
 
     @model_validator(mode="after")
     def _phi_consistent(self):
@@ -48,10 +49,11 @@ class PhiAdapter(LlamaAdapter):
         return ["full_attention"] * self.num_hidden_layers
 
     def attention(self, window) -> Attention:
-        return Attention(qkv_bias=True, o_bias=True, qk_norm=self.qk_layernorm, qk_norm_bias=True)
+        return Attention(qkv_bias=True, o_bias=True, qk_norm=self.qk_layernorm, qk_norm_bias=True,
+                         D_rot=self.D_rot(self.D_h))
 
-    def ffn(self) -> FFN:
-        return FFN(gated=False, bias=True, act="gelu_tanh")  # gelu_new
+    def ffn(self) -> FFN:  # parallel block: the MLP reads the tensor attention keeps
+        return FFN(gated=False, bias=True, act="gelu_tanh", shared_input=True)  # gelu_new
 
     def head(self) -> LMHead:
         return LMHead(tied=self.tie_word_embeddings, bias=True)

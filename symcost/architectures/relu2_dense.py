@@ -12,6 +12,7 @@ the input norm and there is no post_attention_layernorm.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 from pydantic import model_validator
@@ -19,7 +20,7 @@ from pydantic import model_validator
 from ..components.attention import Attention
 from ..components.ffn import FFN
 from . import register
-from .base import LayerCount, PosInt
+from .base import LayerCount, PartialRotary, PosInt
 from .llama import LlamaAdapter
 
 
@@ -43,9 +44,11 @@ class ArceeAdapter(_Full, LlamaAdapter):
 
 
 @register("nemotron")
-class NemotronAdapter(ArceeAdapter):
+class NemotronAdapter(PartialRotary, ArceeAdapter):
     reference: ClassVar[str] = "NemotronForCausalLM"
     norm_bias: ClassVar[bool] = True
+    norm_kw: ClassVar[dict] = {"weight_plus_one": True}  # NemotronLayerNorm1P: layer_norm(x, w + 1, b)
+    rotary_default: ClassVar[float] = 0.5
 
     vocab_size: PosInt = 256_000
     hidden_size: PosInt = 6144
@@ -58,10 +61,15 @@ class NemotronAdapter(ArceeAdapter):
             self.fail("num_key_value_heads", "required: NemotronConfig keeps None and the attention cannot use it")
         return self
 
+    def attention(self, window) -> Attention:
+        a = super().attention(window)
+        return dataclasses.replace(a, D_rot=self.D_rot(self.D_h))
+
 
 @register("helium")
 class HeliumAdapter(_Full, LlamaAdapter):
     reference: ClassVar[str] = "HeliumForCausalLM"
+    norm_kw: ClassVar[dict] = {"fp32_weight": True}  # HeliumRMSNorm: (weight.float() · x̂).to(dtype)
 
     vocab_size: PosInt = 48_000
     hidden_size: PosInt = 2560
@@ -79,11 +87,12 @@ class HeliumAdapter(_Full, LlamaAdapter):
         return self
 
     def attention(self, window) -> Attention:
-        return Attention(qkv_bias=self.attention_bias)
+        # apply_rotary_pos_emb interleaves cos/sin (repeat_interleave) in every layer
+        return Attention(qkv_bias=self.attention_bias, rope_per_layer=True)
 
 
 @register("stablelm")
-class StableLmAdapter(_Full, LlamaAdapter):
+class StableLmAdapter(_Full, PartialRotary, LlamaAdapter):
     reference: ClassVar[str] = "StableLmForCausalLM"
     norm_bias: ClassVar[bool] = True
 
@@ -96,6 +105,7 @@ class StableLmAdapter(_Full, LlamaAdapter):
     use_qkv_bias: bool = False
     qk_layernorm: bool = False
     use_parallel_residual: bool = False
+    rotary_default: ClassVar[float] = 0.25
 
     @model_validator(mode="after")
     def _stablelm_consistent(self):
@@ -113,4 +123,8 @@ class StableLmAdapter(_Full, LlamaAdapter):
         return ("input_layernorm", "post_attention_layernorm")
 
     def attention(self, window) -> Attention:
-        return Attention(qkv_bias=self.use_qkv_bias, qk_norm_full=self.qk_layernorm)
+        return Attention(qkv_bias=self.use_qkv_bias, qk_norm_full=self.qk_layernorm,
+                         qk_norm_per_head_ln=self.qk_layernorm, D_rot=self.D_rot(self.D_h))
+
+    def ffn(self) -> FFN:  # parallel residual: the MLP reads the tensor attention keeps
+        return FFN(bias=self.mlp_bias, shared_input=self.use_parallel_residual)

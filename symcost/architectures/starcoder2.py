@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from pydantic import model_validator
+
 from ..components.attention import Attention
 from ..components.ffn import FFN
 from . import register
@@ -29,9 +31,17 @@ class Starcoder2Adapter(MistralAdapter):
     num_key_value_heads: PosInt | None = 2
     tie_word_embeddings: bool = True
     use_bias: bool = True
+    hidden_act: str = "gelu_pytorch_tanh"  # one fused tanh-GELU op (its backward keeps its input only)
+
+    @model_validator(mode="after")
+    def _act_known(self):
+        from ..elementwise import ACT_ALIASES
+        if self.hidden_act not in ACT_ALIASES:
+            self.fail("hidden_act", f"unknown activation {self.hidden_act!r}")
+        return self
 
     def attention(self, window) -> Attention:
         return Attention(W=window, qkv_bias=self.use_bias, o_bias=self.use_bias)
 
     def ffn(self) -> FFN:
-        return FFN(gated=False, bias=self.use_bias, act="gelu_tanh")
+        return FFN(gated=False, bias=self.use_bias, act=self.hidden_act)

@@ -69,7 +69,19 @@ class Attention(Component):
     fused_qkv: bool = False  # q, k, v are slices of one qkv_proj output (Phi-3): v's storage is all of it
     D_rot: sympy.Expr | None = None  # rotated dims per head when RoPE is partial (None: all D_h); saved tensors only
     rope_batched: bool = False  # cos/sin per sequence [B, T, D_h] (multimodal RoPE: Qwen3-VL), not [1, T, D_h]
-    rope_per_layer: bool = False  # each layer computes its own cos/sin [1, T, D_rot] (RecurrentGemma); saved only
+    #: each layer computes or re-interleaves its own cos/sin (RecurrentGemma; Helium's
+    #: ``repeat_interleave``): each layer keeps its own [1, T, D_rot] cos and sin, the shared table is not saved
+    rope_per_layer: bool = False
+    #: the q/k norms are one ``nn.LayerNorm`` per head applied head by head (StableLM's
+    #: ``StableLmLayerNormPerHead``): each keeps the projection output as its input and an fp32
+    #: mean and rstd per head (parameters as ``qk_norm_full``); saved tensors only
+    qk_norm_per_head_ln: bool = False
+    #: attention logit soft-capping, cap·tanh(scores/cap) (Gemma 2): eager keeps tanh's output
+    #: [.., H_q, T] in the compute dtype (FlashAttention caps inside the kernel); saved tensors only
+    softcap: bool = False
+    #: the q/k norms are CohereLayerNorms over [heads, D_h] (Cohere ``use_qk_norm``), written out
+    #: in fp32 as ``Norms.centred_fp32`` per head (parameters as ``qk_norm_full``); saved tensors only
+    qk_norm_centred: bool = False
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -137,7 +149,10 @@ class Attention(Component):
         ``rope_fp32`` holds the shared cos/sin table in float32; ``rope_per_layer``: each layer's own
         cos/sin ``b_a·2·D_rot`` per position (batch-free) instead of one shared table.
         With a fused qkv_proj (``fused_qkv``) a v that is kept as a view (flash, selective, and eager's
-        repeat_kv when it is a view) keeps the whole projection output, ``(H_q + 2·H_kv)·D_h``.
+        repeat_kv when it is a view, or no repeat at all with H_kv = H_q and B = 1) keeps the whole
+        projection output, ``(H_q + 2·H_kv)·D_h``. Family variants: ``softcap`` (eager keeps
+        tanh(scores/cap), ``b_a·H_q·T``), ``rope_per_layer`` (each layer's own re-interleaved
+        cos/sin), ``qk_norm_per_head_ln`` / ``qk_norm_centred`` (StableLM's and Cohere's q/k norms).
         """
         a, H_q, H_kv, D_h, T = sym.b_a, self.H_q, self.H_kv, self.D_h, sym.T
         D_v = self.D_val  # value (and o_proj input) head dim: D_h unless the model sets D_v
@@ -147,9 +162,22 @@ class Attention(Component):
         if self.clip_qkv:
             out.append(Saved("clip_qkv", (H_q + 2 * H_kv) * D_h, a, doc="q, k, v as clamp_ keeps them"))
         if self.qk_norm:
-            out += saved_norm("q_norm", D_h, heads=H_q, split="tp", offset=self.qk_norm_offset)
-            out += saved_norm("k_norm", D_h, heads=H_kv, split="tp", offset=self.qk_norm_offset)
-        if self.qk_norm_full:
+            out += saved_norm("q_norm", D_h, self.qk_norm_bias, heads=H_q, split="tp", offset=self.qk_norm_offset)
+            out += saved_norm("k_norm", D_h, self.qk_norm_bias, heads=H_kv, split="tp", offset=self.qk_norm_offset)
+        if self.qk_norm_per_head_ln:
+            out += [Saved("q_norm/input", H_q * D_h, a, doc="q_proj output, the per-head LayerNorms' input"),
+                    Saved("q_norm/mean_rstd", 2 * H_q, 4, doc="fp32 mean and rstd per head"),
+                    Saved("k_norm/input", H_kv * D_h, a, doc="k_proj output, the per-head LayerNorms' input"),
+                    Saved("k_norm/mean_rstd", 2 * H_kv, 4, doc="fp32 mean and rstd per head")]
+        elif self.qk_norm_centred:
+            for n, H in (("q_norm", H_q), ("k_norm", H_kv)):
+                out += [Saved(f"{n}/centred", 2 * H * D_h, 4, doc="x − mean, fp32, computed twice"),
+                        Saved(f"{n}/rstd", H, 4, doc="fp32 rsqrt(var + ε) per head"),
+                        Saved(f"{n}/normed", H * D_h, 4, doc="(x − mean)·rstd, fp32")]
+                if bw.upcast:
+                    out.append(Saved(f"{n}/weight_fp32", H * D_h, 4, "none", sympy.Integer(1),
+                                     "weight.float() [heads, D_h], per layer"))
+        elif self.qk_norm_full:
             out += saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
         if bw.kernel == "flash" and bw.recompute != "selective":
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a),
@@ -161,9 +189,14 @@ class Attention(Component):
         else:
             # repeat_kv copies K and V to H_q heads; with one KV head and B = 1 the reshape is a view
             view = (H_q - 1) * is_one(H_kv) * is_one(sym.B)
+            # a fused qkv with H_kv = H_q: nothing to repeat, and with B = 1 PV's matmul flattens v
+            # without a copy, so v stays a view of the whole projection
+            same = is_one(H_q / H_kv) * is_one(sym.B) * fused if self.fused_qkv else 0
             out += [Saved("q", H_q * D_h, a), Saved("k_repeated", (H_q - view) * D_h, a, doc="repeat_kv to H_q"),
-                    Saved("v_repeated", (H_q - view) * D_v + view * fused, a, doc="repeat_kv to H_q"),
+                    Saved("v_repeated", (H_q - view) * D_v + view * fused + same, a, doc="repeat_kv to H_q"),
                     ]
+            if self.softcap:
+                out.append(Saved("softcap_tanh", H_q * T, a, doc="tanh(scores / cap) [.., H_q, T keys]"))
             if self.softmax_fp32:
                 out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))
             if bw.upcast or not self.softmax_fp32:
@@ -179,9 +212,7 @@ class Attention(Component):
         return [Saved("rope_cos_sin", 2 * D_rot, sym.b_a, "none", sym.T, "this layer's cos and sin [1, T, D_rot]")]
 
     def saved_shared(self, bw) -> list:
-        if self.rope_per_layer:
-            return []
-        if not self.rope or bw.recompute == "full":
+        if not self.rope or bw.recompute == "full" or self.rope_per_layer:
             return []  # under full recompute the table is held by the checkpoint's closure
         D_rot = self.D_h if self.D_rot is None else self.D_rot  # partial RoPE: the table is D_rot wide
         nbytes = 4 if self.rope_fp32 else sym.b_a

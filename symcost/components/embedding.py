@@ -68,7 +68,8 @@ class LMHead(Component):
     V: sympy.Expr = sym.V
     tied: bool = False
     bias: bool = False  # lm_head bias [V] (Phi-2); kept (and counted) even when the weight is tied
-    #: logits soft-capped, cap·tanh(logits/cap) (RecurrentGemma's ``logits_soft_cap``): saved only
+    #: logits soft-capped, cap·tanh(logits/cap) (Gemma 2 ``final_logit_softcapping``, RecurrentGemma's
+    #: ``logits_soft_cap``): keeps tanh's output [.., V] in the compute dtype; saved tensors only
     softcap: bool = False
 
     def primitives(self, ph: Phase | None = None):

@@ -70,6 +70,9 @@ class FFN(Component):
     #: the clamped SwiGLU of MiniMax-M3 (``(up.clamp(±l) + 1) · g·σ(α·g)``, g = gate.clamp(max=l), on a
     #: fused gate_up): what its backward keeps (``saved`` only; ``clamped_glu_saved``)
     clamped_glu: bool = False
+    #: a parallel block (attention and MLP read one norm's output: Cohere, GPT-NeoX): the input is
+    #: the tensor attention already keeps, not saved a second time (saved tensors only)
+    shared_input: bool = False
 
     @property
     def activation(self) -> str:
@@ -101,7 +104,7 @@ class FFN(Component):
         plain: the up projection and its activation, ``b_a·2·d_ff``, plus three more ``b_a·d_ff``
         intermediates of the composite tanh GELU (``gelu_new``, GPT-2's default)."""
         a = sym.b_a
-        out = [Saved("input", self.d, a, "seq", doc="gate/up_proj input")]
+        out = [] if self.shared_input else [Saved("input", self.d, a, "seq", doc="gate/up_proj input")]
         if self.clamped_glu:
             return out + clamped_glu_saved("", self.d_ff)
         if self.gated:

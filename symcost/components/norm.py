@@ -47,6 +47,16 @@ class Norms(Component):
     fp32_normed: bool = False
     #: zero-centred weight, ``x̂ · (1 + w)`` computed in fp32 (``Qwen3NextRMSNorm``, ``Qwen3_5RMSNorm``, Gemma)
     offset: bool = False
+    #: ``CohereLayerNorm``: a LayerNorm without bias written out in fp32 — ``x − mean`` computed
+    #: twice (for the variance and for the output), fp32 rstd, the fp32 normed ``x̂`` times
+    #: ``weight.float()`` (below fp32 a per-norm fp32 weight copy); saved tensors only
+    centred_fp32: bool = False
+    #: ``NemotronLayerNorm1P``: ``F.layer_norm(x, weight + 1, bias)`` — each norm keeps its
+    #: ``weight + 1`` ([dim], compute dtype, batch-free); saved tensors only
+    weight_plus_one: bool = False
+    #: every norm of the layer reads the same tensor (GPT-NeoX's parallel residual: LN₁(x) and
+    #: LN₂(x)): a LayerNorm's saved input is kept once; saved tensors only
+    one_input: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -71,12 +81,28 @@ class Norms(Component):
             return [s for n in self.names for s in (
                 Saved(f"{n}/input_fp32", self.dim, 4, "seq", doc="x.float() [.., dim]"),
                 Saved(f"{n}/mean_rstd", 2, 4, "seq", doc="fp32 mean and rstd"))]
+        if self.centred_fp32:
+            out = []
+            for n in self.names:
+                out += [Saved(f"{n}/centred", 2 * self.dim, 4, "seq", doc="x − mean, fp32, computed twice"),
+                        Saved(f"{n}/rstd", 1, 4, "seq", doc="fp32 rsqrt(var + ε) [.., 1]"),
+                        Saved(f"{n}/normed", self.dim, 4, "seq", doc="(x − mean)·rstd, fp32")]
+                if bw.upcast:
+                    out.append(Saved(f"{n}/weight_fp32", self.dim, 4, "none", sympy.Integer(1),
+                                     "weight.float(), per layer"))
+            return out
         out = []
         for n in self.names:
             out += saved_norm(n, self.dim, self.bias, offset=self.offset)
+        if self.one_input and self.bias:
+            first = f"{self.names[0]}/input"
+            out = [s for s in out if not s.name.endswith("/input") or s.name == first]
         if (self.fp32_stream or self.fp32_weight or self.fp32_normed) and not self.bias:
             out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32") if s.name.endswith("/normed") else s
                    for s in out]
+        if self.weight_plus_one:
+            out += [Saved(f"{n}/weight_plus_one", self.dim, sym.b_a, "none", sympy.Integer(1),
+                          "weight + 1 [dim], per norm") for n in self.names]
         if self.fp32_weight and bw.upcast:
             out += [Saved(f"{n}/weight_fp32", self.dim, 4, "none", sympy.Integer(1), "weight.float(), per layer")
                     for n in self.names]
