@@ -47,7 +47,8 @@ class Ernie45Adapter(LlamaAdapter):
         return ["full_attention"] * self.num_hidden_layers
 
     def attention(self, window) -> Attention:
-        return Attention(qkv_bias=self.use_bias, o_bias=self.use_bias)
+        # Ernie4_5's RoPE: fp32 cos/sin interleaved inside every layer (training activations only)
+        return Attention(qkv_bias=self.use_bias, o_bias=self.use_bias, rope_interleave_fp32=True)
 
     def ffn(self) -> FFN:
         return FFN(bias=self.use_bias)

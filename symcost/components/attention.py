@@ -69,6 +69,9 @@ class Attention(Component):
     fused_qkv: bool = False  # q, k, v are slices of one qkv_proj output (Phi-3): v's storage is all of it
     D_rot: sympy.Expr | None = None  # rotated dims per head when RoPE is partial (None: all D_h); saved tensors only
     rope_batched: bool = False  # cos/sin per sequence [B, T, D_h] (multimodal RoPE: Qwen3-VL), not [1, T, D_h]
+    #: ERNIE 4.5's apply_rotary_pos_emb: each layer builds its own fp32 cos/sin by repeat_interleave of
+    #: the fp32 table's first half ([1, 1, T, D_h] each, what the products keep); the table itself is not kept
+    rope_interleave_fp32: bool = False
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -142,6 +145,10 @@ class Attention(Component):
         # a fused qkv_proj: v is a view of the whole [.., (H_q + 2·H_kv)·D_h] output, which a saved v keeps
         fused = (H_q + H_kv) * D_h if self.fused_qkv else 0
         out = [Saved("input", self.d, a, "seq", doc="q/k/v_proj input [.., d]")]
+        if self.rope and self.rope_interleave_fp32:
+            D_rot = self.D_h if self.D_rot is None else self.D_rot
+            out.append(Saved("rope_cos_sin", 2 * D_rot, 4, "none", T,
+                             "fp32 cos and sin repeat_interleave'd per layer [1, 1, T, D_h]"))
         if self.clip_qkv:
             out.append(Saved("clip_qkv", (H_q + 2 * H_kv) * D_h, a, doc="q, k, v as clamp_ keeps them"))
         if self.qk_norm:
@@ -170,7 +177,7 @@ class Attention(Component):
         return out
 
     def saved_shared(self, bw) -> list:
-        if not self.rope or bw.recompute == "full":
+        if not self.rope or bw.recompute == "full" or self.rope_interleave_fp32:
             return []  # under full recompute the table is held by the checkpoint's closure
         D_rot = self.D_h if self.D_rot is None else self.D_rot  # partial RoPE: the table is D_rot wide
         nbytes = 4 if self.rope_fp32 else sym.b_a
