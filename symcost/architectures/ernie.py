@@ -86,7 +86,10 @@ class Ernie45MoeAdapter(Ernie45Adapter):
     def layer(self, mixer: str, ffn: str):
         mlp = FFN(bias=self.use_bias) if ffn == "dense" else MoE(
             d_sh=sym.d_sh if self.moe_num_shared_experts else None, proj_bias=self.use_bias,
-            correction_bias_param=True)
+            correction_bias_param=True,
+            # Ernie4_5_MoeTopKRouter (training activations only): fp32 router, clamped renormalisation,
+            # weights cast back to the compute dtype
+            router_upcast=True, norm_clamp=True, weights_fp32=False)
         return (Norms(LAYER_NORMS), self.attention(None), mlp)
 
     def to_model(self) -> Model:

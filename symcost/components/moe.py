@@ -74,6 +74,12 @@ class MoE(Component):
     weights_fp32: bool = True  # routing weights stay fp32 (Mixtral, DeepSeek) or are cast back (Qwen)
     all_experts: bool = False  # impl="reference" runs all E experts on every token (Llama 4)
     weighted_fp32: bool = False  # the weighted expert output is promoted to fp32 (Nemotron-H: fp32 accumulator)
+    #: the softmax router computes ``F.linear(x.float(), weight.float())`` (ERNIE 4.5): below fp32 both
+    #: fp32 copies are kept, as sigmoid_group's are
+    router_upcast: bool = False
+    #: the renormalising sum is clamped (``clamp(sum, min=moe_norm_min)``, ERNIE 4.5): the division
+    #: keeps the clamped sum too (4 per token)
+    norm_clamp: bool = False
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -158,9 +164,15 @@ class MoE(Component):
             if self.norm_topk:
                 out += [Saved("router/topk_sum", 1, a, "seq"), Saved("router/topk_weights", k, a, "seq")]
         else:
+            if self.router_upcast and bw.upcast:
+                out += [Saved("router/input_fp32", d, 4, "seq"),
+                        Saved("router/weight_fp32", d * E, 4, "none", sympy.Integer(1),
+                              "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
             out += [Saved("router/probs_fp32", E, 4, "seq"), Saved("router/topk_indices", k, 8, "seq")]
         if self.norm_topk and self.router not in ("sigmoid", "topk_softmax"):
             out += [Saved("router/topk_sum", 1, 4, "seq"), Saved("router/topk_weights", k, 4, "seq")]
+            if self.norm_clamp:
+                out.append(Saved("router/topk_sum_clamped", 1, 4, "seq", doc="clamp(sum, min=norm_min)"))
         rows = k * sym.B * sym.T
         out += [Saved("experts/index_pairs", 2, 8, "seq", rows, "torch.where(expert_mask): int64 pairs"),
                 Saved("experts/input", d_x, a, "seq", rows, "hidden_states[token_idx]")]
