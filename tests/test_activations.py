@@ -50,7 +50,7 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
 #: flex_olmo in bf16 is left out as olmo2 is (its OLMo-2 RMSNorms keep the normed output in fp32)
 MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW[:3]), ("granite", "granite", FEW),
          ("granite", "granitemoe", FEW), ("granite", "granitemoeshared", FEW), ("ernie", "ernie4_5", FEW),
-         ("ernie", "ernie4_5_moe", FEW)]
+         ("ernie", "ernie4_5_moe", FEW), ("moe_more", "dots1", FEW)]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
