@@ -50,7 +50,7 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
 #: flex_olmo in bf16 is left out as olmo2 is (its OLMo-2 RMSNorms keep the normed output in fp32)
 MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW[:3]), ("granite", "granite", FEW),
          ("granite", "granitemoe", FEW), ("granite", "granitemoeshared", FEW), ("ernie", "ernie4_5", FEW),
-         ("ernie", "ernie4_5_moe", FEW), ("moe_more", "dots1", FEW)]
+         ("ernie", "ernie4_5_moe", FEW), ("moe_more", "dots1", FEW), ("phimoe", "phimoe", FEW)]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -165,6 +165,25 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
     return n
 
 
+def cpu_layernorm_stats(raw, dtype, B, T) -> int:
+    """Itemised difference (negative): on CPU torch's LayerNorm returns its mean and rstd in the input
+    dtype for bf16 (2 bytes each per row; CUDA keeps them fp32, 4 each, which the engine counts).
+    Every weighted LayerNorm of the layers and the final norm (weightless ones, OLMo's, run on an
+    fp32 copy and keep fp32 statistics)."""
+    if dtype == "fp32":
+        return 0
+    from symcost.components.norm import Norms
+    m = built(raw)
+    n = sum(int(g.count.xreplace(m.values)) * len(c.names) for g in m.groups for c in g.components
+            if isinstance(c, Norms) and c.bias and not c.weightless)
+    n += sum(len(c.names) for c in m.post if isinstance(c, Norms) and c.bias and not c.weightless)
+    return -n * B * T * 2 * (4 - BYTES[dtype])
+
+
+#: families measured in bf16 whose LayerNorm statistics are the CPU kernel's (``cpu_layernorm_stats``)
+CPU_LAYERNORM = {"phimoe"}
+
+
 #: families whose apply_rotary_pos_emb always splits q at the rotary width and concatenates it back
 #: (also with the whole head rotated): their q reaches SDPA head-major
 CAT_ROPE = {"glm4_moe", "minimax_m2"}
@@ -240,6 +259,8 @@ def test_saved_bytes_equal_measured(module, model_type, n, kernel, recompute, dt
             mask += checkpointed_mask(raw, kernel, recompute, B, T, dtype)
             mask += sdpa_output_copy(raw, kernel, recompute, B, T, dtype)
             mask += fp32_stream_inputs(raw, recompute, B, T, dtype)
+            if raw["model_type"] in CPU_LAYERNORM and recompute != "full":
+                mask += cpu_layernorm_stats(raw, dtype, B, T)
             assert engine_bytes(raw, kernel, recompute, dtype, B, T) + mask == measured, json.dumps([raw, B, T])
 
 

@@ -70,6 +70,7 @@ class MoE(Component):
     router: str = "softmax"  # "softmax" (Mixtral, Qwen) | "sigmoid_group" (DeepSeek-V3 group-limited, fp32)
     #: | "sigmoid" (LFM2-MoE: sigmoid scores in the compute dtype, optional bias for the choice only)
     #: | "topk_softmax" (Granite MoE: softmax over the top-k fp32 logits only)
+    #: | "sparsemixer" (Phi-3.5-MoE: two masked softmaxes in the compute dtype, one expert from each)
     norm_topk: bool = True  # top-k weights renormalised to sum 1 (norm_topk_prob)
     weights_fp32: bool = True  # routing weights stay fp32 (Mixtral, DeepSeek) or are cast back (Qwen)
     all_experts: bool = False  # impl="reference" runs all E experts on every token (Llama 4)
@@ -80,6 +81,9 @@ class MoE(Component):
     #: the renormalising sum is clamped (``clamp(sum, min=moe_norm_min)``, ERNIE 4.5): the division
     #: keeps the clamped sum too (4 per token)
     norm_clamp: bool = False
+    #: Phi-3.5-MoE's ``input_jitter_noise`` > 0: the block and its router each multiply the input in
+    #: place by a fresh uniform noise tensor, which the product keeps (``b_a·d`` twice per token)
+    input_jitter: bool = False
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -145,7 +149,7 @@ class MoE(Component):
         """
         a, d, E, k, f = sym.b_a, self.d, self.E, self.k, self.d_moe
         d_x = d if self.d_lat is None else self.d_lat  # the experts' width (LatentMoE: d_lat)
-        if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax"):
+        if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax", "sparsemixer"):
             raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
         out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
         if self.all_experts:
@@ -157,6 +161,15 @@ class MoE(Component):
                               "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
             out += [Saved("router/scores_fp32", E, 4, "seq"),
                     Saved("router/topk_indices", k, 8, "seq", doc="read by gather")]
+        elif self.router == "sparsemixer":
+            # PhimoeSparseMoeBlock's sparsemixer, twice (top-1, then top-2 with top-1 masked out): the
+            # masked_fill's bool mask E, the softmax E in the compute dtype, the gathered multiplier
+            # (PhimoeMultiplier keeps it) and the Gumbel-sampled expert index (int64)
+            if self.input_jitter:
+                out.append(Saved("jitter_noise", 2 * d, a, "seq", doc="uniform noise, block and router"))
+            out += [Saved("router/masks", 2 * E, 1, "seq", doc="bool masks of masked_fill"),
+                    Saved("router/masked_softmax", 2 * E, a, "seq"),
+                    Saved("router/multipliers", 2, a, "seq"), Saved("router/selected", 2, 8, "seq")]
         elif self.router == "topk_softmax":  # Granite: top-k of the fp32 logits, softmax over those k
             out += [Saved("router/topk_indices", k, 8, "seq"), Saved("router/topk_softmax", k, 4, "seq")]
         elif self.router == "sigmoid":  # LFM2-MoE: sigmoid scores in the compute dtype, no fp32 copy
@@ -169,7 +182,7 @@ class MoE(Component):
                         Saved("router/weight_fp32", d * E, 4, "none", sympy.Integer(1),
                               "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
             out += [Saved("router/probs_fp32", E, 4, "seq"), Saved("router/topk_indices", k, 8, "seq")]
-        if self.norm_topk and self.router not in ("sigmoid", "topk_softmax"):
+        if self.norm_topk and self.router not in ("sigmoid", "topk_softmax", "sparsemixer"):
             out += [Saved("router/topk_sum", 1, 4, "seq"), Saved("router/topk_weights", k, 4, "seq")]
             if self.norm_clamp:
                 out.append(Saved("router/topk_sum_clamped", 1, 4, "seq", doc="clamp(sum, min=norm_min)"))
