@@ -50,7 +50,8 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
 #: flex_olmo in bf16 is left out as olmo2 is (its OLMo-2 RMSNorms keep the normed output in fp32)
 MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW[:3]), ("granite", "granite", FEW),
          ("granite", "granitemoe", FEW), ("granite", "granitemoeshared", FEW), ("ernie", "ernie4_5", FEW),
-         ("ernie", "ernie4_5_moe", FEW), ("moe_more", "dots1", FEW), ("phimoe", "phimoe", FEW)]
+         ("ernie", "ernie4_5_moe", FEW), ("moe_more", "dots1", FEW), ("phimoe", "phimoe", FEW),
+         ("moe_more", "dbrx", FEW)]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -168,32 +169,33 @@ def sdpa_window_masks(raw, kernel, B, T, dtype) -> int:
 def cpu_layernorm_stats(raw, dtype, B, T) -> int:
     """Itemised difference (negative): on CPU torch's LayerNorm returns its mean and rstd in the input
     dtype for bf16 (2 bytes each per row; CUDA keeps them fp32, 4 each, which the engine counts).
-    Every weighted LayerNorm of the layers and the final norm (weightless ones, OLMo's, run on an
+    Every weighted LayerNorm (with or without bias: DBRX's ``layer_stats``) of the layers and the final norm (weightless ones, OLMo's, run on an
     fp32 copy and keep fp32 statistics)."""
     if dtype == "fp32":
         return 0
     from symcost.components.norm import Norms
     m = built(raw)
-    n = sum(int(g.count.xreplace(m.values)) * len(c.names) for g in m.groups for c in g.components
-            if isinstance(c, Norms) and c.bias and not c.weightless)
-    n += sum(len(c.names) for c in m.post if isinstance(c, Norms) and c.bias and not c.weightless)
+    layer = lambda c: isinstance(c, Norms) and (c.bias or c.layer_stats) and not c.weightless  # noqa: E731
+    n = sum(int(g.count.xreplace(m.values)) * len(c.names) for g in m.groups for c in g.components if layer(c))
+    n += sum(len(c.names) for c in m.post if layer(c))
     return -n * B * T * 2 * (4 - BYTES[dtype])
 
 
 #: families measured in bf16 whose LayerNorm statistics are the CPU kernel's (``cpu_layernorm_stats``)
-CPU_LAYERNORM = {"phimoe"}
+CPU_LAYERNORM = {"phimoe", "dbrx"}
 
 
 #: families whose apply_rotary_pos_emb always splits q at the rotary width and concatenates it back
 #: (also with the whole head rotated): their q reaches SDPA head-major
-CAT_ROPE = {"glm4_moe", "minimax_m2"}
+#: (Phi-3 concatenates [q_rot, q_pass] even with the whole head rotated; DBRX's fused Wqkv
+#: slices, rotated without a concatenation, keep the token-major layout: no copy)
+CAT_ROPE = {"glm4_moe", "minimax_m2", "phi3"}
 
 
 def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
     """Itemised difference: CPU SDPA's flash kernel returns its output in q's memory layout. When q
     reaches it head-major contiguous — built by a concatenation (MLA's [q_nope, q_rope] when the
-    flash kernel runs, partial RoPE's [q_rot, q_pass]) or by RoPE on a slice of a fused qkv_proj
-    (Phi-3) — the output is head-major
+    flash kernel runs, partial RoPE's [q_rot, q_pass], Phi-3's RoPE) — the output is head-major
     and ``transpose(1, 2).contiguous()`` copies it (H_q·D_v per token per layer, both kept).
     FlashAttention returns [B, T, H, D]-major output, which the engine's ``flash`` counts once."""
     if kernel != "sdpa" or recompute == "full" or engine_kernel(built(raw), kernel) != "flash":
@@ -204,7 +206,7 @@ def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
     n = 0
     for g in m.groups:
         for c in g.components:
-            if isinstance(c, MLA) or (isinstance(c, Attention) and (c.fused_qkv or c.D_rot is not None
+            if isinstance(c, MLA) or (isinstance(c, Attention) and (c.D_rot is not None
                                                                      or raw["model_type"] in CAT_ROPE)):
                 width = c.H_q * (c.D_v if isinstance(c, MLA) else c.D_val)
                 n += int((g.count * width).xreplace(m.values)) * B * T * BYTES[dtype]

@@ -73,7 +73,7 @@ class PhimoeAdapter(MixtralAdapter):
     def ffn(self) -> MoE:
         # sparsemixer's saved tensors; its multipliers stay in the compute dtype (training activations only)
         return MoE(d_moe=sym.d_ff, router="sparsemixer", norm_topk=False, weights_fp32=False,
-                   input_jitter=self.input_jitter_noise > 0)
+                   input_jitter=2 if self.input_jitter_noise > 0 else 0)
 
     def head(self) -> LMHead:
         return LMHead(tied=self.tie_word_embeddings, bias=self.lm_head_bias)

@@ -165,9 +165,11 @@ class Attention(Component):
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a)]
         else:
             # repeat_kv copies K and V to H_q heads; with one KV head and B = 1 the reshape is a view
-            view = (H_q - 1) * is_one(H_kv) * is_one(sym.B)
+            is_view = is_one(H_kv) * is_one(sym.B)
+            view = (H_q - 1) * is_view
+            # a viewed v of a fused qkv_proj keeps the whole projection output once
             out += [Saved("q", H_q * D_h, a), Saved("k_repeated", (H_q - view) * D_h, a, doc="repeat_kv to H_q"),
-                    Saved("v_repeated", (H_q - view) * D_v + view * fused, a, doc="repeat_kv to H_q"),
+                    Saved("v_repeated", (H_q - view) * D_v + is_view * fused, a, doc="repeat_kv to H_q"),
                     ]
             if self.softmax_fp32:
                 out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))

@@ -81,9 +81,13 @@ class MoE(Component):
     #: the renormalising sum is clamped (``clamp(sum, min=moe_norm_min)``, ERNIE 4.5): the division
     #: keeps the clamped sum too (4 per token)
     norm_clamp: bool = False
-    #: Phi-3.5-MoE's ``input_jitter_noise`` > 0: the block and its router each multiply the input in
-    #: place by a fresh uniform noise tensor, which the product keeps (``b_a·d`` twice per token)
-    input_jitter: bool = False
+    #: noise tensors the input is multiplied by in place before routing, which the products keep
+    #: (``b_a·d`` each per token): Phi-3.5-MoE's ``input_jitter_noise`` > 0, 2 (block and router);
+    #: DBRX's ``moe_jitter_eps``, 1
+    input_jitter: int = 0
+    #: the softmax router runs in fp32 (``softmax(dtype=float)``); False: in the compute dtype, its
+    #: top-k weights and renormalisation too (DBRX)
+    router_fp32: bool = True
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -152,6 +156,8 @@ class MoE(Component):
         if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax", "sparsemixer"):
             raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
         out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
+        if self.input_jitter:
+            out.append(Saved("jitter_noise", self.input_jitter * d, a, "seq", doc="uniform noise the input is scaled by"))
         if self.all_experts:
             return out + self._saved_all_experts(bw) + self._saved_shared()
         if self.router == "sigmoid_group":
@@ -165,8 +171,6 @@ class MoE(Component):
             # PhimoeSparseMoeBlock's sparsemixer, twice (top-1, then top-2 with top-1 masked out): the
             # masked_fill's bool mask E, the softmax E in the compute dtype, the gathered multiplier
             # (PhimoeMultiplier keeps it) and the Gumbel-sampled expert index (int64)
-            if self.input_jitter:
-                out.append(Saved("jitter_noise", 2 * d, a, "seq", doc="uniform noise, block and router"))
             out += [Saved("router/masks", 2 * E, 1, "seq", doc="bool masks of masked_fill"),
                     Saved("router/masked_softmax", 2 * E, a, "seq"),
                     Saved("router/multipliers", 2, a, "seq"), Saved("router/selected", 2, 8, "seq")]
@@ -181,9 +185,11 @@ class MoE(Component):
                 out += [Saved("router/input_fp32", d, 4, "seq"),
                         Saved("router/weight_fp32", d * E, 4, "none", sympy.Integer(1),
                               "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
-            out += [Saved("router/probs_fp32", E, 4, "seq"), Saved("router/topk_indices", k, 8, "seq")]
+            out += [Saved("router/probs_fp32" if self.router_fp32 else "router/probs", E,
+                          4 if self.router_fp32 else a, "seq"), Saved("router/topk_indices", k, 8, "seq")]
         if self.norm_topk and self.router not in ("sigmoid", "topk_softmax", "sparsemixer"):
-            out += [Saved("router/topk_sum", 1, 4, "seq"), Saved("router/topk_weights", k, 4, "seq")]
+            r = 4 if self.router_fp32 else a
+            out += [Saved("router/topk_sum", 1, r, "seq"), Saved("router/topk_weights", k, r, "seq")]
             if self.norm_clamp:
                 out.append(Saved("router/topk_sum_clamped", 1, 4, "seq", doc="clamp(sum, min=norm_min)"))
         rows = k * sym.B * sym.T

@@ -44,6 +44,9 @@ class Norms(Component):
     fp32_weight: bool = False
     #: zero-centred weight, ``x̂ · (1 + w)`` computed in fp32 (``Qwen3NextRMSNorm``, ``Qwen3_5RMSNorm``, Gemma)
     offset: bool = False
+    #: a LayerNorm without bias (DBRX's ``nn.LayerNorm(bias=False)``): d weights, like an RMSNorm, but
+    #: its backward keeps what a LayerNorm's does (input, fp32 mean and rstd); saved tensors only
+    layer_stats: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -70,7 +73,7 @@ class Norms(Component):
                 Saved(f"{n}/mean_rstd", 2, 4, "seq", doc="fp32 mean and rstd"))]
         out = []
         for n in self.names:
-            out += saved_norm(n, self.dim, self.bias, offset=self.offset)
+            out += saved_norm(n, self.dim, self.bias or self.layer_stats, offset=self.offset)
         if (self.fp32_stream or self.fp32_weight) and not self.bias:
             out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32") if s.name.endswith("/normed") else s
                    for s in out]
