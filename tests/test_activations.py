@@ -51,7 +51,7 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
 MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW[:3]), ("granite", "granite", FEW),
          ("granite", "granitemoe", FEW), ("granite", "granitemoeshared", FEW), ("ernie", "ernie4_5", FEW),
          ("ernie", "ernie4_5_moe", FEW), ("moe_more", "dots1", FEW), ("phimoe", "phimoe", FEW),
-         ("moe_more", "dbrx", FEW)]
+         ("moe_more", "dbrx", FEW), ("dense", "seed_oss", FEW)]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -83,6 +83,8 @@ def tiny(module, model_type, seed):
         raw["attn_layer_indices"] = []
     if model_type == "gpt2":  # dropout off, as the convention states (GPT-2 defaults to 0.1)
         raw.update(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    if model_type == "seed_oss":  # dropout off, as the convention states (Seed-OSS defaults to 0.1)
+        raw.update(attention_dropout=0.0, residual_dropout=0.0)
     return raw
 
 
