@@ -51,7 +51,8 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
 MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW[:3]), ("granite", "granite", FEW),
          ("granite", "granitemoe", FEW), ("granite", "granitemoeshared", FEW), ("ernie", "ernie4_5", FEW),
          ("ernie", "ernie4_5_moe", FEW), ("moe_more", "dots1", FEW), ("phimoe", "phimoe", FEW),
-         ("moe_more", "dbrx", FEW), ("dense", "seed_oss", FEW)]
+         ("moe_more", "dbrx", FEW), ("dense", "seed_oss", FEW),
+         ("more_dense", "apertus", FEW)]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
