@@ -72,6 +72,8 @@ class Attention(Component):
     #: ERNIE 4.5's apply_rotary_pos_emb: each layer builds its own fp32 cos/sin by repeat_interleave of
     #: the fp32 table's first half ([1, 1, T, D_h] each, what the products keep); the table itself is not kept
     rope_interleave_fp32: bool = False
+    #: the cos/sin table is D_h/2 wide, each half of q and k rotated by it (GPT-OSS's _apply_rotary_emb)
+    rope_half_table: bool = False
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -171,9 +173,14 @@ class Attention(Component):
             out += [Saved("q", H_q * D_h, a), Saved("k_repeated", (H_q - view) * D_h, a, doc="repeat_kv to H_q"),
                     Saved("v_repeated", (H_q - view) * D_v + is_view * fused, a, doc="repeat_kv to H_q"),
                     ]
-            if self.softmax_fp32:
+            if self.sinks:
+                # GPT-OSS's eager core: softmax over [scores, sink] (T + 1 logits) in the compute dtype,
+                # after subtracting the row max, whose int64 index max() keeps
+                out += [Saved("probs_sinks", H_q * (T + 1), a, doc="softmax over T keys and the sink"),
+                        Saved("row_max_index", H_q, 8, doc="max(dim=-1) indices, int64")]
+            elif self.softmax_fp32:
                 out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))
-            if bw.upcast or not self.softmax_fp32:
+            if not self.sinks and (bw.upcast or not self.softmax_fp32):
                 out.append(Saved("probs", H_q * T, a, doc="probabilities in the compute dtype, for PV"))
         out.append(Saved("o_proj_input", H_q * D_v, a, doc="transpose(1, 2).contiguous()"))
         return out
@@ -182,6 +189,8 @@ class Attention(Component):
         if not self.rope or bw.recompute == "full" or self.rope_interleave_fp32:
             return []  # under full recompute the table is held by the checkpoint's closure
         D_rot = self.D_h if self.D_rot is None else self.D_rot  # partial RoPE: the table is D_rot wide
+        if self.rope_half_table:
+            D_rot = D_rot / 2
         nbytes = 4 if self.rope_fp32 else sym.b_a
         if self.rope_batched:  # position ids [3, B, T] give a table per sequence
             return [Saved("rope_cos_sin", 2 * D_rot, nbytes, "none", sym.B * sym.T,

@@ -88,6 +88,9 @@ class MoE(Component):
     #: the softmax router runs in fp32 (``softmax(dtype=float)``); False: in the compute dtype, its
     #: top-k weights and renormalisation too (DBRX)
     router_fp32: bool = True
+    #: GPT-OSS's clamped GLU (``GptOssExperts._apply_gate``): the clamped gate, its sigmoid, up + 1 and
+    #: the GLU are kept, ``b_a·4·d_moe`` per routed row in place of the activation's ``b_a·d_moe``
+    clamped_glu: bool = False
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -175,7 +178,9 @@ class MoE(Component):
                     Saved("router/masked_softmax", 2 * E, a, "seq"),
                     Saved("router/multipliers", 2, a, "seq"), Saved("router/selected", 2, 8, "seq")]
         elif self.router == "topk_softmax":  # Granite: top-k of the fp32 logits, softmax over those k
-            out += [Saved("router/topk_indices", k, 8, "seq"), Saved("router/topk_softmax", k, 4, "seq")]
+            # (router_fp32=False: GPT-OSS, top-k and softmax of the logits in the compute dtype)
+            out += [Saved("router/topk_indices", k, 8, "seq"),
+                    Saved("router/topk_softmax", k, 4 if self.router_fp32 else a, "seq")]
         elif self.router == "sigmoid":  # LFM2-MoE: sigmoid scores in the compute dtype, no fp32 copy
             out += [Saved("router/scores", E, a, "seq"), Saved("router/topk_indices", k, 8, "seq")]
             if self.norm_topk:
@@ -196,7 +201,9 @@ class MoE(Component):
         out += [Saved("experts/index_pairs", 2, 8, "seq", rows, "torch.where(expert_mask): int64 pairs"),
                 Saved("experts/input", d_x, a, "seq", rows, "hidden_states[token_idx]")]
         if self.gated:
-            out += [Saved("experts/gate_up", 2 * f, a, rows=rows), Saved("experts/act", f, a, rows=rows),
+            out += [Saved("experts/gate_up", 2 * f, a, rows=rows),
+                    Saved("experts/act", (4 if self.clamped_glu else 1) * f, a, rows=rows,
+                          doc="clamped gate, sigmoid, up + 1, GLU" if self.clamped_glu else ""),
                     Saved("experts/down_input", f, a, rows=rows)]
         else:
             out += [Saved("experts/up", f, a, rows=rows), Saved("experts/down_input", f, a, rows=rows)]
