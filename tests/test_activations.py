@@ -47,13 +47,14 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         ("olmo", "olmo2", FEW[:3]), ("olmo", "olmo3", FEW[:3]), ("more_dense", "hunyuan_v1_moe", FEW[:3]),
         ("llama4", "llama4_text", FEW + [("eager", "selective", "fp32")]), ("glm", "glm4_moe", FEW),
         ("minimax_m2", "minimax_m2", FEW), ("gemma", "gemma", FEW), ("gemma", "gemma3_text", FEW)]
-#: gpt_oss has no SDPA case: transformers refuses an SDPA implementation for GptOssForCausalLM.
+#: gpt_oss and mimo_v2_flash have no SDPA case: transformers refuses an SDPA implementation for them.
 #: flex_olmo in bf16 is left out as olmo2 is (its OLMo-2 RMSNorms keep the normed output in fp32)
 MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW[:3]), ("granite", "granite", FEW),
          ("granite", "granitemoe", FEW), ("granite", "granitemoeshared", FEW), ("ernie", "ernie4_5", FEW),
          ("ernie", "ernie4_5_moe", FEW), ("moe_more", "dots1", FEW), ("phimoe", "phimoe", FEW),
          ("moe_more", "dbrx", FEW), ("dense", "seed_oss", FEW),
-         ("more_dense", "apertus", FEW), ("gpt_oss", "gpt_oss", [FEW[0], FEW[2], FEW[3]])]
+         ("more_dense", "apertus", FEW), ("gpt_oss", "gpt_oss", [FEW[0], FEW[2], FEW[3]]),
+         ("mimo_v2_flash", "mimo_v2_flash", [FEW[0], FEW[2], FEW[3]])]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are

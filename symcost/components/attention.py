@@ -74,6 +74,11 @@ class Attention(Component):
     rope_interleave_fp32: bool = False
     #: the cos/sin table is D_h/2 wide, each half of q and k rotated by it (GPT-OSS's _apply_rotary_emb)
     rope_half_table: bool = False
+    #: the eager core subtracts the row max before the softmax (MiMo-V2-Flash; with sinks always):
+    #: max() keeps its int64 index, 8·H_q per query row
+    row_max: bool = False
+    #: the RoPE table this layer reads, when layer types have their own (MiMo-V2-Flash: one per type)
+    rope_table: str | None = None
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -180,6 +185,8 @@ class Attention(Component):
                         Saved("row_max_index", H_q, 8, doc="max(dim=-1) indices, int64")]
             elif self.softmax_fp32:
                 out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))
+            if self.row_max and not self.sinks:
+                out.append(Saved("row_max_index", H_q, 8, doc="max(dim=-1) indices, int64"))
             if not self.sinks and (bw.upcast or not self.softmax_fp32):
                 out.append(Saved("probs", H_q * T, a, doc="probabilities in the compute dtype, for PV"))
         out.append(Saved("o_proj_input", H_q * D_v, a, doc="transpose(1, 2).contiguous()"))
@@ -192,6 +199,9 @@ class Attention(Component):
         if self.rope_half_table:
             D_rot = D_rot / 2
         nbytes = 4 if self.rope_fp32 else sym.b_a
+        if self.rope_table is not None:  # a table per layer type: each kept once
+            return [Saved(f"rope_cos_sin/{self.rope_table}", 2 * D_rot, nbytes, "none", sym.T,
+                          f"{self.rope_table} layers' cos and sin [1, T, D_rot], computed once")]
         if self.rope_batched:  # position ids [3, B, T] give a table per sequence
             return [Saved("rope_cos_sin", 2 * D_rot, nbytes, "none", sym.B * sym.T,
                           "cos and sin [B, T, D_h] (multimodal positions), computed once, read by every layer")]

@@ -159,6 +159,9 @@ class MoE(Component):
         if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax", "sparsemixer"):
             raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
         out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
+        if (bw.upcast and self.d_sh is None and not self.all_experts
+                and (self.router == "sigmoid_group" or (self.router == "softmax" and self.router_upcast))):
+            out = []  # the router reads an fp32 copy and the experts gather rows: the input itself is not kept
         if self.input_jitter:
             out.append(Saved("jitter_noise", self.input_jitter * d, a, "seq", doc="uniform noise the input is scaled by"))
         if self.all_experts:
