@@ -48,8 +48,7 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         ("llama4", "llama4_text", FEW + [("eager", "selective", "fp32")]), ("glm", "glm4_moe", FEW),
         ("minimax_m2", "minimax_m2", FEW), ("gemma", "gemma", FEW), ("gemma", "gemma3_text", FEW)]
 #: gpt_oss and mimo_v2_flash have no SDPA case: transformers refuses an SDPA implementation for them.
-#: flex_olmo in bf16 is left out as olmo2 is (its OLMo-2 RMSNorms keep the normed output in fp32)
-MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW[:3]), ("granite", "granite", FEW),
+MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW), ("granite", "granite", FEW),
          ("granite", "granitemoe", FEW), ("granite", "granitemoeshared", FEW), ("ernie", "ernie4_5", FEW),
          ("ernie", "ernie4_5_moe", FEW), ("moe_more", "dots1", FEW), ("phimoe", "phimoe", FEW),
          ("moe_more", "dbrx", FEW), ("dense", "seed_oss", FEW),

@@ -157,3 +157,15 @@ class FlexOlmoAdapter(_OlmoMoe, Olmo2Adapter):
     num_experts: PosInt = Field(7, validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 5
     norm_topk_prob: bool = False  # renormalise the top-k routing weights (training activations only)
+
+    def attention(self, window) -> Attention:
+        # FlexOlmoRMSNorm multiplies its weight into the fp32 x̂; FlexOlmoRotaryEmbedding returns cos and
+        # sin in float32 (saved tensors only)
+        return replace(super().attention(window), qk_norm_fp32_normed=True, rope_fp32=True)
+
+    def to_model(self):
+        model = super().to_model()
+        fp32 = lambda c: replace(c, fp32_normed=True) if isinstance(c, Norms) else c  # noqa: E731
+        model.groups = tuple(replace(g, components=tuple(map(fp32, g.components))) for g in model.groups)
+        model.post = tuple(map(fp32, model.post))
+        return model

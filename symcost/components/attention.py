@@ -30,7 +30,7 @@ Elementwise (``symcost.elementwise``, a separate group): softmax 5 per score ove
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -79,6 +79,8 @@ class Attention(Component):
     row_max: bool = False
     #: the RoPE table this layer reads, when layer types have their own (MiMo-V2-Flash: one per type)
     rope_table: str | None = None
+    #: the q/k norms keep their normed output in fp32 (FlexOlmo's RMSNorm: ``(weight · x̂).to(dtype)``)
+    qk_norm_fp32_normed: bool = False
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -162,7 +164,10 @@ class Attention(Component):
             out += saved_norm("q_norm", D_h, heads=H_q, split="tp", offset=self.qk_norm_offset)
             out += saved_norm("k_norm", D_h, heads=H_kv, split="tp", offset=self.qk_norm_offset)
         if self.qk_norm_full:
-            out += saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
+            qk = saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
+            if self.qk_norm_fp32_normed:
+                qk = [replace(n, nbytes=4) if n.name.endswith("/normed") else n for n in qk]
+            out += qk
         if bw.kernel == "flash" and bw.recompute != "selective":
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a),
                     Saved("lse", H_q, 4, doc="fp32 log-sum-exp per head"),

@@ -47,9 +47,9 @@ class Norms(Component):
     #: a LayerNorm without bias (DBRX's ``nn.LayerNorm(bias=False)``): d weights, like an RMSNorm, but
     #: its backward keeps what a LayerNorm's does (input, fp32 mean and rstd); saved tensors only
     layer_stats: bool = False
-    #: the weight multiplies the fp32 normalised x before the cast back (GPT-OSS, OLMo-2:
-    #: ``(weight * x̂).to(dtype)``): the normed output is kept in fp32 (``4·dim``), no weight copy
-    fp32_product: bool = False
+    #: the weight multiplies the fp32 x̂ by type promotion, with no explicit copy of it (GPT-OSS,
+    #: OLMo-2, DeepSeek-V4: ``(weight · x̂).to(dtype)``): the normed output is kept in fp32
+    fp32_normed: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -77,7 +77,7 @@ class Norms(Component):
         out = []
         for n in self.names:
             out += saved_norm(n, self.dim, self.bias or self.layer_stats, offset=self.offset)
-        if (self.fp32_stream or self.fp32_weight or self.fp32_product) and not self.bias:
+        if (self.fp32_stream or self.fp32_weight or self.fp32_normed) and not self.bias:
             out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32") if s.name.endswith("/normed") else s
                    for s in out]
         if self.fp32_weight and bw.upcast:
