@@ -89,7 +89,8 @@ class Ernie45MoeAdapter(Ernie45Adapter):
             correction_bias_param=True,
             # Ernie4_5_MoeTopKRouter (training activations only): fp32 router, clamped renormalisation,
             # weights cast back to the compute dtype
-            router_upcast=True, norm_clamp=True, weights_fp32=False)
+            router_upcast=True, norm_clamp=True, weights_fp32=False,
+            input_copied=not self.moe_num_shared_experts)
         return (Norms(LAYER_NORMS), self.attention(None), mlp)
 
     def to_model(self) -> Model:

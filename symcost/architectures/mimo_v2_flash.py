@@ -188,7 +188,7 @@ class MiMoV2FlashAdapter(Adapter):
                               D_rot=sympy.Integer(self.rope_width(attn)), rope_table=attn)
         # MiMoV2FlashTopkRouter is DeepSeek-V3's group-limited sigmoid router (training activations only)
         ffn = FFN() if mlp == DENSE else MoE(correction_bias=True, router="sigmoid_group",
-                                             norm_topk=self.norm_topk_prob)
+                                             norm_topk=self.norm_topk_prob, input_copied=True)
         return (Norms(LAYER_NORMS), attention, ffn)
 
     def to_model(self) -> Model:

@@ -91,6 +91,10 @@ class MoE(Component):
     #: GPT-OSS's clamped GLU (``GptOssExperts._apply_gate``): the clamped gate, its sigmoid, up + 1 and
     #: the GLU are kept, ``b_a·4·d_moe`` per routed row in place of the activation's ``b_a·d_moe``
     clamped_glu: bool = False
+    #: below fp32 nothing keeps the block input itself: the router reads an fp32 copy of it and no
+    #: shared-expert module exists (MiMo-V2-Flash; ERNIE 4.5 without shared experts). A zero-width
+    #: shared expert still reads it (GLM-4.5 with n_shared_experts 0): not this case
+    input_copied: bool = False
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -159,8 +163,7 @@ class MoE(Component):
         if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax", "sparsemixer"):
             raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
         out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
-        if (bw.upcast and self.d_sh is None and not self.all_experts
-                and (self.router == "sigmoid_group" or (self.router == "softmax" and self.router_upcast))):
+        if bw.upcast and self.input_copied:
             out = []  # the router reads an fp32 copy and the experts gather rows: the input itself is not kept
         if self.input_jitter:
             out.append(Saved("jitter_noise", self.input_jitter * d, a, "seq", doc="uniform noise the input is scaled by"))
