@@ -146,6 +146,11 @@ class Attention(Component):
         ``selective`` keeps the checkpointed core's inputs: q, and k and v before the repeat.
         ``clip_qkv`` (OLMo's in-place clamp) keeps q, k and v once more, ``b_a·(H_q + 2·H_kv)·D_h``;
         ``rope_fp32`` holds the shared cos/sin table in float32.
+        ``sinks`` (GPT-OSS, MiMo-V2-Flash's sliding layers): the eager softmax runs in the compute dtype over
+        T + 1 logits after a row-max subtraction, ``b_a·H_q·(T + 1)`` and the max's int64 index ``8·H_q``
+        (``row_max``: the same index without sinks); ``rope_interleave_fp32`` (ERNIE 4.5): each layer's
+        own fp32 cos/sin instead of the shared table; ``rope_half_table`` / ``rope_table``: a D_h/2-wide
+        table (GPT-OSS) / one table per layer type (MiMo-V2-Flash).
         With a fused qkv_proj (``fused_qkv``) a v that is kept as a view (flash, selective, and eager's
         repeat_kv when it is a view) keeps the whole projection output, ``(H_q + 2·H_kv)·D_h``.
         """

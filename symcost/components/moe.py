@@ -155,7 +155,11 @@ class MoE(Component):
         tokens gathered): an int64 (position, token) pair 16, the gathered input ``b_a·d``, gate_up
         ``b_a·2·d_moe`` (ungated ``b_a·d_moe``), the activation and the product ``b_a·d_moe`` each
         (ungated: the activation), the routing weight (4 or ``b_a``), the expert output ``b_a·d``
-        and the weighted output ``b_a·d`` index_add keeps. Shared expert: a gated FFN ``b_a·4·d_sh``
+        and the weighted output ``b_a·d`` index_add keeps. Variants (fields): ``sparsemixer`` (Phi-3.5-MoE: two bool
+        masks E, two softmaxes ``b_a·E``, two multipliers ``b_a`` and two int64 indices), ``router_fp32``
+        False (DBRX, GPT-OSS: router tensors in the compute dtype), ``router_upcast`` (ERNIE: fp32 copies
+        below fp32), ``norm_clamp``, ``input_jitter`` noise tensors, ``clamped_glu`` (GPT-OSS experts:
+        ``b_a·4·d_moe`` in place of the activation), ``input_copied``. Shared expert: a gated FFN ``b_a·4·d_sh``
         (plain ``2·d_sh``); with a sigmoid gate its output ``b_a`` and the shared output ``b_a·d``.
         """
         a, d, E, k, f = sym.b_a, self.d, self.E, self.k, self.d_moe
