@@ -299,3 +299,16 @@ def test_the_measured_list_the_train_notes_quote_is_this_file():
     m = symcost.build("qwen3-next-80b-a3b-thinking")
     from symcost.training.memory import measured_note
     assert "measured equal" in measured_note(m) and "not measured" in measured_note(symcost.build("minimax-m3"))
+
+
+@pytest.mark.parametrize("module,model_type,extra", [
+    ("phimoe", "phimoe", {"input_jitter_noise": 0.01}),
+    ("moe_more", "dbrx", {"ffn_config": {"ffn_hidden_size": 23, "moe_num_experts": 3, "moe_top_k": 2,
+                                         "moe_jitter_eps": 0.01, "moe_normalize_expert_weights": None}})])
+def test_router_noise_and_options_saved(module, model_type, extra):
+    """Options the tiny configs leave at their defaults: Phi-3.5-MoE's input jitter (two noise tensors
+    per MoE layer), DBRX's router jitter (one) with the top-k renormalisation switched off."""
+    raw = {**tiny(module, model_type, 0), **extra}
+    model = saved.build(raw, "eager", "none", "fp32")
+    for B, T in SHAPES:
+        assert engine_bytes(raw, "eager", "none", "fp32", B, T) == saved.saved_bytes(model, B, T), (B, T)
