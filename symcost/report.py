@@ -511,7 +511,8 @@ def mechanisms() -> list[dict]:
             continue
         mod = importlib.import_module(f"{components.__name__}.{info.name}")
         classes = [c for _, c in inspect.getmembers(mod, inspect.isclass)
-                   if issubclass(c, Component) and c is not Component and c.__module__ == mod.__name__]
+                   if issubclass(c, Component) and c is not Component and c.__module__ == mod.__name__
+                   and not c.__dict__.get("abstract", False)]  # a shared base: its subclasses are the sheet
         classes.sort(key=lambda c: inspect.getsourcelines(c)[1])
         if classes:
             out.append({"module": info.name, "doc": inspect.getdoc(mod) or "", "classes": classes})

@@ -55,7 +55,7 @@ def build(raw: dict, kernel: str = "eager", recompute: str = "none", dtype: str 
     return model.train()
 
 
-def saved(model, B: int, T: int) -> list[tuple[int, tuple, torch.dtype]]:
+def saved(model, B: int, T: int, unreached: list | None = None) -> list[tuple[int, tuple, torch.dtype]]:
     """(storage bytes, first shape seen, dtype) of every distinct non-parameter storage that the
     loss's backward graph still holds once the forward has returned.
 
@@ -63,32 +63,53 @@ def saved(model, B: int, T: int) -> list[tuple[int, tuple, torch.dtype]]:
     dropped: what a graph branch off the loss saved (router logits returned for an auxiliary loss
     that is not computed, say) is freed with that branch, and its memory can be reused by a later
     tensor, so counting at pack time would be wrong twice.
+
+    ``unreached``: when a list is given, the loss's backward is run and the list receives the
+    (bytes, shape, dtype) of the counted storages it never unpacks: held by a graph branch the
+    loss does not reach that stays alive all the same (MiniMax-M3's MSA indexer: its block scores
+    are saved by ``amax`` and then written in place by ``scatter_``, a reference cycle in autograd).
     """
     import gc
     import weakref
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     packed: list = []
 
+    used: set[int] = set()
+
     def pack(t):
         packed.append(weakref.ref(t))
-        return t
+        return (len(packed) - 1, t) if unreached is not None else t
+
+    def unpack(x):
+        if unreached is None:
+            return x
+        used.add(x[0])
+        return x[1]
 
     ids = oracle._ids(model, B, T)
     gc.freeze()  # what exists now is not this forward's garbage: the collection below skips it (speed)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
         out = model(ids, labels=ids, use_cache=False)
     loss = out.loss
     del out
     gc.collect()
     seen: dict[int, tuple] = {}
-    for ref in packed:
+    ptrs: dict[int, int] = {}  # packed index -> storage
+    for i, ref in enumerate(packed):
         t = ref()
         if t is None:
             continue
         st = t.untyped_storage()
         ptr = st.data_ptr()
+        ptrs[i] = ptr
         if ptr not in params and ptr not in seen:
             seen[ptr] = (st.nbytes(), tuple(t.shape), t.dtype)
+    t = None
+    if unreached is not None:
+        loss.backward()
+        reached = {ptrs[i] for i in used if i in ptrs}
+        unreached += [v for p, v in seen.items() if p not in reached]
+        model.zero_grad(set_to_none=True)
     del loss
     return list(seen.values())
 

@@ -64,6 +64,10 @@ class DeepseekV4Adapter(Adapter):
     num_experts_per_tok: PosInt = 6
     hc_mult: PosInt = 4
     hc_sinkhorn_iters: PosInt = 20  # read by training activations only (what the Sinkhorn loop saves)
+    # the RoPE slice of each head (training activations only: what the rotations keep):
+    # head_dim · partial_rotary_factor, else the legacy qk_rope_head_dim, else head_dim / 8
+    partial_rotary_factor: float | None = None
+    qk_rope_head_dim: PosInt | None = None
     sliding_window: PosInt = 128
     o_groups: PosInt = 8
     o_lora_rank: PosInt = 1024
@@ -140,16 +144,25 @@ class DeepseekV4Adapter(Adapter):
     # -- the model --------------------------------------------------------------------------------
     def mixer(self, kind: str) -> tuple:
         if kind == SWA:
-            return (CompressedAttention(),)
+            return (CompressedAttention(D_rope=sym.D_rope),)
         if kind == HCA:
-            return (CompressedAttention(m=sym.m_hca),)
-        return (CompressedAttention(m=sym.m_csa, overlap=True, top_k=sym.k_I), CompressedIndexer())
+            return (CompressedAttention(m=sym.m_hca, D_rope=sym.D_rope),)
+        return (CompressedAttention(m=sym.m_csa, overlap=True, top_k=sym.k_I, D_rope=sym.D_rope), CompressedIndexer())
+
+    def rope_dim(self) -> int:
+        if self.partial_rotary_factor is not None:
+            return int(self.head_dim * self.partial_rotary_factor)
+        if self.qk_rope_head_dim is not None:
+            return self.qk_rope_head_dim
+        return int(self.head_dim * 64 / 512)
 
     def moe(self) -> MoE:
-        return MoE(d_sh=sym.d_moe, proj_bias=self.mlp_bias)
+        # transformers' scoring_func default sqrtsoftplus; the clamped SiLU SwiGLU (swiglu_limit)
+        return MoE(d_sh=sym.d_moe, proj_bias=self.mlp_bias, router="sqrt_softplus", clamped_silu=True,
+                   weights_fp32=False)
 
     def layer(self, kind: str) -> tuple:
-        return (HyperConnections(sinkhorn_iters=sympy.Integer(self.hc_sinkhorn_iters)), Norms(LAYER_NORMS), *self.mixer(kind), self.moe())
+        return (HyperConnections(sinkhorn_iters=sympy.Integer(self.hc_sinkhorn_iters)), Norms(LAYER_NORMS, fp32_normed=True), *self.mixer(kind), self.moe())
 
     def to_model(self) -> Model:
         kinds, mlp = self.kinds(), self.mlp_kinds()
@@ -164,7 +177,7 @@ class DeepseekV4Adapter(Adapter):
                       H_q=self.num_attention_heads, D_h=self.head_dim, d_q=self.q_lora_rank,
                       g_o=self.o_groups, d_o=self.o_lora_rank, W=self.sliding_window,
                       E=self.n_routed_experts, k=self.num_experts_per_tok, d_moe=self.moe_intermediate_size,
-                      n_hc=self.hc_mult)
+                      n_hc=self.hc_mult, D_rope=self.rope_dim())
         if not single:
             vals.update(values(**{s.name: kinds.count(k) for k, _, s in present}))
         if CSA in kinds:
@@ -178,7 +191,7 @@ class DeepseekV4Adapter(Adapter):
         routing = RouterBuffers(hash_layers=sym.L_hash if n_hash else 0,
                                 topk_layers=(sym.L - sym.L_hash if n_hash else sym.L) if n_topk else 0)
         model = Model(self.name, self.model_type, (Embedding(),), groups,
-                      (HyperHead(), Norms(("norm",)), LMHead(tied=self.tie_word_embeddings), routing), vals,
+                      (HyperHead(), Norms(("norm",), fp32_normed=True), LMHead(tied=self.tie_word_embeddings), routing), vals,
                       # chunk_gate + the fp32 position_bias: the saved overlap gate is fp32 in a bf16 model
                       state_dtype={"overlap_gate": "float32", "index_overlap_gate": "float32"} if CSA in kinds else {})
         if self.n_shared_experts != 1:

@@ -48,7 +48,7 @@ class Ernie45Adapter(LlamaAdapter):
 
     def attention(self, window) -> Attention:
         # Ernie4_5's RoPE: fp32 cos/sin interleaved inside every layer (training activations only)
-        return Attention(qkv_bias=self.use_bias, o_bias=self.use_bias, rope_interleave_fp32=True)
+        return Attention(qkv_bias=self.use_bias, o_bias=self.use_bias, rope_per_layer=True, rope_fp32=True)
 
     def ffn(self) -> FFN:
         return FFN(bias=self.use_bias)

@@ -212,11 +212,12 @@ class MiniMaxM3TextAdapter(Adapter):
     # -- the model ---------------------------------------------------------------------------------------
     def attention(self, kind: str) -> tuple:
         if kind == FULL:
-            return (Attention(qk_norm=True),)
-        return (MSAAttention(qk_norm=True, local=self.index("index_local_blocks") >= 1), MSAIndexer())
+            return (Attention(qk_norm=True, qk_norm_offset=True),)
+        return (MSAAttention(qk_norm=True, qk_norm_offset=True, local=self.index("index_local_blocks") >= 1), MSAIndexer())
 
     def mlp(self, kind: str):
-        return FFN() if kind == "dense" else MoE(d_sh=sym.d_sh, correction_bias=True)
+        return (FFN(clamped_glu=True) if kind == "dense" else
+                MoE(d_sh=sym.d_sh, correction_bias=True, clamped_glu=True))
 
     def to_model(self) -> Model:
         (attn, attn_field), (mlp, mlp_field) = self.attention_kinds(), self.mlp_kinds()
@@ -235,7 +236,7 @@ class MiniMaxM3TextAdapter(Adapter):
             else:  # an irregular mix: integer counts per (attention, MLP) kind
                 count = sympy.Integer(counts[(a, m)])
             name = f"{'msa' if a == SPARSE else 'full'}_{'moe' if m == 'sparse' else 'dense'}_layers"
-            groups.append(LayerGroup(name, count, (Norms(LAYER_NORMS), *self.attention(a), self.mlp(m))))
+            groups.append(LayerGroup(name, count, (Norms(LAYER_NORMS, offset=True), *self.attention(a), self.mlp(m))))
         if "dense" in mlp:
             vals.update(values(d_ff=self.dense_intermediate_size))
         if "sparse" in mlp:
@@ -244,7 +245,7 @@ class MiniMaxM3TextAdapter(Adapter):
             vals.update(values(H_I=self.index("index_n_heads"), D_I=self.index("index_head_dim"),
                                S_I=self.index("index_block_size"), k_blk=self.index("index_topk_blocks")))
         model = Model(self.name, self.model_type, (Embedding(),), tuple(groups),
-                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals)
+                      (Norms(("norm",), offset=True), LMHead(tied=self.tie_word_embeddings)), vals)
         for field, given in ((attn_field, attn_field in self.model_fields_set or "." in attn_field),
                              (mlp_field, mlp_field in self.model_fields_set)):
             if not given:

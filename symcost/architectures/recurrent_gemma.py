@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import sympy
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import LayerGroup, Model
@@ -28,6 +29,7 @@ from ..components.norm import Norms
 from ..components.rglru import RecurrentBlock
 from ..notation import sym
 from . import register
+from .gemma import gemma_saved
 from .base import Adapter, LayerCount, PosInt, quote, values
 
 KINDS = ("recurrent", "attention")
@@ -52,6 +54,9 @@ class RecurrentGemmaAdapter(Adapter):
     attention_bias: bool = False
     tie_word_embeddings: bool = True
     head_dim: PosInt | None = None
+    #: rotated fraction of head_dim (RecurrentGemmaConfig sets 0.5 into rope_parameters); saved tensors only
+    partial_rotary_factor: float | None = None
+    rope_parameters: dict | None = None
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -64,6 +69,11 @@ class RecurrentGemmaAdapter(Adapter):
         if self.intermediate_size < 2:
             self.fail("intermediate_size", f"intermediate_size={self.intermediate_size}: the MLP is "
                       "intermediate_size // 2 wide")
+        f = self.rotary_factor
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 < f <= 1:
+            field = ("rope_parameters" if (self.rope_parameters or {}).get("partial_rotary_factor") is not None
+                     else "partial_rotary_factor")
+            self.fail(field, f"the rotated fraction of head_dim must be in (0, 1] (got {quote(f)})")
         self.kinds()
         return self
 
@@ -74,6 +84,20 @@ class RecurrentGemmaAdapter(Adapter):
     @property
     def D_h(self) -> int:
         return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def rotary_factor(self):
+        """rope_parameters' partial_rotary_factor, else the top-level one, else the config's default 0.5."""
+        f = (self.rope_parameters or {}).get("partial_rotary_factor")
+        if f is None:
+            f = 0.5 if self.partial_rotary_factor is None else self.partial_rotary_factor
+        return f
+
+    @property
+    def D_rot(self) -> int:
+        """The cos/sin width RecurrentGemmaRotaryEmbedding builds: two per frequency of
+        arange(0, int(D_h · partial_rotary_factor), 2)."""
+        return 2 * ((int(self.D_h * self.rotary_factor) + 1) // 2)
 
     @property
     def width(self) -> int:
@@ -105,9 +129,11 @@ class RecurrentGemmaAdapter(Adapter):
                                      (norms, RecurrentBlock(act=self.hidden_activation), mlp)))
             vals.update(values(L_rec=n_rec, D_lru=self.width // self.num_attention_heads, K_c=self.conv1d_width))
         if n_att:
-            attn = Attention(W=sym.W, qkv_bias=self.attention_bias, o_bias=True)
+            D_rot = None if self.D_rot == self.D_h else sympy.Integer(self.D_rot)
+            attn = Attention(W=sym.W, qkv_bias=self.attention_bias, o_bias=True, D_rot=D_rot, rope_per_layer=True)
             groups.append(LayerGroup("attention_layers", sym.L_swa, (norms, attn, mlp)))
             vals.update(values(L_swa=n_att, H_kv=self.H_kv, D_h=self.D_h, W=self.attention_window_size))
-        return Model(self.name, self.model_type, (Embedding(),), tuple(groups),
-                     (Norms(("final_norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
-                     state_dtype={"recurrent_states": "float32"})
+        # Gemma's (1 + w) norms and √d-scaled embedding (gemma_saved), the soft-capped logits: what training saves
+        return gemma_saved(Model(self.name, self.model_type, (Embedding(),), tuple(groups),
+                                 (Norms(("final_norm",)), LMHead(tied=self.tie_word_embeddings, softcap=True)), vals,
+                                 state_dtype={"recurrent_states": "float32"}))

@@ -20,6 +20,8 @@ float32 (``Model.state_dtype``).
 """
 from __future__ import annotations
 
+import sympy
+
 from typing import ClassVar
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
@@ -108,7 +110,7 @@ class ZambaAdapter(Adapter):
         n_hyb = kinds.count("hybrid")
         n_mamba = len(kinds) - n_hyb
         norm = Norms(("input_layernorm",))
-        mamba = Mamba(bias=self.mamba_proj_bias, conv_bias=self.mamba_conv_bias)
+        mamba = Mamba(bias=self.mamba_proj_bias, conv_bias=self.mamba_conv_bias, heads=sympy.Integer(self.n_mamba_heads))
         vals = values(d=self.hidden_size, V=self.vocab_size, d_ssm=self.mamba_expand * self.hidden_size,
                       N=self.mamba_d_state, K_c=self.mamba_d_conv,
                       R_dt=dt_rank("mamba_dt_rank", self.mamba_dt_rank, self.hidden_size))

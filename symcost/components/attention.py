@@ -69,9 +69,7 @@ class Attention(Component):
     fused_qkv: bool = False  # q, k, v are slices of one qkv_proj output (Phi-3): v's storage is all of it
     D_rot: sympy.Expr | None = None  # rotated dims per head when RoPE is partial (None: all D_h); saved tensors only
     rope_batched: bool = False  # cos/sin per sequence [B, T, D_h] (multimodal RoPE: Qwen3-VL), not [1, T, D_h]
-    #: ERNIE 4.5's apply_rotary_pos_emb: each layer builds its own fp32 cos/sin by repeat_interleave of
-    #: the fp32 table's first half ([1, 1, T, D_h] each, what the products keep); the table itself is not kept
-    rope_interleave_fp32: bool = False
+    rope_per_layer: bool = False  # each layer computes its own cos/sin [1, T, D_rot] (RecurrentGemma; fp32 with rope_fp32: ERNIE 4.5); saved only
     #: the cos/sin table is D_h/2 wide, each half of q and k rotated by it (GPT-OSS's _apply_rotary_emb)
     rope_half_table: bool = False
     #: the eager core subtracts the row max before the softmax (MiMo-V2-Flash; with sinks always):
@@ -145,11 +143,11 @@ class Attention(Component):
         window only masks them) and, below fp32, their copy in the compute dtype ``b_a·H_q·T``.
         ``selective`` keeps the checkpointed core's inputs: q, and k and v before the repeat.
         ``clip_qkv`` (OLMo's in-place clamp) keeps q, k and v once more, ``b_a·(H_q + 2·H_kv)·D_h``;
-        ``rope_fp32`` holds the shared cos/sin table in float32.
+        ``rope_fp32`` holds the shared cos/sin table in float32; ``rope_per_layer``: each layer's own
+        cos/sin ``b_a·2·D_rot`` per position (batch-free) instead of one shared table.
         ``sinks`` (GPT-OSS, MiMo-V2-Flash's sliding layers): the eager softmax runs in the compute dtype over
         T + 1 logits after a row-max subtraction, ``b_a·H_q·(T + 1)`` and the max's int64 index ``8·H_q``
-        (``row_max``: the same index without sinks); ``rope_interleave_fp32`` (ERNIE 4.5): each layer's
-        own fp32 cos/sin instead of the shared table; ``rope_half_table`` / ``rope_table``: a D_h/2-wide
+        (``row_max``: the same index without sinks); ``rope_half_table`` / ``rope_table``: a D_h/2-wide
         table (GPT-OSS) / one table per layer type (MiMo-V2-Flash).
         With a fused qkv_proj (``fused_qkv``) a v that is kept as a view (flash, selective, and eager's
         repeat_kv when it is a view) keeps the whole projection output, ``(H_q + 2·H_kv)·D_h``.
@@ -159,10 +157,6 @@ class Attention(Component):
         # a fused qkv_proj: v is a view of the whole [.., (H_q + 2·H_kv)·D_h] output, which a saved v keeps
         fused = (H_q + H_kv) * D_h if self.fused_qkv else 0
         out = [Saved("input", self.d, a, "seq", doc="q/k/v_proj input [.., d]")]
-        if self.rope and self.rope_interleave_fp32:
-            D_rot = self.D_h if self.D_rot is None else self.D_rot
-            out.append(Saved("rope_cos_sin", 2 * D_rot, 4, "none", T,
-                             "fp32 cos and sin repeat_interleave'd per layer [1, 1, T, D_h]"))
         if self.clip_qkv:
             out.append(Saved("clip_qkv", (H_q + 2 * H_kv) * D_h, a, doc="q, k, v as clamp_ keeps them"))
         if self.qk_norm:
@@ -177,7 +171,7 @@ class Attention(Component):
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a),
                     Saved("lse", H_q, 4, doc="fp32 log-sum-exp per head"),
                     Saved("out", H_q * D_v, a, doc="attention output = o_proj input")]
-            return out
+            return out + self._rope_table(bw)
         if bw.recompute == "selective":
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a)]
         else:
@@ -200,10 +194,20 @@ class Attention(Component):
             if not self.sinks and (bw.upcast or not self.softmax_fp32):
                 out.append(Saved("probs", H_q * T, a, doc="probabilities in the compute dtype, for PV"))
         out.append(Saved("o_proj_input", H_q * D_v, a, doc="transpose(1, 2).contiguous()"))
-        return out
+        return out + self._rope_table(bw)
+
+    def _rope_table(self, bw) -> list:
+        """The cos/sin a layer computing its own table (``rope_per_layer``) keeps."""
+        if not (self.rope and self.rope_per_layer):
+            return []
+        D_rot = self.D_h if self.D_rot is None else self.D_rot
+        nbytes = 4 if self.rope_fp32 else sym.b_a  # ERNIE 4.5: fp32 cos/sin interleaved in every layer
+        return [Saved("rope_cos_sin", 2 * D_rot, nbytes, "none", sym.T, "this layer's cos and sin [1, T, D_rot]")]
 
     def saved_shared(self, bw) -> list:
-        if not self.rope or bw.recompute == "full" or self.rope_interleave_fp32:
+        if self.rope_per_layer:
+            return []
+        if not self.rope or bw.recompute == "full":
             return []  # under full recompute the table is held by the checkpoint's closure
         D_rot = self.D_h if self.D_rot is None else self.D_rot  # partial RoPE: the table is D_rot wide
         if self.rope_half_table:

@@ -95,6 +95,12 @@ class Component:
         """Saved tensors computed once per forward and shared by every layer (the RoPE table)."""
         return []
 
+    def checkpoint_shared(self, bw) -> list:
+        """Under full recomputation: tensors besides the layer input that every checkpointed layer
+        holding this component takes as an input, one tensor for all of them (Zamba's original
+        embeddings); counted once, by name."""
+        return []
+
     def cache(self) -> Terms:
         """Cache elements held after ``T`` tokens, batch ``B`` (default: none)."""
         return Terms()

@@ -35,13 +35,13 @@ B*D_h*floor(T/m_hca)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
 from ..conventions import Phase
 from ..notation import sym
-from ..primitives import Linear, Matmul, Norm, Param, Saved, saved_norm
+from ..primitives import is_one, Linear, Matmul, Norm, Param, Saved, saved_norm
 from ..terms import Terms
 from .base import Component
 
@@ -101,6 +101,8 @@ class CompressedAttention(Component):
     m: sympy.Expr | None = None  # compression ratio (None: sliding window only)
     overlap: bool = False  # CSA: two overlapping series (compressor projections 2·D_h wide)
     top_k: sympy.Expr | None = None  # CSA: entries the indexer keeps per query (causal convention)
+    #: the RoPE slice of each head (``saved`` only: the rotations' cos/sin copies); None: not declared
+    D_rope: sympy.Expr | None = None
 
     def primitives(self, ph: Phase | None = None):
         d, H, D, g = self.d, self.H_q, self.D_h, self.g_o
@@ -131,26 +133,74 @@ class CompressedAttention(Component):
         return sym.T + (0 if self.m is None else sympy.floor(sym.T / self.m))
 
     def saved(self, bw) -> list:
-        """APPROXIMATE (not measured; ``tests/test_activations.py`` reports the gap): what the
-        attention core of ``DeepseekV4Attention`` keeps, per token — the input ``b_a·d``, q_a_norm
-        (``saved_norm`` of d_q) and the q_b_proj input, q ``b_a·H_q·D_h``, kv_norm and the K = V head
-        ``b_a·D_h`` (with the compressed entries, ⌊T/m⌋ more rows), the eager fp32 probabilities over
-        ``keys()`` (+ their compute-dtype copy below fp32) and the o_a/o_b inputs; the compressor's
-        gated pooling intermediates, q_b_norm and the sinks' concatenation are left out."""
+        """What ``DeepseekV4Attention`` keeps for backward (eager kernel), per token: the input
+        ``b_a·d``; q_a_norm and kv_norm (``DeepseekV4RMSNorm`` multiplies its weight in fp32: fp32
+        input, rstd and normed x̂) with the compute-dtype outputs (the q_b_proj input ``b_a·d_q``,
+        the K = V head ``b_a·D_h``, with the compressed entries ⌊T/m⌋ more rows); q_b_norm (the
+        weightless ``x·rsqrt(mean(x²)+ε)``: q before it ``b_a·H_q·D_h`` and the rsqrt ``b_a·H_q``,
+        below fp32 also their fp32 copies 4·(H_q·D_h + H_q)); the rotated q ``b_a·H_q·D_h``; with
+        ``D_rope``, the cos and sin each rotation repeats to the full slice (q, K = V and the
+        output's un-rotation: ``b_a·6·D_rope``); eagerly, the int64 arg-max of the logits with the
+        sink column ``8·H_q`` and the softmax over ``keys() + 1`` (sinks) in the compute dtype;
+        the o_a/o_b inputs. The compressor and indexer declare their own
+        (``CompressedAttention.saved_compressor``)."""
         a, H, D, T = sym.b_a, self.H_q, self.D_h, sym.T
         out = [Saved("input", self.d, a, "seq")]
-        out += saved_norm("q_a_norm", self.d_q, split="seq")
-        out += [Saved("q_b_input", self.d_q, a, "seq"), Saved("q", H * D, a)]
-        out += saved_norm("kv_norm", D, split="seq")
-        kv = D * (1 + (0 if self.m is None else sympy.floor(T / self.m) / T))
-        out.append(Saved("kv", kv, a, "seq", doc="K = V rows: window + compressed entries"))
+        fp32_normed = lambda recs: [replace(r, nbytes=4, doc="x̂, fp32 (the weight multiplies in fp32)")
+                                    if r.name.endswith("/normed") else r for r in recs]
+        out += fp32_normed(saved_norm("q_a_norm", self.d_q, split="seq"))
+        out += [Saved("q_b_input", self.d_q, a, "seq"),
+                Saved("q_b_norm/input", H * D, a, doc="q before the weightless RMSNorm"),
+                Saved("q_b_norm/rstd", H, a, doc="rsqrt(mean(q²)+ε) in the compute dtype")]
+        if bw.upcast:
+            out += [Saved("q_b_norm/input_fp32", H * D, 4, doc="q.float()"),
+                    Saved("q_b_norm/rstd_fp32", H, 4, doc="fp32 rsqrt")]
+        out.append(Saved("q", H * D, a))
+        out += fp32_normed(saved_norm("kv_norm", D, split="seq"))
+        rows_kv = 1 + (0 if self.m is None else sympy.floor(T / self.m) / T)  # window + compressed entries
+        if bw.kernel != "flash" and bw.recompute != "selective":
+            # eager: repeat_kv's expand is a view; the batched matmuls copy it to H_q heads (K and
+            # V each) unless B = 1, where it stays a view of the one K = V tensor
+            one = is_one(sym.B)
+            out.append(Saved("kv_repeated", rows_kv * (2 * H * D - (2 * H - 1) * D * one), a, "seq",
+                             doc="K and V repeated to H_q heads for the matmuls (B = 1: the K = V head)"))
+        else:
+            out.append(Saved("kv", D * rows_kv, a, "seq", doc="K = V rows: window + compressed entries"))
+        if self.D_rope is not None:
+            out.append(Saved("rope_cos_sin", 6 * self.D_rope, a, "seq", T,
+                             doc="cos, sin repeat_interleave'd per rotation (q, K = V, output); batch-free"))
         if bw.kernel == "flash" and bw.recompute != "selective":
             out += [Saved("lse", H, 4)]
         elif bw.recompute != "selective":
-            out.append(Saved("probs_fp32", H * self.keys(), 4))
-            if bw.upcast:
-                out.append(Saved("probs", H * self.keys(), a))
+            out += [Saved("logits_argmax", H, 8, doc="max over keys + sink (int64)"),
+                    Saved("probs", H * (self.keys() + 1), a, doc="softmax over keys + sink column")]
         out += [Saved("o_a_input", H * D, a), Saved("o_b_input", self.g_o * self.d_o, a, "seq")]
+        return out + self.saved_compressor(bw)
+
+    def saved_compressor(self, bw) -> list:
+        """The compressor's gated pooling (``DeepseekV4HCACompressor`` / ``DeepseekV4CSACompressor``)
+        over n_w = ⌊T/m⌋ windows per sequence (rows B·n_w): the pooled values — HCA: the kv_proj
+        output itself ``b_a·D_h`` per token once T ≥ m (its first n_w·m tokens are a view of it); CSA: the
+        overlapped [2m, D_h] window rebuilt from both series ``b_a·2m·D_h`` per window — and the
+        softmax of the gates over the window (fp32, ``4·m·D_h`` or ``4·2m·D_h``; below fp32 also
+        its compute-dtype cast); the pooled sum's kv_norm (fp32 input, rstd and normed
+        ``4·(2·D_h + 1)``) and, with ``D_rope``, the cos and sin of its rotation ``b_a·2·D_rope``."""
+        if self.m is None:
+            return []
+        a, D, B, T = sym.b_a, self.D_h, sym.B, sym.T
+        rows = B * sympy.floor(T / self.m)
+        span = 2 * self.m if self.overlap else self.m  # gate / value rows pooled per window
+        out = ([Saved("compressor/window_kv", span * D, a, "seq", rows, "overlapped [2m, D_h] windows")]
+               if self.overlap else [Saved("compressor/kv", D * sympy.Min(1, sympy.floor(T / self.m)), a, "seq",
+                                           doc="kv_proj output (pooled; not kept when T < m: no window)")])
+        out.append(Saved("compressor/gate_softmax_fp32", span * D, 4, "seq", rows, "softmax over the window"))
+        if bw.upcast:
+            out.append(Saved("compressor/gate_softmax", span * D, a, "seq", rows, "cast to the compute dtype"))
+        out += [Saved("compressor/kv_norm/input_fp32", D, 4, "seq", rows),
+                Saved("compressor/kv_norm/rstd", 1, 4, "seq", rows),
+                Saved("compressor/kv_norm/normed", D, 4, "seq", rows)]
+        if self.D_rope is not None:
+            out.append(Saved("compressor/rope_cos_sin", 2 * self.D_rope, a, "seq", rows))
         return out
 
     def cache_tp_share(self, tp: int, values: dict):

@@ -50,7 +50,9 @@ class CompressedIndexer(Component):
 
     def saved(self, bw) -> list:
         """Nothing: the indexer returns integer top-k indices (``DeepseekV4Indexer``), so no gradient
-        reaches it from the loss and what its ops saved is freed with the branch."""
+        reaches it from the loss and its backward never reads what the branch's ops saved (measured:
+        transformers' branch stays alive, its in-place window assembly making an autograd cycle,
+        which tests/test_activations.py itemises as unreached; a backward does not need it)."""
         return []
 
     def cache_tp_share(self, tp: int, values: dict):

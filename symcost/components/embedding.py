@@ -68,6 +68,8 @@ class LMHead(Component):
     V: sympy.Expr = sym.V
     tied: bool = False
     bias: bool = False  # lm_head bias [V] (Phi-2); kept (and counted) even when the weight is tied
+    #: logits soft-capped, cap·tanh(logits/cap) (RecurrentGemma's ``logits_soft_cap``): saved only
+    softcap: bool = False
 
     def primitives(self, ph: Phase | None = None):
         rows = ph.logit_rows if ph is not None else None
@@ -81,12 +83,15 @@ class LMHead(Component):
     def saved(self, bw) -> list:
         """The head input ``b_a·d``; the loss upcasts the logits and keeps the fp32 log-softmax
         ``4·V`` per token (the logits in the compute dtype are not kept), the int64 shifted labels
-        and one fp32 normaliser."""
+        and one fp32 normaliser. ``softcap``: tanh's output ``b_a·V`` per token (the cap is a
+        Python number: no tensor)."""
         return [Saved("input", self.d, sym.b_a, "seq", doc="lm_head input"),
                 Saved("log_softmax_fp32", self.V, 4, doc="cross-entropy over logits.float()"),
                 Saved("labels", 1, 8, "seq", sym.B * sym.T + is_one(sym.B),
                       "int64 shifted labels (B = 1: the padded [1, T+1] tensor itself, already contiguous)"),
-                Saved("loss_weight", 1, 4, "none", sympy.Integer(1), "fp32 total weight (one scalar)")]
+                Saved("loss_weight", 1, 4, "none", sympy.Integer(1), "fp32 total weight (one scalar)")] + (
+            [Saved("softcap/tanh", self.V, sym.b_a, "tp", doc="tanh(logits/cap), compute dtype")]
+            if self.softcap else [])
 
     def label(self) -> str:
         return "LM head (tied)" if self.tied else "LM head"

@@ -31,6 +31,33 @@ from ..terms import Terms
 from .base import Component
 
 
+def clamped_glu_saved(prefix: str, width, rows=None, split: str = "tp") -> list:
+    """What the clamped SwiGLU ``(up.clamp(-l, l) + 1) · (g · σ(α·g))``, g = gate.clamp(max=l), keeps
+    per row (MiniMax-M3's ``_apply_gate`` and dense MLP on a fused gate_up): the gate_up output
+    ``b_a·2·width`` (both clamps read their half of it), σ(α·g), g, g·σ(α·g), up + 1 and their
+    product (the down projection's input), ``b_a·width`` each: ``b_a·7·width``."""
+    a = sym.b_a
+    return [Saved(f"{prefix}gate_up", 2 * width, a, split, rows, "fused gate_up output (the clamps read it)"),
+            Saved(f"{prefix}sigmoid", width, a, split, rows, "σ(α·g)"),
+            Saved(f"{prefix}gate_clamped", width, a, split, rows, "g = gate.clamp(max=l)"),
+            Saved(f"{prefix}glu", width, a, split, rows, "g·σ(α·g)"),
+            Saved(f"{prefix}up_plus_one", width, a, split, rows, "up.clamp(-l, l) + 1"),
+            Saved(f"{prefix}down_input", width, a, split, rows, "(up + 1)·glu")]
+
+
+def clamped_silu_saved(prefix: str, width, rows=None, split: str = "tp") -> list:
+    """What DeepSeek-V4's clamped SwiGLU ``silu(gate.clamp(max=l)) · up.clamp(-l, l)`` keeps per row
+    (``DeepseekV4Experts._apply_gate``, ``DeepseekV4MLP``): the gate and up projections before the
+    clamps ``b_a·2·width`` (what the clamps read), the clamped gate, its SiLU, the clamped up and
+    their product (the down projection's input), ``b_a·width`` each: ``b_a·6·width``."""
+    a = sym.b_a
+    return [Saved(f"{prefix}gate_up", 2 * width, a, split, rows, "gate and up before the clamps"),
+            Saved(f"{prefix}gate_clamped", width, a, split, rows, "gate.clamp(max=l)"),
+            Saved(f"{prefix}act", width, a, split, rows, "silu(clamped gate)"),
+            Saved(f"{prefix}up_clamped", width, a, split, rows, "up.clamp(-l, l)"),
+            Saved(f"{prefix}down_input", width, a, split, rows, "act·up")]
+
+
 @dataclass(frozen=True)
 class FFN(Component):
     key = "mlp"
@@ -40,6 +67,9 @@ class FFN(Component):
     bias: bool = False
     act: str | None = None  # activation (table or hidden_act name); None: silu if gated, else gelu_tanh
     act_params: bool = False  # a learned activation: xIELU's alpha_p, alpha_n (+ buffers beta, eps)
+    #: the clamped SwiGLU of MiniMax-M3 (``(up.clamp(±l) + 1) · g·σ(α·g)``, g = gate.clamp(max=l), on a
+    #: fused gate_up): what its backward keeps (``saved`` only; ``clamped_glu_saved``)
+    clamped_glu: bool = False
 
     @property
     def activation(self) -> str:
@@ -73,6 +103,8 @@ class FFN(Component):
         ``b_a·d_ff``, its ``d_ff``-byte mask and four scalars per layer (Apertus)."""
         a = sym.b_a
         out = [Saved("input", self.d, a, "seq", doc="gate/up_proj input")]
+        if self.clamped_glu:
+            return out + clamped_glu_saved("", self.d_ff)
         if self.gated:
             return out + [Saved("gate", self.d_ff, a), Saved("act", self.d_ff, a),
                           Saved("up", self.d_ff, a), Saved("down_input", self.d_ff, a, doc="act·up")]

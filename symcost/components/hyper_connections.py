@@ -111,8 +111,10 @@ class HyperHead(Component):
         the scale 4, a one-element view); the sigmoid 4·n_hc and pre + ε 4·n_hc."""
         a, n, d = sym.b_a, self.n, self.d
         out = [Saved("streams", n * d, a, "seq")]
-        if bw.upcast:
-            out.append(Saved("streams_fp32", n * d, 4, "seq"))
+        if bw.upcast:  # x.float(), and the compute-dtype hc_fn / hc_scale the linear and the scaling read as fp32
+            out += [Saved("streams_fp32", n * d, 4, "seq"),
+                    Saved("fn_fp32", n * n * d, 4, "none", sympy.Integer(1), "hc_fn.float() (batch-free)"),
+                    Saved("scale_fp32", 1, 4, "none", sympy.Integer(1), "hc_scale.float() (batch-free)")]
         return out + [Saved("rsqrt", 1, 4, "seq"), Saved("normed", n * d, 4, "seq"),
                       Saved("mixes", n, 4, "seq"), Saved("sigmoid", n, 4, "seq"), Saved("pre", n, 4, "seq")]
 

@@ -39,7 +39,7 @@ from ..notation import sym
 from ..primitives import Linear, Norm, Param
 from ..terms import Terms
 from .base import Component
-from .moonvit import NO_ROWS, MoonViTBlock
+from .moonvit import NO_ROWS, MergedPatchTower, MoonViTBlock
 from .vit import encoder_image_flops
 
 
@@ -98,29 +98,14 @@ class Llama4VisionAdapter(Component):
 
 
 @dataclass(frozen=True)
-class Llama4Vision(Component):
-    """The whole tower + projector, for the per-image questions (the model's parameters are the parts above)."""
+class Llama4Vision(MergedPatchTower):
+    """The whole tower + projector, for the per-image questions (the model's parameters are
+    Llama4VisionStem, Llama4VisionBlock and Llama4VisionAdapter); one text token per m_vis patches
+    after pixel shuffle."""
 
-    key = "vision"
-    modality = "image"
-    d: sympy.Expr = sym.d
-    d_vis: sympy.Expr = sym.d_vis
-    d_ff_vis: sympy.Expr = sym.d_ff_vis
-    L_vis: sympy.Expr = sym.L_vis
-    p_vis: sympy.Expr = sym.p_vis
-    C_img: sympy.Expr = sym.C_img
-    N_pat: sympy.Expr = sym.N_pat
-    m_vis: sympy.Expr = sym.m_vis
     d_proj: sympy.Expr = sym.d_proj
     d_pout: sympy.Expr = sym.d_pout
     d_vout: sympy.Expr = sym.d_vout
-
-    def primitives(self, ph: Phase | None = None):
-        return []  # the weights are counted by Llama4VisionStem, Llama4VisionBlock and Llama4VisionAdapter
-
-    def image_tokens(self) -> sympy.Expr:
-        """Text tokens one tile fills: one per m_vis patches after pixel shuffle."""
-        return self.N_pat / self.m_vis
 
     def image_flops(self) -> Terms:
         """Forward matmul FLOPs of one image tile (eager attention), the tower + adapter + projector."""

@@ -69,6 +69,9 @@ class Mamba(Component):
     bias: bool = False  # in_proj and out_proj bias: use_bias / mamba_proj_bias
     conv_bias: bool = True  # use_conv_bias / mamba_conv_bias
     bcdt_norm: Literal["weighted", "weightless", None] = None  # RMSNorms on dt, B, C
+    #: Zamba's ``ZambaMambaMixer``: H_m independent heads, each with its own x_proj and dt_proj
+    #: slices (the same weights in all); saved tensors only (None: one head, ``MambaMixer``)
+    heads: sympy.Expr | None = None
 
     def primitives(self, ph: Phase | None = None):
         d, e, N, K, R = self.d, self.d_ssm, self.N, self.K_c, self.R_dt
@@ -172,6 +175,15 @@ class Mamba(Component):
                 Saved("y_skip", e, 4, doc="y + D·x (fp32)"),
                 Saved("silu_z", e, a, doc="silu(z)"),
                 Saved("out_proj_input", e, a, doc="gated output in the compute dtype")]
+        if self.heads is not None:  # Zamba: per-head x_proj / dt_proj as broadcast matmuls
+            H = self.heads
+            many = (1 - is_one(B)) * (1 - is_one(H))  # B > 1 and H > 1: the batched matmul expands
+            out = [s for s in out if s.name not in ("x_proj_out", "x_proj_input")]
+            out += [Saved("x_proj_out", H * (R + 2 * N), a, doc="[dt | B | C] per head"),
+                    Saved("x_proj_input", e * (1 + many), a,
+                          doc="x made contiguous per head; with B > 1 and H_m > 1 also its expanded copy"),
+                    Saved("x_dt_proj_weights", e * (2 * R + 2 * N) * many, a, rows=B,
+                          doc="x_proj and dt_proj weights expanded over the batch (B > 1, H_m > 1)")]
         if self.bcdt_norm is not None:  # RMSNorms on dt, B, C after x_proj (FalconMamba, Jamba)
             out.append(Saved("bcdt_norm/rstd", 3, 4, doc="fp32 rstd of dt, B and C"))
             if self.bcdt_norm == "weighted":  # JambaRMSNorm: weight · x̂ keeps x̂ in the compute dtype
@@ -186,7 +198,8 @@ class Mamba(Component):
             out += [Saved("states/zero", e * N, a, rows=B, doc="the zero initial state, compute dtype"),
                     Saved("states/fp32", e * N, 4, rows=B * (T - 1), doc="states 1 … T−1 read by the next step"),
                     Saved("states/cast", e * N, a, doc="each state cast for h·C"),
-                    Saved("x_B_fp32", e + N, 4, doc="x.float(), B.float()"),
+                    Saved("x_B_fp32", e + N * (1 if self.heads is None else self.heads), 4,
+                          doc="x.float(), B.float() (per head with heads)"),
                     Saved("D_fp32", e, 4, rows=one, doc="D.float(), per layer")]
         else:
             out.append(Saved("states", e * N, 4, rows=B * (T + 1), doc="the T + 1 states of the loop"))

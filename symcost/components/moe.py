@@ -88,13 +88,14 @@ class MoE(Component):
     #: the softmax router runs in fp32 (``softmax(dtype=float)``); False: in the compute dtype, its
     #: top-k weights and renormalisation too (DBRX)
     router_fp32: bool = True
-    #: GPT-OSS's clamped GLU (``GptOssExperts._apply_gate``): the clamped gate, its sigmoid, up + 1 and
-    #: the GLU are kept, ``b_a·4·d_moe`` per routed row in place of the activation's ``b_a·d_moe``
-    clamped_glu: bool = False
     #: below fp32 nothing keeps the block input itself: the router reads an fp32 copy of it and no
     #: shared-expert module exists (MiMo-V2-Flash; ERNIE 4.5 without shared experts). A zero-width
     #: shared expert still reads it (GLM-4.5 with n_shared_experts 0): not this case
     input_copied: bool = False
+    #: experts and shared expert run MiniMax-M3's (and GPT-OSS's) clamped SwiGLU (``ffn.clamped_glu_saved``; saved only)
+    clamped_glu: bool = False
+    #: experts and shared expert run DeepSeek-V4's clamped SiLU SwiGLU (``ffn.clamped_silu_saved``; saved only)
+    clamped_silu: bool = False
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -164,7 +165,8 @@ class MoE(Component):
         """
         a, d, E, k, f = sym.b_a, self.d, self.E, self.k, self.d_moe
         d_x = d if self.d_lat is None else self.d_lat  # the experts' width (LatentMoE: d_lat)
-        if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax", "sparsemixer"):
+        if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax", "sparsemixer",
+                               "sqrt_softplus"):
             raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
         out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
         if bw.upcast and self.input_copied:
@@ -191,7 +193,9 @@ class MoE(Component):
             # (router_fp32=False: GPT-OSS, top-k and softmax of the logits in the compute dtype)
             out += [Saved("router/topk_indices", k, 8, "seq"),
                     Saved("router/topk_softmax", k, 4 if self.router_fp32 else a, "seq")]
-        elif self.router == "sigmoid":  # LFM2-MoE: sigmoid scores in the compute dtype, no fp32 copy
+        elif self.router in ("sigmoid", "sqrt_softplus"):  # LFM2-MoE: sigmoid scores in the compute dtype
+            if self.router == "sqrt_softplus":  # DeepSeek-V4: sqrt(softplus(logits)) keeps the logits too
+                out.append(Saved("router/logits", E, a, "seq", doc="softplus input"))
             out += [Saved("router/scores", E, a, "seq"), Saved("router/topk_indices", k, 8, "seq")]
             if self.norm_topk:
                 out += [Saved("router/topk_sum", 1, a, "seq"), Saved("router/topk_weights", k, a, "seq")]
@@ -202,7 +206,7 @@ class MoE(Component):
                               "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
             out += [Saved("router/probs_fp32" if self.router_fp32 else "router/probs", E,
                           4 if self.router_fp32 else a, "seq"), Saved("router/topk_indices", k, 8, "seq")]
-        if self.norm_topk and self.router not in ("sigmoid", "topk_softmax", "sparsemixer"):
+        if self.norm_topk and self.router not in ("sigmoid", "topk_softmax", "sparsemixer", "sqrt_softplus"):
             r = 4 if self.router_fp32 else a
             out += [Saved("router/topk_sum", 1, r, "seq"), Saved("router/topk_weights", k, r, "seq")]
             if self.norm_clamp:
@@ -210,10 +214,14 @@ class MoE(Component):
         rows = k * sym.B * sym.T
         out += [Saved("experts/index_pairs", 2, 8, "seq", rows, "torch.where(expert_mask): int64 pairs"),
                 Saved("experts/input", d_x, a, "seq", rows, "hidden_states[token_idx]")]
-        if self.gated:
-            out += [Saved("experts/gate_up", 2 * f, a, rows=rows),
-                    Saved("experts/act", (4 if self.clamped_glu else 1) * f, a, rows=rows,
-                          doc="clamped gate, sigmoid, up + 1, GLU" if self.clamped_glu else ""),
+        if self.clamped_glu:  # MiniMax-M3's and GPT-OSS's _apply_gate
+            from .ffn import clamped_glu_saved
+            out += clamped_glu_saved("experts/", f, rows)
+        elif self.clamped_silu:
+            from .ffn import clamped_silu_saved
+            out += clamped_silu_saved("experts/", f, rows)
+        elif self.gated:
+            out += [Saved("experts/gate_up", 2 * f, a, rows=rows), Saved("experts/act", f, a, rows=rows),
                     Saved("experts/down_input", f, a, rows=rows)]
         else:
             out += [Saved("experts/up", f, a, rows=rows), Saved("experts/down_input", f, a, rows=rows)]
@@ -242,7 +250,13 @@ class MoE(Component):
     def _saved_shared(self) -> list:
         a, d = sym.b_a, self.d
         out = []
-        if self.d_sh is not None:
+        if self.d_sh is not None and self.clamped_glu:
+            from .ffn import clamped_glu_saved
+            out += clamped_glu_saved("shared/", self.d_sh)
+        elif self.d_sh is not None and self.clamped_silu:
+            from .ffn import clamped_silu_saved
+            out += clamped_silu_saved("shared/", self.d_sh)
+        elif self.d_sh is not None:
             sh = self.d_sh
             out += ([Saved("shared/gate", sh, a), Saved("shared/act", sh, a), Saved("shared/up", sh, a),
                      Saved("shared/down_input", sh, a)] if self.shared_gated else

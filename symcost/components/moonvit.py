@@ -100,11 +100,15 @@ class MoonViTProjector(Component):
 
 
 @dataclass(frozen=True)
-class MoonViT(Component):
-    """The whole tower + projector, for the per-image questions (the model's parameters are the parts above)."""
+class MergedPatchTower(Component):
+    """A whole ViT tower + projector for the per-image questions, whose weights other components
+    count (stem, blocks, projector): ``image_tokens()`` = N_pat / m_vis text tokens per image, one
+    per merged (or pixel-shuffled) group of m_vis patches. Subclasses add ``image_flops()``
+    (MoonViT here, Llama 4's tower in ``llama4_vision``)."""
 
     key = "vision"
     modality = "image"
+    abstract = True  # not a sheet section of its own (report.mechanisms)
     d: sympy.Expr = sym.d
     d_vis: sympy.Expr = sym.d_vis
     d_ff_vis: sympy.Expr = sym.d_ff_vis
@@ -115,11 +119,16 @@ class MoonViT(Component):
     m_vis: sympy.Expr = sym.m_vis
 
     def primitives(self, ph: Phase | None = None):
-        return []  # the weights are counted by MoonViTStem, MoonViTBlock and MoonViTProjector
+        return []  # the weights are counted by the tower's stem, block and projector components
 
     def image_tokens(self) -> sympy.Expr:
-        """Text tokens one image fills: one per merged m_vis-patch kernel."""
         return self.N_pat / self.m_vis
+
+
+@dataclass(frozen=True)
+class MoonViT(MergedPatchTower):
+    """The whole tower + projector, for the per-image questions (the model's parameters are
+    MoonViTStem, MoonViTBlock and MoonViTProjector); one text token per merged m_vis-patch kernel."""
 
     def image_flops(self) -> Terms:
         """Forward matmul FLOPs of one still image (eager attention), the tower + projector."""

@@ -86,8 +86,10 @@ class MSAIndexer(Component):
 
     def saved(self, bw) -> list:
         """Nothing: the branch ends in integer block indices (``topk(...).indices``), so no gradient
-        reaches its weights from the loss and autograd frees what its ops saved with the branch
-        once the forward returns; the block mask built from the indices is added to the scores."""
+        reaches its weights from the loss and the backward never reads what its ops saved
+        (transformers' branch stays alive all the same — ``scatter_`` writes in place into the
+        block scores ``amax`` saved, an autograd cycle — which tests/test_activations.py itemises as
+        unreached); the block mask built from the indices is added to the scores."""
         return []
 
     def cache_tp_share(self, tp: int, values: dict):

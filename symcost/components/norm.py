@@ -42,14 +42,14 @@ class Norms(Component):
     #: the weight multiply runs in fp32 (``NemotronHRMSNorm``: ``(weight.float() · x̂).to(dtype)``):
     #: the normed output is kept in fp32 and, below fp32, each norm's fp32 weight copy (batch-free)
     fp32_weight: bool = False
+    #: the weight multiplies the fp32 x̂ by type promotion, with no explicit copy of it
+    #: (``DeepseekV4RMSNorm``, GPT-OSS, FlexOlmo: ``(weight · x̂).to(dtype)``): the normed output is kept in fp32
+    fp32_normed: bool = False
     #: zero-centred weight, ``x̂ · (1 + w)`` computed in fp32 (``Qwen3NextRMSNorm``, ``Qwen3_5RMSNorm``, Gemma)
     offset: bool = False
     #: a LayerNorm without bias (DBRX's ``nn.LayerNorm(bias=False)``): d weights, like an RMSNorm, but
     #: its backward keeps what a LayerNorm's does (input, fp32 mean and rstd); saved tensors only
     layer_stats: bool = False
-    #: the weight multiplies the fp32 x̂ by type promotion, with no explicit copy of it (GPT-OSS,
-    #: OLMo-2, DeepSeek-V4: ``(weight · x̂).to(dtype)``): the normed output is kept in fp32
-    fp32_normed: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:

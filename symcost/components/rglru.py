@@ -42,7 +42,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST, act_cost
 from ..notation import sym
-from ..primitives import Linear, Matmul, Param
+from ..primitives import Linear, Matmul, Param, Saved, is_one
 from ..terms import Terms
 from .base import Component
 
@@ -93,6 +93,44 @@ class RecurrentBlock(Component):
                      {"act": f"{self.act} on the y branch", "gates": "σ of the input and recurrence gates",
                       "decay": "a = exp(−8·r·softplus(Λ)), √(1 − a²), gating, decay of the state",
                       "output_gate": "u · y", "residual": "residual add"})
+
+    def saved(self, bw) -> list:
+        """Saved for backward, one layer (measured in tests/test_activations.py). transformers'
+        torch path is the only training path (no fused RG-LRU kernel is called), so both
+        ``Backward.scan`` conventions declare it. Per token, w = H·D_lru: the projections' input
+        ``b_a·d``; the y branch's activation input and output and the conv input, the RG-LRU output,
+        the gated product (linear_out's input) ``b_a·w`` each; the conv output over T + K_c − 1
+        positions ``b_a·w`` (B > 1: its contiguous copy for the block-diagonal gates, ``b_a·w``
+        more); the two sigmoid gates, −8·r, the decay a = exp(·) and a² = exp(2·), 1 − a² (the
+        bounded sqrt's input), the gated input and the normaliser ``b_a·w`` each; the two
+        ``~reset`` masks, 1 byte per position each (batch-free); a·~reset as the scan reads it, fp32 ``4·w`` (the tensor
+        itself in fp32; below fp32 the scan's fp32 casts of steps 1 … T − 1: step 0 multiplies the
+        zero state, which needs no gradient) and the T states of the loop (the zero
+        initial state and states 1 … T − 1), fp32 ``4·w``; per layer softplus(Λ) ``b_a·w``."""
+        a, d, w, one = sym.b_a, self.d, self.width, sympy.Integer(1)
+        B, T = sym.B, sym.T
+        return [Saved("input", d, a, "seq", doc="linear_x / linear_y input [.., d]"),
+                Saved("y_branch", 2 * w, a, doc="linear_y output (activation input) and act(y)"),
+                Saved("conv_input", w, a, doc="linear_x output"),
+                Saved("conv_out", w, a, rows=B * (T + self.K_c - 1), doc="conv output, T + K_c − 1 positions"),
+                Saved("gate_input_copy", w * (1 - is_one(B)), a,
+                      doc="conv output made contiguous for the gates' baddbmm (B = 1: a view)"),
+                Saved("gates", 2 * w, a, doc="sigmoid input and recurrence gates"),
+                Saved("decay", 5 * w, a, doc="−8·r, exp(log a), exp(2·log a), 1 − a², the normaliser"),
+                Saved("gated_input", w, a, doc="u ⊙ i"),
+                Saved("reset_masks", 2, 1, "none", T, doc="two ~reset bool masks [1, T, 1] (from the positions)"),
+                Saved("scan/decay_fp32", w, 4, rows=B * T - (B if bw.upcast else 0),
+                      doc="a·~reset as the scan reads it, fp32 (below fp32: the casts of steps 1 … T − 1; "
+                          "step 0 multiplies the zero state, which needs no gradient)"),
+                Saved("scan/states", w, 4, doc="the zero state and states 1 … T − 1, fp32"),
+                Saved("lru_out", w, a, doc="RG-LRU output"),
+                Saved("out_input", w, a, doc="lru_out · y, linear_out input"),
+                Saved("softplus_param", w, a, rows=one, doc="softplus(Λ), per layer")]
+
+    def checkpoint_shared(self, bw) -> list:
+        """Full recomputation checkpoints each layer with the position ids (the RG-LRU's reset
+        mask is computed from them): one int64 [1, T] tensor for all layers."""
+        return [Saved("position_ids", 1, 8, "none", sym.T, doc="int64 [1, T], an input of every checkpointed layer")]
 
     def cache(self) -> Terms:
         w = self.width

@@ -54,7 +54,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST, act_cost
 from ..notation import sym
-from ..primitives import ONE, ZERO, Linear, Matmul, Param
+from ..primitives import ONE, ZERO, Linear, Matmul, Param, Saved, saved_norm
 from ..terms import Terms
 from .base import Component
 
@@ -175,6 +175,44 @@ class SharedBlockCall(_SharedBlock, Component):
             t.add("adapter_adds", rows * adds, "each adapter's output added to its projection")
         t.add("residual", COST["residual"] * rows * self.d, "block output added ahead of the Mamba layer")
         return t
+
+    def _attention(self):
+        from .attention import Attention
+        return Attention(d=self.d_att, H_q=self.H_q, H_kv=self.H_kv, D_h=self.D_h, rope=self.rope)
+
+    def saved(self, bw) -> list:
+        """Saved for backward, one invocation (measured in tests/test_activations.py): the
+        input_layernorm over the concatenation [h, embeddings] (``primitives.saved_norm`` of width
+        2·d), the attention of ``components.attention`` over that 2·d-wide input, each LoRA
+        adapter's rank-r_a intermediate ``b_a·r_a`` (its input is the projection's own), the
+        pre_ff_layernorm over d, the gated MLP of ``components.ffn`` (with the fused gate_up_proj
+        the gate and up halves are views of one 2·d_ff output: the same bytes), and the input of
+        the hybrid layer's own ``linear`` ``b_a·d``."""
+        from .ffn import FFN
+        a = sym.b_a
+        out = saved_norm("input_layernorm", self.d_att)
+        out += [Saved(f"self_attn/{s.name}", s.width, s.nbytes, s.split, s.rows, s.doc)
+                for s in self._attention().saved(bw)]
+        if self.attn_adapters:
+            out += [Saved(f"self_attn.{x}_adapter/down_out", self.r_a, a, "none", doc="LoRA intermediate [.., r_a]")
+                    for x in "qkv"]
+        out += saved_norm("pre_ff_layernorm", self.d)
+        out += [Saved(f"feed_forward/{s.name}", s.width, s.nbytes, s.split, s.rows, s.doc)
+                for s in FFN(d=self.d, d_ff=self.d_ff, gated=True, bias=self.mlp_bias, act=self.act).saved(bw)]
+        if self.mlp_adapter:
+            out.append(Saved("feed_forward.gate_up_adapter/down_out", self.r_a, a, "none",
+                             doc="LoRA intermediate [.., r_a]"))
+        out.append(Saved("linear_input", self.d, a, "seq", doc="the block's output, read by the hybrid layer's linear"))
+        return out
+
+    def saved_shared(self, bw) -> list:
+        return self._attention().saved_shared(bw)
+
+    def checkpoint_shared(self, bw) -> list:
+        """Full recomputation checkpoints each hybrid layer with the original embeddings as a
+        second input: one [B, T, d] tensor (the model's clone of the embeddings) for all layers."""
+        return [Saved("original_embeddings", self.d, sym.b_a, "seq",
+                      doc="clone of the embeddings every checkpointed hybrid layer takes")]
 
     def cache(self) -> Terms:
         kept = sym.B * self.H_kv * self.D_h * sym.T

@@ -4,8 +4,8 @@ For N patches of p×p pixels with C channels and L layers of width d_vis (MLP d_
 attention, 2 FLOPs per multiply-accumulate:
     patch embedding 2·N·d_vis·C·p², per layer q, k, v, out 4·2·N·d_vis², QKᵀ and PV 2·N²·d_vis
     each, MLP 2·2·N·d_vis·d_ff_vis. Projectors differ per model and are added by each tower.
-Source: transformers ``SiglipEncoderLayer`` / Kimi-K2.5 ``MoonViT`` blocks (measured in
-tests/test_vision.py under FlopCounterMode).
+Source: transformers ``SiglipEncoderLayer`` / Kimi-K2.5 ``MoonViT`` blocks, measured under
+FlopCounterMode.
 
 >>> from symcost.notation import sym
 >>> encoder_image_flops(sym.N_pat, sym.d_vis, sym.d_ff_vis, sym.L_vis, sym.C_img * sym.p_vis**2)["mlp"]

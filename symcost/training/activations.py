@@ -11,7 +11,8 @@ with rows = B·T (``T → T/N_cp`` under context parallelism), split = N_tp for 
 shards, N_tp for hidden-wide tensors only under sequence parallelism, 1 otherwise.
 Recomputation (``conventions.Backward``): ``selective`` changes what attention declares (the
 core's inputs instead of its probabilities); ``full`` keeps only each layer's input ``b_a·d``
-(transformers' / Megatron's full checkpointing), and while one layer is recomputed in backward
+(transformers' / Megatron's full checkpointing; plus, once, an input every checkpointed
+layer shares, ``Component.checkpoint_shared``: Zamba's original embeddings), and while one layer is recomputed in backward
 its own saved set is alive again (``per_layer``: the train command adds the largest), which a
 saved-tensors count does not see.
 
@@ -123,6 +124,9 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
             width = next((w for w in (c.residual_width() for c in g.components) if w is not None), sym.d)
             layer.add("layer_input", _bytes(layer_input(width), **kw), "checkpointed layer input b_a·d "
                       "(the residual stream's width: n_hc·d with hyper-connections)")
+            for c in g.components:
+                for s in c.checkpoint_shared(bw):
+                    shared.setdefault(s.name, s)
         else:
             for c in g.components:
                 recs = _records(c, bw, capacity)
