@@ -68,6 +68,13 @@ MORE += [("relu2_dense", "helium", FEW + SEL), ("dense", "cohere", FEW + SEL),
          ("dense", "cohere2", FEW + [("sdpa", "none", "bf16")]), ("relu2_dense", "stablelm", FEW + SEL),
          ("relu2_dense", "nemotron", FEW + SEL), ("classic", "gpt_neox", FEW + SEL), ("classic", "phi", FEW + SEL),
          ("classic", "starcoder2", FEW + SEL), ("gemma", "gemma2", [FEW[0], FEW[2], FEW[3]] + SEL)]
+#: gpt_oss and mimo_v2_flash have no SDPA case: transformers refuses an SDPA implementation for them.
+MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW), ("granite", "granite", FEW),
+         ("granite", "granitemoe", FEW), ("granite", "granitemoeshared", FEW), ("ernie", "ernie4_5", FEW),
+         ("ernie", "ernie4_5_moe", FEW), ("moe_more", "dots1", FEW), ("phimoe", "phimoe", FEW),
+         ("moe_more", "dbrx", FEW), ("dense", "seed_oss", FEW),
+         ("more_dense", "apertus", FEW), ("gpt_oss", "gpt_oss", [FEW[0], FEW[2], FEW[3]]),
+         ("mimo_v2_flash", "mimo_v2_flash", [FEW[0], FEW[2], FEW[3]])]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -103,6 +110,8 @@ def tiny(module, model_type, seed):
         raw["attn_layer_indices"] = []
     if model_type == "gpt2":  # dropout off, as the convention states (GPT-2 defaults to 0.1)
         raw.update(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    if model_type == "seed_oss":  # dropout off, as the convention states (Seed-OSS defaults to 0.1)
+        raw.update(attention_dropout=0.0, residual_dropout=0.0)
     return raw
 
 
@@ -204,7 +213,7 @@ def cpu_layernorm_stats(raw, recompute, B, T, dtype) -> int:
     m = built(raw)
 
     def rows(c):
-        if isinstance(c, Norms) and c.bias and not c.weightless:
+        if isinstance(c, Norms) and (c.bias or c.layer_stats) and not c.weightless:  # DBRX: layer_stats
             return len(c.names)
         if isinstance(c, Attention) and ((c.qk_norm and c.qk_norm_bias) or c.qk_norm_per_head_ln):
             return c.H_q + c.H_kv
@@ -239,14 +248,15 @@ def sdpa_masked_gqa(raw, kernel, recompute, B, T, dtype) -> int:
 
 #: families whose apply_rotary_pos_emb always splits q at the rotary width and concatenates it back
 #: (also with the whole head rotated): their q reaches SDPA head-major
-CAT_ROPE = {"glm4_moe", "minimax_m2", "minimax_m3", "minimax_m3_vl_text"}
+#: (Phi-3 concatenates [q_rot, q_pass] even with the whole head rotated; DBRX's fused Wqkv
+#: slices, rotated without a concatenation, keep the token-major layout: no copy)
+CAT_ROPE = {"glm4_moe", "minimax_m2", "minimax_m3", "minimax_m3_vl_text", "phi3"}
 
 
 def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
     """Itemised difference: CPU SDPA's flash kernel returns its output in q's memory layout. When q
     reaches it head-major contiguous — built by a concatenation (MLA's [q_nope, q_rope] when the
-    flash kernel runs, partial RoPE's [q_rot, q_pass]) or by RoPE on a slice of a fused qkv_proj
-    (Phi-3) — the output is head-major
+    flash kernel runs, partial RoPE's [q_rot, q_pass], Phi-3's RoPE) — the output is head-major
     and ``transpose(1, 2).contiguous()`` copies it (H_q·D_v per token per layer, both kept).
     FlashAttention returns [B, T, H, D]-major output, which the engine's ``flash`` counts once."""
     if kernel != "sdpa" or recompute == "full" or engine_kernel(built(raw), kernel) != "flash":
@@ -257,7 +267,7 @@ def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
     n = 0
     for g in m.groups:
         for c in g.components:
-            if isinstance(c, MLA) or (isinstance(c, Attention) and (c.fused_qkv or c.D_rot is not None
+            if isinstance(c, MLA) or (isinstance(c, Attention) and (c.D_rot is not None
                                                                      or raw["model_type"] in CAT_ROPE)):
                 width = c.H_q * (c.D_v if isinstance(c, MLA) else c.D_val)
                 n += int((g.count * width).xreplace(m.values)) * B * T * BYTES[dtype]

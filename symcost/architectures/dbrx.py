@@ -27,6 +27,7 @@ from .base import LayerCount, Adapter, PosInt, values
 class DbrxAttentionConfig(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     kv_n_heads: PosInt = 1
+    clip_qkv: float | None = None  # Wqkv's output clamped (training activations only: the clamp keeps it)
 
 
 class DbrxFFNConfig(BaseModel):
@@ -36,6 +37,9 @@ class DbrxFFNConfig(BaseModel):
     ffn_hidden_size: PosInt = 3584
     moe_num_experts: PosInt = 4
     moe_top_k: PosInt = 1
+    # training activations only: the router's in-place input noise and the top-k renormalisation
+    moe_jitter_eps: float | None = None
+    moe_normalize_expert_weights: float | None = 1.0
 
 
 def _alias(default, *names: str):
@@ -70,12 +74,17 @@ class DbrxAdapter(Adapter):
         return self
 
     def to_model(self) -> Model:
-        layer = (Norms(("norm_1", "norm_2")), Attention(), MoE())
         f = self.ffn_config
+        # saved tensors: LayerNorm statistics, q/k/v views of one Wqkv output (clamped with clip_qkv),
+        # DbrxFFN's router softmax in the compute dtype, renormalised by a p-norm unless None
+        layer = (Norms(("norm_1", "norm_2"), layer_stats=True),
+                 Attention(fused_qkv=True, clip_qkv=self.attn_config.clip_qkv is not None),
+                 MoE(router_fp32=False, weights_fp32=False, norm_topk=f.moe_normalize_expert_weights is not None,
+                     input_jitter=1 if f.moe_jitter_eps is not None else 0))
         vals = values(d=self.d_model, V=self.vocab_size, L=self.n_layers, H_q=self.n_heads,
                       H_kv=self.attn_config.kv_n_heads, D_h=self.d_model // self.n_heads,
                       E=f.moe_num_experts, k=f.moe_top_k, d_moe=f.ffn_hidden_size)
         return Model(self.name, self.model_type, (Embedding(name="wte"),),
                      (LayerGroup("layers", sym.L, layer),),
-                     (Norms(("norm_f",)), LMHead()), vals,
+                     (Norms(("norm_f",), layer_stats=True), LMHead()), vals,
                      notes=["LayerNorms without bias: d weights each"])

@@ -44,6 +44,7 @@ class Dots1Adapter(LlamaAdapter):
     first_k_dense_replace: NonNegInt = 0
     sliding_window: PosInt | None = 4096
     max_window_layers: int = 62
+    norm_topk_prob: bool | None = False  # renormalise the top-k routing weights (training activations only)
 
     @model_validator(mode="after")
     def _dots_consistent(self):
@@ -64,7 +65,9 @@ class Dots1Adapter(LlamaAdapter):
     def layer(self, mixer: str, ffn: str):
         attn = Attention(W=sym.W if mixer == "swa" else None, qkv_bias=self.attention_bias,
                          o_bias=self.attention_bias, qk_norm=True)
-        mlp = FFN() if ffn == "dense" else MoE(d_sh=sym.d_sh, correction_bias=True)
+        mlp = FFN() if ffn == "dense" else MoE(d_sh=sym.d_sh, correction_bias=True,
+                                                         # Dots1TopkRouter: DeepSeek-V3's (activations only)
+                                                         router="sigmoid_group", norm_topk=bool(self.norm_topk_prob))
         return (Norms(LAYER_NORMS), attn, mlp)
 
     def to_model(self) -> Model:

@@ -47,7 +47,8 @@ class Ernie45Adapter(LlamaAdapter):
         return ["full_attention"] * self.num_hidden_layers
 
     def attention(self, window) -> Attention:
-        return Attention(qkv_bias=self.use_bias, o_bias=self.use_bias)
+        # Ernie4_5's RoPE: fp32 cos/sin interleaved inside every layer (training activations only)
+        return Attention(qkv_bias=self.use_bias, o_bias=self.use_bias, rope_per_layer=True, rope_fp32=True)
 
     def ffn(self) -> FFN:
         return FFN(bias=self.use_bias)
@@ -85,7 +86,11 @@ class Ernie45MoeAdapter(Ernie45Adapter):
     def layer(self, mixer: str, ffn: str):
         mlp = FFN(bias=self.use_bias) if ffn == "dense" else MoE(
             d_sh=sym.d_sh if self.moe_num_shared_experts else None, proj_bias=self.use_bias,
-            correction_bias_param=True)
+            correction_bias_param=True,
+            # Ernie4_5_MoeTopKRouter (training activations only): fp32 router, clamped renormalisation,
+            # weights cast back to the compute dtype
+            router_upcast=True, norm_clamp=True, weights_fp32=False,
+            input_copied=not self.moe_num_shared_experts)
         return (Norms(LAYER_NORMS), self.attention(None), mlp)
 
     def to_model(self) -> Model:

@@ -44,10 +44,12 @@ class GptOssAdapter(LlamaAdapter):
         return alternating_layer_types(self.layer_types, self.num_hidden_layers)
 
     def layer(self, window):
-        return (Norms(LAYER_NORMS),
+        return (Norms(LAYER_NORMS, fp32_normed=True),
                 Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                          sinks=True),
-                MoE(router_bias=True, expert_bias=True))
+                          sinks=True, rope_half_table=True),
+                # GptOssTopKRouter and the clamped GLU experts (training activations only)
+                MoE(router_bias=True, expert_bias=True, router="topk_softmax", router_fp32=False,
+                    weights_fp32=False, clamped_glu=True))
 
     def to_model(self) -> Model:
         types = self.resolved_layer_types()
@@ -59,6 +61,6 @@ class GptOssAdapter(LlamaAdapter):
         if "sliding_attention" in types:
             vals.update(values(W=self.sliding_window))
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm",), fp32_normed=True), LMHead(tied=self.tie_word_embeddings)), vals,
                      notes=["expert weights are MXFP4 in the checkpoint: bytes depend on the dtype, "
                             "the parameter count does not"])

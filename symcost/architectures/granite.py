@@ -63,7 +63,8 @@ class GraniteMoeAdapter(GraniteAdapter):
         return self
 
     def ffn(self) -> MoE:
-        return MoE(d_moe=sym.d_ff)
+        # GraniteMoeTopKRouter: softmax over the top-k fp32 logits, cast back (training activations only)
+        return MoE(d_moe=sym.d_ff, router="topk_softmax", weights_fp32=False)
 
     def to_model(self) -> Model:
         m = super().to_model()
@@ -78,7 +79,8 @@ class GraniteMoeSharedAdapter(GraniteMoeAdapter):
     shared_intermediate_size: NonNegInt = 0
 
     def ffn(self) -> MoE:
-        return MoE(d_moe=sym.d_ff, d_sh=sym.d_sh if self.shared_intermediate_size else None)
+        return MoE(d_moe=sym.d_ff, d_sh=sym.d_sh if self.shared_intermediate_size else None,
+                   router="topk_softmax", weights_fp32=False)
 
     def to_model(self) -> Model:
         m = super().to_model()

@@ -83,6 +83,8 @@ class MiMoV2FlashAdapter(Adapter):
     add_full_attention_sink_bias: bool | None = None
     n_shared_experts: NonNegInt | None = None
     num_nextn_predict_layers: NonNegInt | None = None
+    norm_topk_prob: bool = True  # renormalise the top-k routing weights (training activations only)
+    rope_parameters: dict | None = None  # per layer type; read for partial_rotary_factor (activations only)
 
     # -- derived, as transformers derives them ---------------------------------------------------------
     @property
@@ -93,6 +95,15 @@ class MiMoV2FlashAdapter(Adapter):
     def W(self) -> int | None:
         """``sliding_window``, or ``sliding_window_size`` + 1 (``MiMoV2FlashConfig.__post_init__``)."""
         return self.sliding_window_size + 1 if self.sliding_window_size is not None else self.sliding_window
+
+    def rope_width(self, kind: str) -> int:
+        """Width of a layer type's cos/sin table: int(D_h·partial_rotary_factor) rounded up to even
+        (``MiMoV2FlashRotaryEmbedding``: inv_freq over arange(0, dim, 2), the frequencies doubled)."""
+        rp = self.rope_parameters if isinstance(self.rope_parameters, dict) else {}
+        own = rp.get(kind) if isinstance(rp.get(kind), dict) else None
+        factor = (own or {}).get("partial_rotary_factor", 0.334)
+        dim = int(self.D_h * factor)
+        return 2 * ((dim + 1) // 2)
 
     def attention_kinds(self) -> list[str]:
         return list(self.layer_types) if self.layer_types is not None else default_layer_types(self.num_hidden_layers)
@@ -170,9 +181,14 @@ class MiMoV2FlashAdapter(Adapter):
     # -- the model ---------------------------------------------------------------------------------------
     def layer(self, attn: str, mlp: str) -> tuple:
         swa = attn == SWA
+        # saved tensors: the eager core's softmax runs in the compute dtype after a row-max subtraction;
+        # each layer type has its own partial RoPE table (MiMoV2FlashRotaryEmbedding)
         attention = Attention(H_kv=2 * sym.H_kv if swa else sym.H_kv, D_v=sym.D_v, W=sym.W if swa else None,
-                              qkv_bias=self.attention_bias, sinks=swa)
-        ffn = FFN() if mlp == DENSE else MoE(correction_bias=True)
+                              qkv_bias=self.attention_bias, sinks=swa, softmax_fp32=False, row_max=True,
+                              D_rot=sympy.Integer(self.rope_width(attn)), rope_table=attn)
+        # MiMoV2FlashTopkRouter is DeepSeek-V3's group-limited sigmoid router (training activations only)
+        ffn = FFN() if mlp == DENSE else MoE(correction_bias=True, router="sigmoid_group",
+                                             norm_topk=self.norm_topk_prob, input_copied=True)
         return (Norms(LAYER_NORMS), attention, ffn)
 
     def to_model(self) -> Model:

@@ -65,9 +65,15 @@ class PhimoeAdapter(MixtralAdapter):
     num_local_experts: PosInt = 16  # PhimoeConfig has no attribute_map: num_experts is not read
     num_experts_per_tok: PosInt = 2
     lm_head_bias: bool = False
+    input_jitter_noise: float = 0.0  # training activations only (the noise tensors the products keep)
 
     def attention(self, window) -> Attention:
         return Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias)
+
+    def ffn(self) -> MoE:
+        # sparsemixer's saved tensors; its multipliers stay in the compute dtype (training activations only)
+        return MoE(d_moe=sym.d_ff, router="sparsemixer", norm_topk=False, weights_fp32=False,
+                   input_jitter=2 if self.input_jitter_noise > 0 else 0)
 
     def head(self) -> LMHead:
         return LMHead(tied=self.tie_word_embeddings, bias=self.lm_head_bias)

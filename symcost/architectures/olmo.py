@@ -110,7 +110,9 @@ class _OlmoMoe:
         return self
 
     def ffn(self) -> MoE:
-        return MoE(d_moe=sym.d_ff)
+        # OlmoeTopKRouter: Qwen3-MoE's router (renormalised only with norm_topk_prob, cast back to the
+        # compute dtype): training activations only
+        return MoE(d_moe=sym.d_ff, norm_topk=self.norm_topk_prob, weights_fp32=False)
 
     def to_model(self):
         model = super().to_model()
@@ -129,6 +131,7 @@ class OlmoeAdapter(_OlmoMoe, LlamaAdapter):
     num_attention_heads: PosInt = 16
     num_experts: PosInt = Field(64, validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 8
+    norm_topk_prob: bool = False  # renormalise the top-k routing weights (training activations only)
 
     @model_validator(mode="after")
     def _olmoe_consistent(self):
@@ -153,3 +156,16 @@ class FlexOlmoAdapter(_OlmoMoe, Olmo2Adapter):
     vocab_size: PosInt = 100_352
     num_experts: PosInt = Field(7, validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 5
+    norm_topk_prob: bool = False  # renormalise the top-k routing weights (training activations only)
+
+    def attention(self, window) -> Attention:
+        # FlexOlmoRMSNorm multiplies its weight into the fp32 x̂; FlexOlmoRotaryEmbedding returns cos and
+        # sin in float32 (saved tensors only)
+        return replace(super().attention(window), qk_norm_fp32_normed=True, rope_fp32=True)
+
+    def to_model(self):
+        model = super().to_model()
+        fp32 = lambda c: replace(c, fp32_normed=True) if isinstance(c, Norms) else c  # noqa: E731
+        model.groups = tuple(replace(g, components=tuple(map(fp32, g.components))) for g in model.groups)
+        model.post = tuple(map(fp32, model.post))
+        return model

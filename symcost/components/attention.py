@@ -30,7 +30,7 @@ Elementwise (``symcost.elementwise``, a separate group): softmax 5 per score ove
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
@@ -70,7 +70,7 @@ class Attention(Component):
     D_rot: sympy.Expr | None = None  # rotated dims per head when RoPE is partial (None: all D_h); saved tensors only
     rope_batched: bool = False  # cos/sin per sequence [B, T, D_h] (multimodal RoPE: Qwen3-VL), not [1, T, D_h]
     #: each layer computes or re-interleaves its own cos/sin (RecurrentGemma; Helium's
-    #: ``repeat_interleave``): each layer keeps its own [1, T, D_rot] cos and sin, the shared table is not saved
+    #: ``repeat_interleave``; fp32 with rope_fp32: ERNIE 4.5): each layer keeps its own [1, T, D_rot] cos and sin, the shared table is not saved
     rope_per_layer: bool = False
     #: the q/k norms are one ``nn.LayerNorm`` per head applied head by head (StableLM's
     #: ``StableLmLayerNormPerHead``): each keeps the projection output as its input and an fp32
@@ -82,6 +82,15 @@ class Attention(Component):
     #: the q/k norms are CohereLayerNorms over [heads, D_h] (Cohere ``use_qk_norm``), written out
     #: in fp32 as ``Norms.centred_fp32`` per head (parameters as ``qk_norm_full``); saved tensors only
     qk_norm_centred: bool = False
+    #: the cos/sin table is D_h/2 wide, each half of q and k rotated by it (GPT-OSS's _apply_rotary_emb)
+    rope_half_table: bool = False
+    #: the eager core subtracts the row max before the softmax (MiMo-V2-Flash; with sinks always):
+    #: max() keeps its int64 index, 8·H_q per query row
+    row_max: bool = False
+    #: the RoPE table this layer reads, when layer types have their own (MiMo-V2-Flash: one per type)
+    rope_table: str | None = None
+    #: the q/k norms keep their normed output in fp32 (FlexOlmo's RMSNorm: ``(weight · x̂).to(dtype)``)
+    qk_norm_fp32_normed: bool = False
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -148,6 +157,10 @@ class Attention(Component):
         ``clip_qkv`` (OLMo's in-place clamp) keeps q, k and v once more, ``b_a·(H_q + 2·H_kv)·D_h``;
         ``rope_fp32`` holds the shared cos/sin table in float32; ``rope_per_layer``: each layer's own
         cos/sin ``b_a·2·D_rot`` per position (batch-free) instead of one shared table.
+        ``sinks`` (GPT-OSS, MiMo-V2-Flash's sliding layers): the eager softmax runs in the compute dtype over
+        T + 1 logits after a row-max subtraction, ``b_a·H_q·(T + 1)`` and the max's int64 index ``8·H_q``
+        (``row_max``: the same index without sinks); ``rope_half_table`` / ``rope_table``: a D_h/2-wide
+        table (GPT-OSS) / one table per layer type (MiMo-V2-Flash).
         With a fused qkv_proj (``fused_qkv``) a v that is kept as a view (flash, selective, and eager's
         repeat_kv when it is a view, or no repeat at all with H_kv = H_q and B = 1) keeps the whole
         projection output, ``(H_q + 2·H_kv)·D_h``. Family variants: ``softcap`` (eager keeps
@@ -178,7 +191,10 @@ class Attention(Component):
                     out.append(Saved(f"{n}/weight_fp32", H * D_h, 4, "none", sympy.Integer(1),
                                      "weight.float() [heads, D_h], per layer"))
         elif self.qk_norm_full:
-            out += saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
+            qk = saved_norm("q_norm", H_q * D_h, split="tp") + saved_norm("k_norm", H_kv * D_h, split="tp")
+            if self.qk_norm_fp32_normed:
+                qk = [replace(n, nbytes=4) if n.name.endswith("/normed") else n for n in qk]
+            out += qk
         if bw.kernel == "flash" and bw.recompute != "selective":
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a),
                     Saved("lse", H_q, 4, doc="fp32 log-sum-exp per head"),
@@ -188,18 +204,27 @@ class Attention(Component):
             out += [Saved("q", H_q * D_h, a), Saved("k", H_kv * D_h, a), Saved("v", H_kv * D_v + fused, a)]
         else:
             # repeat_kv copies K and V to H_q heads; with one KV head and B = 1 the reshape is a view
-            view = (H_q - 1) * is_one(H_kv) * is_one(sym.B)
-            # a fused qkv with H_kv = H_q: nothing to repeat, and with B = 1 PV's matmul flattens v
-            # without a copy, so v stays a view of the whole projection
-            same = is_one(H_q / H_kv) * is_one(sym.B) * fused if self.fused_qkv else 0
+            is_view = is_one(H_kv) * is_one(sym.B)
+            view = (H_q - 1) * is_view
+            # a viewed v of a fused qkv_proj keeps the whole projection output once; a fused qkv with
+            # H_kv = H_q (> 1): nothing to repeat, and with B = 1 PV's matmul flattens v without a
+            # copy, so v stays a view of the whole projection too
+            same = is_one(H_q / H_kv) * is_one(sym.B) * (1 - is_one(H_kv)) * fused if self.fused_qkv else 0
             out += [Saved("q", H_q * D_h, a), Saved("k_repeated", (H_q - view) * D_h, a, doc="repeat_kv to H_q"),
-                    Saved("v_repeated", (H_q - view) * D_v + view * fused + same, a, doc="repeat_kv to H_q"),
+                    Saved("v_repeated", (H_q - view) * D_v + is_view * fused + same, a, doc="repeat_kv to H_q"),
                     ]
             if self.softcap:
                 out.append(Saved("softcap_tanh", H_q * T, a, doc="tanh(scores / cap) [.., H_q, T keys]"))
-            if self.softmax_fp32:
+            if self.sinks:
+                # GPT-OSS's eager core: softmax over [scores, sink] (T + 1 logits) in the compute dtype,
+                # after subtracting the row max, whose int64 index max() keeps
+                out += [Saved("probs_sinks", H_q * (T + 1), a, doc="softmax over T keys and the sink"),
+                        Saved("row_max_index", H_q, 8, doc="max(dim=-1) indices, int64")]
+            elif self.softmax_fp32:
                 out.append(Saved("probs_fp32", H_q * T, 4, doc="softmax(dtype=float32) [.., H_q, T keys]"))
-            if bw.upcast or not self.softmax_fp32:
+            if self.row_max and not self.sinks:
+                out.append(Saved("row_max_index", H_q, 8, doc="max(dim=-1) indices, int64"))
+            if not self.sinks and (bw.upcast or not self.softmax_fp32):
                 out.append(Saved("probs", H_q * T, a, doc="probabilities in the compute dtype, for PV"))
         out.append(Saved("o_proj_input", H_q * D_v, a, doc="transpose(1, 2).contiguous()"))
         return out + self._rope_table(bw)
@@ -209,13 +234,19 @@ class Attention(Component):
         if not (self.rope and self.rope_per_layer):
             return []
         D_rot = self.D_h if self.D_rot is None else self.D_rot
-        return [Saved("rope_cos_sin", 2 * D_rot, sym.b_a, "none", sym.T, "this layer's cos and sin [1, T, D_rot]")]
+        nbytes = 4 if self.rope_fp32 else sym.b_a  # ERNIE 4.5: fp32 cos/sin interleaved in every layer
+        return [Saved("rope_cos_sin", 2 * D_rot, nbytes, "none", sym.T, "this layer's cos and sin [1, T, D_rot]")]
 
     def saved_shared(self, bw) -> list:
         if not self.rope or bw.recompute == "full" or self.rope_per_layer:
             return []  # under full recompute the table is held by the checkpoint's closure
         D_rot = self.D_h if self.D_rot is None else self.D_rot  # partial RoPE: the table is D_rot wide
+        if self.rope_half_table:
+            D_rot = D_rot / 2
         nbytes = 4 if self.rope_fp32 else sym.b_a
+        if self.rope_table is not None:  # a table per layer type: each kept once
+            return [Saved(f"rope_cos_sin/{self.rope_table}", 2 * D_rot, nbytes, "none", sym.T,
+                          f"{self.rope_table} layers' cos and sin [1, T, D_rot], computed once")]
         if self.rope_batched:  # position ids [3, B, T] give a table per sequence
             return [Saved("rope_cos_sin", 2 * D_rot, nbytes, "none", sym.B * sym.T,
                           "cos and sin [B, T, D_h] (multimodal positions), computed once, read by every layer")]

@@ -102,7 +102,8 @@ class FFN(Component):
     def saved(self, bw) -> list:
         """Input ``b_a·d``; gated: gate, act(gate), up and their product, ``b_a·4·d_ff``;
         plain: the up projection and its activation, ``b_a·2·d_ff``, plus three more ``b_a·d_ff``
-        intermediates of the composite tanh GELU (``gelu_new``, GPT-2's default)."""
+        intermediates of the composite tanh GELU (``gelu_new``, GPT-2's default), or xIELU's three
+        ``b_a·d_ff``, its ``d_ff``-byte mask and four scalars per layer (Apertus)."""
         a = sym.b_a
         out = [] if self.shared_input else [Saved("input", self.d, a, "seq", doc="gate/up_proj input")]
         if self.clamped_glu:
@@ -116,6 +117,13 @@ class FFN(Component):
             # 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) keeps tanh's output, 0.5·x and 1 + tanh
             out += [Saved("gelu_tanh_out", self.d_ff, a), Saved("gelu_half_x", self.d_ff, a),
                     Saved("gelu_one_plus_tanh", self.d_ff, a)]
+        if self.act == "xielu":
+            # XIELUActivation's Python path (the CPU one): alpha_p·x, expm1(min(x, eps)) and
+            # expm1(..) − x (b_a·3·d_ff), torch.where's bool condition (d_ff bytes), and per layer the
+            # softplus'd alpha_p, alpha_n and the beta, eps buffers the products read (4 scalars)
+            out += [Saved("xielu/intermediates", 3 * self.d_ff, a), Saved("xielu/positive_mask", self.d_ff, 1),
+                    Saved("xielu/scalars", sympy.Integer(4), a, "none", sympy.Integer(1),
+                          "alpha_p, alpha_n, beta, eps [1] / [] per layer")]
         return out + [Saved("down_input", self.d_ff, a, doc="act(up)")]
 
     def buffers(self) -> Terms:

@@ -70,11 +70,29 @@ class MoE(Component):
     router: str = "softmax"  # "softmax" (Mixtral, Qwen) | "sigmoid_group" (DeepSeek-V3 group-limited, fp32)
     #: | "sigmoid" (LFM2-MoE: sigmoid scores in the compute dtype, optional bias for the choice only)
     #: | "topk_softmax" (Granite MoE: softmax over the top-k fp32 logits only)
+    #: | "sparsemixer" (Phi-3.5-MoE: two masked softmaxes in the compute dtype, one expert from each)
     norm_topk: bool = True  # top-k weights renormalised to sum 1 (norm_topk_prob)
     weights_fp32: bool = True  # routing weights stay fp32 (Mixtral, DeepSeek) or are cast back (Qwen)
     all_experts: bool = False  # impl="reference" runs all E experts on every token (Llama 4)
     weighted_fp32: bool = False  # the weighted expert output is promoted to fp32 (Nemotron-H: fp32 accumulator)
-    #: experts and shared expert run MiniMax-M3's clamped SwiGLU (``ffn.clamped_glu_saved``; saved only)
+    #: the softmax router computes ``F.linear(x.float(), weight.float())`` (ERNIE 4.5): below fp32 both
+    #: fp32 copies are kept, as sigmoid_group's are
+    router_upcast: bool = False
+    #: the renormalising sum is clamped (``clamp(sum, min=moe_norm_min)``, ERNIE 4.5): the division
+    #: keeps the clamped sum too (4 per token)
+    norm_clamp: bool = False
+    #: noise tensors the input is multiplied by in place before routing, which the products keep
+    #: (``b_a·d`` each per token): Phi-3.5-MoE's ``input_jitter_noise`` > 0, 2 (block and router);
+    #: DBRX's ``moe_jitter_eps``, 1
+    input_jitter: int = 0
+    #: the softmax router runs in fp32 (``softmax(dtype=float)``); False: in the compute dtype, its
+    #: top-k weights and renormalisation too (DBRX)
+    router_fp32: bool = True
+    #: below fp32 nothing keeps the block input itself: the router reads an fp32 copy of it and no
+    #: shared-expert module exists (MiMo-V2-Flash; ERNIE 4.5 without shared experts). A zero-width
+    #: shared expert still reads it (GLM-4.5 with n_shared_experts 0): not this case
+    input_copied: bool = False
+    #: experts and shared expert run MiniMax-M3's (and GPT-OSS's) clamped SwiGLU (``ffn.clamped_glu_saved``; saved only)
     clamped_glu: bool = False
     #: experts and shared expert run DeepSeek-V4's clamped SiLU SwiGLU (``ffn.clamped_silu_saved``; saved only)
     clamped_silu: bool = False
@@ -138,14 +156,23 @@ class MoE(Component):
         tokens gathered): an int64 (position, token) pair 16, the gathered input ``b_a·d``, gate_up
         ``b_a·2·d_moe`` (ungated ``b_a·d_moe``), the activation and the product ``b_a·d_moe`` each
         (ungated: the activation), the routing weight (4 or ``b_a``), the expert output ``b_a·d``
-        and the weighted output ``b_a·d`` index_add keeps. Shared expert: a gated FFN ``b_a·4·d_sh``
+        and the weighted output ``b_a·d`` index_add keeps. Variants (fields): ``sparsemixer`` (Phi-3.5-MoE: two bool
+        masks E, two softmaxes ``b_a·E``, two multipliers ``b_a`` and two int64 indices), ``router_fp32``
+        False (DBRX, GPT-OSS: router tensors in the compute dtype), ``router_upcast`` (ERNIE: fp32 copies
+        below fp32), ``norm_clamp``, ``input_jitter`` noise tensors, ``clamped_glu`` (GPT-OSS experts:
+        ``b_a·4·d_moe`` in place of the activation), ``input_copied``. Shared expert: a gated FFN ``b_a·4·d_sh``
         (plain ``2·d_sh``); with a sigmoid gate its output ``b_a`` and the shared output ``b_a·d``.
         """
         a, d, E, k, f = sym.b_a, self.d, self.E, self.k, self.d_moe
         d_x = d if self.d_lat is None else self.d_lat  # the experts' width (LatentMoE: d_lat)
-        if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax", "sqrt_softplus"):
+        if self.router not in ("softmax", "sigmoid_group", "sigmoid", "topk_softmax", "sparsemixer",
+                               "sqrt_softplus"):
             raise NotImplementedError(f"{self.label()} ({self.router} router) declares no saved tensors yet")
         out = [Saved("input", d, a, "seq", doc="router / shared-expert input")]
+        if bw.upcast and self.input_copied:
+            out = []  # the router reads an fp32 copy and the experts gather rows: the input itself is not kept
+        if self.input_jitter:
+            out.append(Saved("jitter_noise", self.input_jitter * d, a, "seq", doc="uniform noise the input is scaled by"))
         if self.all_experts:
             return out + self._saved_all_experts(bw) + self._saved_shared()
         if self.router == "sigmoid_group":
@@ -155,8 +182,17 @@ class MoE(Component):
                               "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
             out += [Saved("router/scores_fp32", E, 4, "seq"),
                     Saved("router/topk_indices", k, 8, "seq", doc="read by gather")]
+        elif self.router == "sparsemixer":
+            # PhimoeSparseMoeBlock's sparsemixer, twice (top-1, then top-2 with top-1 masked out): the
+            # masked_fill's bool mask E, the softmax E in the compute dtype, the gathered multiplier
+            # (PhimoeMultiplier keeps it) and the Gumbel-sampled expert index (int64)
+            out += [Saved("router/masks", 2 * E, 1, "seq", doc="bool masks of masked_fill"),
+                    Saved("router/masked_softmax", 2 * E, a, "seq"),
+                    Saved("router/multipliers", 2, a, "seq"), Saved("router/selected", 2, 8, "seq")]
         elif self.router == "topk_softmax":  # Granite: top-k of the fp32 logits, softmax over those k
-            out += [Saved("router/topk_indices", k, 8, "seq"), Saved("router/topk_softmax", k, 4, "seq")]
+            # (router_fp32=False: GPT-OSS, top-k and softmax of the logits in the compute dtype)
+            out += [Saved("router/topk_indices", k, 8, "seq"),
+                    Saved("router/topk_softmax", k, 4 if self.router_fp32 else a, "seq")]
         elif self.router in ("sigmoid", "sqrt_softplus"):  # LFM2-MoE: sigmoid scores in the compute dtype
             if self.router == "sqrt_softplus":  # DeepSeek-V4: sqrt(softplus(logits)) keeps the logits too
                 out.append(Saved("router/logits", E, a, "seq", doc="softplus input"))
@@ -164,13 +200,21 @@ class MoE(Component):
             if self.norm_topk:
                 out += [Saved("router/topk_sum", 1, a, "seq"), Saved("router/topk_weights", k, a, "seq")]
         else:
-            out += [Saved("router/probs_fp32", E, 4, "seq"), Saved("router/topk_indices", k, 8, "seq")]
-        if self.norm_topk and self.router not in ("sigmoid", "topk_softmax", "sqrt_softplus"):
-            out += [Saved("router/topk_sum", 1, 4, "seq"), Saved("router/topk_weights", k, 4, "seq")]
+            if self.router_upcast and bw.upcast:
+                out += [Saved("router/input_fp32", d, 4, "seq"),
+                        Saved("router/weight_fp32", d * E, 4, "none", sympy.Integer(1),
+                              "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
+            out += [Saved("router/probs_fp32" if self.router_fp32 else "router/probs", E,
+                          4 if self.router_fp32 else a, "seq"), Saved("router/topk_indices", k, 8, "seq")]
+        if self.norm_topk and self.router not in ("sigmoid", "topk_softmax", "sparsemixer", "sqrt_softplus"):
+            r = 4 if self.router_fp32 else a
+            out += [Saved("router/topk_sum", 1, r, "seq"), Saved("router/topk_weights", k, r, "seq")]
+            if self.norm_clamp:
+                out.append(Saved("router/topk_sum_clamped", 1, 4, "seq", doc="clamp(sum, min=norm_min)"))
         rows = k * sym.B * sym.T
         out += [Saved("experts/index_pairs", 2, 8, "seq", rows, "torch.where(expert_mask): int64 pairs"),
                 Saved("experts/input", d_x, a, "seq", rows, "hidden_states[token_idx]")]
-        if self.clamped_glu:
+        if self.clamped_glu:  # MiniMax-M3's and GPT-OSS's _apply_gate
             from .ffn import clamped_glu_saved
             out += clamped_glu_saved("experts/", f, rows)
         elif self.clamped_silu:

@@ -43,7 +43,7 @@ class Norms(Component):
     #: the normed output is kept in fp32 and, below fp32, each norm's fp32 weight copy (batch-free)
     fp32_weight: bool = False
     #: the weight multiplies the fp32 x̂ by type promotion, with no explicit copy of it
-    #: (``DeepseekV4RMSNorm``: ``(weight · x̂).to(dtype)``): the normed output is kept in fp32
+    #: (``DeepseekV4RMSNorm``, GPT-OSS, FlexOlmo: ``(weight · x̂).to(dtype)``): the normed output is kept in fp32
     fp32_normed: bool = False
     #: zero-centred weight, ``x̂ · (1 + w)`` computed in fp32 (``Qwen3NextRMSNorm``, ``Qwen3_5RMSNorm``, Gemma)
     offset: bool = False
@@ -57,6 +57,9 @@ class Norms(Component):
     #: every norm of the layer reads the same tensor (GPT-NeoX's parallel residual: LN₁(x) and
     #: LN₂(x)): a LayerNorm's saved input is kept once; saved tensors only
     one_input: bool = False
+    #: a LayerNorm without bias (DBRX's ``nn.LayerNorm(bias=False)``): d weights, like an RMSNorm, but
+    #: its backward keeps what a LayerNorm's does (input, fp32 mean and rstd); saved tensors only
+    layer_stats: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -93,7 +96,7 @@ class Norms(Component):
             return out
         out = []
         for n in self.names:
-            out += saved_norm(n, self.dim, self.bias, offset=self.offset)
+            out += saved_norm(n, self.dim, self.bias or self.layer_stats, offset=self.offset)
         if self.one_input and self.bias:
             first = f"{self.names[0]}/input"
             out = [s for s in out if not s.name.endswith("/input") or s.name == first]
