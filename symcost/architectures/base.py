@@ -175,7 +175,6 @@ class GQAHeads:
         return self.head_dim or self.hidden_size // self.num_attention_heads
 
 
-
 class PartialRotary(Adapter):
     """A mixin for families that rotate part of each head: ``partial_rotary_factor`` as
     transformers resolves it — the legacy ``rope_scaling`` (which replaces ``rope_parameters``

@@ -31,7 +31,7 @@ from ..components.gated_deltanet import GatedDeltaNet
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
-from .base import Adapter, LayerCount, PosInt, quote, values
+from .base import Adapter, GQAHeads, LayerCount, PosInt, quote, values
 from .llama import LAYER_NORMS
 from .olmo import POST_NORMS
 from .qwen3_next import CHUNK
@@ -40,7 +40,7 @@ KINDS = ("linear_attention", "full_attention")
 
 
 @register("olmo_hybrid")
-class OlmoHybridAdapter(Adapter):
+class OlmoHybridAdapter(GQAHeads, Adapter):
     reference: ClassVar[str] = "OlmoHybridForCausalLM"
 
     vocab_size: PosInt = 100_352
@@ -78,14 +78,6 @@ class OlmoHybridAdapter(Adapter):
                       "full_attention layer")
         return self
 
-    # -- derived values, as OlmoHybridConfig derives them ------------------------------------------
-    @property
-    def H_kv(self) -> int:
-        return self.num_key_value_heads or self.num_attention_heads
-
-    @property
-    def D_h(self) -> int:
-        return self.head_dim or self.hidden_size // self.num_attention_heads
 
     @property
     def H_lk(self) -> int:

@@ -30,13 +30,13 @@ from ..components.rglru import RecurrentBlock
 from ..notation import sym
 from . import register
 from .gemma import gemma_saved
-from .base import Adapter, LayerCount, PosInt, quote, values
+from .base import Adapter, GQAHeads, LayerCount, PosInt, quote, values
 
 KINDS = ("recurrent", "attention")
 
 
 @register("recurrent_gemma")
-class RecurrentGemmaAdapter(Adapter):
+class RecurrentGemmaAdapter(GQAHeads, Adapter):
     reference: ClassVar[str] = "RecurrentGemmaForCausalLM"
 
     num_hidden_layers: LayerCount = 26
@@ -77,13 +77,6 @@ class RecurrentGemmaAdapter(Adapter):
         self.kinds()
         return self
 
-    @property
-    def H_kv(self) -> int:
-        return self.num_key_value_heads or self.num_attention_heads
-
-    @property
-    def D_h(self) -> int:
-        return self.head_dim or self.hidden_size // self.num_attention_heads
 
     @property
     def rotary_factor(self):
