@@ -174,17 +174,23 @@ def _hf(raw):
         return None
 
 
-@lru_cache(maxsize=1)
-def _pairs() -> tuple:
-    """(id, raw, path, field, sub-adapter class, spellings, a, v_a, b, v_b, transformers' attribute)."""
-    out = []
+def _families():
+    """(model_type, first tiny config, its spelling groups (with the sub-adapter class of each),
+    transformers' config object) for every type transformers has a config class for."""
     for mt, raw in sorted(_first_tiny().items()):
         if oracle.ORACLE_TYPE.get(mt, mt) not in CONFIG_MAPPING:
             continue
         groups = [g + (None,) for g in _groups(architectures.get(mt))]
         for key, cls in _sub_adapters(raw):
             groups += [g + (cls,) for g in _groups(cls, (key,))]
-        base = oracle.hf_config(raw)
+        yield mt, raw, groups, oracle.hf_config(raw)
+
+
+@lru_cache(maxsize=1)
+def _pairs() -> tuple:
+    """(id, raw, path, field, sub-adapter class, spellings, a, v_a, b, v_b, transformers' attribute)."""
+    out = []
+    for mt, raw, groups, base in _families():
         for path, field, spellings, _owner, sub_class in groups:
             node = _node(copy.deepcopy(raw), path)
             unset = _hf(_spelled(raw, path, spellings, {}))  # the class's default
@@ -230,13 +236,7 @@ def _declared(cfg, path, spellings) -> str | None:
 def _singles() -> tuple:
     """(id, raw, path, field, sub-adapter class, spellings, s, value, declared attribute)."""
     out = []
-    for mt, raw in sorted(_first_tiny().items()):
-        if oracle.ORACLE_TYPE.get(mt, mt) not in CONFIG_MAPPING:
-            continue
-        groups = [g + (None,) for g in _groups(architectures.get(mt))]
-        for key, cls in _sub_adapters(raw):
-            groups += [g + (cls,) for g in _groups(cls, (key,))]
-        base = oracle.hf_config(raw)
+    for mt, raw, groups, base in _families():
         for path, field, spellings, owner, sub_class in groups:
             attr = _declared(base, path, spellings)
             if attr is None:
