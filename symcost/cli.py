@@ -12,7 +12,7 @@ import sys
 
 import sympy
 
-from . import loader
+from . import loader, startup
 from .conventions import Phase
 from .errors import SymcostError
 from .notation import sym
@@ -23,18 +23,30 @@ from .units import human_bytes, human_count
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse would print usage + exit 2; keep it to one line
         where = self.prog.removeprefix("symcost").strip()  # main() prints the one "symcost:" prefix
-        if message.startswith("unrecognized arguments:"):
-            import difflib
+        hint = self._did_you_mean(message)
+        message += f" (did you mean {hint}?)" if hint else ""
+        raise SymcostError(f"{where}: {message}" if where else message)
+
+    def _did_you_mean(self, message: str) -> str | None:
+        """The closest known option to an unrecognised one, or the closest choice to an invalid one."""
+        import difflib
+        import re
+        bad = re.match(r"argument .*: invalid choice: '(.*)' \(choose from (.*)\)$", message)
+        if bad:
+            words, known = [bad[1]], re.findall(r"'([^']*)'", bad[2])
+        elif message.startswith("unrecognized arguments:"):
             parsers = [self] + [sp for a in self._actions if isinstance(a, argparse._SubParsersAction)
                                 for sp in a.choices.values()]  # the top level reports for commands
             known = sorted({o for p in parsers for a in p._actions for o in a.option_strings
                             if o.startswith("--")})
-            for arg in message.split(":", 1)[1].split():
-                close = difflib.get_close_matches(arg.split("=")[0], known, n=1, cutoff=0.6)
-                if close:
-                    message += f" (did you mean {close[0]}?)"
-                    break
-        raise SymcostError(f"{where}: {message}" if where else message)
+            words = [arg.split("=")[0] for arg in message.split(":", 1)[1].split()]
+        else:
+            return None
+        for word in words:
+            close = difflib.get_close_matches(word, known, n=1, cutoff=0.6)
+            if close:
+                return close[0]
+        return None
 
 
 #: size suffixes, binary as context lengths are quoted (128K = 131,072; 1M = 1,048,576)
@@ -1187,13 +1199,38 @@ def conventions(sp):
                          "transformers torch path computes, padding included (default minimal)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse._VersionAction):
+    """``--version``, reading the installed version only when asked (importlib.metadata: ms)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.version = f"symcost {_version()}"
+        super().__call__(parser, namespace, values, option_string)
+
+
+class _Unbuilt:
+    """The sub-parser of a command the command line does not name (``build_parser(only=...)``):
+    its options are never parsed, so they are not built (a twentieth of a command's run)."""
+
+    def add_argument(self, *args, **kwargs):
+        return None
+
+    def add_argument_group(self, *args, **kwargs):
+        return self
+
+    def set_defaults(self, **kwargs):
+        return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; with ``only`` (the command argv names) just that command's options,
+    falling back to the whole parser when ``only`` names no command (its error lists them)."""
     p = _Parser(prog="symcost", description="Closed-form cost formulas for LLMs from a config.json.")
-    p.add_argument("--version", action="version", version=f"symcost {_version()}",
-                   help="print the version and exit")
+    p.add_argument("--version", action=_Version, version="symcost", help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def command(name, fn, help_):
+        if only is not None and name != only:
+            return _Unbuilt()
         sp = sub.add_parser(name, help=help_, description=help_)
         sp.add_argument("--json", action="store_true", help="print one JSON object")
         sp.add_argument("--verbose", action="store_true",
@@ -1418,6 +1455,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("model", help="config.json path, its directory, or a bundled name")
     sp.add_argument("--seq", type=_positive("--seq"), required=True)
     sp.add_argument("--batch", type=_positive("--batch"), default=1)
+    if only is not None and only not in sub.choices:
+        return build_parser()
     _document(p)
     return p
 
@@ -1431,10 +1470,12 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    startup.defer_sympy_tensor()
+    startup.no_pydantic_plugins()
     argv = list(sys.argv[1:] if argv is None else argv)
     want_json = "--json" in argv
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(only=argv[0] if argv and not argv[0].startswith("-") else None).parse_args(argv)
         with loader.caching():
             _WARNINGS[:] = _context_warnings(args) + _field_warnings(args) + _dtype_warnings(args)
             rc = args.fn(args)
