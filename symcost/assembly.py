@@ -42,6 +42,14 @@ class Model:
     #: the vision tower + projector, if any, for per-image questions: ``image_tokens()`` (text tokens
     #: one image fills) and ``image_flops()`` (Terms); never walked by the totals above
     vision: Component | None = None
+    #: the wrapped text model's type when this is a multimodal wrapper (``wrapping``), else ""
+    text_model_type: str = ""
+
+    def wrapping(self, model_type: str) -> "Model":
+        """This text model relabelled as the multimodal ``model_type`` that wraps it; the text
+        model's own type stays in ``text_model_type`` (what the text-only oracles measured)."""
+        self.text_model_type, self.model_type = self.model_type, model_type
+        return self
 
     def __repr__(self) -> str:
         layers = " + ".join(f"{g.count}" for g in self.groups)

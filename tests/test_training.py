@@ -174,3 +174,24 @@ def test_scan_convention_option(capsys):
             out[name, scan] = d["breakdown"]["activations"]
     assert out["nemotron-3-nano-30b-a3b", "reference"] > out["nemotron-3-nano-30b-a3b", "fused"]
     assert out["llama-3.1-8b", "reference"] == out["llama-3.1-8b", "fused"]
+
+
+def test_a_multimodal_wrapper_quotes_its_text_models_measurement():
+    """Text-only training runs no tower, so a wrapper's (kimi_k25, qwen3_5, llama4, ...) activations
+    are its text model's: the note names that type and its measurement, for every bundled wrapper."""
+    import json
+    from importlib.resources import files
+
+    from symcost.training.memory import measured_note
+    data = json.loads(files("symcost.data").joinpath("activations_measured.json").read_text())
+    wrappers = 0
+    for name in symcost.loader.bundled_names():
+        m = symcost.build(name)
+        if not m.text_model_type or m.model_type in data["exact"]:
+            continue
+        wrappers += 1
+        note = measured_note(m)
+        assert f"{m.model_type}'s text model ({m.text_model_type};" in note
+        assert ("measured equal" in note) == (m.text_model_type in data["exact"]), note
+        assert m.text_model_type != m.model_type
+    assert wrappers >= 5

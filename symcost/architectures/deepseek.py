@@ -338,7 +338,7 @@ class KimiK25Adapter(Adapter):
         text, v = self.text(), self.vision_config
         m = text.to_model()
         kh, kw = v.merge_kernel_size
-        m.model_type = self.model_type
+        m.wrapping(self.model_type)
         m.pre = m.pre + (MoonViTStem(), MoonViTProjector())
         m.groups = (LayerGroup("vision_layers", sym.L_vis, (MoonViTBlock(),)),) + m.groups
         m.values.update(values(d_vis=v.hidden_size, d_ff_vis=v.intermediate_size, L_vis=v.num_hidden_layers,

@@ -226,7 +226,8 @@ class Gemma3Adapter(Adapter):
     def to_model(self) -> Model:
         m = self.text_config.to_model(tied=self.tie_word_embeddings)
         v = self.vision_config
-        m.name, m.model_type = self.name, self.model_type
+        m.name = self.name
+        m.wrapping(self.model_type)
         m.pre = (Vision(head=v.vision_use_head),) + m.pre
         m.vision = m.pre[0]
         n_pat = (v.image_size // v.patch_size) ** 2

@@ -319,7 +319,7 @@ class Gemma4Adapter(Adapter):
 
     def to_model(self) -> Model:
         m = self.text().to_model(tied=self.tie_word_embeddings)
-        m.model_type = self.model_type
+        m.wrapping(self.model_type)
         pre, groups = list(m.pre), list(m.groups)
         if (v := self.vision_config) is not None:
             k = v.pooling_kernel_size

@@ -271,7 +271,7 @@ class Llama4Adapter(Adapter):
     def to_model(self) -> Model:
         text, v = self.text(), self.vision
         m = text.to_model()
-        m.model_type = self.model_type
+        m.wrapping(self.model_type)
         m.pre = m.pre + (Llama4VisionStem(), Llama4VisionAdapter())
         m.groups = (LayerGroup("vision_layers", sym.L_vis, (Llama4VisionBlock(),)),) + m.groups
         n_pat = (v.image_size // v.patch_size) ** 2

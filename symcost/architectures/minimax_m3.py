@@ -384,7 +384,7 @@ class MiniMaxM3VLAdapter(Adapter):
 
     def to_model(self) -> Model:
         m = self.text().to_model()
-        m.model_type = self.model_type
+        m.wrapping(self.model_type)
         tower = MiniMaxViT()
         m.pre = m.pre + (tower,)
         m.vision = tower

@@ -91,7 +91,7 @@ class QwenVLWrapper(Adapter):
     def to_model(self) -> Model:
         text, v = self.text(), self.vision
         m = text.to_model()
-        m.model_type = self.model_type
+        m.wrapping(self.model_type)
         d_text = m.values[sym.d]
         n_ds = len(v.deepstack_visual_indexes) if self.deepstack else 0
         side = self.image_side()

@@ -89,12 +89,19 @@ def measured_note(model) -> str:
     from importlib.resources import files
     data = json.loads(files("symcost.data").joinpath("activations_measured.json").read_text())
     mt = model.model_type
+    if mt not in data["exact"] + data["bounded"] and model.text_model_type:
+        # a multimodal wrapper trained on text: its towers run no forward and save nothing
+        # (Component.modality), so what is saved is its text model's
+        mt = model.text_model_type
+        whose = f"{model.model_type}'s text model ({mt}; the towers save nothing on text-only batches)"
+    else:
+        whose = f"{mt}'s"
     if mt in data["exact"]:
-        return (f"activations: {mt}'s saved tensors measured equal to the engine's count on tiny configs "
+        return (f"activations: {whose} saved tensors measured equal to the engine's count on tiny configs "
                 f"of the transformers class, in the cases tests/test_activations.py lists")
     if mt in data["bounded"]:
-        return f"activations: {mt}'s count measured within a stated share below the real saved tensors"
-    return (f"activations: {mt} is not measured; its components' declarations are those measured in "
+        return f"activations: {whose} count measured within a stated share below the real saved tensors"
+    return (f"activations: {whose} not measured; its components' declarations are those measured in "
             f"other families")
 
 
