@@ -35,7 +35,7 @@ import sympy
 from . import numeric
 from .exprparse import parse, to_text
 from .notation import ENTRIES, sym
-from .terms import Terms
+from .terms import Terms, relax_steps
 
 Expr = sympy.Expr
 
@@ -223,22 +223,6 @@ def polynomial_in(expr: Expr | Terms, var=sym.T, *, values: Mapping | None = Non
                     by.setdefault(p, {})[path] = c
         out["by_term"] = dict(sorted(by.items(), reverse=True))
     return out
-
-
-def relax_steps(e: Expr, var) -> Expr:
-    """``e`` with its staircases in ``var`` replaced by their trend: ``floor(x)``, ``ceiling(x)`` →
-    ``x`` and ``Mod(x, m)`` → 0 (consistent: ``m·floor(T/m) + Mod(T, m) = T`` stays ``T``). A step
-    function's derivative is 0 almost everywhere, which says nothing about growth; the trend's is
-    the slope a user asks ``scale`` for. Used for derivatives only, never for values.
-
-    >>> from symcost.notation import sym
-    >>> relax_steps(sym.L * sympy.floor(sym.T / 4) + sympy.Mod(sym.T, 4), sym.T)
-    L*T/4
-    """
-    steps = [a for a in e.atoms(sympy.floor, sympy.ceiling, sympy.Mod) if a.has(var)]
-    if not steps:
-        return e
-    return e.xreplace({a: (0 if isinstance(a, sympy.Mod) else a.args[0]) for a in steps})
 
 
 def _diff(e: Expr, var) -> Expr:

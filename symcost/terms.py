@@ -272,3 +272,19 @@ def exact(expr, values: Mapping) -> int:
                                + ", ".join(f"{n}=..." for n in free[:4]) + ")")
         raise ValueError(f"expression did not evaluate to an integer: {value}")
     return int(value)
+
+
+def relax_steps(e: sympy.Expr, var) -> sympy.Expr:
+    """``e`` with its staircases in ``var`` replaced by their trend: ``floor(x)``, ``ceiling(x)`` →
+    ``x`` and ``Mod(x, m)`` → 0 (consistent: ``m·floor(T/m) + Mod(T, m) = T`` stays ``T``). A step
+    function's derivative is 0 almost everywhere, which says nothing about growth; the trend's is
+    the slope a user asks ``scale`` for. Used for derivatives only, never for values.
+
+    >>> from symcost.notation import sym
+    >>> relax_steps(sym.L * sympy.floor(sym.T / 4) + sympy.Mod(sym.T, 4), sym.T)
+    L*T/4
+    """
+    steps = [a for a in e.atoms(sympy.floor, sympy.ceiling, sympy.Mod) if a.has(var)]
+    if not steps:
+        return e
+    return e.xreplace({a: (0 if isinstance(a, sympy.Mod) else a.args[0]) for a in steps})

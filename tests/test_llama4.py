@@ -76,7 +76,7 @@ def test_chunked_pairs_closed_form():
 
 
 def test_scale_derivative_of_chunked_pairs_is_clean_and_parses_back(capsys):
-    """The derivative is that of the trend (``analysis.relax_steps``: ⌊T/C⌋ read as T/C, T mod C as 0),
+    """The derivative is that of the trend (``terms.relax_steps``: ⌊T/C⌋ read as T/C, T mod C as 0),
     not an unevaluated Subs: on average each new token meets (C_att + 1)/2 keys of its chunk."""
     code = main(["scale", "llama-4-scout-17b-16e-instruct", "--metric", "flops", "--wrt", "T", "--phase", "prefill",
                  "--attention", "causal", "--json"])

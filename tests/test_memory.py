@@ -213,7 +213,7 @@ def test_compressed_cache_pages_grow_as_the_cache_does():
     Σ per-token bytes of the unwindowed page kinds × their layers = b_kv · d(cache)/dT far past
     every window, with floor(T/m) read as T/m."""
     import sympy
-    from symcost.analysis import relax_steps
+    from symcost.terms import relax_steps
     from symcost.notation import sym
     from symcost.serving.formulas import _FAR, kv_formula
     from symcost.terms import exact

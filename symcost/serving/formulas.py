@@ -30,12 +30,11 @@ from math import gcd
 import sympy
 
 from ..conventions import Phase
-from ..analysis import relax_steps
 from ..numeric import compile_expr, compile_exprs  # noqa: F401 (the serving layer's compiler)
 from ..errors import SymcostError
 from ..notation import sym
 from ..primitives import Linear, Param
-from ..terms import Terms, exact
+from ..terms import Terms, exact, relax_steps
 from ..units import dtype_bytes
 from .quant import Checkpoint
 
