@@ -6,6 +6,8 @@ This module only multiplies and sums ``Terms``; the math lives in the components
 """
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sympy
@@ -23,6 +25,38 @@ class LayerGroup:
     name: str
     count: sympy.Expr
     components: tuple[Component, ...]
+
+    @property
+    def tower(self) -> bool:
+        """A vision/audio encoder's own blocks (no text component, ``Component.modality``): not
+        decoder layers, never in ``Model.layer_order``."""
+        return not any(c.modality == "text" for c in self.components)
+
+
+#: one decoder layer: the name of its group, or the names of the groups it is built from (a name
+#: repeated once per unit of that group the layer holds: LongCat's two sublayers)
+Layer = str | tuple[str, ...]
+
+
+def layer_order(per_layer: Sequence[Hashable], names: Mapping | Callable) -> tuple[str, ...]:
+    """``Model.layer_order`` from what an adapter computes per layer (its ``layer_types``, pattern
+    or per-layer kinds): the group name of each layer's kind (``names[kind]``, or ``names(kind)``),
+    in layer order.
+
+    >>> layer_order(["swa", "swa", "full"], {"swa": "swa_layers", "full": "full_layers"})
+    ('swa_layers', 'swa_layers', 'full_layers')
+    """
+    name = names.__getitem__ if isinstance(names, Mapping) else names
+    return tuple(name(k) for k in per_layer)
+
+
+def kind_order(per_layer: Sequence[Hashable], groups: Sequence[LayerGroup]) -> tuple[str, ...]:
+    """``layer_order`` when ``groups`` hold one group per distinct kind of ``per_layer``, in order
+    of first occurrence (``qwen_moe.group_layers``, ``jamba.kind_groups``)."""
+    kinds = list(dict.fromkeys(per_layer))
+    if len(kinds) != len(groups):
+        raise ValueError(f"{len(kinds)} layer kinds for {len(groups)} groups")
+    return layer_order(per_layer, dict(zip(kinds, (g.name for g in groups))))
 
 
 @dataclass
@@ -42,10 +76,38 @@ class Model:
     #: the vision tower + projector, if any, for per-image questions: ``image_tokens()`` (text tokens
     #: one image fills) and ``image_flops()`` (Terms); never walked by the totals above
     vision: Component | None = None
+    #: the group(s) of each decoder layer, by layer index (``Layer``; ``layer_order()`` builds it);
+    #: None: the non-tower groups in sequence, count × one layer each (one group, or dense layers
+    #: first). Tower groups (``LayerGroup.tower``) are not decoder layers and appear nowhere here.
+    layer_order: tuple[Layer, ...] | None = None
 
     def __repr__(self) -> str:
         layers = " + ".join(f"{g.count}" for g in self.groups)
         return f"<Model {self.name!r} ({self.model_type}): {layers} layers, {len(self.values)} values>"
+
+    def layers(self) -> list[tuple[LayerGroup, ...]]:
+        """The decoder layers in the model's own order, each as the groups it is built from (one
+        per unit: a LongCat layer is two ``sublayers`` and one ``shortcut_moe``). Checks that the
+        order names exactly the non-tower groups, each as many times as its count (ValueError:
+        an adapter's internal inconsistency, not bad input)."""
+        from .terms import exact
+        by_name = {g.name: g for g in self.groups}
+        stack = [g for g in self.groups if not g.tower]
+        if len(by_name) != len(self.groups):
+            raise ValueError(f"{self.name}: two layer groups share a name")
+        if self.layer_order is None:
+            return [(g,) for g in stack for _ in range(exact(g.count, self.values))]
+        order = [(x,) if isinstance(x, str) else tuple(x) for x in self.layer_order]
+        seen = Counter(n for layer in order for n in layer)
+        want = {g.name: exact(g.count, self.values) for g in stack}
+        if dict(seen) != want:
+            raise ValueError(f"{self.name}: layer_order holds {dict(seen)} layers of each group, the "
+                             f"groups' counts are {want}")
+        return [tuple(by_name[n] for n in layer) for layer in order]
+
+    def n_layers(self) -> int:
+        """Decoder layers (what a pipeline splits; towers and sub-layer groups not counted apart)."""
+        return len(self.layers())
 
     # -- the shared walk over parts -----------------------------------------------------------
     def _collect(self, fn) -> Terms:

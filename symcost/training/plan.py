@@ -83,17 +83,18 @@ def _split(components, v) -> tuple[int, int, int]:
 
 
 def stages(model, pp: int) -> list[dict]:
-    """Each stage's parameters: {"split", "whole", "experts", "layers": {group: count}}."""
+    """Each stage's parameters: {"split", "whole", "experts", "layers": {group: count}}.
+
+    The decoder layers are taken in the model's own order (``Model.layers()``: Jamba's attention
+    every 8th layer, Gemma's local/global pattern, ...), L/pp per stage, the L mod pp extra layers
+    on the interior stages; a layer built from several groups (LongCat's two sublayers and shortcut
+    MoE) stays whole. Tower groups (vision/audio encoder blocks) sit on the first stage with the
+    embedding, as Megatron-LM places encoders with ``--encoder-pipeline-model-parallel-size 0``."""
     v = model.values
-    order = []
-    for g in model.groups:
-        order += [g] * exact(g.count, v)
+    order = model.layers()
     # L/pp layers per stage; when pp does not divide L the L mod pp extra layers go to the
     # interior stages (1, 2, ...), away from the embedding stage and the head stage
-    per, extra = divmod(len(order), pp)
-    sizes = [per] * pp
-    for i in range(extra):
-        sizes[(1 + i) % pp if pp > 2 else (i + 1) % pp] += 1
+    sizes = stage_sizes(len(order), pp)
     bounds = [sum(sizes[:i]) for i in range(pp + 1)]
     emb = _split(model.pre, v)
     head = _split(model.post, v)
@@ -102,22 +103,40 @@ def stages(model, pp: int) -> list[dict]:
         if getattr(c, "tied", False) and pp > 1:
             tied_copy = exact(c.d * c.V, v)  # the last stage keeps its own copy of the tied weight
     cache: dict[str, tuple[int, int, int]] = {}
+
+    def part(g):
+        if g.name not in cache:
+            cache[g.name] = _split(g.components, v)
+        return cache[g.name]
+
     out = []
     for s in range(pp):
         split = whole = experts = 0
         counts: dict[str, int] = {}
-        for g in order[bounds[s]:bounds[s + 1]]:
-            if g.name not in cache:
-                cache[g.name] = _split(g.components, v)
-            a, b, r = cache[g.name]
+        units = [g for layer in order[bounds[s]:bounds[s + 1]] for g in layer]
+        if s == 0:
+            units = [g for g in model.groups if g.tower for _ in range(exact(g.count, v))] + units
+        for g in units:
+            a, b, r = part(g)
             split, whole, experts = split + a, whole + b, experts + r
             counts[g.name] = counts.get(g.name, 0) + 1
         if s == 0:
             split, whole = split + emb[0], whole + emb[1]
         if s == pp - 1:
             split, whole = split + head[0] + tied_copy, whole + head[1]
-        out.append({"split": split, "whole": whole, "experts": experts, "layers": counts})
+        out.append({"split": split, "whole": whole, "experts": experts, "layers": counts,
+                    "layer_ids": list(range(bounds[s], bounds[s + 1]))})
     return out
+
+
+def stage_sizes(L: int, pp: int) -> list[int]:
+    """Decoder layers per stage: L/pp each, the L mod pp extra ones on stages 1, 2, ... (interior
+    stages first; the last only when pp − 1 ≤ L mod pp)."""
+    per, extra = divmod(L, pp)
+    sizes = [per] * pp
+    for i in range(extra):
+        sizes[(i + 1) % pp] += 1
+    return sizes
 
 
 def model_states(model, plan: Plan, *, optimizer: str = "adamw", grad_dtype: str = "bf16",

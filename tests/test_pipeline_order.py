@@ -1,0 +1,129 @@
+"""Pipeline stages hold the layers in the model's real order (issue 13).
+
+``training.plan.stages(model, pp)`` splits the decoder layers over pipeline stages; each stage's
+parameters (split + whole + experts) set the per-GPU weights, gradients, optimizer state and
+activations. For every bundled config and every tiny config whose model has several layer groups,
+the real transformers model is built on the meta device, its decoder-layer ModuleList found (the
+one of length L outside any vision/audio tower), and for pp in (2, 3, 4), pp ≤ L, each stage's
+parameter count from ``stages()`` — less the embedding (and the tower blocks) on the first stage
+and the final norm and head (and a tied head's own copy) on the last — must equal the parameters
+of the real layers ``layers[i]`` for the indices i the stage holds (same split rule: L/pp each,
+the L mod pp extra layers on the interior stages), counted once per stage (a block shared by
+several layers of a stage is one set of weights there). Exact, to the parameter. The rest of the
+model (embedding, towers, final norm, head) must then equal the real model less its layers.
+"""
+import pytest
+import torch
+
+import symcost
+from symcost import loader
+from symcost.errors import SymcostError
+from symcost.training.plan import _split, stage_sizes, stages
+from symcost.terms import exact
+from tests import oracle
+from tests.tiny import cases
+
+#: families whose stages() cannot equal the real layers, and why
+NOT_COVERED: dict[str, str] = {}
+
+TOWER_WORDS = ("vision", "visual", "audio", "image", "vit")
+
+
+def _several_groups(m) -> bool:
+    return len(m.groups) > 1
+
+
+def _cases():
+    out = []
+    for name in loader.bundled_names():
+        try:
+            m = symcost.build(name)
+        except SymcostError:
+            continue
+        if _several_groups(m):
+            out.append(pytest.param(loader.read_json(name)[1], id=name))
+    for cid, raw, _ in cases():
+        if _several_groups(symcost.build(dict(raw))):
+            out.append(pytest.param(raw, id=cid))
+    return out
+
+
+def layer_list(model, L: int):
+    """The decoder layers: the one ModuleList of length L outside any tower (its name ending in
+    ``layers`` when several qualify)."""
+    found = [(n, mod) for n, mod in model.named_modules()
+             if isinstance(mod, torch.nn.ModuleList) and len(mod) == L
+             and not any(w in n.lower() for w in TOWER_WORDS)]
+    if len(found) > 1:
+        found = [(n, mod) for n, mod in found if n.endswith("layers")]
+    assert len(found) == 1, [n for n, _ in found]
+    return found[0][1]
+
+
+def _unique_params(modules) -> int:
+    seen = {}
+    for mod in modules:
+        for p in mod.parameters():
+            seen[id(p)] = p.numel()
+    return sum(seen.values())
+
+
+@pytest.mark.parametrize("raw", _cases())
+def test_stage_params_equal_the_real_layers(raw):
+    m = symcost.build(dict(raw))
+    if m.model_type in NOT_COVERED:
+        pytest.skip(NOT_COVERED[m.model_type])
+    hf = oracle.build(raw, "meta")
+    L = m.n_layers()
+    layers = layer_list(hf, L)
+    v = m.values
+    emb, head = sum(_split(m.pre, v)), sum(_split(m.post, v))
+    towers = sum(sum(_split(g.components, v)) * exact(g.count, v) for g in m.groups if g.tower)
+    # everything outside the layers is the embedding, the towers and the head (tied: counted once)
+    tied = sum(exact(c.d * c.V, v) for c in m.post if getattr(c, "tied", False))
+    total = sum(p.numel() for p in hf.parameters())
+    assert emb + towers + head == total - _unique_params(layers)
+    for pp in (2, 3, 4):
+        if pp > L:
+            continue
+        st = stages(m, pp)
+        sizes = stage_sizes(L, pp)
+        assert [len(s["layer_ids"]) for s in st] == sizes
+        start = 0
+        for s, row in enumerate(st):
+            ids = list(range(start, start + sizes[s]))
+            start += sizes[s]
+            assert row["layer_ids"] == ids
+            got = row["split"] + row["whole"] + row["experts"]
+            if s == 0:
+                got -= emb + towers
+            if s == pp - 1:
+                got -= head + tied
+            assert got == _unique_params(layers[i] for i in ids), (pp, s, ids)
+
+
+def test_stage_sizes_put_extra_layers_inside():
+    assert stage_sizes(10, 4) == [2, 3, 3, 2]
+    assert stage_sizes(7, 3) == [2, 3, 2]
+    assert stage_sizes(11, 4) == [2, 3, 3, 3]
+    assert stage_sizes(8, 4) == [2, 2, 2, 2]
+
+
+def test_every_model_has_a_consistent_layer_order():
+    """Every bundled and tiny model's ``layer_order`` names each non-tower group as often as its
+    count (``Model.layers`` raises otherwise), and a model with several decoder-layer groups states
+    its order explicitly."""
+    models = [symcost.build(n) for n in loader.bundled_names() if _builds(n)]
+    models += [symcost.build(dict(raw)) for _, raw, _ in cases()]
+    for m in models:
+        assert len(m.layers()) == m.n_layers()
+        if len([g for g in m.groups if not g.tower]) > 1:
+            assert m.layer_order is not None, m.model_type
+
+
+def _builds(name) -> bool:
+    try:
+        symcost.build(name)
+    except SymcostError:
+        return False
+    return True
