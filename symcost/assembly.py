@@ -80,6 +80,11 @@ class Model:
     #: None: the non-tower groups in sequence, count × one layer each (one group, or dense layers
     #: first). Tower groups (``LayerGroup.tower``) are not decoder layers and appear nowhere here.
     layer_order: tuple[Layer, ...] | None = None
+    #: weights in ``pre`` that decoder layers run rather than the first stage alone (Zamba's shared
+    #: transformer blocks), by component key: for each decoder layer, None or the copy of those
+    #: weights it runs and that copy's own values of the component's symbols (one block: N_blk = 1,
+    #: its N_ad adapter sets); a pipeline stage holds once each copy its layers run
+    shared_copies: dict[str, tuple[tuple[Hashable, dict] | None, ...]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         layers = " + ".join(f"{g.count}" for g in self.groups)
@@ -99,11 +104,25 @@ class Model:
             return [(g,) for g in stack for _ in range(exact(g.count, self.values))]
         order = [(x,) if isinstance(x, str) else tuple(x) for x in self.layer_order]
         seen = Counter(n for layer in order for n in layer)
-        want = {g.name: exact(g.count, self.values) for g in stack}
+        want = {g.name: n for g in stack if (n := exact(g.count, self.values))}
         if dict(seen) != want:
             raise ValueError(f"{self.name}: layer_order holds {dict(seen)} layers of each group, the "
                              f"groups' counts are {want}")
-        return [tuple(by_name[n] for n in layer) for layer in order]
+        layers = [tuple(by_name[n] for n in layer) for layer in order]
+        self._check_shared_copies(len(layers))
+        return layers
+
+    def _check_shared_copies(self, L: int) -> None:
+        """Each shared component's copies, each counted once, make up its stored total."""
+        keys = {c.key for c in self.pre}
+        for key, per_layer in self.shared_copies.items():
+            if key not in keys or len(per_layer) != L:
+                raise ValueError(f"{self.name}: shared_copies[{key!r}] needs a pre component and one entry per layer")
+            copies = dict(x for x in per_layer if x is not None)
+            for s in {s for cv in copies.values() for s in cv}:
+                got = sum(int(cv.get(s, 0)) for cv in copies.values())
+                if got != int(self.values[s]):
+                    raise ValueError(f"{self.name}: the copies of {key!r} hold {s} = {got}, the model {self.values[s]}")
 
     def n_layers(self) -> int:
         """Decoder layers (what a pipeline splits; towers and sub-layer groups not counted apart)."""

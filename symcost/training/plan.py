@@ -16,8 +16,11 @@ size:
 with N_g = N_dp·N_cp for dense parameters and N_dp·N_cp/N_ep for experts (Rajbhandari et al.
 2020, ZeRO; Megatron's distributed optimizer is ZeRO-1 with ``--grad-dtype fp32``); hybrid
 sharding (HSDP) and CPU offload change N_g and where the bytes live (``states``).
-Pipeline: L/N_pp layers per stage (when N_pp does not divide L, the extra layers go to interior
-stages, one each), the embedding on the first stage, the final norm and the head
+Pipeline: L/N_pp layers per stage, taken in the model's own layer order (``Model.layers()``:
+Jamba's attention every 8th layer, Gemma's local/global pattern, Nemotron-H's pattern string; when
+N_pp does not divide L, the extra layers go to interior stages, one each), vision/audio tower
+blocks with the embedding on the first stage, weights several layers run (Zamba's shared blocks)
+on each stage that runs them, the final norm and the head
 on the last (a tied head keeps its own copy there when N_pp > 1, as Megatron does); the per-GPU
 figure is the heaviest stage's.
 """
@@ -88,7 +91,8 @@ def stages(model, pp: int) -> list[dict]:
     The decoder layers are taken in the model's own order (``Model.layers()``: Jamba's attention
     every 8th layer, Gemma's local/global pattern, ...), L/pp per stage, the L mod pp extra layers
     on the interior stages; a layer built from several groups (LongCat's two sublayers and shortcut
-    MoE) stays whole. Tower groups (vision/audio encoder blocks) sit on the first stage with the
+    MoE) stays whole. Weights the layers share (``Model.shared_copies``: Zamba's shared transformer
+    blocks) sit on every stage whose layers run them, one copy per copy those layers run. Tower groups (vision/audio encoder blocks) sit on the first stage with the
     embedding, as Megatron-LM places encoders with ``--encoder-pipeline-model-parallel-size 0``."""
     v = model.values
     order = model.layers()
@@ -96,7 +100,8 @@ def stages(model, pp: int) -> list[dict]:
     # interior stages (1, 2, ...), away from the embedding stage and the head stage
     sizes = stage_sizes(len(order), pp)
     bounds = [sum(sizes[:i]) for i in range(pp + 1)]
-    emb = _split(model.pre, v)
+    emb = _split([c for c in model.pre if c.key not in model.shared_copies], v)
+    shared = [(c, model.shared_copies[c.key]) for c in model.pre if c.key in model.shared_copies]
     head = _split(model.post, v)
     tied_copy = 0
     for c in model.post:
@@ -120,6 +125,11 @@ def stages(model, pp: int) -> list[dict]:
             a, b, r = part(g)
             split, whole, experts = split + a, whole + b, experts + r
             counts[g.name] = counts.get(g.name, 0) + 1
+        for c, per_layer in shared:  # each copy of shared weights the stage's layers run, once
+            copies = dict(per_layer[i] for i in range(bounds[s], bounds[s + 1]) if per_layer[i] is not None)
+            for own in copies.values():
+                a, b, r = _split((c,), {**v, **own})
+                split, whole, experts = split + a, whole + b, experts + r
         if s == 0:
             split, whole = split + emb[0], whole + emb[1]
         if s == pp - 1:
