@@ -2,12 +2,14 @@
 
 Adapters describe a model as a few ``LayerGroup(name, count, components)``; heterogeneous stacks
 become several groups with symbolic counts (``L_dense``, ``L_moe``), never one entry per layer.
+Which group each layer index belongs to (Jamba's attention every 8th layer, Gemma's local/global
+pattern) is ``Model.layer_order``, read only where the order matters: pipeline stages.
 This module only multiplies and sums ``Terms``; the math lives in the components.
 """
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sympy
@@ -38,7 +40,7 @@ class LayerGroup:
 Layer = str | tuple[str, ...]
 
 
-def layer_order(per_layer: Sequence[Hashable], names: Mapping | Callable) -> tuple[str, ...]:
+def layer_order(per_layer: Iterable[Hashable], names: Mapping | Callable) -> tuple[str, ...]:
     """``Model.layer_order`` from what an adapter computes per layer (its ``layer_types``, pattern
     or per-layer kinds): the group name of each layer's kind (``names[kind]``, or ``names(kind)``),
     in layer order.
@@ -117,12 +119,14 @@ class Model:
         keys = {c.key for c in self.pre}
         for key, per_layer in self.shared_copies.items():
             if key not in keys or len(per_layer) != L:
-                raise ValueError(f"{self.name}: shared_copies[{key!r}] needs a pre component and one entry per layer")
+                raise ValueError(f"{self.name}: shared_copies[{key!r}] needs a pre component and one "
+                                 f"entry per layer")
             copies = dict(x for x in per_layer if x is not None)
             for s in {s for cv in copies.values() for s in cv}:
                 got = sum(int(cv.get(s, 0)) for cv in copies.values())
                 if got != int(self.values[s]):
-                    raise ValueError(f"{self.name}: the copies of {key!r} hold {s} = {got}, the model {self.values[s]}")
+                    raise ValueError(f"{self.name}: the copies of {key!r} hold {s} = {got}, the model "
+                                     f"{self.values[s]}")
 
     def n_layers(self) -> int:
         """Decoder layers (what a pipeline splits; towers and sub-layer groups not counted apart)."""

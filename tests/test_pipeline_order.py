@@ -129,3 +129,28 @@ def _builds(name) -> bool:
     except SymcostError:
         return False
     return True
+
+
+def test_an_inconsistent_layer_order_is_refused():
+    m = symcost.build("gemma-2-9b-it")
+    assert m.layer_order.count("full_layers") == 21
+    m.layer_order = m.layer_order[:-1]
+    with pytest.raises(ValueError, match="layer_order"):
+        m.layers()
+
+
+def test_pipeline_depth_counts_decoder_layers_only():
+    """Gemma 4 26B-A4B: 30 decoder layers beside a 27-block vision tower (which sits on stage 0);
+    --pp may not exceed the 30, and a LongCat layer (two sublayers + a shortcut MoE) is one layer."""
+    from symcost.training.plan import Plan
+    m = symcost.build("gemma-4-26b-a4b")
+    assert m.n_layers() == 30
+    Plan(pp=30).check(m)
+    with pytest.raises(SymcostError, match="exceeds the layers L=30"):
+        Plan(pp=31).check(m)
+    st = stages(m, 2)
+    assert st[0]["layers"]["vision_layers"] == 27 and "vision_layers" not in st[1]["layers"]
+    for raw in (raw for _, raw, _ in cases() if raw["model_type"] == "longcat_flash"):
+        n = raw["num_layers"] if "num_layers" in raw else raw["num_hidden_layers"] // 2  # the attribute map's 2·L
+        lc = symcost.build(dict(raw))
+        assert lc.n_layers() == n and [len(layer) for layer in lc.layers()] == [3] * n

@@ -164,7 +164,8 @@ class DeepseekV3Adapter(Adapter):
         if len(parts) > 1:
             vals.update(values(L_dense=n_dense, L_moe=n_moe))
         vals.update(self.extra_values())
-        names = (lambda k: "moe_layers" if k == "sparse" else "dense_layers") if len(parts) > 1 else (lambda k: "layers")
+        def names(kind: str) -> str:
+            return "layers" if len(parts) == 1 else "moe_layers" if kind == "sparse" else "dense_layers"
         model = Model(self.name, self.model_type, (Embedding(),), groups,
                       (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
                       layer_order=self.extra_order(layer_order(kinds, names)))

@@ -139,7 +139,8 @@ class Gemma3nTextAdapter(Gemma2Adapter):
                 if counts[(*kind, size)]:
                     groups.append(LayerGroup(f"{name}_ff{size}", sympy.Integer(counts[(*kind, size)]),
                                              self.layer_components(*kind, d_ff=sympy.Integer(size))))
-        order = layer_order(zip(types, consumers, sizes), lambda k: KINDS[k[:2]][0] + ("" if k[2] == main else f"_ff{k[2]}"))
+        order = layer_order(zip(types, consumers, sizes),
+                            lambda k: KINDS[k[:2]][0] + ("" if k[2] == main else f"_ff{k[2]}"))
         if len(groups) == 1 and groups[0].count in vals:
             vals.pop(groups[0].count)
             groups = [LayerGroup("layers", sym.L, groups[0].components)]

@@ -92,8 +92,10 @@ def stages(model, pp: int) -> list[dict]:
     every 8th layer, Gemma's local/global pattern, ...), L/pp per stage, the L mod pp extra layers
     on the interior stages; a layer built from several groups (LongCat's two sublayers and shortcut
     MoE) stays whole. Weights the layers share (``Model.shared_copies``: Zamba's shared transformer
-    blocks) sit on every stage whose layers run them, one copy per copy those layers run. Tower groups (vision/audio encoder blocks) sit on the first stage with the
-    embedding, as Megatron-LM places encoders with ``--encoder-pipeline-model-parallel-size 0``."""
+    blocks) sit on every stage whose layers run them, each copy those layers run once. Tower groups
+    (vision/audio encoder blocks) sit on the first stage with the embedding, beside its L/pp layers,
+    as Megatron-LM places an encoder with ``--encoder-pipeline-model-parallel-size 0`` (its default:
+    the encoder shares the first decoder pipeline rank)."""
     v = model.values
     order = model.layers()
     # L/pp layers per stage; when pp does not divide L the L mod pp extra layers go to the
