@@ -2,10 +2,14 @@
 
 Adapters describe a model as a few ``LayerGroup(name, count, components)``; heterogeneous stacks
 become several groups with symbolic counts (``L_dense``, ``L_moe``), never one entry per layer.
+Which group each layer index belongs to (Jamba's attention every 8th layer, Gemma's local/global
+pattern) is ``Model.layer_order``, read only where the order matters: pipeline stages.
 This module only multiplies and sums ``Terms``; the math lives in the components.
 """
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sympy
@@ -23,6 +27,38 @@ class LayerGroup:
     name: str
     count: sympy.Expr
     components: tuple[Component, ...]
+
+    @property
+    def tower(self) -> bool:
+        """A vision/audio encoder's own blocks (no text component, ``Component.modality``): not
+        decoder layers, never in ``Model.layer_order``."""
+        return not any(c.modality == "text" for c in self.components)
+
+
+#: one decoder layer: the name of its group, or the names of the groups it is built from (a name
+#: repeated once per unit of that group the layer holds: LongCat's two sublayers)
+Layer = str | tuple[str, ...]
+
+
+def layer_order(per_layer: Iterable[Hashable], names: Mapping | Callable) -> tuple[str, ...]:
+    """``Model.layer_order`` from what an adapter computes per layer (its ``layer_types``, pattern
+    or per-layer kinds): the group name of each layer's kind (``names[kind]``, or ``names(kind)``),
+    in layer order.
+
+    >>> layer_order(["swa", "swa", "full"], {"swa": "swa_layers", "full": "full_layers"})
+    ('swa_layers', 'swa_layers', 'full_layers')
+    """
+    name = names.__getitem__ if isinstance(names, Mapping) else names
+    return tuple(name(k) for k in per_layer)
+
+
+def kind_order(per_layer: Sequence[Hashable], groups: Sequence[LayerGroup]) -> tuple[str, ...]:
+    """``layer_order`` when ``groups`` hold one group per distinct kind of ``per_layer``, in order
+    of first occurrence (``qwen_moe.group_layers``, ``jamba.kind_groups``)."""
+    kinds = list(dict.fromkeys(per_layer))
+    if len(kinds) != len(groups):
+        raise ValueError(f"{len(kinds)} layer kinds for {len(groups)} groups")
+    return layer_order(per_layer, dict(zip(kinds, (g.name for g in groups))))
 
 
 @dataclass
@@ -42,6 +78,15 @@ class Model:
     #: the vision tower + projector, if any, for per-image questions: ``image_tokens()`` (text tokens
     #: one image fills) and ``image_flops()`` (Terms); never walked by the totals above
     vision: Component | None = None
+    #: the group(s) of each decoder layer, by layer index (``Layer``; ``layer_order()`` builds it);
+    #: None: the non-tower groups in sequence, count × one layer each (one group, or dense layers
+    #: first). Tower groups (``LayerGroup.tower``) are not decoder layers and appear nowhere here.
+    layer_order: tuple[Layer, ...] | None = None
+    #: weights in ``pre`` that decoder layers run rather than the first stage alone (Zamba's shared
+    #: transformer blocks), by component key: for each decoder layer, None or the copy of those
+    #: weights it runs and that copy's own values of the component's symbols (one block: N_blk = 1,
+    #: its N_ad adapter sets); a pipeline stage holds once each copy its layers run
+    shared_copies: dict[str, tuple[tuple[Hashable, dict] | None, ...]] = field(default_factory=dict)
     #: the wrapped text model's type when this is a multimodal wrapper (``wrapping``), else ""
     text_model_type: str = ""
 
@@ -54,6 +99,46 @@ class Model:
     def __repr__(self) -> str:
         layers = " + ".join(f"{g.count}" for g in self.groups)
         return f"<Model {self.name!r} ({self.model_type}): {layers} layers, {len(self.values)} values>"
+
+    def layers(self) -> list[tuple[LayerGroup, ...]]:
+        """The decoder layers in the model's own order, each as the groups it is built from (one
+        per unit: a LongCat layer is two ``sublayers`` and one ``shortcut_moe``). Checks that the
+        order names exactly the non-tower groups, each as many times as its count (ValueError:
+        an adapter's internal inconsistency, not bad input)."""
+        from .terms import exact
+        by_name = {g.name: g for g in self.groups}
+        stack = [g for g in self.groups if not g.tower]
+        if len(by_name) != len(self.groups):
+            raise ValueError(f"{self.name}: two layer groups share a name")
+        if self.layer_order is None:
+            return [(g,) for g in stack for _ in range(exact(g.count, self.values))]
+        order = [(x,) if isinstance(x, str) else tuple(x) for x in self.layer_order]
+        seen = Counter(n for layer in order for n in layer)
+        want = {g.name: n for g in stack if (n := exact(g.count, self.values))}
+        if dict(seen) != want:
+            raise ValueError(f"{self.name}: layer_order holds {dict(seen)} layers of each group, the "
+                             f"groups' counts are {want}")
+        layers = [tuple(by_name[n] for n in layer) for layer in order]
+        self._check_shared_copies(len(layers))
+        return layers
+
+    def _check_shared_copies(self, L: int) -> None:
+        """Each shared component's copies, each counted once, make up its stored total."""
+        keys = {c.key for c in self.pre}
+        for key, per_layer in self.shared_copies.items():
+            if key not in keys or len(per_layer) != L:
+                raise ValueError(f"{self.name}: shared_copies[{key!r}] needs a pre component and one "
+                                 f"entry per layer")
+            copies = dict(x for x in per_layer if x is not None)
+            for s in {s for cv in copies.values() for s in cv}:
+                got = sum(int(cv.get(s, 0)) for cv in copies.values())
+                if got != int(self.values[s]):
+                    raise ValueError(f"{self.name}: the copies of {key!r} hold {s} = {got}, the model "
+                                     f"{self.values[s]}")
+
+    def n_layers(self) -> int:
+        """Decoder layers (what a pipeline splits; towers and sub-layer groups not counted apart)."""
+        return len(self.layers())
 
     # -- the shared walk over parts -----------------------------------------------------------
     def _collect(self, fn) -> Terms:

@@ -38,7 +38,6 @@ import sympy
 
 from .errors import SymcostError
 from .notation import sym
-from .terms import exact
 
 
 @dataclass(frozen=True)
@@ -110,7 +109,7 @@ class Layout:
                 raise SymcostError(f"--{name}: must be a positive integer, got {n}")
         self._check_tp(v)
         self._check_ep(v)
-        layers = sum(exact(g.count, v) for g in model.groups if not g.name.startswith("vision"))
+        layers = model.n_layers()
         if self.pp > layers:
             raise SymcostError(f"--pp {self.pp} exceeds the layers L={layers} (a stage needs at least one layer)")
         if gpus is not None and self.world > gpus:

@@ -20,7 +20,7 @@ from typing import ClassVar, Literal
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -157,4 +157,5 @@ class BambaAdapter(MambaHybridAdapter):
             vals.update(self.mamba_values() if kind == "linear_attention" else self.attention_values())
         return Model(self.name, self.model_type, (Embedding(),), tuple(groups),
                      (Norms(("final_layernorm",)), LMHead(tied=self.tie_word_embeddings)), vals,
-                     state_dtype={"recurrent_states": "float32"})
+                     state_dtype={"recurrent_states": "float32"},
+                     layer_order=layer_order(types, lambda k: GROUPS[k][0]))

@@ -25,7 +25,7 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mla import MLA
@@ -164,8 +164,11 @@ class DeepseekV3Adapter(Adapter):
         if len(parts) > 1:
             vals.update(values(L_dense=n_dense, L_moe=n_moe))
         vals.update(self.extra_values())
+        def names(kind: str) -> str:
+            return "layers" if len(parts) == 1 else "moe_layers" if kind == "sparse" else "dense_layers"
         model = Model(self.name, self.model_type, (Embedding(),), groups,
-                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals)
+                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                      layer_order=self.extra_order(layer_order(kinds, names)))
         if self.moe_layer_freq != 1:
             model.notes.append(f"moe_layer_freq={self.moe_layer_freq} is ignored, as transformers ignores it: "
                                "every layer after first_k_dense_replace is MoE")
@@ -183,6 +186,10 @@ class DeepseekV3Adapter(Adapter):
     def extra_groups(self) -> tuple[LayerGroup, ...]:
         """Groups beside the dense/MoE layers (GLM-5's indexers when some layers share top-k)."""
         return ()
+
+    def extra_order(self, order: tuple[str, ...]) -> tuple:
+        """``Model.layer_order`` with the ``extra_groups`` each layer holds."""
+        return order
 
     def extra_values(self) -> dict:
         return {}

@@ -29,7 +29,7 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.compressed_attention import CompressedAttention
 from ..components.compressed_indexer import CompressedIndexer
 from ..components.embedding import Embedding, LMHead
@@ -193,7 +193,8 @@ class DeepseekV4Adapter(Adapter):
         model = Model(self.name, self.model_type, (Embedding(),), groups,
                       (HyperHead(), Norms(("norm",), fp32_normed=True), LMHead(tied=self.tie_word_embeddings), routing), vals,
                       # chunk_gate + the fp32 position_bias: the saved overlap gate is fp32 in a bf16 model
-                      state_dtype={"overlap_gate": "float32", "index_overlap_gate": "float32"} if CSA in kinds else {})
+                      state_dtype={"overlap_gate": "float32", "index_overlap_gate": "float32"} if CSA in kinds else {},
+                      layer_order=layer_order(kinds, {k: "layers" if single else name for k, name, _ in present}))
         if self.n_shared_experts != 1:
             model.notes.append(f"n_shared_experts={self.n_shared_experts} is ignored, as transformers ignores "
                                "it: one shared SwiGLU MLP of width moe_intermediate_size")

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import Model
+from ..assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding
 from ..components.ffn import FFN
@@ -87,4 +87,4 @@ class Dots1Adapter(LlamaAdapter):
                                d_moe=self.moe_intermediate_size,
                                d_sh=self.n_shared_experts * self.moe_intermediate_size))
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",)), self.head()), vals)
+                     (Norms(("norm",)), self.head()), vals, layer_order=kind_order(kinds, groups))

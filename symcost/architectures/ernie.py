@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import Model
+from ..assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -105,4 +105,5 @@ class Ernie45MoeAdapter(Ernie45Adapter):
             if self.moe_num_shared_experts:
                 vals.update(values(d_sh=self.moe_num_shared_experts * self.moe_intermediate_size))
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings, bias=self.use_bias)), vals)
+                     (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings, bias=self.use_bias)), vals,
+                     layer_order=kind_order(kinds, groups))

@@ -32,7 +32,7 @@ from ..components.vision import Vision
 from ..notation import sym
 from . import register
 from .base import Adapter, Int, LayerCount, PosInt, values
-from .llama import LlamaAdapter
+from .llama import LlamaAdapter, window_order
 
 GEMMA_NORMS = ("input_layernorm", "post_attention_layernorm",
                "pre_feedforward_layernorm", "post_feedforward_layernorm")
@@ -154,7 +154,8 @@ class Gemma2Adapter(LlamaAdapter):
                                  (Norms(("norm",)),
                                   LMHead(tied=tied, softcap=self.final_logit_softcapping is not None)), vals,
                                  notes=["embedding scaled by √d (a non-persistent buffer, no parameters); "
-                                        "logit soft-capping is elementwise (0 FLOPs)"]))
+                                        "logit soft-capping is elementwise (0 FLOPs)"],
+                                 layer_order=window_order(types)))
 
 
 @register("gemma3_text")

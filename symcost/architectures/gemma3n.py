@@ -36,7 +36,7 @@ from typing import ClassVar
 import sympy
 from pydantic import model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.altup import AltUp, AltUpProjections
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -139,9 +139,12 @@ class Gemma3nTextAdapter(Gemma2Adapter):
                 if counts[(*kind, size)]:
                     groups.append(LayerGroup(f"{name}_ff{size}", sympy.Integer(counts[(*kind, size)]),
                                              self.layer_components(*kind, d_ff=sympy.Integer(size))))
+        order = layer_order(zip(types, consumers, sizes),
+                            lambda k: KINDS[k[:2]][0] + ("" if k[2] == main else f"_ff{k[2]}"))
         if len(groups) == 1 and groups[0].count in vals:
             vals.pop(groups[0].count)
             groups = [LayerGroup("layers", sym.L, groups[0].components)]
+            order = ("layers",) * len(order)
         vals.update(values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                            H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.head_dim, d_ff=self.d_ff,
                            d_pl=self.hidden_size_per_layer_input, V_pl=self.vocab_size_per_layer_input,
@@ -155,4 +158,4 @@ class Gemma3nTextAdapter(Gemma2Adapter):
             notes.append(f"the last {self.num_kv_shared_layers} layers reuse an earlier layer's keys and values "
                          "(no k/v weights, no cache)")
         return Model(self.name, self.model_type, (Embedding(), PerLayerEmbedding(), AltUpProjections()),
-                     tuple(groups), (Norms(("norm",)), LMHead(tied=tied)), vals, notes=notes)
+                     tuple(groups), (Norms(("norm",)), LMHead(tied=tied)), vals, notes=notes, layer_order=order)

@@ -38,7 +38,7 @@ from typing import ClassVar
 import sympy
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.gemma4_audio import Gemma4AudioBlock, Gemma4AudioEmbedder, Gemma4AudioStem
@@ -223,6 +223,7 @@ class Gemma4TextAdapter(Gemma2Adapter):
                 (hd, hd_v), (kv, kv_v) = dims[kind[0]]
                 vals.update({count: counts[kind], hd: hd_v, kv: kv_v})
                 groups.append(LayerGroup(name, count, self.layer_components(kind[0], kind[1], hd, kv)))
+        order = layer_order(zip(types, consumers), lambda k: "layers" if len(groups) == 1 else KINDS[k][0])
         if len(groups) == 1:
             vals.pop(groups[0].count)
             groups = [LayerGroup("layers", sym.L, groups[0].components)]
@@ -249,7 +250,7 @@ class Gemma4TextAdapter(Gemma2Adapter):
                          "(no k/v weights, no cache); with --logits last a prefill runs them on the last "
                          "position only, as transformers does for generate (logits_to_keep=1)")
         return Model(self.name, self.model_type, tuple(pre), tuple(groups),
-                     (Norms(("norm",)), LMHead(tied=tied)), vals, notes=notes)
+                     (Norms(("norm",)), LMHead(tied=tied)), vals, notes=notes, layer_order=order)
 
 
 class Gemma4VisionConfig(BaseModel):

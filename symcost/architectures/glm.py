@@ -243,6 +243,12 @@ class GlmMoeDsaAdapter(_GlmChecks, DeepseekV32Adapter):
             return ()
         return (LayerGroup("indexers", sym.L_I, (Indexer(),)),)
 
+    def extra_order(self, order: tuple[str, ...]) -> tuple:
+        if self.n_indexers == self.num_hidden_layers:
+            return order
+        return tuple((name, "indexers") if kind == "full" else name
+                     for name, kind in zip(order, self.indexer_kinds()))
+
     def extra_values(self) -> dict:
         vals = super().extra_values()
         if self.n_indexers != self.num_hidden_layers:

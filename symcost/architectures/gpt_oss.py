@@ -21,7 +21,7 @@ from ..components.norm import Norms
 from . import register
 from .base import Int, PosInt, values
 from .gemma import alternating_layer_types, window_groups
-from .llama import LAYER_NORMS, LlamaAdapter
+from .llama import LAYER_NORMS, LlamaAdapter, window_order
 
 
 @register("gpt_oss")
@@ -63,4 +63,4 @@ class GptOssAdapter(LlamaAdapter):
         return Model(self.name, self.model_type, (Embedding(),), groups,
                      (Norms(("norm",), fp32_normed=True), LMHead(tied=self.tie_word_embeddings)), vals,
                      notes=["expert weights are MXFP4 in the checkpoint: bytes depend on the dtype, "
-                            "the parameter count does not"])
+                            "the parameter count does not"], layer_order=window_order(types))

@@ -24,7 +24,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -105,7 +105,8 @@ class GraniteMoeHybridAdapter(MambaHybridAdapter):
             vals.update(self.mamba_values() if kind == "linear_attention" else self.attention_values())
         model = Model(self.name, self.model_type, (Embedding(), EMBEDDING), tuple(groups),
                       (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings), LOGITS), vals,
-                      state_dtype={"recurrent_states": "float32"})
+                      state_dtype={"recurrent_states": "float32"},
+                      layer_order=layer_order(types, lambda k: GROUPS[k][0]))
         if not self.num_local_experts:
             model.notes.append("num_local_experts = 0: every layer keeps only its shared MLP "
                                "(d_ff = shared_intermediate_size)")

@@ -15,7 +15,7 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding
 from ..components.moe import MoE
@@ -86,4 +86,4 @@ class HunYuanMoeAdapter(HunYuanDenseAdapter):
         if len(distinct) == 1:
             vals.update(values(k=distinct[0]))
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",)), self.head()), vals)
+                     (Norms(("norm",)), self.head()), vals, layer_order=kind_order(ks, groups))

@@ -26,7 +26,7 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -137,7 +137,7 @@ class JambaAdapter(GQAHeads, Adapter):
             vals.update(values(E=self.num_experts, k=self.num_experts_per_tok))
         model = Model(self.name, self.model_type, (Embedding(),), groups,
                       (Norms(("final_layernorm",)), LMHead(tied=self.tie_word_embeddings)), vals,
-                      state_dtype={"recurrent_states": "float32"})
+                      state_dtype={"recurrent_states": "float32"}, layer_order=kind_order(per_layer, groups))
         model.notes.append("layers: " + ", ".join(
             f"{per_layer.count(c)} × {'Mamba' if c[0] == MAMBA else 'attention'} + "
             f"{'MoE' if c[1] == SPARSE else 'MLP'}" for c in combos))

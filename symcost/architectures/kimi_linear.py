@@ -29,7 +29,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import Model
+from ..assembly import Model, kind_order
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.kda import KDA
@@ -192,4 +192,5 @@ class KimiLinearAdapter(Adapter):
             notes.append("tie_word_embeddings is not read: KimiLinearForCausalLM never ties its lm_head")
         return Model(self.name, self.model_type, (Embedding(),), groups,
                      (Norms(("norm",)), LMHead(tied=False)), vals,
-                     notes=notes, state_dtype={"recurrent_state": "fp32"})
+                     notes=notes, state_dtype={"recurrent_state": "fp32"},
+                     layer_order=kind_order(list(zip(mixers, ffns)), groups))

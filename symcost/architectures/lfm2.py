@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import Model
+from ..assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -126,7 +126,8 @@ class Lfm2Adapter(GQAHeads, Adapter):
         if SPARSE in kinds:
             vals.update(values(E=self.num_experts, k=self.num_experts_per_tok, d_moe=self.moe_intermediate_size))
         model = Model(self.name, self.model_type, (Embedding(),), groups,
-                      (Norms(("embedding_norm",)), LMHead(tied=self.tie_word_embeddings)), vals)
+                      (Norms(("embedding_norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                      layer_order=kind_order(per_layer, groups))
         model.notes.append("layers: " + ", ".join(
             f"{per_layer.count(c)} × {'short conv' if c[0] == CONV else 'attention'} + "
             f"{'MoE' if c[1] == SPARSE else 'MLP'}" for c in combos))

@@ -11,7 +11,7 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -22,6 +22,14 @@ from .base import Adapter, GQAHeads, Int, LayerCount, PosInt, quote, values
 
 LAYER_NORMS = ("input_layernorm", "post_attention_layernorm")
 
+
+
+def window_order(types: list[str]) -> tuple[str, ...]:
+    """The layer order of full and sliding-window layers as grouped here and by
+    ``gemma.window_groups``: ``full_layers`` / ``swa_layers`` by ``layer_types``, ``layers`` if all alike."""
+    if len(set(t == "sliding_attention" for t in types)) == 1:
+        return ("layers",) * len(types)
+    return layer_order(types, lambda t: "swa_layers" if t == "sliding_attention" else "full_layers")
 
 @register("llama")
 class LlamaAdapter(GQAHeads, Adapter):
@@ -110,7 +118,8 @@ class LlamaAdapter(GQAHeads, Adapter):
         if len(kinds) > 1:
             vals.update(values(L_full=n_full, L_swa=n_swa))
         return Model(self.name, self.model_type, (self.embedding(),), groups,
-                     (Norms((self.final_norm,), bias=self.norm_bias, **self.norm_kw), self.head()), vals)
+                     (Norms((self.final_norm,), bias=self.norm_bias, **self.norm_kw), self.head()), vals,
+                     layer_order=window_order(types))
 
 
 @register("mistral")

@@ -27,7 +27,7 @@ from typing import ClassVar
 import sympy
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, kind_order
 from ..components.chunked_attention import ChunkedAttention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -159,7 +159,8 @@ class Llama4TextAdapter(GQAHeads, Adapter):
         if any(t == CHUNKED for t, _, _ in layers):
             vals.update(values(C_att=self.attention_chunk_size))
         model = Model(self.name, self.model_type, (Embedding(),), tuple(groups),
-                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals)
+                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                      layer_order=kind_order(layers, groups))
         model.notes += self.notes(layers, combos, counts)
         return model
 

@@ -107,8 +107,10 @@ class LongcatFlashAdapter(Adapter):
                       d_q=self.q_lora_rank, d_kv=self.kv_lora_rank, D_nope=self.qk_nope_head_dim,
                       D_rope=self.qk_rope_head_dim, D_v=self.v_head_dim, d_ff=self.ffn_hidden_size,
                       E=E, k=k, d_moe=self.expert_ffn_hidden_size, E_z=Z or None)
+        # one decoder layer = two sublayers and the shortcut MoE beside them (never split by a pipeline)
         model = Model(self.name, self.model_type, (Embedding(),), groups,
-                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals)
+                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                      layer_order=(("sublayers", "sublayers", "shortcut_moe"),) * self.num_layers)
         model.notes.append(
             f"zero experts: the router picks {k} of {E} real + {Z} identity experts; active parameters and "
             f"FLOPs count min(k, E) = {min(k, E)} real experts per token, the most a token can run (eager "

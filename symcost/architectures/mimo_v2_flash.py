@@ -29,7 +29,7 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -220,7 +220,8 @@ class MiMoV2FlashAdapter(Adapter):
         if SPARSE in mlp:
             vals.update(values(E=self.n_routed_experts, k=self.num_experts_per_tok, d_moe=self.moe_intermediate_size))
         model = Model(self.name, self.model_type, (Embedding(),), tuple(groups),
-                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals)
+                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                      layer_order=kind_order(per_layer, groups))
         model.notes.append(
             "layers: " + ", ".join(f"{per_layer.count(c)} × {'sliding' if c[0] == SWA else 'full'} attention + "
                                    f"{'MoE' if c[1] == SPARSE else 'dense MLP'}" for c in combos)

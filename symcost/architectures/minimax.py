@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import Model
+from ..assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.lightning_attention import LightningAttention
 from ..components.moe import MoE
@@ -94,5 +94,6 @@ class MiniMaxAdapter(MixtralAdapter):
                 notes.append("attn_type_list is not read (MiniMaxConfig ignores it): the layers follow "
                              "the class's default alternation; state layer_types for the checkpoint's pattern")
         return Model(self.name, self.model_type, (self.embedding(),), groups,
-                     (Norms((self.final_norm,)), self.head()), vals, notes=notes)
+                     (Norms((self.final_norm,)), self.head()), vals, notes=notes,
+                     layer_order=kind_order(mixers, groups))
 

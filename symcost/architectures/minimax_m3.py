@@ -31,7 +31,7 @@ from typing import Annotated, ClassVar
 import sympy
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -245,7 +245,8 @@ class MiniMaxM3TextAdapter(Adapter):
             vals.update(values(H_I=self.index("index_n_heads"), D_I=self.index("index_head_dim"),
                                S_I=self.index("index_block_size"), k_blk=self.index("index_topk_blocks")))
         model = Model(self.name, self.model_type, (Embedding(),), tuple(groups),
-                      (Norms(("norm",), offset=True), LMHead(tied=self.tie_word_embeddings)), vals)
+                      (Norms(("norm",), offset=True), LMHead(tied=self.tie_word_embeddings)), vals,
+                      layer_order=kind_order(list(zip(attn, mlp)), groups))
         for field, given in ((attn_field, attn_field in self.model_fields_set or "." in attn_field),
                              (mlp_field, mlp_field in self.model_fields_set)):
             if not given:

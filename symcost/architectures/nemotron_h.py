@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -169,7 +169,8 @@ class NemotronHAdapter(Adapter):
                 vals[count] = types.count(kind)
         model = Model(self.name, self.model_type, (Embedding(name="embeddings"),), tuple(groups),
                       (Norms(("norm_f",), fp32_weight=True), LMHead(tied=False)), vals,
-                      state_dtype={"recurrent_states": self.mamba_ssm_cache_dtype})
+                      state_dtype={"recurrent_states": self.mamba_ssm_cache_dtype},
+                      layer_order=layer_order(types, lambda k: KINDS[k][0]))
         model.notes.append("lm_head is never tied in NemotronHForCausalLM, whatever tie_word_embeddings says")
         if self.layers_block_type is None and self.hybrid_override_pattern is None:
             model.notes.append("neither layers_block_type nor hybrid_override_pattern is given: "

@@ -23,7 +23,7 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -131,4 +131,6 @@ class OlmoHybridAdapter(GQAHeads, Adapter):
                      (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
                      notes=["Gated DeltaNet prefill FLOPs follow the torch chunked scan: T padded to a "
                             f"multiple of C_dn = {CHUNK}; the decode recurrence is elementwise (0 matmul FLOPs)."],
-                     state_dtype={"recurrent_state": "fp32"})
+                     state_dtype={"recurrent_state": "fp32"},
+                     layer_order=layer_order(kinds, lambda k: "linear_layers" if k == "linear_attention"
+                                             else "attention_layers"))

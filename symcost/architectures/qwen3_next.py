@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..assembly import Model
+from ..assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -120,4 +120,4 @@ class Qwen3NextAdapter(Adapter):
                  f"of C_dn = {CHUNK}; the decode recurrence is elementwise (0 matmul FLOPs)."]
         return Model(self.name, self.model_type, (Embedding(),), groups,
                      (Norms(("norm",), offset=True), LMHead(tied=self.tie_word_embeddings)), vals,
-                     notes=notes, state_dtype={"recurrent_state": "fp32"})
+                     notes=notes, state_dtype={"recurrent_state": "fp32"}, layer_order=kind_order(kinds, groups))

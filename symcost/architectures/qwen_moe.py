@@ -17,7 +17,7 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -103,7 +103,8 @@ class QwenMoeBase(LlamaAdapter):
         if any(f == "moe" for _, f in kinds):
             vals.update(self.moe_values())
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals)
+                     (Norms(("norm",)), LMHead(tied=self.tie_word_embeddings)), vals,
+                     layer_order=kind_order(kinds, groups))
 
     def moe_values(self) -> dict:
         return values(E=self.num_experts, k=self.num_experts_per_tok, d_moe=self.moe_intermediate_size)

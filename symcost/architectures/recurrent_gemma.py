@@ -21,7 +21,7 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -129,4 +129,6 @@ class RecurrentGemmaAdapter(GQAHeads, Adapter):
         # Gemma's (1 + w) norms and √d-scaled embedding (gemma_saved), the soft-capped logits: what training saves
         return gemma_saved(Model(self.name, self.model_type, (Embedding(),), tuple(groups),
                                  (Norms(("final_norm",)), LMHead(tied=self.tie_word_embeddings, softcap=True)), vals,
-                                 state_dtype={"recurrent_states": "float32"}))
+                                 state_dtype={"recurrent_states": "float32"},
+                                 layer_order=layer_order(kinds, lambda k: "recurrent_layers" if k == "recurrent"
+                                                         else "attention_layers")))

@@ -35,7 +35,7 @@ from ..notation import sym
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
 from .mamba import dt_rank
-from .zamba2 import KINDS, LEGACY
+from .zamba2 import KINDS, LEGACY, layer_layout
 
 
 @register("zamba")
@@ -127,4 +127,5 @@ class ZambaAdapter(Adapter):
                                D_h=self.D_h, d_ff=self.intermediate_size))
         return Model(self.name, self.model_type, tuple(pre), tuple(groups),
                      (Norms(("final_layernorm",)), LMHead(tied=self.tie_word_embeddings)), vals,
-                     state_dtype={"recurrent_states": "float32"})
+                     state_dtype={"recurrent_states": "float32"},
+                     **layer_layout(kinds, 1, self.tie_word_embeddings, adapters=False))

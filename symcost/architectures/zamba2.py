@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..assembly import LayerGroup, Model, layer_order
 from ..components.embedding import Embedding, LMHead
 from ..components.mamba2 import Mamba2
 from ..components.norm import Norms
@@ -38,6 +38,22 @@ from .base import LEGACY_LAYER_TYPES, Adapter, LayerCount, NonNegInt, PosInt, qu
 LEGACY = LEGACY_LAYER_TYPES  # transformers' remap_legacy_layer_types
 KINDS = ("linear_attention", "hybrid")
 #: Zamba2Config's default stack (54 layers)
+
+
+def layer_layout(kinds: list[str], blocks: int, tied: bool, adapters: bool) -> dict:
+    """``Model.layer_order`` and ``Model.shared_copies`` of a Zamba stack: hybrid layer j runs block
+    j mod ``blocks``; tied, that block is one stored copy for all its layers (holding their k_b adapter
+    sets), untied every hybrid layer stores its own copy of it (with the block's k_b adapter sets)."""
+    hybrid = [i for i, k in enumerate(kinds) if k == "hybrid"]
+    k_b = [len(range(b, len(hybrid), blocks)) for b in range(min(blocks, len(hybrid)))]
+    copies: list = [None] * len(kinds)
+    for j, i in enumerate(hybrid):
+        own = {sym.N_blk: 1, **({sym.N_ad: k_b[j % blocks]} if adapters else {})}
+        copies[i] = (j % blocks if tied else j, own)
+    order = layer_order(kinds, lambda k: "hybrid_layers" if k == "hybrid" else "mamba_layers")
+    return {"layer_order": order, "shared_copies": {SharedBlockWeights.key: tuple(copies)} if hybrid else {}}
+
+
 DEFAULT_STACK = (["linear_attention"] + (["linear_attention"] * 5 + ["hybrid"]) * 7 + ["linear_attention"] * 4
                  + ["hybrid"] + ["linear_attention"] * 3 + ["hybrid"] + ["linear_attention"] * 2)
 
@@ -160,4 +176,5 @@ class Zamba2Adapter(Adapter):
                                H_kv=self.H_kv, D_h=self.D_h, d_ff=self.d_ff, r_a=self.adapter_rank))
         return Model(self.name, self.model_type, tuple(pre), tuple(groups),
                      (Norms(("final_layernorm",)), LMHead(tied=self.tie_word_embeddings)), vals,
-                     state_dtype={"recurrent_states": "float32"})
+                     state_dtype={"recurrent_states": "float32"},
+                     **layer_layout(kinds, self.num_mem_blocks, self.tie_word_embeddings, adapters=True))

@@ -73,7 +73,7 @@ def check_pipeline(model, plan: Plan, m: int, virtual: int) -> None:
         return
     if plan.pp == 1:
         raise SymcostError(f"--virtual-stages {virtual} needs --pp > 1 (interleaving splits pipeline stages)")
-    L = sum(exact(g.count, model.values) for g in model.groups)
+    L = model.n_layers()
     if L % (plan.pp * virtual):
         raise SymcostError(f"--virtual-stages {virtual}: pp × v = {plan.pp} × {virtual} = {plan.pp * virtual} "
                            f"must divide the layers L={L} (equal model chunks)")

@@ -16,8 +16,11 @@ size:
 with N_g = N_dp·N_cp for dense parameters and N_dp·N_cp/N_ep for experts (Rajbhandari et al.
 2020, ZeRO; Megatron's distributed optimizer is ZeRO-1 with ``--grad-dtype fp32``); hybrid
 sharding (HSDP) and CPU offload change N_g and where the bytes live (``states``).
-Pipeline: L/N_pp layers per stage (when N_pp does not divide L, the extra layers go to interior
-stages, one each), the embedding on the first stage, the final norm and the head
+Pipeline: L/N_pp layers per stage, taken in the model's own layer order (``Model.layers()``:
+Jamba's attention every 8th layer, Gemma's local/global pattern, Nemotron-H's pattern string; when
+N_pp does not divide L, the extra layers go to interior stages, one each), vision/audio tower
+blocks with the embedding on the first stage, weights several layers run (Zamba's shared blocks)
+on each stage that runs them, the final norm and the head
 on the last (a tied head keeps its own copy there when N_pp > 1, as Megatron does); the per-GPU
 figure is the heaviest stage's.
 """
@@ -83,41 +86,69 @@ def _split(components, v) -> tuple[int, int, int]:
 
 
 def stages(model, pp: int) -> list[dict]:
-    """Each stage's parameters: {"split", "whole", "experts", "layers": {group: count}}."""
+    """Each stage's parameters: {"split", "whole", "experts", "layers": {group: count}}.
+
+    The decoder layers are taken in the model's own order (``Model.layers()``: Jamba's attention
+    every 8th layer, Gemma's local/global pattern, ...), L/pp per stage, the L mod pp extra layers
+    on the interior stages; a layer built from several groups (LongCat's two sublayers and shortcut
+    MoE) stays whole. Weights the layers share (``Model.shared_copies``: Zamba's shared transformer
+    blocks) sit on every stage whose layers run them, each copy those layers run once. Tower groups
+    (vision/audio encoder blocks) sit on the first stage with the embedding, beside its L/pp layers,
+    as Megatron-LM places an encoder with ``--encoder-pipeline-model-parallel-size 0`` (its default:
+    the encoder shares the first decoder pipeline rank)."""
     v = model.values
-    order = []
-    for g in model.groups:
-        order += [g] * exact(g.count, v)
+    order = model.layers()
     # L/pp layers per stage; when pp does not divide L the L mod pp extra layers go to the
     # interior stages (1, 2, ...), away from the embedding stage and the head stage
-    per, extra = divmod(len(order), pp)
-    sizes = [per] * pp
-    for i in range(extra):
-        sizes[(1 + i) % pp if pp > 2 else (i + 1) % pp] += 1
+    sizes = stage_sizes(len(order), pp)
     bounds = [sum(sizes[:i]) for i in range(pp + 1)]
-    emb = _split(model.pre, v)
+    emb = _split([c for c in model.pre if c.key not in model.shared_copies], v)
+    shared = [(c, model.shared_copies[c.key]) for c in model.pre if c.key in model.shared_copies]
     head = _split(model.post, v)
     tied_copy = 0
     for c in model.post:
         if getattr(c, "tied", False) and pp > 1:
             tied_copy = exact(c.d * c.V, v)  # the last stage keeps its own copy of the tied weight
     cache: dict[str, tuple[int, int, int]] = {}
+
+    def part(g):
+        if g.name not in cache:
+            cache[g.name] = _split(g.components, v)
+        return cache[g.name]
+
     out = []
     for s in range(pp):
         split = whole = experts = 0
         counts: dict[str, int] = {}
-        for g in order[bounds[s]:bounds[s + 1]]:
-            if g.name not in cache:
-                cache[g.name] = _split(g.components, v)
-            a, b, r = cache[g.name]
+        units = [g for layer in order[bounds[s]:bounds[s + 1]] for g in layer]
+        if s == 0:
+            units = [g for g in model.groups if g.tower for _ in range(exact(g.count, v))] + units
+        for g in units:
+            a, b, r = part(g)
             split, whole, experts = split + a, whole + b, experts + r
             counts[g.name] = counts.get(g.name, 0) + 1
+        for c, per_layer in shared:  # each copy of shared weights the stage's layers run, once
+            copies = dict(per_layer[i] for i in range(bounds[s], bounds[s + 1]) if per_layer[i] is not None)
+            for own in copies.values():
+                a, b, r = _split((c,), {**v, **own})
+                split, whole, experts = split + a, whole + b, experts + r
         if s == 0:
             split, whole = split + emb[0], whole + emb[1]
         if s == pp - 1:
             split, whole = split + head[0] + tied_copy, whole + head[1]
-        out.append({"split": split, "whole": whole, "experts": experts, "layers": counts})
+        out.append({"split": split, "whole": whole, "experts": experts, "layers": counts,
+                    "layer_ids": list(range(bounds[s], bounds[s + 1]))})
     return out
+
+
+def stage_sizes(L: int, pp: int) -> list[int]:
+    """Decoder layers per stage: L/pp each, the L mod pp extra ones on stages 1, 2, ... (interior
+    stages first; the last only when pp − 1 ≤ L mod pp)."""
+    per, extra = divmod(L, pp)
+    sizes = [per] * pp
+    for i in range(extra):
+        sizes[(i + 1) % pp] += 1
+    return sizes
 
 
 def model_states(model, plan: Plan, *, optimizer: str = "adamw", grad_dtype: str = "bf16",
