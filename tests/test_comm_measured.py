@@ -77,7 +77,7 @@ def sent(rec: Recorder) -> Fraction:
 
 @pytest.mark.parametrize("sp", [False, True])
 def test_tensor_parallel(mesh, sp):
-    """One layer = two TP blocks (mixer and FFN); the toy has 2 blocks = 1 layer."""
+    """Two TP blocks (``plan.tp_blocks``: a Llama layer's attention and MLP); the toy has 2 MLP blocks."""
     from torch.distributed.tensor import Shard, distribute_tensor
     from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, SequenceParallel,
                                                    parallelize_module)
@@ -96,7 +96,7 @@ def test_tensor_parallel(mesh, sp):
         (y.to_local() if sp else y).sum().backward()
     block = B * T * D * 4
     # DTensor keeps the gathered input for backward: no Megatron-style re-gather
-    nbytes, ops = tp_collectives(1, block, N, sp, regather=False)
+    nbytes, ops = tp_collectives(2, block, N, sp, regather=False)
     assert dict(rec.ops) == ops
     assert sent(rec) == nbytes
 

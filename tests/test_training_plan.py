@@ -268,3 +268,17 @@ def test_comm_formula_round_trip(extra, capsys):
             sym.m_mb: r["micro_batches"], sym.B: 1, sym.T: 4096, sym.b_a: 2}
     for dim, nbytes in r["bytes_per_step"].items():
         assert int(sympy.ceiling(parse(r["formula"][dim]).xreplace(vals))) == nbytes, dim
+
+
+def test_tp_blocks_per_layer_follow_the_row_parallel_projections():
+    """A TP collective pair per block that ends in a row-parallel projection or routes to experts:
+    two per Llama / DeepSeek layer, one per Nemotron-H layer (one mixer each), none for a tower."""
+    from symcost.training.plan import tp_blocks
+    by = lambda name: {g.name: tp_blocks(g.components) for g in symcost.build(name).groups}
+    assert set(by("llama-3.1-8b").values()) == {2}
+    assert set(by("deepseek-v3").values()) == {2}  # MLA + MLP / MLA + MoE (shared experts inside it)
+    assert set(by("nemotron-h-56b-base-8k").values()) == {1}
+    towers = [g for g in symcost.build("kimi-k2.5").groups if g.tower]
+    from symcost.training.comm import _layer_kinds  # a text step runs no tower block
+    kinds = _layer_kinds(symcost.build("kimi-k2.5"))
+    assert towers and all(kinds[g.name][2] == 0 for g in towers)

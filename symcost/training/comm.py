@@ -51,7 +51,7 @@ from ..errors import SymcostError
 from ..notation import sym
 from ..terms import exact
 from .memory import ACT_BYTES, micro_batches
-from .plan import GRAD_BYTES, WEIGHT_BYTES, Plan, model_states, rank_stages
+from .plan import GRAD_BYTES, WEIGHT_BYTES, Plan, model_states, rank_stages, tp_blocks
 
 
 def _layer_kinds(model):
@@ -62,7 +62,7 @@ def _layer_kinds(model):
     for g in model.groups:
         attn = [c for c in g.components if isinstance(c, (Attention, MLA))]
         moe = [c for c in g.components if isinstance(c, MoE)]
-        out[g.name] = (attn[0] if attn else None, moe[0] if moe else None)
+        out[g.name] = (attn[0] if attn else None, moe[0] if moe else None, 0 if g.tower else tp_blocks(g.components))
     return out
 
 
@@ -121,7 +121,7 @@ def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_reg
     Ndp, Ntp, Ncp, Nep, M, B, T, a = (sym.N_dp, sym.N_tp, sym.N_cp, sym.N_ep, sym.m_mb, sym.B, sym.T, sym.b_a)
     d = v[sym.d]
     block = T / Ncp * B * d * a
-    L_here = sum(st["layers"].values())
+    blocks = sum(c * kinds[n][2] for n, c in st["layers"].items())
     zero_ = sympy.Integer(0)
     hsdp = ctx["states"].shard is not None
     shard = sym.N_sh if hsdp else Ndp
@@ -156,8 +156,8 @@ def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_reg
             return zero_
         fr = 2 if recompute == "full" else 1
         r = (Ntp - 1) / Ntp
-        n_ops = (L_here * ((2 * fr + 2 + (2 if sp_regather else 0)) + (2 * fr + 2)) if plan.sp
-                 else 2 * L_here * (2 * fr + 2))
+        n_ops = (blocks * ((fr + 1 + (1 if sp_regather else 0)) + (fr + 1)) if plan.sp
+                 else 2 * blocks * (fr + 1))
         return M * (r * block * n_ops + 2 * 2 * r * block)
     if dim == "pp":
         if plan.pp == 1:
@@ -215,9 +215,9 @@ def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute
             count["host"] += host_ops(m, states_opt.offload, grad_sync)
     # -- per-layer activations collectives on the heaviest stage --------------------------------------
     fwd_repeat = 2 if recompute == "full" else 1
-    L_here = sum(stage_layers.values())
     if tp > 1:
-        nbytes, ops = tp_collectives(L_here, s * b * d * a, tp, sp, fwd_repeat, sp_regather)
+        blocks = sum(c * kinds[n][2] for n, c in stage_layers.items())
+        nbytes, ops = tp_collectives(blocks, s * b * d * a, tp, sp, fwd_repeat, sp_regather)
         out["tp"] += m * nbytes + m * 2 * (2 * Fraction(tp - 1, tp) * s * b * d * a)  # + embedding fwd, head bwd
         count["tp"] += m * (sum(ops.values()) + 2)
     if pp > 1:
@@ -277,17 +277,18 @@ def replicate_collectives(shard_psi, r: int, zero: int, m: int, bg, grad_sync: s
     return times * 2 * Fraction(r - 1, r) * bg * shard_psi, {"all_reduce": times}
 
 
-def tp_collectives(layers: int, block_bytes, tp: int, sp: bool, fwd_repeat: int = 1, regather: bool = True):
-    """Bytes one GPU sends for the TP collectives of ``layers`` layers (two TP blocks each) over one
-    micro-batch of ``block_bytes`` = s·b·d·b_a, and the ops. Without SP: an all-reduce after each
-    block forward and before each backward; with SP an all-gather + a reduce-scatter in their place,
-    and (Megatron, ``regather``) an all-gather of each block's saved input again in backward."""
+def tp_collectives(blocks: int, block_bytes, tp: int, sp: bool, fwd_repeat: int = 1, regather: bool = True):
+    """Bytes one GPU sends for the TP collectives of ``blocks`` TP blocks (``plan.tp_blocks``: two
+    per Llama layer) over one micro-batch of ``block_bytes`` = s·b·d·b_a, and the ops. Without SP:
+    an all-reduce after each block's forward (again when full recomputation reruns it) and one in
+    its backward; with SP an all-gather + a reduce-scatter in their place, and (Megatron,
+    ``regather``) an all-gather of each block's saved input again in backward."""
     r = Fraction(tp - 1, tp)
     if sp:
-        ops = {"all_gather": layers * (2 * fwd_repeat + 2 + (2 if regather else 0)),
-               "reduce_scatter": layers * (2 * fwd_repeat + 2)}
+        ops = {"all_gather": blocks * (fwd_repeat + 1 + (1 if regather else 0)),
+               "reduce_scatter": blocks * (fwd_repeat + 1)}
         return r * block_bytes * (ops["all_gather"] + ops["reduce_scatter"]), ops
-    ops = {"all_reduce": layers * (2 * fwd_repeat + 2)}
+    ops = {"all_reduce": blocks * (fwd_repeat + 1)}
     return 2 * r * block_bytes * ops["all_reduce"], ops
 
 
