@@ -53,7 +53,7 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         # DeepSeek-V4 has no SDPA path in transformers (sinks): eager only
         ("deepseek_v4", "deepseek_v4", [FEW[0], FEW[2], FEW[3], ("eager", "selective", "fp32")])]
 #: configs per case of a MORE family (default 1)
-MORE_SEEDS = {"minimax_m3": 4, "minimax_m3_vl_text": 3, "deepseek_v4": 4, "gemma4_text": 4, "gemma3n_text": 3}
+MORE_SEEDS = {"minimax_m3": 4, "minimax_m3_vl_text": 3, "deepseek_v4": 4, "gemma4_text": 4, "gemma4": 4, "gemma3n_text": 3}
 #: dense variants. Helium: fp32 weight multiply in its RMSNorm, cos/sin re-interleaved per layer;
 #: Cohere / Cohere2: parallel attention + MLP on one CohereLayerNorm written out in fp32 (Cohere's
 #: use_qk_norm, off at seed 0, in test_variant_switches);
@@ -82,6 +82,9 @@ MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW), ("granite", "granit
 MORE += [("gemma4", "gemma4_text", FEW + [("eager", "selective", "fp32"), ("eager", "selective", "bf16"),
                                           ("sdpa", "none", "bf16"), ("sdpa", "full", "fp32"),
                                           ("eager", "full", "bf16")])]
+#: the Gemma 4 wrapper (Gemma4ForConditionalGeneration with its vision and audio towers, fed text only:
+#: the towers save nothing) eager only: transformers refuses SDPA for Gemma4AudioModel
+MORE += [("gemma4", "gemma4", [FEW[0], FEW[2], FEW[3], ("eager", "selective", "fp32")])]
 #: Gemma 3n text: Gemma 4's norms, attention and per-layer inputs, plus AltUp (n_alt streams: the
 #: layer input and full recomputation's checkpoint are n_alt·d wide), LAuReL, KV-shared layers and
 #: activation sparsity (gaussian top-k) on some layers (tests/tiny/gemma3n.py draws it per layer)
