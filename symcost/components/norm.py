@@ -1,6 +1,6 @@
 """Norm layers: RMSNorm (``dim`` scales) or LayerNorm (scale and bias, ``2·dim``), or weightless.
 
-``pow_rstd``: Gemma 4's RMSNorm (``Gemma4RMSNorm``), ``x̂ = x·pow(mean(x²) + ε, −0.5)`` on
+``pow_rstd``: Gemma 4's and Gemma 3n's RMSNorm (``Gemma4RMSNorm``, ``Gemma3nRMSNorm``), ``x̂ = x·pow(mean(x²) + ε, −0.5)`` on
 ``x.float()``, times ``weight.float()``, back to the compute dtype. ``torch.pow`` keeps its input, so
 its backward holds the fp32 mean square beside the rstd; the weight multiply keeps x̂ in fp32 and,
 below fp32, an fp32 copy of the weight (``pow_rms_saved``; ``with_scale=False``, the weightless
@@ -136,7 +136,7 @@ class Norms(Component):
 
 def pow_rms_saved(name: str, dim, bw, *, heads=sympy.Integer(1), split: str = "seq", rows=None,
                   scale: bool = True) -> list[Saved]:
-    """What ``Gemma4RMSNorm`` keeps per row (``heads`` norms of width ``dim`` per row; transformers 5.24).
+    """What ``Gemma4RMSNorm`` (and the identical ``Gemma3nRMSNorm``) keeps per row (``heads`` norms of width ``dim`` per row; transformers 5.24).
 
     ``x.float()`` is read by ``pow(2)`` and by the product with the rstd: ``4·dim`` (the input itself
     in fp32); ``torch.pow(mean_squared, −0.5)`` keeps its input, the fp32 mean square, and the product
