@@ -53,7 +53,7 @@ MORE = [("dense", "smollm3", FEW), ("more_dense", "hunyuan_v1_dense", FEW), ("re
         # DeepSeek-V4 has no SDPA path in transformers (sinks): eager only
         ("deepseek_v4", "deepseek_v4", [FEW[0], FEW[2], FEW[3], ("eager", "selective", "fp32")])]
 #: configs per case of a MORE family (default 1)
-MORE_SEEDS = {"minimax_m3": 4, "minimax_m3_vl_text": 3, "deepseek_v4": 4}
+MORE_SEEDS = {"minimax_m3": 4, "minimax_m3_vl_text": 3, "deepseek_v4": 4, "gemma4_text": 4, "gemma4": 4, "gemma3n_text": 3}
 #: dense variants. Helium: fp32 weight multiply in its RMSNorm, cos/sin re-interleaved per layer;
 #: Cohere / Cohere2: parallel attention + MLP on one CohereLayerNorm written out in fp32 (Cohere's
 #: use_qk_norm, off at seed 0, in test_variant_switches);
@@ -75,6 +75,22 @@ MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW), ("granite", "granit
          ("moe_more", "dbrx", FEW), ("dense", "seed_oss", FEW),
          ("more_dense", "apertus", FEW), ("gpt_oss", "gpt_oss", [FEW[0], FEW[2], FEW[3]]),
          ("mimo_v2_flash", "mimo_v2_flash", [FEW[0], FEW[2], FEW[3]])]
+#: Gemma 4 text: Gemma4RMSNorm everywhere (pow keeps the mean square; weight multiplied in fp32),
+#: a weightless v_norm, one RoPE table per layer type, per-layer inputs, the MoE beside the FFN,
+#: K = V and KV-shared layers. Four configs per case: the n-th config of tests/tiny/gemma4.py switches
+#: those features on in turn (n % 4), so every case measures all four combinations.
+MORE += [("gemma4", "gemma4_text", FEW + [("eager", "selective", "fp32"), ("eager", "selective", "bf16"),
+                                          ("sdpa", "none", "bf16"), ("sdpa", "full", "fp32"),
+                                          ("eager", "full", "bf16")])]
+#: the Gemma 4 wrapper (Gemma4ForConditionalGeneration with its vision and audio towers, fed text only:
+#: the towers save nothing) eager only: transformers refuses SDPA for Gemma4AudioModel
+MORE += [("gemma4", "gemma4", [FEW[0], FEW[2], FEW[3], ("eager", "selective", "fp32")])]
+#: Gemma 3n text: Gemma 4's norms, attention and per-layer inputs, plus AltUp (n_alt streams: the
+#: layer input and full recomputation's checkpoint are n_alt·d wide), LAuReL, KV-shared layers and
+#: activation sparsity (gaussian top-k) on some layers (tests/tiny/gemma3n.py draws it per layer)
+MORE += [("gemma3n", "gemma3n_text", FEW + [("eager", "selective", "fp32"), ("eager", "selective", "bf16"),
+                                            ("sdpa", "none", "bf16"), ("sdpa", "full", "fp32"),
+                                            ("eager", "full", "bf16")])]
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -229,7 +245,10 @@ def sdpa_masked_gqa(raw, kernel, recompute, B, T, dtype) -> int:
     ``sdpa_window_masks``) transformers does not hand GQA to CPU SDPA (``use_gqa_in_sdpa`` needs
     no mask) but repeats K and V to H_q heads first, so SDPA saves the repeated copies,
     (H_q − H_kv)·(D_h + D_v) more per token in each such layer (with one KV head
-    ``repeat_kv``'s expand-and-reshape is a view: no copy). FlashAttention takes GQA and the window as arguments."""
+    ``repeat_kv``'s expand-and-reshape is a view: no copy). A KV-consumer layer (Gemma 4's
+    ``num_kv_shared_layers``) repeats the producer's k and v (when H_q > H_kv): all H_q·(D_h + D_v)
+    are its own copy (the flash convention keeps none for it, the producer's tensors being read as they are).
+    FlashAttention takes GQA and the window as arguments."""
     if kernel != "sdpa" or recompute == "full":
         return 0
     from symcost.components.attention import Attention
@@ -237,10 +256,13 @@ def sdpa_masked_gqa(raw, kernel, recompute, B, T, dtype) -> int:
     n = 0
     for g in m.groups:
         for c in g.components:
+            c = getattr(c, "inner", c)  # a KV-consumer layer's components are wrapped (LastPosition)
             if isinstance(c, Attention) and c.W is not None and T >= int(c.W.xreplace(m.values)):
                 if int(c.H_kv.xreplace(m.values)) == 1:
                     continue
                 extra = (c.H_q - c.H_kv) * (c.D_h + c.D_val)
+                if getattr(c, "consumer", False) and (c.H_q - c.H_kv).xreplace(m.values) != 0:
+                    extra = c.H_q * (c.D_h + c.D_val)
                 n += int((g.count * extra).xreplace(m.values)) * B * T * BYTES[dtype]
     return n
 

@@ -14,8 +14,12 @@ Once per model: the √d-scaled embedding, the per-layer embedding table [V_pl, 
 d → L·d_pl projection with a d_pl norm, and the (n_alt − 1) AltUp stream projections in and out
 (``AltUpProjections``); the final norm and a tied head (default). Activation sparsity
 (``activation_sparsity_pattern``, default 0.95 for the first 10 layers of a stack deeper than 10)
-replaces the gate by relu(gate − (mean + std·Φ⁻¹(s))): elementwise, no matmul, the same weights.
-Final logit soft-capping is elementwise (0 FLOPs).
+replaces the gate by relu(gate − (mean + std·Φ⁻¹(s))): elementwise, no matmul, the same weights; it
+changes only what training saves, so a layer kind whose layers mix sparse and dense ones splits into
+``<group>`` and ``<group>_sparse`` (an integer count). Final logit soft-capping (default 30) is
+elementwise (0 FLOPs). What training saves is measured (tests/test_activations.py): Gemma 4's norms
+(``pow_rstd``) and attention, AltUp's streams and routers, LAuReL, the per-layer inputs' own clamped
+ids and scale buffers, and the correction weight clamped by ``altup_coef_clip`` in training.
 
 ``intermediate_size`` may be one size or a per-layer list (transformers writes the list). When the list
 holds different sizes (MatFormer mix-and-match), the most common one (the first layer's on a tie) is
@@ -78,6 +82,8 @@ class Gemma3nTextAdapter(Gemma2Adapter):
     num_kv_shared_layers: NonNegInt = 15
     laurel_rank: PosInt = 64
     activation_sparsity_pattern: list[float] | None = None
+    final_logit_softcapping: float | None = 30.0
+    altup_coef_clip: float | None = 120.0
 
     @model_validator(mode="after")
     def _gemma3n_consistent(self):
@@ -120,27 +126,51 @@ class Gemma3nTextAdapter(Gemma2Adapter):
         first = self.num_hidden_layers - self.num_kv_shared_layers
         return [bool(self.num_kv_shared_layers) and i >= first for i in range(self.num_hidden_layers)]
 
-    def layer_components(self, kind: str, consumer: bool, d_ff=sym.d_ff) -> tuple:
+    def sparse_layers(self) -> list[bool]:
+        """Layers with activation sparsity > 0 (``Gemma3nTextConfig``: 0.95 on the first 10 of a stack
+        deeper than 10 unless ``activation_sparsity_pattern`` says otherwise)."""
+        pattern = self.activation_sparsity_pattern
+        if pattern is None:
+            n = 10 if self.num_hidden_layers > 10 else 0
+            pattern = [0.95] * n + [0.0] * (self.num_hidden_layers - n)
+        return [p > 0 for p in pattern]
+
+    def layer_components(self, kind: str, consumer: bool, d_ff=sym.d_ff, sparse: bool = False) -> tuple:
         attn = SharedKVAttention(W=sym.W if kind == "sliding_attention" else None, qkv_bias=self.attention_bias,
-                                 o_bias=self.attention_bias, consumer=consumer)
-        return (Norms(GEMMA_NORMS), AltUp(), Laurel(), attn, FFN(d_ff=d_ff, act=self.hidden_activation),
+                                 o_bias=self.attention_bias, consumer=consumer, rope_table=kind)
+        return (Norms(GEMMA_NORMS, pow_rstd=True),
+                AltUp(correct_scale=self.altup_correct_scale, coef_clip=self.altup_coef_clip is not None),
+                Laurel(), attn, FFN(d_ff=d_ff, act=self.hidden_activation, gaussian_topk=sparse),
                 PerLayerInputGate(act=self.hidden_activation))
 
     def to_model(self, tied: bool | None = None) -> Model:
         types, consumers, sizes, main = self.resolved_layer_types(), self.kv_consumers(), self.sizes(), self.d_ff
+        sparse = self.sparse_layers()
         counts = collections.Counter(zip(types, consumers, sizes))
+        by_sparsity = collections.Counter(zip(types, consumers, sizes, sparse))
+        # activation sparsity changes only what training saves: a kind whose layers mix both
+        # splits, the sparse ones as ``<group>_sparse`` (an integer count)
+        mixed = {(t, u, z) for (t, u, z, sp), n in by_sparsity.items() if sp and n < counts[(t, u, z)]}
         groups, vals = [], {}
         for kind in KINDS:  # swa, full, shared swa, shared full; the main FFN width first
             name, count = KINDS[kind]
-            if counts[(*kind, main)]:
-                vals[count] = sympy.Integer(counts[(*kind, main)])
-                groups.append(LayerGroup(name, count, self.layer_components(*kind)))
-            for size in sorted({s for s in sizes if s != main}):
-                if counts[(*kind, size)]:
-                    groups.append(LayerGroup(f"{name}_ff{size}", sympy.Integer(counts[(*kind, size)]),
-                                             self.layer_components(*kind, d_ff=sympy.Integer(size))))
-        order = layer_order(zip(types, consumers, sizes),
-                            lambda k: KINDS[k[:2]][0] + ("" if k[2] == main else f"_ff{k[2]}"))
+            for size in [main] + sorted({s for s in sizes if s != main}):
+                n_all, n_sparse = counts[(*kind, size)], by_sparsity[(*kind, size, True)]
+                if not n_all:
+                    continue
+                base = name if size == main else f"{name}_ff{size}"
+                d_ff = sym.d_ff if size == main else sympy.Integer(size)
+                parts = ([(base, n_all - n_sparse, False), (f"{base}_sparse", n_sparse, True)]
+                         if (*kind, size) in mixed else [(base, n_all, n_sparse > 0)])
+                for i, (group, n, sp) in enumerate(parts):
+                    c = sympy.Integer(n)
+                    if i == 0 and size == main:
+                        vals[count], c = c, count
+                    groups.append(LayerGroup(group, c, self.layer_components(*kind, d_ff=d_ff, sparse=sp)))
+        def group_of(k):
+            base = KINDS[k[:2]][0] + ("" if k[2] == main else f"_ff{k[2]}")
+            return base + ("_sparse" if k[3] and k[:3] in mixed else "")
+        order = layer_order(zip(types, consumers, sizes, sparse), group_of)
         if len(groups) == 1 and groups[0].count in vals:
             vals.pop(groups[0].count)
             groups = [LayerGroup("layers", sym.L, groups[0].components)]
@@ -157,5 +187,9 @@ class Gemma3nTextAdapter(Gemma2Adapter):
         if self.num_kv_shared_layers:
             notes.append(f"the last {self.num_kv_shared_layers} layers reuse an earlier layer's keys and values "
                          "(no k/v weights, no cache)")
-        return Model(self.name, self.model_type, (Embedding(), PerLayerEmbedding(), AltUpProjections()),
-                     tuple(groups), (Norms(("norm",)), LMHead(tied=tied)), vals, notes=notes, layer_order=order)
+        pre = (Embedding(scaled=True), PerLayerEmbedding(first_layer_input=False, own_ids_and_scales=True),
+               AltUpProjections())
+        return Model(self.name, self.model_type, pre, tuple(groups),
+                     (Norms(("norm",), pow_rstd=True),
+                      LMHead(tied=tied, softcap=self.final_logit_softcapping is not None)), vals, notes=notes,
+                     layer_order=order)

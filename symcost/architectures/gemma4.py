@@ -94,6 +94,7 @@ class Gemma4TextAdapter(Gemma2Adapter):
     global_head_dim: PosInt = 512
     num_global_key_value_heads: PosInt | None = None
     per_layer_config: dict | None = None
+    final_logit_softcapping: float | None = None  # Gemma4TextConfig: no soft-capping unless stated
 
     @model_validator(mode="after")
     def _gemma_consistent(self):  # replaces Gemma 2's check: Gemma 4 does not need d % H_q == 0
@@ -201,8 +202,10 @@ class Gemma4TextAdapter(Gemma2Adapter):
         wide = self.use_double_wide_mlp and consumer
         attn = SharedKVAttention(D_h=hd, H_kv=kv, W=sym.W if kind == "sliding_attention" else None,
                                  qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                                 k_eq_v=self.attention_k_eq_v and kind == "full_attention", consumer=consumer)
-        parts = [Norms(norms), attn, FFN(d_ff=2 * sym.d_ff if wide else sym.d_ff, act=self.hidden_activation)]
+                                 k_eq_v=self.attention_k_eq_v and kind == "full_attention", consumer=consumer,
+                                 rope_table=kind)  # Gemma4TextRotaryEmbedding: one cos/sin per layer type
+        parts = [Norms(norms, pow_rstd=True, same_input=MOE_NORMS[2:] if self.enable_moe_block else ()), attn,
+                 FFN(d_ff=2 * sym.d_ff if wide else sym.d_ff, act=self.hidden_activation)]
         if self.enable_moe_block:
             parts.append(ParallelMoE(act=self.hidden_activation))
         if self.hidden_size_per_layer_input:
@@ -232,7 +235,7 @@ class Gemma4TextAdapter(Gemma2Adapter):
                            H_q=self.num_attention_heads, d_ff=self.intermediate_size))
         if "sliding_attention" in types:
             vals.update(values(W=self.sliding_window))
-        pre = [Embedding()]
+        pre = [Embedding(scaled=True)]
         if self.hidden_size_per_layer_input:
             pre.append(PerLayerEmbedding())
             vals.update(values(d_pl=self.hidden_size_per_layer_input, V_pl=self.vocab_size_per_layer_input))
@@ -250,7 +253,9 @@ class Gemma4TextAdapter(Gemma2Adapter):
                          "(no k/v weights, no cache); with --logits last a prefill runs them on the last "
                          "position only, as transformers does for generate (logits_to_keep=1)")
         return Model(self.name, self.model_type, tuple(pre), tuple(groups),
-                     (Norms(("norm",)), LMHead(tied=tied)), vals, notes=notes, layer_order=order)
+                     (Norms(("norm",), pow_rstd=True),
+                      LMHead(tied=tied, softcap=self.final_logit_softcapping is not None)), vals, notes=notes,
+                     layer_order=order)
 
 
 class Gemma4VisionConfig(BaseModel):

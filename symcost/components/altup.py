@@ -36,7 +36,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST
 from ..notation import sym
-from ..primitives import Linear, Matmul, Norm, Param
+from ..primitives import Linear, Matmul, Norm, Param, Saved, is_one
 from ..terms import Terms
 from .base import Component
 
@@ -46,6 +46,8 @@ class AltUp(Component):
     key = "altup"
     d: sympy.Expr = sym.d
     n: sympy.Expr = sym.n_alt
+    correct_scale: bool = True  # altup_correct_scale: the active stream × correct_output_scale (saved only)
+    coef_clip: bool = True  # altup_coef_clip set: training clamps the correction weight (saved only)
 
     def primitives(self, ph: Phase | None = None):
         d, n = self.d, self.n
@@ -69,6 +71,48 @@ class AltUp(Component):
                      {"router_norm": "RMSNorm(d) in predict and correct", "predict_add": "predictions + streams",
                       "correct": "innovation × coefficient + prediction", "output_scale": "× correct_output_scale"})
 
+    def residual_width(self):
+        """The layer passes on all n_alt streams [n_alt, B, T, d]: what full recomputation checkpoints."""
+        return self.n * self.d
+
+    def saved(self, bw) -> list:
+        """What one layer's ``predict`` and ``correct`` keep (measured, tests/test_activations.py), per token.
+
+        predict: the layer's input streams ``b_a·n_alt·d`` (the matmul reads a permuted view of the
+        stack); the router on the active stream — router_norm (``norm.pow_rms_saved``; its ``x.float()``
+        below fp32 only: in fp32 it is a view of the streams), × the ``router_input_scale`` buffer
+        (one element per layer), the router's input ``b_a·d``, tanh of the fp32 logits ``4·n_alt``
+        and, below fp32, the modalities cast back ``b_a·n_alt`` (in fp32 they are tanh's output),
+        the coefficients ``b_a·n_alt²``. In fp32 ``input_layernorm`` keeps its input as a view of the
+        contiguous predictions [n_alt, B, T, d]: the other ``4·(n_alt − 1)·d`` of that storage.
+        correct: the same router on the layer's output, the innovation repeated to n_alt streams
+        ``b_a·n_alt·d`` and the coefficients + 1 ``b_a·n_alt`` (their product); with
+        ``altup_coef_clip`` (training) the clamped correction weight [n_alt, n_alt] per layer; with
+        ``altup_correct_scale`` the active stream's clone ``b_a·d`` (× correct_output_scale)."""
+        from .norm import pow_rms_saved
+        a, d, n, one = sym.b_a, self.d, self.n, sympy.Integer(1)
+        out = [Saved("streams", n * d, a, "seq", doc="the layer's input [n_alt, B, T, d]"),
+               Saved("router_input_scale", one, a, "none", one, "the [] buffer both routers multiply by")]
+        for step in ("predict", "correct"):
+            norm = pow_rms_saved(f"{step}/router_norm", d, bw)
+            if step == "predict" and not bw.upcast:  # x.float() is a view of the streams
+                norm = [s for s in norm if not s.name.endswith("/input_fp32")]
+            out += norm + [Saved(f"{step}/router_input", d, a, "seq", doc="router_norm(x)·d^-1"),
+                           Saved(f"{step}/tanh_fp32", n, 4, "seq", doc="tanh(logits.float())")]
+            if bw.upcast:
+                out.append(Saved(f"{step}/modalities", n, a, "seq", doc="tanh(..).type_as(x), the coefs' input"))
+        out.append(Saved("predict/coefs", n * n, a, "seq", doc="prediction_coefs output, matmul's other input"))
+        if not bw.upcast:
+            out.append(Saved("predict/predictions", (n - 1) * d, 4, "seq",
+                             doc="the rest of the predictions storage input_layernorm's view keeps"))
+        out += [Saved("correct/innovation", n * d, a, "seq", doc="innovation.repeat(n_alt, 1, 1, 1)"),
+                Saved("correct/coefs", n, a, "seq", doc="correction_coefs(modalities) + 1")]
+        if self.coef_clip:
+            out.append(Saved("correct/clamped_weight", n * n, a, "none", one, "correction_coefs.weight.clamp(..)"))
+        if self.correct_scale:
+            out.append(Saved("correct/scale_input", d, a, "seq", doc="the corrected active stream's clone"))
+        return out
+
     def label(self) -> str:
         return "AltUp"
 
@@ -89,6 +133,22 @@ class AltUpProjections(Component):
         rows, d, n = ph.tokens, self.d, self.n
         return Terms({"magnitude": 2 * 4 * rows * (n - 1) * d, "mean": rows * n * d},
                      {"magnitude": "RMS matching of each projected stream", "mean": "mean over the streams"})
+
+    def saved(self, bw) -> list:
+        """Per token, with n_alt > 1 (one stream: no projection, the magnitudes are unused): on each
+        side (after the embedding, before the final norm) the mean of x² and its square root, the
+        target magnitude, ``b_a`` each, and for each of the n_alt − 1 projected streams the projection
+        ``b_a·d`` (squared and scaled), the clamped mean square and its root ``b_a`` each, and the
+        scaled stream ``b_a·d`` (divided by the root): ``b_a·(2 + (n_alt − 1)·(2·d + 2))``. The
+        unembedding also keeps the last layer's output streams ``b_a·n_alt·d`` (the projections and
+        the target read views of it); the embedding output the projections read is counted by the
+        per-layer inputs' projection."""
+        a, d, n = sym.b_a, self.d, self.n
+        many = 1 - is_one(n)
+        per = many * (2 + (n - 1) * (2 * d + 2))
+        return [Saved("project/magnitudes", per, a, "seq", doc="target, projected streams and their RMS"),
+                Saved("unembed/magnitudes", per, a, "seq", doc="target, projected streams and their RMS"),
+                Saved("unembed/streams", many * n * d, a, "seq", doc="the last layer's output [n_alt, B, T, d]")]
 
     def label(self) -> str:
         return "AltUp stream projections"

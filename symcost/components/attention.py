@@ -91,6 +91,9 @@ class Attention(Component):
     rope_table: str | None = None
     #: the q/k norms keep their normed output in fp32 (FlexOlmo's RMSNorm: ``(weight · x̂).to(dtype)``)
     qk_norm_fp32_normed: bool = False
+    #: the per-head q/k norms are Gemma4RMSNorms (``norm.pow_rms_saved``: the fp32 mean square kept
+    #: beside the rstd, the weight multiplied in fp32); saved tensors only
+    qk_norm_pow: bool = False
 
     @property
     def D_val(self) -> sympy.Expr:
@@ -174,7 +177,11 @@ class Attention(Component):
         out = [Saved("input", self.d, a, "seq", doc="q/k/v_proj input [.., d]")]
         if self.clip_qkv:
             out.append(Saved("clip_qkv", (H_q + 2 * H_kv) * D_h, a, doc="q, k, v as clamp_ keeps them"))
-        if self.qk_norm:
+        if self.qk_norm and self.qk_norm_pow:
+            from .norm import pow_rms_saved
+            out += pow_rms_saved("q_norm", D_h, bw, heads=H_q, split="tp")
+            out += pow_rms_saved("k_norm", D_h, bw, heads=H_kv, split="tp")
+        elif self.qk_norm:
             out += saved_norm("q_norm", D_h, self.qk_norm_bias, heads=H_q, split="tp", offset=self.qk_norm_offset)
             out += saved_norm("k_norm", D_h, self.qk_norm_bias, heads=H_kv, split="tp", offset=self.qk_norm_offset)
         if self.qk_norm_per_head_ln:

@@ -73,6 +73,9 @@ class FFN(Component):
     #: a parallel block (attention and MLP read one norm's output: Cohere, GPT-NeoX): the input is
     #: the tensor attention already keeps, not saved a second time (saved tensors only)
     shared_input: bool = False
+    #: Gemma 3n's activation sparsity (``_gaussian_topk``, activation_sparsity > 0): the gate becomes
+    #: relu(gate − (mean + std·Φ⁻¹(s))) before the activation; elementwise, saved tensors only
+    gaussian_topk: bool = False
 
     @property
     def activation(self) -> str:
@@ -100,7 +103,9 @@ class FFN(Component):
         return prims
 
     def saved(self, bw) -> list:
-        """Input ``b_a·d``; gated: gate, act(gate), up and their product, ``b_a·4·d_ff``;
+        """Input ``b_a·d``; gated: gate, act(gate), up and their product, ``b_a·4·d_ff`` (with
+        ``gaussian_topk`` the gate is the relu'd one, and the raw gate ``b_a·d_ff``, its std ``b_a``
+        and the one-element Φ⁻¹(s) per layer are kept too);
         plain: the up projection and its activation, ``b_a·2·d_ff``, plus three more ``b_a·d_ff``
         intermediates of the composite tanh GELU (``gelu_new``, GPT-2's default), or xIELU's three
         ``b_a·d_ff``, its ``d_ff``-byte mask and four scalars per layer (Apertus)."""
@@ -108,6 +113,12 @@ class FFN(Component):
         out = [] if self.shared_input else [Saved("input", self.d, a, "seq", doc="gate/up_proj input")]
         if self.clamped_glu:
             return out + clamped_glu_saved("", self.d_ff)
+        if self.gated and self.gaussian_topk:
+            # std(gate) keeps the gate and its result; × Φ⁻¹(s) keeps that one-element tensor; relu keeps
+            # its output, the activation's input
+            out += [Saved("topk/gate", self.d_ff, a, doc="gate_proj output, std's input"),
+                    Saved("topk/std", 1, a, doc="std(gate) [.., 1]"),
+                    Saved("topk/std_multiplier", 1, a, "none", sympy.Integer(1), "Φ⁻¹(s) [], per layer")]
         if self.gated:
             return out + [Saved("gate", self.d_ff, a), Saved("act", self.d_ff, a),
                           Saved("up", self.d_ff, a), Saved("down_input", self.d_ff, a, doc="act·up")]

@@ -34,13 +34,14 @@ D_h*H_kv*d + 2*D_h*H_q*d
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy
 
 from ..conventions import Phase
 from ..elementwise import COST
 from ..notation import sym
+from ..primitives import is_one
 from ..terms import Terms
 from .attention import Attention
 from .base import Component
@@ -53,6 +54,7 @@ class SharedKVAttention(Attention):
     """GQA attention with Gemma-4 q/k/v norms, optionally K = V, optionally a KV consumer."""
 
     qk_norm: bool = True
+    qk_norm_pow: bool = True  # Gemma4RMSNorm q/k norms (``norm.pow_rms_saved``)
     k_eq_v: bool = False  # values are the k_proj output (no v_proj)
     consumer: bool = False  # reuses an earlier layer's K/V: no k/v weights, no cache
 
@@ -76,6 +78,37 @@ class SharedKVAttention(Attention):
             else:
                 out.add(key, t[key], t.docs.get(key))
         return out
+
+    def saved(self, bw) -> list:
+        """``Attention.saved`` with Gemma4RMSNorm q/k norms (``qk_norm_pow``) and, on a producer,
+        the scale-free ``v_norm`` over H_kv heads of D_h (``pow_rms_saved(scale=False)``: its
+        output is the v attention keeps). With K = V in fp32 the v_norm's input is the k_proj output
+        the k_norm already keeps (``.float()`` is the tensor itself): not counted twice."""
+        from .norm import pow_rms_saved
+        out = super().saved(bw)
+        if self.consumer:
+            return self._consumer_saved(out, bw)
+        v_norm = pow_rms_saved("v_norm", self.D_h, bw, heads=self.H_kv, split="tp", scale=False)
+        if self.k_eq_v and not bw.upcast:
+            v_norm = [s for s in v_norm if not s.name.endswith("/input_fp32")]
+        return out + v_norm
+
+    def _consumer_saved(self, out: list, bw) -> list:
+        """A consumer layer keeps q's side only: no k_norm, and the producer's k and v are the
+        tensors its attention reads. SDPA / FlashAttention and the checkpointed core (selective)
+        keep them as they are: the producer's storages, nothing new. Eager repeats them to H_q
+        heads again (``repeat_kv``, then QKᵀ's and PV's batch reshapes): a fresh copy of
+        ``H_q·D_h`` each, unless the producer's saved k and v are views of the un-repeated
+        tensors — one head (H_q = 1), or B = 1 with one KV head or nothing to repeat (H_kv = H_q) — and
+        then the same storages."""
+        out = [s for s in out if not s.name.startswith("k_norm/")]
+        if bw.kernel == "flash" or bw.recompute == "selective":
+            return [s for s in out if s.name not in ("k", "v")]
+        one = is_one(self.H_q)  # a single head: every batch reshape is a view
+        view = one + (1 - one) * is_one(sym.B) * (is_one(self.H_kv) + is_one(self.H_q / self.H_kv))
+        copies = {"k_repeated": self.H_q * self.D_h * (1 - view), "v_repeated": self.H_q * self.D_val * (1 - view)}
+        return [replace(s, width=copies[s.name], doc="the producer's k/v repeated again (a copy unless a view)")
+                if s.name in copies else s for s in out]
 
     def cache(self) -> Terms:
         return Terms() if self.consumer else super().cache()

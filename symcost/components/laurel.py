@@ -17,7 +17,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import norm_terms
 from ..notation import sym
-from ..primitives import Linear, Norm
+from ..primitives import Linear, Norm, Saved
 from ..terms import Terms
 from .base import Component
 
@@ -37,6 +37,14 @@ class Laurel(Component):
         t = norm_terms(self.primitives(ph), ph.tokens)
         t.add("residual", 3 * ph.tokens * self.d, "x + branch, then (attn + laurel)/√2")
         return t
+
+    def saved(self, bw) -> list:
+        """Per token: linear_left's input is the attention's (input_layernorm's output, counted there);
+        linear_right's input ``b_a·r_lau`` and post_laurel_norm, a Gemma RMSNorm of d with the
+        mean square kept (``norm.pow_rms_saved``); the residual add and the averaging keep nothing."""
+        from .norm import pow_rms_saved
+        return [Saved("right_input", self.r, sym.b_a, "seq", doc="linear_left output")] + pow_rms_saved(
+            "post_laurel_norm", self.d, bw)
 
     def label(self) -> str:
         return "LAuReL"

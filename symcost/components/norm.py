@@ -1,5 +1,11 @@
 """Norm layers: RMSNorm (``dim`` scales) or LayerNorm (scale and bias, ``2·dim``), or weightless.
 
+``pow_rstd``: Gemma 4's and Gemma 3n's RMSNorm (``Gemma4RMSNorm``, ``Gemma3nRMSNorm``), ``x̂ = x·pow(mean(x²) + ε, −0.5)`` on
+``x.float()``, times ``weight.float()``, back to the compute dtype. ``torch.pow`` keeps its input, so
+its backward holds the fp32 mean square beside the rstd; the weight multiply keeps x̂ in fp32 and,
+below fp32, an fp32 copy of the weight (``pow_rms_saved``; ``with_scale=False``, the weightless
+``v_norm`` and router norm, keeps neither).
+
 ``weightless``: a norm with no learned scale or bias, 0 parameters (OLMo's ``OlmoLayerNorm``:
 ``F.layer_norm`` of the input cast to float32, weight and bias None); its elementwise cost drops
 the scale and bias ops (LayerNorm 5, RMSNorm 3 per element), and its backward keeps the fp32 input
@@ -60,6 +66,13 @@ class Norms(Component):
     #: a LayerNorm without bias (DBRX's ``nn.LayerNorm(bias=False)``): d weights, like an RMSNorm, but
     #: its backward keeps what a LayerNorm's does (input, fp32 mean and rstd); saved tensors only
     layer_stats: bool = False
+    #: ``Gemma4RMSNorm``: rstd as ``torch.pow(mean(x²) + ε, −0.5)``, the weight multiplied in fp32
+    #: (``pow_rms_saved``); saved tensors only
+    pow_rstd: bool = False
+    #: norms that read the tensor an earlier norm of the layer reads (Gemma 4's
+    #: ``pre_feedforward_layernorm_2``, on the residual ``pre_feedforward_layernorm`` reads): in fp32
+    #: ``x.float()`` is that tensor, kept once; below fp32 each norm keeps its own copy (``pow_rstd``)
+    same_input: tuple[str, ...] = ()
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -77,6 +90,8 @@ class Norms(Component):
         return t
 
     def saved(self, bw) -> list:
+        if self.weightless and self.pow_rstd:  # Gemma4RMSNorm(with_scale=False)
+            return [s for n in self.names for s in pow_rms_saved(n, self.dim, bw, scale=False)]
         if self.weightless:
             if not self.bias:
                 raise NotImplementedError("a weightless RMSNorm declares no saved-for-backward tensors")
@@ -94,6 +109,9 @@ class Norms(Component):
                     out.append(Saved(f"{n}/weight_fp32", self.dim, 4, "none", sympy.Integer(1),
                                      "weight.float(), per layer"))
             return out
+        if self.pow_rstd:
+            return [s for n in self.names for s in pow_rms_saved(n, self.dim, bw)
+                    if bw.upcast or n not in self.same_input or not s.name.endswith("/input_fp32")]
         out = []
         for n in self.names:
             out += saved_norm(n, self.dim, self.bias or self.layer_stats, offset=self.offset)
@@ -114,3 +132,24 @@ class Norms(Component):
     def label(self) -> str:
         kind = "LayerNorm" if self.bias else "RMSNorm"
         return f"{kind} (no weights)" if self.weightless else kind
+
+
+def pow_rms_saved(name: str, dim, bw, *, heads=sympy.Integer(1), split: str = "seq", rows=None,
+                  scale: bool = True) -> list[Saved]:
+    """What ``Gemma4RMSNorm`` (and the identical ``Gemma3nRMSNorm``) keeps per row (``heads`` norms of width ``dim`` per row; transformers 5.24).
+
+    ``x.float()`` is read by ``pow(2)`` and by the product with the rstd: ``4·dim`` (the input itself
+    in fp32); ``torch.pow(mean_squared, −0.5)`` keeps its input, the fp32 mean square, and the product
+    keeps the rstd, 4 each per norm. With a scale, ``x̂ · weight.float()`` keeps the fp32 x̂ ``4·dim``
+    and, below fp32, the weight's fp32 copy ``4·dim`` once per norm (in fp32 ``.float()`` returns the
+    parameter: not an activation). ``scale=False`` (``with_scale=False``): the output is
+    ``x̂.type_as(x)``, kept by whatever reads it, not by the norm.
+    """
+    out = [Saved(f"{name}/input_fp32", heads * dim, 4, split, rows, "x.float() [.., dim]"),
+           Saved(f"{name}/mean_square", heads, 4, split, rows, "mean(x²) + ε, fp32, pow's input [.., 1]"),
+           Saved(f"{name}/rstd", heads, 4, split, rows, "fp32 pow(mean(x²) + ε, −0.5) [.., 1]")]
+    if scale:
+        out.append(Saved(f"{name}/normed", heads * dim, 4, split, rows, "x̂ in fp32, the weight product's input"))
+        if bw.upcast:
+            out.append(Saved(f"{name}/weight_fp32", dim, 4, "none", sympy.Integer(1), "weight.float() [dim], per norm"))
+    return out

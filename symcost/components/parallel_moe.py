@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 from ..conventions import Phase
 from ..elementwise import COST
-from ..primitives import Param
+from ..notation import sym
+from ..primitives import Param, Saved
 from ..terms import Terms
 from .moe import MoE
 
@@ -42,6 +43,27 @@ class ParallelMoE(MoE):
         t = super().elementwise(ph)
         t.add("router_norm", (COST["rmsnorm"] + 1) * ph.tokens * self.d, "scale-free RMSNorm + scale")
         return t
+
+    def saved(self, bw) -> list:
+        """``MoE.saved`` (softmax router, eager experts) with ``Gemma4TextRouter`` in front, per token:
+        no block input of its own (the raw residual x is read through the ``x.float()`` of the
+        router's norm and of ``pre_feedforward_layernorm_2``: in fp32 the tensor
+        ``pre_feedforward_layernorm`` keeps, below fp32 a copy each, the norms' own); the router's
+        scale-free Gemma4RMSNorm (``norm.pow_rms_saved``, its fp32 input only below fp32), its
+        output ``b_a·d`` (the product with ``scale`` keeps it), ``proj``'s input ``b_a·d``; after the
+        fp32 softmax and top-k, the in-place renormalisation ``/=`` keeps a clone of the top-k
+        weights 4·k, and the product with ``per_expert_scale[top_k_index]`` keeps that gathered
+        scale ``b_a·k`` beside the renormalised weights."""
+        from .norm import pow_rms_saved
+        a, d, k = sym.b_a, self.d, self.k
+        norm = pow_rms_saved("router/norm", d, bw, scale=False)
+        if not bw.upcast:  # x.float() is x: pre_feedforward_layernorm's input
+            norm = [s for s in norm if not s.name.endswith("/input_fp32")]
+        router = norm + [Saved("router/normed", d, a, "seq", doc="norm(x), read by × scale"),
+                         Saved("router/proj_input", d, a, "seq", doc="norm(x)·scale·d^-1/2"),
+                         Saved("router/topk_clone", k, 4, "seq", doc="top-k weights before the in-place /="),
+                         Saved("router/expert_scale", k, a, "seq", doc="per_expert_scale[top_k_index]")]
+        return router + [s for s in super().saved(bw) if s.name != "input"]
 
     def label(self) -> str:
         return "MoE beside the dense FFN"

@@ -42,6 +42,12 @@ class PerLayerEmbedding(Component):
     d_pl: sympy.Expr = sym.d_pl
     V_pl: sympy.Expr = sym.V_pl
     L: sympy.Expr = sym.L
+    #: the projection reads the tensor the first layer takes as its input (Gemma 4); False: Gemma 3n,
+    #: whose first layer reads the AltUp streams, so the embedding output is the projection's own
+    first_layer_input: bool = True
+    #: Gemma 3n: the per-layer table looks up its own clamped ids (``torch.where``: int64), and the
+    #: projection and the combination are scaled by one-element buffers (Gemma 4: Python floats)
+    own_ids_and_scales: bool = False
 
     def primitives(self, ph: Phase | None = None):
         width = self.L * self.d_pl
@@ -55,14 +61,23 @@ class PerLayerEmbedding(Component):
         return t
 
     def saved(self, bw) -> list:
-        """From the code, not measured (the Gemma-4 family is not in tests/test_activations.py), per
-        token: the scaled lookup's one-element scale (the ids are the main embedding's); the
-        projection's input ``b_a·d``; projection_norm over L slices of d_pl (``saved_norm``); the
+        """Per token (measured, tests/test_activations.py): the scaled lookup's one-element scale
+        (the ids are the main embedding's); below fp32 the projection's input, the embedding output
+        ``b_a·d`` (in fp32 it is the tensor the first layer's norm keeps as its ``x.float()``, and under
+        full recomputation the first layer's checkpointed input: counted there; ``first_layer_input``
+        False: always its own); ``own_ids_and_scales`` (Gemma 3n): the table's clamped int64 ids and
+        the two one-element scale buffers; projection_norm, a Gemma4RMSNorm over L slices of d_pl (``norm.pow_rms_saved``); the
         combined per-layer inputs ``b_a·L·d_pl``, read by every layer's gate product."""
+        from .norm import pow_rms_saved
         a = sym.b_a
-        return ([Saved("embed_scale", 1, a, "none", sympy.Integer(1), "√d_pl scale []"),
-                 Saved("projection_input", self.d, a, "seq")]
-                + saved_norm("per_layer_projection_norm", self.d_pl, heads=self.L)
+        out = [Saved("embed_scale", 1, a, "none", sympy.Integer(1), "√d_pl scale []")]
+        if not self.first_layer_input or (bw.upcast and bw.recompute != "full"):
+            out.append(Saved("projection_input", self.d, a, "seq", doc="the embedding output"))
+        if self.own_ids_and_scales:
+            one = sympy.Integer(1)
+            out += [Saved("ids", 1, 8, "seq", doc="torch.where(in_table, ids, 0), int64"),
+                    Saved("scales", 2, a, "none", one, "per_layer_projection_scale, per_layer_input_scale []")]
+        return (out + pow_rms_saved("per_layer_projection_norm", self.d_pl, bw, heads=self.L)
                 + [Saved("per_layer_inputs", self.L * self.d_pl, a, "seq", doc="[.., L, d_pl], sliced by each layer")])
 
     def label(self) -> str:
@@ -90,14 +105,15 @@ class PerLayerInputGate(Component):
         return t
 
     def saved(self, bw) -> list:
-        """From the code, not measured: the gate's input ``b_a·d``, its output and activation
+        """Measured (tests/test_activations.py): the gate's input ``b_a·d``, its output and activation
         ``b_a·d_pl`` each, the product (per_layer_projection's input) ``b_a·d_pl``, and
-        post_per_layer_input_norm (``saved_norm`` of d); the per-layer input slice is a view of
-        ``PerLayerEmbedding``'s tensor, counted there."""
+        post_per_layer_input_norm, a Gemma4RMSNorm of d (``norm.pow_rms_saved``); the per-layer
+        input slice is a view of ``PerLayerEmbedding``'s tensor, counted there."""
+        from .norm import pow_rms_saved
         a = sym.b_a
         return ([Saved("input", self.d, a, "seq"), Saved("gate", self.d_pl, a, "seq"),
                  Saved("act", self.d_pl, a, "seq"), Saved("projection_input", self.d_pl, a, "seq")]
-                + saved_norm("post_per_layer_input_norm", self.d))
+                + pow_rms_saved("post_per_layer_input_norm", self.d, bw))
 
     def label(self) -> str:
         return "per-layer input gate"
