@@ -73,10 +73,17 @@ def _ratio(name):
 
 def _shard(name):
     """A positive integer, or ``none`` (no hybrid sharding, given explicitly)."""
-    positive = _positive(name)
-
     def parse(text):
-        return "none" if text.strip().lower() == "none" else positive(text)
+        if text.strip().lower() == "none":
+            return "none"
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer or 'none', got {shown!r}")
+        return value
     return parse
 
 

@@ -146,8 +146,16 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
                 dp = gpus // (tp * cp * pp)
                 eps = [e for e in _divisors(dp * cp) if E % e == 0] if E else [1]
                 lay += [(dp, tp, pp, e, cp, x) for e in eps for x in vs]
+    pinned = [f"{flag} {x}" for flag, x in (("--zero", zeros[0] if len(zeros) == 1 else None),
+                                             ("--recompute", recomputes[0] if len(recomputes) == 1 else None),
+                                             ("--sp" if sp else "--no-sp", "" if sp is not None else None),
+                                             ("--virtual-stages", virtual), ("--hsdp-shard", hsdp),
+                                             ("--offload", offload)) if x is not None]
+    nothing = SymcostError(f"--search: no candidate on {gpus} GPUs satisfies the model, --seq {seq}, "
+                           f"--global-batch {global_batch}" + (f" and {', '.join(p.strip() for p in pinned)}"
+                                                               if pinned else ""))
     if not lay:
-        raise SymcostError(f"--search: no layout of {gpus} GPUs satisfies the model and the pinned options")
+        raise nothing
     A = np.array(sorted(lay, key=lambda t: (t[2], t[5])), dtype=np.int64).reshape(-1, 6)
     cols = {k: A[:, i] for i, k in enumerate(("dp", "tp", "pp", "ep", "cp", "v"))}
     dp, tp, pp, ep, cp, vv = (cols[k] for k in ("dp", "tp", "pp", "ep", "cp", "v"))
@@ -184,8 +192,7 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
     sZ = np.concatenate([[0], np.cumsum(cZ)[:-1]])
     per = cR * cZ
     if not per.sum():
-        raise SymcostError(f"--search: no candidate on {gpus} GPUs satisfies the global batch "
-                           f"{global_batch} and the pinned options")
+        raise nothing
     cl = np.repeat(np.arange(nL), per)
     k = np.arange(int(per.sum())) - np.repeat(np.cumsum(per) - per, per)
     r = (sR[cl] + k // cZ[cl]).astype(np.int32)
