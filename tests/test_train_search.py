@@ -185,8 +185,10 @@ def test_best_equals_train_run_alone(capsys):
     assert main(base + ["--search", "--gpus", "2048"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["candidates"] >= 10_000 and len(r["best"]) == 5 and r["pinned"] == {}
-    assert r["values"]["offload"] == ["none", "optimizer", "params"] and r["values"]["hsdp_shard"]
-    assert r["values"]["sp"] == [False, True] and r["values"]["virtual_stages"] == [1]
+    sw = r["swept"]
+    assert sw["offload"] == ["none", "optimizer", "params"] and sw["zero"] == [0, 1, 2, 3]
+    assert sw["hsdp_shard"][0] is None and len(sw["hsdp_shard"]) > 5  # none and shard groups of 1, 2, 4, ...
+    assert sw["sp"] == [False, True] and sw["virtual_stages"] == [1]  # 61 layers: no interleaving
     times = [b["step_time_s"] for b in r["best"]]
     assert times == sorted(times) and all(b["per_gpu_bytes"] <= 80 * 2**30 for b in r["best"])
     for b in r["best"][:2]:

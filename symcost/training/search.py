@@ -55,8 +55,6 @@ from .states import OFFLOAD
 RECOMPUTES = ("none", "selective", "full")
 ZEROS = (0, 1, 2, 3)
 MICRO = (1, 2, 4, 8, 16)
-NAMES = ("dp", "tp", "pp", "ep", "cp", "virtual_stages", "micro_batch", "zero", "hsdp_shard", "offload",
-         "recompute", "sp")
 
 
 def _divisors(n: int) -> list[int]:
@@ -89,12 +87,6 @@ class Space:
                 "zero": int(self.Z["zero"][iz]), "hsdp_shard": None if sh == lay["dp"] else sh,
                 "offload": OFFLOAD[int(self.Z["off"][iz])], "recompute": self.recomputes[int(self.R["rc"][ir])],
                 "sp": bool(self.R["sp"][ir])}
-
-    def train_kwargs(self, i) -> dict:
-        """Candidate i as ``train_memory`` / ``comm`` keyword arguments."""
-        c = self[i]
-        return {**{k: c[k] for k in ("dp", "tp", "pp", "ep", "cp", "zero", "sp", "recompute", "hsdp_shard",
-                                     "offload", "micro_batch")}, "virtual": c["virtual_stages"]}
 
 
 def _pins(zeros, offload, hsdp):
@@ -148,12 +140,11 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
                 lay += [(dp, tp, pp, e, cp, x) for e in eps for x in vs]
     pinned = [f"{flag} {x}" for flag, x in (("--zero", zeros[0] if len(zeros) == 1 else None),
                                              ("--recompute", recomputes[0] if len(recomputes) == 1 else None),
-                                             ("--sp" if sp else "--no-sp", "" if sp is not None else None),
                                              ("--virtual-stages", virtual), ("--hsdp-shard", hsdp),
                                              ("--offload", offload)) if x is not None]
+    pinned += [] if sp is None else ["--sp" if sp else "--no-sp"]
     nothing = SymcostError(f"--search: no candidate on {gpus} GPUs satisfies the model, --seq {seq}, "
-                           f"--global-batch {global_batch}" + (f" and {', '.join(p.strip() for p in pinned)}"
-                                                               if pinned else ""))
+                           f"--global-batch {global_batch}" + (f" and {', '.join(pinned)}" if pinned else ""))
     if not lay:
         raise nothing
     A = np.array(sorted(lay, key=lambda t: (t[2], t[5])), dtype=np.int64).reshape(-1, 6)
@@ -389,6 +380,8 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     c_start, c_end = np.searchsorted(space.r, r_start), np.searchsorted(space.r, r_end)
     for gi in range(len(starts)):
         p_val, v_val = int(lay["pp"][starts[gi]]), int(lay["v"][starts[gi]])
+        if c_start[gi] == c_end[gi]:
+            continue  # no micro-batch size fits these layouts
         rs, zs, cs = slice(r_start[gi], r_end[gi]), slice(z_start[gi], z_end[gi]), slice(c_start[gi], c_end[gi])
         ranks = rank_stages(model, p_val, v_val)
         n_chunks = p_val * v_val
@@ -552,10 +545,11 @@ def search(model, *, gpus: int, seq: int, global_batch: int, gpu, top: int = 5, 
              "micro_batch": sorted(set(np.unique(space.R["b"]).tolist())),
              "zero": sorted(set(np.unique(space.Z["zero"]).tolist())),
              "offload": [OFFLOAD[i] for i in sorted(set(np.unique(space.Z["off"]).tolist()))],
-             "hsdp_shard": bool((space.Z["sh"] < space.lay["dp"][space.Z["L"]]).any()),
+             "hsdp_shard": [None] * bool((space.Z["sh"] == space.lay["dp"][space.Z["L"]]).any())
+             + np.unique(space.Z["sh"][space.Z["sh"] < space.lay["dp"][space.Z["L"]]]).tolist(),
              "recompute": [space.recomputes[i] for i in sorted(set(np.unique(space.R["rc"]).tolist()))],
              "sp": sorted(set(np.unique(space.R["sp"]).tolist()))}
     return {"candidates": len(space), "fitting": int((mem <= gpu.memory_bytes).sum()), "pinned": pinned,
-            "values": swept,
+            "swept": swept,
             "best": [{**space[i], "micro_batches": int(space.R["m"][space.r[i]]),
                       "per_gpu_bytes": int(mem[i]), "step_time_s": float(step[i])} for i in best]}
