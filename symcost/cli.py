@@ -635,6 +635,9 @@ def _train_search(m, args):
         lines.append("  " + "  ".join(str(x).rjust(w) for x, w in zip(row, widths)))
     if not r["best"]:
         lines.append(f"  (none fits in {human_bytes(find_gpu(args.gpu).memory_bytes)})")
+    if r["not_costed"]:
+        lines.append(f"  {r['not_costed']:,} setups left out: an activation tensor would split into a fraction of "
+                     f"a byte (a vocabulary- or sequence-parallel split that tp does not divide)")
     if args.capacity_factor is not None:
         lines.append(f"  MoE capacity factor {args.capacity_factor} (not swept: it changes what is computed)")
     _emit(args, payload, "\n".join(lines))

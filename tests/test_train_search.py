@@ -95,6 +95,46 @@ def test_candidates_equal_train_and_comm(name, gpus, gb, capacity):
         assert float(r.step_time_s[i]) == pytest.approx(st["step_time_s"], rel=1e-9), c
 
 
+@pytest.mark.parametrize("name,gpus,gb,capacity", [
+    ("qwen3-next-80b-a3b-thinking", 32, 64, None),  # Gated DeltaNet + attention, MoE
+    ("nemotron-h-56b-base-8k", 16, 32, None),       # Mamba-2 hybrid
+    ("gemma-2-9b-it", 16, 32, None),                # sliding windows, soft-capped logits
+    ("llama-4-scout-17b-16e-instruct", 16, 32, Fraction(5, 4)),  # vision tower left out, capacity
+])
+def test_candidates_equal_train_other_families(name, gpus, gb, capacity):
+    m, g = symcost.build(name), gpu("H100")
+    space = candidates(m, gpus, 4096, gb)
+    r = evaluate(m, space, seq=4096, global_batch=gb, gpu=g, capacity=capacity)
+    assert r.valid.all()
+    for i in random.Random(2).sample(range(len(space)), 10):
+        c = space[i]
+        tm, cm, st = _reference(m, c, seq=4096, gb=gb, g=g, capacity=capacity)
+        assert int(r.per_gpu_bytes[i]) == tm.per_gpu, c
+        assert float(r.step_time_s[i]) == pytest.approx(st["step_time_s"], rel=1e-9), c
+
+
+def test_setups_train_cannot_cost_are_left_out(capsys):
+    """GPT-2's 12 heads allow tp = 3 or 6, but its vocabulary (50,257) does not split into whole
+    bytes over them: train_memory cannot take those leaves exactly (terms.exact raises), and the
+    search leaves exactly those setups out (and reports how many)."""
+    m, g = symcost.build("gpt2"), gpu("H100")
+    space = candidates(m, 24, 1024, 48)
+    r = evaluate(m, space, seq=1024, global_batch=48, gpu=g)
+    bad, good = np.flatnonzero(~r.valid), np.flatnonzero(r.valid)
+    assert all((space[int(i)]["tp"] % 3 == 0) != bool(r.valid[i]) for i in range(len(space)))  # 50,257 = 29·1733
+    rng = random.Random(3)
+    for i in rng.sample(list(bad), 6):
+        with pytest.raises(ValueError, match="integer"):
+            _reference(m, space[int(i)], seq=1024, gb=48, g=g)
+    for i in rng.sample([int(i) for i in good if space[int(i)]["sp"]], 6):
+        c = space[i]
+        assert int(r.per_gpu_bytes[i]) == _reference(m, c, seq=1024, gb=48, g=g)[0].per_gpu, c
+    assert main(["train", "gpt2", "--seq", "1024", "--micro-batch", "1", "--global-batch", "48", "--search",
+                 "--gpus", "24", "--gpu", "H100", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["not_costed"] == len(bad) and out["candidates"] == len(good)
+
+
 def _enumerate(m, gpus, seq, gb):
     """Every setup the single-setup checks accept, by brute force over the option values."""
     v = m.values

@@ -31,7 +31,11 @@ ones ``train_memory`` / ``comm`` / ``steptime`` evaluate, with the same exact in
 (int64: the states' ceilings, the activation formulas compiled once per (recompute, SP) by
 ``symcost.numeric`` and rounded to the integers they are, the interleaved schedule's in-flight
 chunks from its replay, ``schedule``) and the same collectives' α and β terms for the time.
-``tests/test_training_plan.py`` checks sampled candidates and the best one against ``train``.
+A setup where an activation term is not a whole number of bytes (a vocabulary- or sequence-
+parallel split that N_tp does not divide: GPT-2's 50,257-token vocabulary over N_tp = 3) cannot
+be costed by ``train_memory`` (``terms.exact`` raises); such candidates are found exactly (each
+term is compiled as an integer numerator and denominator) and left out, and counted.
+``tests/test_train_search.py`` checks sampled candidates and the best one against ``train``.
 """
 from __future__ import annotations
 
@@ -234,36 +238,80 @@ def _kinds(model):
 
 
 def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch):
-    """One NumPy function of (B, N_tp, N_cp) giving, per layer group, its activations ("g:" + name,
-    all its layers), the embedding side ("pre", with the shared tables), the head side ("post"),
-    one layer's saved set while it is recomputed ("w:") and its EP dispatch buffers ("d:")."""
+    """The activation terms ``train_memory`` sums, per layer group ("g:" + name, all its layers),
+    the embedding side ("pre", with the shared tables), the head side ("post"), one layer's saved
+    set while it is recomputed ("w:") and its EP dispatch buffers ("d:"): {key: [leaf formula, ...]}
+    in (B, N_tp, N_cp), each leaf a term ``train_memory`` takes exactly (``terms.exact``)."""
     from ..components.moe import MoE
-    v = model.values
-    sub = {**v, sym.b_a: ACT_BYTES[act_dtype], sym.T: seq}
     bw = Backward(kernel=kernel, recompute=rc, act_dtype=act_dtype, scan=scan)
     tree = activations(model, bw, sp=sp, capacity=capacity)
-    ex = {}
-    for g in model.groups:
-        if g.name in tree:
-            ex["g:" + g.name] = tree[g.name].total
-    ex["pre"] = sum((tree[k].total for k in [c.key for c in model.pre] + ["shared"] if k in tree), sympy.Integer(0))
-    ex["post"] = sum((tree[c.key].total for c in model.post if c.key in tree), sympy.Integer(0))
+
+    def leaves(keys):
+        return [e for k in keys if k in tree for e in (tree[k].flatten().values() if hasattr(tree[k], "flatten")
+                                                       else [tree[k]])]
+
+    parts = {"g:" + g.name: leaves([g.name]) for g in model.groups if g.name in tree}
+    parts["pre"] = leaves([c.key for c in model.pre] + ["shared"])
+    parts["post"] = leaves([c.key for c in model.post])
     if want_working:
         for name, t in per_layer(model, bw, capacity, sp=sp).items():
-            ex["w:" + name] = t.total
+            parts["w:" + name] = [t.total]
     if want_dispatch:
         for g in model.groups:
             d = [dispatch_buffers(c, capacity, sp=sp) for c in g.components if isinstance(c, MoE)]
             if d:
-                ex["d:" + g.name] = sum(d, sympy.Integer(0))
-    fn = compile_exprs({k: sympy.sympify(e).xreplace(sub) for k, e in ex.items()}, (sym.B, sym.N_tp, sym.N_cp),
-                       exact_int=True)
-    return fn
+                parts["d:" + g.name] = d
+    sub = {**model.values, sym.b_a: ACT_BYTES[act_dtype], sym.T: seq}
+    return _ExactSum({k: [sympy.sympify(sympy.sympify(e).xreplace(sub)) for e in es] for k, es in parts.items()},
+                     (sym.B, sym.N_tp, sym.N_cp))
 
 
-def _int(x, shape) -> np.ndarray:
-    """The exact integers a compiled formula's floats stand for (every saved tensor is whole bytes)."""
-    return np.rint(np.broadcast_to(np.asarray(x, dtype=float), shape)).astype(np.int64)
+class _ExactSum:
+    """Sums of formula leaves evaluated exactly on int64 arrays: each leaf is compiled as the
+    numerator and denominator of its integer-coefficient fraction, so a leaf that is not a whole
+    number of bytes is seen (``train_memory`` cannot cost that setup: ``terms.exact`` raises)
+    instead of being rounded; leaves that are not such fractions fall back to floats, rounded."""
+
+    def __init__(self, parts: dict, symbols):
+        exprs, self.plan = {}, {}
+        for key, es in parts.items():
+            items = []
+            for e in es:
+                j = len(exprs)
+                num, den = sympy.fraction(sympy.together(e))
+                gens = sorted(e.free_symbols, key=str)
+                try:
+                    integral = all((sympy.Poly(x, *gens).domain.is_ZZ if gens else x.is_Integer) for x in (num, den))
+                except sympy.PolynomialError:
+                    integral = False
+                if integral:
+                    exprs[f"n{j}"], exprs[f"q{j}"] = num, den
+                    items.append((f"n{j}", f"q{j}"))
+                else:
+                    exprs[f"f{j}"] = e
+                    items.append((f"f{j}", None))
+            self.plan[key] = items
+        self.fn = compile_exprs(exprs, symbols, exact_int=True)
+
+    def __call__(self, *args):
+        """({key: int64 array}, {key: bool array, every leaf of the key a whole number})."""
+        shape = np.broadcast(*args).shape
+        raw = self.fn(*(np.asarray(a, dtype=np.int64) for a in args))
+        out, wholes = {}, {}
+        for key, items in self.plan.items():
+            tot = np.zeros(shape, dtype=np.int64)
+            whole = wholes[key] = np.ones(shape, dtype=bool)
+            for n, q in items:
+                if q is None:
+                    tot += np.rint(np.broadcast_to(np.asarray(raw[n], dtype=float), shape)).astype(np.int64)
+                    continue
+                num = np.broadcast_to(np.asarray(raw[n], dtype=np.int64), shape)
+                den = np.broadcast_to(np.asarray(raw[q], dtype=np.int64), shape)
+                quo, rem = np.divmod(num, den)
+                whole &= rem == 0
+                tot += quo
+            out[key] = tot
+        return out, wholes
 
 
 def _ceil_div(num, den):
@@ -276,6 +324,7 @@ class Result:
     step_time_s: np.ndarray
     space: Space
     tables: dict
+    valid: np.ndarray  # False where an activation term is not a whole number of bytes (not costed)
 
     def detail(self, i) -> dict:
         """Candidate i's micro-batches, bubble and per-dimension bytes (the busiest rank's, as ``comm``)."""
@@ -318,6 +367,7 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     s_tok = seq // r_cp
     # -- activations of every R row, per group (exact integers) -----------------------------------
     acts = {}  # key -> int64 array over R rows
+    whole = np.ones(nR, dtype=bool)  # R rows whose activation terms are whole bytes (train can cost them)
     for ri, rname in enumerate(space.recomputes):
         for s_ in (False, True):
             mask = (rc == ri) & (spf == s_)
@@ -326,10 +376,11 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
             fn = _compile_acts(model, rname, s_, kernel=kernel, act_dtype=act_dtype, scan=scan, seq=seq,
                                capacity=capacity, want_working=rname == "full", want_dispatch=has_moe)
             idx = np.nonzero(mask)[0]
-            out = fn(b[idx], r_tp[idx], r_cp[idx])
+            out, ok = fn(b[idx], r_tp[idx], r_cp[idx])
             for key, x in out.items():
-                arr = acts.setdefault(key, np.zeros(nR, dtype=np.int64))
-                arr[idx] = _int(x, idx.shape)
+                acts.setdefault(key, np.zeros(nR, dtype=np.int64))[idx] = x
+                # train_memory takes every leaf exactly, the dispatch buffers only with EP
+                whole[idx] &= ok[key] | ((r_ep[idx] == 1) if key.startswith("d:") else False)
     layer = {g: acts["g:" + g] // counts[g] for g in counts if "g:" + g in acts}  # train: total // count
     work = {}
     for g in counts:
@@ -519,7 +570,8 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     inv = 1 / (1 - bub)
     P = (compute + ov * tr) * inv
     step = P[space.r] + (ov * tz0)[space.z] * inv[space.r] + (ov * tz1)[space.z] * (m * inv)[space.r]
-    return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "Z_scaled": Z_scaled, "bubble": bub})
+    return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "Z_scaled": Z_scaled, "bubble": bub},
+                  whole[space.r])
 
 
 def search(model, *, gpus: int, seq: int, global_batch: int, gpu, top: int = 5, zero=None, recompute=None,
@@ -534,7 +586,8 @@ def search(model, *, gpus: int, seq: int, global_batch: int, gpu, top: int = 5, 
                        hsdp=hsdp, offload=offload, max_tp=gpus_per_node)
     r = evaluate(model, space, seq=seq, global_batch=global_batch, gpu=gpu, gpus_per_node=gpus_per_node, **kw)
     mem, step = r.per_gpu_bytes, r.step_time_s
-    fit = np.flatnonzero(mem <= gpu.memory_bytes)
+    fits = (mem <= gpu.memory_bytes) & r.valid
+    fit = np.flatnonzero(fits)
     if len(fit) > top:
         thr = np.partition(step[fit], top - 1)[top - 1]
         fit = fit[step[fit] <= thr]
@@ -549,7 +602,9 @@ def search(model, *, gpus: int, seq: int, global_batch: int, gpu, top: int = 5, 
              + np.unique(space.Z["sh"][space.Z["sh"] < space.lay["dp"][space.Z["L"]]]).tolist(),
              "recompute": [space.recomputes[i] for i in sorted(set(np.unique(space.R["rc"]).tolist()))],
              "sp": sorted(set(np.unique(space.R["sp"]).tolist()))}
-    return {"candidates": len(space), "fitting": int((mem <= gpu.memory_bytes).sum()), "pinned": pinned,
+    n_bad = int((~r.valid).sum())
+    return {"candidates": len(space) - n_bad, "fitting": int(fits.sum()), "pinned": pinned,
+            "not_costed": n_bad,
             "swept": swept,
             "best": [{**space[i], "micro_batches": int(space.R["m"][space.r[i]]),
                       "per_gpu_bytes": int(mem[i]), "step_time_s": float(step[i])} for i in best]}
