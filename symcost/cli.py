@@ -1395,10 +1395,11 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "train":
             sp.add_argument("--search", action="store_true",
                             help="sweep every valid setup on --gpus GPUs and print the five fastest that fit: "
-                                 "layout dp×tp×pp×cp and ep, micro-batch, ZeRO, recompute, --sp on/off, "
-                                 "--virtual-stages, --hsdp-shard, --offload; each of the last six options "
-                                 "(and --zero, --recompute) pins its dimension when given (--offload none, "
-                                 "--hsdp-shard none, --no-sp, --virtual-stages 1 pin them off); "
+                                 "layout dp×tp×pp×cp and ep, micro-batch, ZeRO, recompute, sequence "
+                                 "parallelism on/off, virtual stages, HSDP shard groups, CPU offload; "
+                                 "--zero, --recompute, --sp/--no-sp, --virtual-stages, --hsdp-shard and "
+                                 "--offload, when given, pin their dimension (--no-sp, --virtual-stages 1, "
+                                 "--hsdp-shard none, --offload none pin them off); "
                                  "--capacity-factor is costed in every candidate, not swept; "
                                  "--micro-batch and --dp/--tp/--pp/--ep/--cp are ignored")
             sp.add_argument("--gpus", type=_positive("--gpus"), default=None, help="world size for --search")
