@@ -7,15 +7,16 @@ the CLI's ``--zero``, ``--recompute``, ``--sp/--no-sp``, ``--virtual-stages``, `
   layout     N_tp·N_cp·N_pp·N_dp = G with N_tp dividing the heads and ≤ the GPUs of a node,
              N_cp dividing the sequence, N_pp ≤ L, N_ep dividing both N_dp·N_cp and E;
   v          interleaved 1F1B's model chunks per stage: 1, or v > 1 with N_pp > 1, N_pp·v dividing
-             L and m a multiple of N_pp (``memory.check_pipeline``: Megatron-LM's interleaved
-             schedule runs micro-batches in groups of N_pp, ``microbatch_group_size_per_vp_stage``
-             defaulting to the pipeline size, and needs M mod N = 0 there);
+             L and m a multiple of N_pp (``memory.check_pipeline``; Megatron-LM's
+             ``forward_backward_pipelining_with_interleaving`` runs micro-batches in groups of
+             ``microbatch_group_size_per_vp_stage`` = N_pp by default and raises unless the last
+             group is empty or at least N_pp long, i.e. unless N_pp divides m);
   b          micro-batch sizes with b·N_dp dividing the global batch, m = global / (b·N_dp);
   ZeRO       0-3;   HSDP shard N_sh: none, or N_sh | N_dp, N_sh < N_dp, N_ep | N_sh·N_cp, at ZeRO ≥ 1;
   offload    none; optimizer at ZeRO ≥ 1; params at ZeRO 3 (``states.States.check``);
   recompute  none | selective | full;
   SP         off, and on when N_tp > 1: it can be the slower choice (Megatron re-gathers each
-             block's input in backward: more TP bytes) and it always holds less activation memory.
+             block's input in backward: more TP bytes) and it never holds more activation memory.
 The MoE capacity factor is a modelling input (it changes what is computed: padded expert rows,
 dropped tokens), so it is not swept; every candidate is costed with it.
 
@@ -28,13 +29,13 @@ rank whose composition differs (``plan.rank_stages``; of identical 1F1B stages t
 most); a candidate is a pair of rows, one of each table, of the same layout, and only the per-rank
 sums, the max over ranks and the step time are formed over all candidates. The formulas are the
 ones ``train_memory`` / ``comm`` / ``steptime`` evaluate, with the same exact integers for memory
-(int64: the states' ceilings, the activation formulas compiled once per (recompute, SP) by
-``symcost.numeric`` and rounded to the integers they are, the interleaved schedule's in-flight
-chunks from its replay, ``schedule``) and the same collectives' α and β terms for the time.
-A setup where an activation term is not a whole number of bytes (a vocabulary- or sequence-
-parallel split that N_tp does not divide: GPT-2's 50,257-token vocabulary over N_tp = 3) cannot
-be costed by ``train_memory`` (``terms.exact`` raises); such candidates are found exactly (each
-term is compiled as an integer numerator and denominator) and left out, and counted.
+(int64: the states' ceilings; the activation terms compiled once per (recompute, SP) by
+``symcost.numeric`` as integer numerator / denominator pairs; the interleaved schedule's
+in-flight chunks from its replay, ``schedule``) and the same collectives' α and β terms for the
+time. A setup where an activation term is not a whole number of bytes (a vocabulary- or
+sequence-parallel split that N_tp does not divide: GPT-2's 50,257-token vocabulary over N_tp = 3)
+cannot be costed by ``train_memory`` (``terms.exact`` raises); such candidates are left out, and
+counted.
 ``tests/test_train_search.py`` checks sampled candidates and the best one against ``train``.
 """
 from __future__ import annotations
