@@ -83,6 +83,22 @@ def _ratio(name):
     return parse
 
 
+def _shard(name):
+    """A positive integer, or ``none`` (no hybrid sharding, given explicitly)."""
+    def parse(text):
+        if text.strip().lower() == "none":
+            return "none"
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer or 'none', got {shown!r}")
+        return value
+    return parse
+
+
 def _positive(name):
     def parse(text):
         try:
@@ -501,6 +517,19 @@ def _parallel(args) -> dict:
     return {k: getattr(args, k) for k in ("dp", "tp", "pp", "ep", "cp")}
 
 
+#: options ``train --search`` sweeps unless given, and the value each has when it is not given
+SWEPT_DEFAULTS = {"zero": 0, "recompute": "none", "sp": False, "virtual_stages": 1, "offload": "none",
+                  "hsdp_shard": None}
+
+
+def _train_defaults(args) -> None:
+    """A single layout (``train`` without --search, ``comm``): an option not given takes its
+    default (--hsdp-shard none = shard over all of dp)."""
+    for k, default in SWEPT_DEFAULTS.items():
+        if getattr(args, k) is None or (k == "hsdp_shard" and args.hsdp_shard == "none"):
+            setattr(args, k, default)
+
+
 def _train_options(args) -> dict:
     cf = args.capacity_factor  # an exact Fraction (``_ratio``)
     return dict(seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
@@ -530,6 +559,7 @@ def cmd_train(args):
     _check_positions(m, args.seq, "--seq")
     if args.search:
         return _train_search(m, args)
+    _train_defaults(args)
     g = find_gpu(args.gpu) if args.gpu else None
     tm = train_memory(m, optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
                       act_dtype=args.act_dtype, activation_model=args.activations, scan=args.scan,
@@ -587,26 +617,41 @@ def _train_search(m, args):
     from .training.search import search
     if not (args.gpus and args.gpu and args.global_batch):
         raise SymcostError("--search needs --gpus, --gpu and --global-batch")
-    for flag, val, off in (("--offload", args.offload, "none"), ("--hsdp-shard", args.hsdp_shard, None),
-                           ("--virtual-stages", args.virtual_stages, 1), ("--capacity-factor", args.capacity_factor, None)):
-        if val != off:
-            raise SymcostError(f"{flag}: --search does not sweep it (it sweeps dp, tp, pp, ep, cp, micro-batch, "
-                               f"ZeRO and recompute); drop {flag}")
+    if args.activations != "engine":
+        raise SymcostError("--search evaluates the engine's activations; drop --activations korthikanti")
     t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, gpus=args.gpus, seq=args.seq, global_batch=args.global_batch, gpu=find_gpu(args.gpu),
-               mfu=args.mfu, kernel=args.attention_kernel, act_dtype=args.act_dtype,
+               zero=args.zero, recompute=args.recompute, sp=args.sp, virtual=args.virtual_stages,
+               hsdp=args.hsdp_shard, offload=args.offload, capacity=args.capacity_factor,
+               mfu=args.mfu, kernel=args.attention_kernel, act_dtype=args.act_dtype, scan=args.scan,
                grad_dtype=args.grad_dtype, optimizer=args.optimizer, ib_bytes_s=args.ib_gbs * 1e9,
-               gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6, overlap=args.overlap)
+               gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6, overlap=args.overlap,
+               pcie_bytes_s=args.pcie_gbs * 1e9)
     r["seconds"] = time.perf_counter() - t0
     r["cpu_seconds"] = time.process_time() - c0
     payload = {"model": m.name, "gpus": args.gpus, "gpu": args.gpu, "seq": args.seq,
-               "global_batch": args.global_batch, **r}
-    lines = [f"{m.name}: {r['candidates']:,} layouts on {args.gpus} x {args.gpu} ({r['fitting']:,} fit), "
-             f"evaluated in {r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s CPU); fastest that fit:"]
-    for b in r["best"]:
-        lines.append(f"  dp={b['dp']} tp={b['tp']} pp={b['pp']} ep={b['ep']} cp={b['cp']} micro={b['micro_batch']} "
-                     f"ZeRO-{b['zero']} recompute={b['recompute']}: {b['step_time_s']:.3f} s/step, "
-                     f"{human_bytes(b['per_gpu_bytes'])} per GPU")
+               "global_batch": args.global_batch,
+               "capacity_factor": None if args.capacity_factor is None else str(args.capacity_factor), **r}
+    pins = ", ".join(f"{k}={v}" for k, v in r["pinned"].items())
+    lines = [f"{m.name}: {r['candidates']:,} candidates on {args.gpus} x {args.gpu} ({r['fitting']:,} fit), "
+             f"evaluated in {r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s CPU)"
+             + (f"; pinned: {pins}" if pins else "") + "; fastest that fit:"]
+    head = ("dp", "tp", "pp", "ep", "cp", "v", "mb", "m", "ZeRO", "hsdp", "offload", "recompute", "sp",
+            "s/step", "per GPU")
+    rows = [(b["dp"], b["tp"], b["pp"], b["ep"], b["cp"], b["virtual_stages"], b["micro_batch"], b["micro_batches"],
+             b["zero"], "-" if b["hsdp_shard"] is None else b["hsdp_shard"], b["offload"], b["recompute"],
+             "on" if b["sp"] else "off", f"{b['step_time_s']:.3f}", human_bytes(b["per_gpu_bytes"]))
+            for b in r["best"]]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    for row in (head, *rows):
+        lines.append("  " + "  ".join(str(x).rjust(w) for x, w in zip(row, widths)))
+    if not r["best"]:
+        lines.append(f"  (none fits in {human_bytes(find_gpu(args.gpu).memory_bytes)})")
+    if r["not_costed"]:
+        lines.append(f"  {r['not_costed']:,} setups left out: an activation tensor would split into a fraction of "
+                     f"a byte (a vocabulary- or sequence-parallel split that tp does not divide)")
+    if args.capacity_factor is not None:
+        lines.append(f"  MoE capacity factor {args.capacity_factor} (not swept: it changes what is computed)")
     _emit(args, payload, "\n".join(lines))
 
 
@@ -615,6 +660,7 @@ def cmd_comm(args):
     from .training.comm import comm
     m = loader.build(args.model)
     _check_positions(m, args.seq, "--seq")
+    _train_defaults(args)
     from .training.memory import check_capacity
     check_capacity(m, args.capacity_factor)  # a dense model first says it has no experts
     if args.capacity_factor is not None and args.ep == 1 and not args.gpu:
@@ -1371,19 +1417,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--micro-batch", type=_positive("--micro-batch"), required=True)
         sp.add_argument("--global-batch", type=_positive("--global-batch"), default=None)
         parallel_flags(sp)
-        sp.add_argument("--sp", action="store_true", help="sequence parallelism (needs --tp > 1)")
-        sp.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=0,
+        pin = "; --search sweeps it unless given" if name == "train" else ""
+        sp.add_argument("--sp", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"sequence parallelism (needs --tp > 1; default off{pin})")
+        sp.add_argument("--zero", type=int, choices=[0, 1, 2, 3], default=None,
                         help="ZeRO stage (3 = FSDP full shard; 1 + --grad-dtype fp32 = Megatron's "
-                             "distributed optimizer)")
-        sp.add_argument("--recompute", choices=["none", "selective", "full"], default="none")
+                             f"distributed optimizer; default 0{pin})")
+        sp.add_argument("--recompute", choices=["none", "selective", "full"], default=None,
+                        help=f"activation recomputation (default none{pin})")
         sp.add_argument("--optimizer", choices=["adamw", "sgd", "adam8bit"], default="adamw")
         sp.add_argument("--grad-dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
         sp.add_argument("--act-dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
         sp.add_argument("--attention-kernel", choices=["flash", "eager"], default="flash")
         if name == "train":
             sp.add_argument("--search", action="store_true",
-                            help="sweep every valid layout (dp×tp×pp×cp, ep, micro-batch, ZeRO, recompute) "
-                                 "on --gpus GPUs; --micro-batch and the parallel options are ignored")
+                            help="sweep every valid setup on --gpus GPUs and print the five fastest that fit: "
+                                 "layout dp×tp×pp×cp and ep, micro-batch, ZeRO, recompute, sequence "
+                                 "parallelism on/off, virtual stages, HSDP shard groups, CPU offload; "
+                                 "--zero, --recompute, --sp/--no-sp, --virtual-stages, --hsdp-shard and "
+                                 "--offload, when given, pin their dimension (--no-sp, --virtual-stages 1, "
+                                 "--hsdp-shard none, --offload none pin them off); "
+                                 "--capacity-factor is costed in every candidate, not swept; "
+                                 "--micro-batch and --dp/--tp/--pp/--ep/--cp are ignored")
             sp.add_argument("--gpus", type=_positive("--gpus"), default=None, help="world size for --search")
             sp.add_argument("--activations", choices=["engine", "korthikanti"], default="engine",
                             help="engine: each component's saved tensors; korthikanti: the 2022 "
@@ -1398,15 +1453,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         sp.add_argument("--ib-gbs", type=float, default=50.0, help="scale-out GB/s per GPU")
         sp.add_argument("--gpus-per-node", type=_positive("--gpus-per-node"), default=8)
         sp.add_argument("--alpha-us", type=float, default=10.0, help="latency per collective, µs")
-        sp.add_argument("--virtual-stages", type=_positive("--virtual-stages"), default=1,
+        sp.add_argument("--virtual-stages", type=_positive("--virtual-stages"), default=None,
                         help="interleaved 1F1B: model chunks per pipeline stage (activations of the "
-                             "schedule's peak, p2p per chunk, bubble (p-1)/(v*m+p-1))")
-        sp.add_argument("--offload", choices=["none", "optimizer", "params"], default="none",
+                             f"schedule's peak, p2p per chunk, bubble (p-1)/(v*m+p-1); default 1{pin})")
+        sp.add_argument("--offload", choices=["none", "optimizer", "params"], default=None,
                         help="CPU offload: optimizer (ZeRO-Offload: optimizer state and gradients on the "
-                             "host, needs --zero >= 1) or params (also the weight shard, needs --zero 3)")
-        sp.add_argument("--hsdp-shard", type=_positive("--hsdp-shard"), default=None, metavar="N",
+                             "host, needs --zero >= 1) or params (also the weight shard, needs --zero 3; "
+                             f"default none{pin})")
+        sp.add_argument("--hsdp-shard", type=_shard("--hsdp-shard"), default=None, metavar="N|none",
                         help="hybrid sharding: ZeRO groups of N data-parallel ranks (x cp), replicated "
-                             "over dp/N groups (default: shard over all of dp)")
+                             f"over dp/N groups (default none: shard over all of dp{pin})")
         sp.add_argument("--capacity-factor", type=_ratio("--capacity-factor"), default=None, metavar="X",
                         help="MoE expert capacity factor, padded to capacity (Megatron's "
                              "--moe-expert-capacity-factor): E*ceil(X*k*tokens/E) expert rows "

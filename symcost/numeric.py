@@ -17,7 +17,35 @@ from sympy.printing.numpy import NumPyPrinter
 
 
 class _Printer(NumPyPrinter):
-    """NumPy printer whose ``Min`` / ``Max`` fold pairwise into ``numpy.minimum`` / ``maximum``."""
+    """NumPy printer whose ``Min`` / ``Max`` fold pairwise into ``numpy.minimum`` / ``maximum``;
+    with ``exact_int`` a ``ceiling`` / ``floor`` of a ratio of integer polynomials is printed as
+    integer floor division (exact on int64 arrays, where ``numpy.ceil`` of the float quotient can
+    land one above an exact integer: ceil(11/10·10) = 12 in floats)."""
+
+    def __init__(self, settings=None, exact_int=False):
+        super().__init__(settings)
+        self._exact_int = exact_int
+
+    def _ratio(self, arg):
+        if not self._exact_int:
+            return None
+        num, den = sympy.fraction(sympy.together(arg))
+        syms = sorted(arg.free_symbols, key=str)
+        try:
+            if not all(sympy.Poly(x, *syms).domain.is_ZZ for x in (num, den)) if syms else not (
+                    num.is_Integer and den.is_Integer):
+                return None
+        except sympy.PolynomialError:
+            return None
+        return self._print(num), self._print(den)
+
+    def _print_ceiling(self, expr):
+        r = self._ratio(expr.args[0])
+        return super()._print_ceiling(expr) if r is None else f"(-((-({r[0]})) // ({r[1]})))"
+
+    def _print_floor(self, expr):
+        r = self._ratio(expr.args[0])
+        return super()._print_floor(expr) if r is None else f"(({r[0]}) // ({r[1]}))"
 
     def _fold(self, expr, fn):
         args = [self._print(a) for a in expr.args]
@@ -33,10 +61,12 @@ class _Printer(NumPyPrinter):
         return self._fold(expr, "maximum")
 
 
-def source(exprs: dict, symbols: Iterable[sympy.Symbol], name: str = "compiled") -> tuple[str, dict]:
+def source(exprs: dict, symbols: Iterable[sympy.Symbol], name: str = "compiled",
+           exact_int: bool = False) -> tuple[str, dict]:
     """(Python source of ``def name(<symbols>)`` returning ``{key: value}``, the namespace it needs)."""
     import numpy
-    printer = _Printer({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False})
+    printer = _Printer({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False},
+                       exact_int=exact_int)
     args = [s.name for s in symbols]
     body = [f"        {k!r}: {printer.doprint(sympy.sympify(e))}," for k, e in exprs.items()]
     src = f"def {name}({', '.join(args)}):\n    return {{\n" + "\n".join(body) + "\n    }\n"
@@ -44,10 +74,11 @@ def source(exprs: dict, symbols: Iterable[sympy.Symbol], name: str = "compiled")
     return src, ns
 
 
-def compile_exprs(exprs: dict, symbols: Iterable[sympy.Symbol]) -> Callable:
+def compile_exprs(exprs: dict, symbols: Iterable[sympy.Symbol], exact_int: bool = False) -> Callable:
     """One NumPy function of ``symbols`` (positional; arrays broadcast) returning ``{key: array}``
-    for every expression of ``exprs``."""
-    src, ns = source(exprs, list(symbols))
+    for every expression of ``exprs`` (``exact_int``: ceilings and floors of integer ratios in
+    integer arithmetic, for int64 arguments)."""
+    src, ns = source(exprs, list(symbols), exact_int=exact_int)
     exec(compile(src, "<symcost.numeric>", "exec"), ns)  # printed from engine-built SymPy trees
     return ns["compiled"]
 

@@ -224,34 +224,7 @@ def test_train_formula_round_trip(model, extra, capsys):
     assert sympy.diff(parse(r["formula"]["optimizer"]), sym.N_dp) != 0 or r["zero"] == 0
 
 
-# -- train --search: the vectorised sweep agrees with train / comm row by row ----------------------
-@pytest.mark.parametrize("name,gpus,gb", [("deepseek-v3", 64, 256), ("mixtral-8x7b-v0.1", 32, 64),
-                                          ("llama-3.1-8b", 16, 32)])
-def test_search_rows_equal_train_and_comm(name, gpus, gb):
-    import random
-    from symcost.gpus import gpu
-    from symcost.training.search import candidates, evaluate
-    m = symcost.build(name)
-    rows = candidates(m, gpus, 4096, gb)
-    r = evaluate(m, rows, seq=4096, global_batch=gb, gpu=gpu("H100"))
-    for i in random.Random(0).sample(range(len(rows)), 8):
-        dp, tp, pp, ep, cp, b, z, rc = rows[i]
-        kw = dict(seq=4096, micro_batch=b, global_batch=gb, dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=z, sp=tp > 1)
-        tm = train_memory(m, recompute=rc, **kw)
-        assert r["per_gpu_bytes"][i] == pytest.approx(tm.per_gpu, rel=1e-12), rows[i]
-        c = comm(m, recompute="none" if rc == "selective" and cp == 1 else rc, **kw)["bytes"]
-        for dim, x in c.items():
-            assert r["bytes"][dim][i] == pytest.approx(x, rel=1e-9, abs=1), (rows[i], dim)
-
-
-def test_search_cli_deepseek_2048(capsys):
-    assert main(["train", "deepseek-v3", "--seq", "4096", "--micro-batch", "1", "--global-batch", "15360",
-                 "--search", "--gpus", "2048", "--gpu", "H800", "--json"]) == 0
-    r = json.loads(capsys.readouterr().out)
-    assert r["candidates"] >= 10_000 and len(r["best"]) == 5
-    assert all(b["per_gpu_bytes"] <= 80 * 2**30 for b in r["best"])
-    times = [b["step_time_s"] for b in r["best"]]
-    assert times == sorted(times)
+# -- train --search: tests/test_train_search.py ----------------------------------------------------
 
 
 @pytest.mark.parametrize("extra", [

@@ -301,9 +301,12 @@ def test_bad_moe_options_exit_2(capsys):
                          (["--dp", "8", "--ep", "8", "--zero", "1", "--hsdp-shard", "4"], "must divide hsdp-shard")):
         assert main(base + argv) == 2
         assert needle in json.loads(capsys.readouterr().out)["error"]
+    # --search sweeps these options; given, they pin (tests/test_train_search.py)
     assert main(["train", "deepseek-v3", "--seq", "4096", "--micro-batch", "1", "--global-batch", "64", "--search",
-                 "--gpus", "64", "--gpu", "H800", "--offload", "optimizer", "--zero", "1", "--json"]) == 2
-    assert "does not sweep" in json.loads(capsys.readouterr().out)["error"]
+                 "--gpus", "64", "--gpu", "H800", "--offload", "optimizer", "--zero", "1", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["pinned"] == {"zero": 1, "offload": "optimizer"}
+    assert all(b["offload"] == "optimizer" and b["zero"] == 1 for b in r["best"])
 
 
 # -- the sheet's Training and Communication sections ------------------------------------------------

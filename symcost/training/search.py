@@ -1,256 +1,611 @@
-"""``train --search``: every valid layout of a model on G GPUs, evaluated as arrays.
+"""``train --search``: every valid training setup of a model on G GPUs, evaluated as arrays.
 
-Candidates: N_tp·N_cp·N_pp·N_dp = G with N_tp dividing the heads (≤ ``max_tp``, inside a node),
-N_cp dividing the sequence, N_pp ≤ L, N_ep dividing both N_dp·N_cp and E, micro-batches b with
-b·N_dp dividing the global batch, every ZeRO stage and recompute mode asked for. For each, the
-per-GPU memory of every pipeline stage (``plan`` + ``activations``, the same formulas ``train``
-uses) and the step time (``steptime`` on ``comm``'s volumes) are computed with NumPy over all
-candidates at once: the per-layer activation formulas are compiled once per (group, recompute,
-sp) with ``lambdify`` (``_compile``) and the stage compositions once per N_pp; the candidates
-are built as NumPy columns (``Rows``), never as Python tuples. ``tests/test_training_plan.py``
-checks sampled rows against ``train_memory`` and ``comm``.
+Swept, each dimension pinned to one value when its option is given (``search(..., zero=...)``,
+the CLI's ``--zero``, ``--recompute``, ``--sp/--no-sp``, ``--virtual-stages``, ``--hsdp-shard``,
+``--offload``):
+
+  layout     N_tp·N_cp·N_pp·N_dp = G with N_tp dividing the heads and ≤ the GPUs of a node,
+             N_cp dividing the sequence, N_pp ≤ L, N_ep dividing both N_dp·N_cp and E;
+  v          interleaved 1F1B's model chunks per stage: 1, or v > 1 with N_pp > 1, N_pp·v dividing
+             L and m a multiple of N_pp (``memory.check_pipeline``; Megatron-LM's
+             ``forward_backward_pipelining_with_interleaving`` runs micro-batches in groups of
+             ``microbatch_group_size_per_vp_stage`` = N_pp by default and raises unless the last
+             group is empty or at least N_pp long, i.e. unless N_pp divides m);
+  b          micro-batch sizes with b·N_dp dividing the global batch, m = global / (b·N_dp);
+  ZeRO       0-3;   HSDP shard N_sh: none, or N_sh | N_dp, N_sh < N_dp, N_ep | N_sh·N_cp, at ZeRO ≥ 1;
+  offload    none; optimizer at ZeRO ≥ 1; params at ZeRO 3 (``states.States.check``);
+  recompute  none | selective | full;
+  SP         off, and on when N_tp > 1: it can be the slower choice (Megatron re-gathers each
+             block's input in backward: more TP bytes) and it never holds more activation memory.
+The MoE capacity factor is a modelling input (it changes what is computed: padded expert rows,
+dropped tokens), so it is not swept; every candidate is costed with it.
+
+How: per-GPU bytes and step time separate into a part that depends on the layout and the
+model-state options (ZeRO, HSDP, offload: weights, gradients, optimizer state, the DP / HSDP /
+PCIe traffic; the ``Z`` table) and a part that depends on the layout, the micro-batch and the
+activation options (recompute, SP: activations in flight and working memory, compute, TP / PP /
+EP / CP traffic, the bubble; the ``R`` table). Each table is computed with NumPy once per pipeline
+rank whose composition differs (``plan.rank_stages``; of identical 1F1B stages the first holds the
+most); a candidate is a pair of rows, one of each table, of the same layout, and only the per-rank
+sums, the max over ranks and the step time are formed over all candidates. The formulas are the
+ones ``train_memory`` / ``comm`` / ``steptime`` evaluate, with the same exact integers for memory
+(int64: the states' ceilings; the activation terms compiled once per (recompute, SP) by
+``symcost.numeric`` as integer numerator / denominator pairs; the interleaved schedule's
+in-flight chunks from its replay, ``schedule``) and the same collectives' α and β terms for the
+time. A setup where an activation term is not a whole number of bytes (a vocabulary- or
+sequence-parallel split that N_tp does not divide: GPT-2's 50,257-token vocabulary over N_tp = 3)
+cannot be costed by ``train_memory`` (``terms.exact`` raises); such candidates are left out, and
+counted.
+``tests/test_train_search.py`` checks sampled candidates and the best one against ``train``.
 """
 from __future__ import annotations
 
-import itertools
+import functools
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import sympy
 
 from ..conventions import Backward
+from ..errors import SymcostError
 from ..notation import sym
-from ..numeric import compile_expr
+from ..numeric import compile_exprs
 from ..terms import exact
-from .activations import activations
+from .activations import activations, dispatch_buffers, per_layer
 from .memory import ACT_BYTES
-from .plan import GRAD_BYTES, OPTIMIZER_BYTES, Plan, stages
-from .steptime import spans
+from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, rank_stages
+from .states import OFFLOAD
+
+RECOMPUTES = ("none", "selective", "full")
+ZEROS = (0, 1, 2, 3)
+MICRO = (1, 2, 4, 8, 16)
 
 
 def _divisors(n: int) -> list[int]:
     return [i for i in range(1, n + 1) if n % i == 0]
 
 
-class Rows:
-    """The candidate layouts as NumPy columns (dp, tp, pp, ep, cp, micro-batch, ZeRO, recompute);
-    ``rows[i]`` is the i-th as a tuple."""
+@dataclass
+class Space:
+    """The candidates. ``lay``: layout columns (dp, tp, pp, ep, cp, v), sorted by (pp, v);
+    ``R``: (layout, micro-batch b, m, recompute index, sp) rows; ``Z``: (layout, zero, sh, offload
+    index) rows, sh = dp meaning no HSDP; candidate i is the pair (``r[i]``, ``z[i]``) of rows of
+    the same layout, in the order (layout, b, recompute, sp, zero, offload, shard)."""
 
-    names = ("dp", "tp", "pp", "ep", "cp", "micro_batch", "zero", "recompute")
-
-    def __init__(self, cols: dict, recomputes):
-        self.cols, self.recomputes = cols, tuple(recomputes)
+    lay: dict
+    R: dict
+    Z: dict
+    r: np.ndarray
+    z: np.ndarray
+    recomputes: tuple
 
     def __len__(self) -> int:
-        return len(self.cols["dp"])
+        return len(self.r)
 
-    def __getitem__(self, i) -> tuple:
-        c = self.cols
-        return (*(int(c[k][i]) for k in ("dp", "tp", "pp", "ep", "cp", "b", "zero")), self.recomputes[c["rc"][i]])
+    def __getitem__(self, i) -> dict:
+        ir, iz = int(self.r[i]), int(self.z[i])
+        li = int(self.R["L"][ir])
+        lay = {k: int(self.lay[k][li]) for k in ("dp", "tp", "pp", "ep", "cp")}
+        sh = int(self.Z["sh"][iz])
+        return {**lay, "virtual_stages": int(self.lay["v"][li]), "micro_batch": int(self.R["b"][ir]),
+                "zero": int(self.Z["zero"][iz]), "hsdp_shard": None if sh == lay["dp"] else sh,
+                "offload": OFFLOAD[int(self.Z["off"][iz])], "recompute": self.recomputes[int(self.R["rc"][ir])],
+                "sp": bool(self.R["sp"][ir])}
 
 
-def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=(0, 1, 2, 3),
-               recomputes=("none", "selective", "full"), max_tp: int = 8, micro=(1, 2, 4, 8, 16)) -> Rows:
+def _pins(zeros, offload, hsdp):
+    """The (zero, offload) pairs asked for; a pinned combination no layout can run exits 2."""
+    pairs = [(z, o) for z in zeros for o in OFFLOAD
+             if (o == "none" or (o == "optimizer" and z >= 1) or (o == "params" and z == 3))
+             and (offload is None or o == offload)]
+    if isinstance(hsdp, int):
+        pairs = [(z, o) for z, o in pairs if z >= 1]
+    if not pairs:
+        what = [f"--zero {zeros[0]}" if len(zeros) == 1 else None,
+                None if offload is None else f"--offload {offload}",
+                None if not isinstance(hsdp, int) else f"--hsdp-shard {hsdp}"]
+        need = ("--offload optimizer needs --zero 1, 2 or 3" if offload == "optimizer" else
+                "--offload params needs --zero 3" if offload == "params" else
+                "--hsdp-shard needs --zero 1, 2 or 3")
+        raise SymcostError(f"--search with {' '.join(w for w in what if w)}: {need}")
+    return pairs
+
+
+def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, recomputes=RECOMPUTES,
+               sp: bool | None = None, virtual: int | None = None, hsdp=None, offload: str | None = None,
+               max_tp: int = 8, micro=MICRO) -> Space:
+    """Every valid candidate. ``sp``, ``virtual``, ``hsdp`` (an int, or ``"none"``) and ``offload``
+    pin their dimension when not None; ``zeros`` / ``recomputes`` / ``micro`` are the values swept."""
     v = model.values
     E = int(v[sym.E]) if sym.E in v else None
-    L = sum(exact(g.count, v) for g in model.groups)
-    blocks = []  # (dp, tp, pp, cp, eps) per valid (tp, cp, pp)
+    L_all = sum(exact(g.count, v) for g in model.groups)  # what stages() and check_pipeline count
+    L_text = sum(exact(g.count, v) for g in model.groups if not g.name.startswith("vision"))
+    pairs = _pins(tuple(zeros), offload, hsdp)
+    if virtual is not None and virtual < 1:
+        raise SymcostError(f"--virtual-stages must be positive, got {virtual}")
+    lay = []
     for tp in _divisors(gpus):
         if tp > max_tp:
             continue
         try:
             Plan(tp=tp).check(model)
-        except Exception:
+        except SymcostError:
             continue
         for cp in _divisors(gpus // tp):
             if seq % cp:
                 continue
             for pp in _divisors(gpus // (tp * cp)):
-                if pp > L:
+                if pp > L_text:
                     continue
+                vs = [1] + [x for x in _divisors(L_all // pp)[1:] if pp > 1 and L_all % (pp * x) == 0]
+                vs = [x for x in vs if virtual is None or x == virtual]
                 dp = gpus // (tp * cp * pp)
                 eps = [e for e in _divisors(dp * cp) if E % e == 0] if E else [1]
-                for ep in eps:
-                    blocks.append((dp, tp, pp, ep, cp))
-    base = np.array(blocks, dtype=np.int64).reshape(-1, 5)
-    # the product with micro-batch × ZeRO × recompute, in the order (layout, b, z, rc)
-    nb, nz, nr = len(micro), len(zeros), len(recomputes)
-    reps = nb * nz * nr
-    lay = np.repeat(base, reps, axis=0)
-    tail = np.array(list(itertools.product(micro, zeros, range(nr))), dtype=np.int64)
-    tail = np.tile(tail, (len(base), 1))
-    keep = global_batch % (tail[:, 0] * lay[:, 0]) == 0
-    lay, tail = lay[keep], tail[keep]
-    cols = {"dp": lay[:, 0], "tp": lay[:, 1], "pp": lay[:, 2], "ep": lay[:, 3], "cp": lay[:, 4],
-            "b": tail[:, 0], "zero": tail[:, 1], "rc": tail[:, 2]}
-    return Rows(cols, recomputes)
+                lay += [(dp, tp, pp, e, cp, x) for e in eps for x in vs]
+    pinned = [f"{flag} {x}" for flag, x in (("--zero", zeros[0] if len(zeros) == 1 else None),
+                                             ("--recompute", recomputes[0] if len(recomputes) == 1 else None),
+                                             ("--virtual-stages", virtual), ("--hsdp-shard", hsdp),
+                                             ("--offload", offload)) if x is not None]
+    pinned += [] if sp is None else ["--sp" if sp else "--no-sp"]
+    nothing = SymcostError(f"--search: no candidate on {gpus} GPUs satisfies the model, --seq {seq}, "
+                           f"--global-batch {global_batch}" + (f" and {', '.join(pinned)}" if pinned else ""))
+    if not lay:
+        raise nothing
+    A = np.array(sorted(lay, key=lambda t: (t[2], t[5])), dtype=np.int64).reshape(-1, 6)
+    cols = {k: A[:, i] for i, k in enumerate(("dp", "tp", "pp", "ep", "cp", "v"))}
+    dp, tp, pp, ep, cp, vv = (cols[k] for k in ("dp", "tp", "pp", "ep", "cp", "v"))
+    nL = len(A)
+    # -- R rows: (layout, b, recompute, sp) -------------------------------------------------------
+    mb = np.array(micro, dtype=np.int64)
+    rcs = np.arange(len(recomputes))
+    sps = np.array([False, True] if sp is None else [bool(sp)])
+    denom = mb[None, :] * dp[:, None]
+    m = np.where(global_batch % denom == 0, global_batch // np.maximum(denom, 1), 0)
+    ok_b = (m > 0) & ((vv[:, None] == 1) | (m % pp[:, None] == 0))
+    ok = (ok_b[:, :, None, None] & np.ones((1, 1, len(rcs), 1), bool)
+          & (~sps[None, None, None, :] | (tp[:, None, None, None] > 1)))
+    li, bi, ri, si = np.nonzero(ok)
+    R = {"L": li, "b": mb[bi], "m": m[li, bi], "rc": rcs[ri], "sp": sps[si]}
+    # -- Z rows: (layout, zero, offload, shard) ---------------------------------------------------
+    divs = np.array(_divisors(gpus), dtype=np.int64)
+    shard = np.concatenate([dp[:, None], np.broadcast_to(divs, (nL, len(divs)))], axis=1)  # col 0: none
+    sh_ok = (dp[:, None] % shard == 0) & ((shard * cp[:, None]) % ep[:, None] == 0)
+    sh_ok[:, 1:] &= shard[:, 1:] < dp[:, None]
+    if hsdp == "none":
+        sh_ok[:, 1:] = False
+    elif hsdp is not None:
+        sh_ok[:, 0] = False
+        sh_ok[:, 1:] &= shard[:, 1:] == hsdp
+    zo = np.array([(z, OFFLOAD.index(o)) for z, o in pairs], dtype=np.int64)
+    okz = sh_ok[:, None, :] & ((zo[:, 0] >= 1)[None, :, None] | (np.arange(shard.shape[1]) == 0)[None, None, :])
+    lz, pz, sz = np.nonzero(okz)
+    Z = {"L": lz, "zero": zo[pz, 0], "off": zo[pz, 1], "sh": shard[lz, sz]}
+    # -- candidates: per layout, every R row with every Z row -------------------------------------
+    cR = np.bincount(R["L"], minlength=nL)
+    cZ = np.bincount(Z["L"], minlength=nL)
+    sR = np.concatenate([[0], np.cumsum(cR)[:-1]])
+    sZ = np.concatenate([[0], np.cumsum(cZ)[:-1]])
+    per = cR * cZ
+    if not per.sum():
+        raise nothing
+    cl = np.repeat(np.arange(nL), per)
+    k = np.arange(int(per.sum())) - np.repeat(np.cumsum(per) - per, per)
+    r = (sR[cl] + k // cZ[cl]).astype(np.int32)
+    z = (sZ[cl] + k % cZ[cl]).astype(np.int32)
+    return Space(cols, R, Z, r, z, tuple(recomputes))
 
 
-def _compile(e):
-    """NumPy callable of (B, N_tp, N_cp) (``symcost.numeric``)."""
-    return compile_expr(e, (sym.B, sym.N_tp, sym.N_cp))
-
-
-def evaluate(model, rows, *, seq: int, global_batch: int, gpu, mfu: float = 0.4, kernel="flash",
-             act_dtype="bf16", grad_dtype="bf16", optimizer="adamw", ib_bytes_s=50e9,
-             gpus_per_node=8, alpha_s=10e-6, overlap=0.0):
-    """Per-GPU bytes and step time of every row (dicts of NumPy arrays)."""
-    from .flops import train_flops
-    v = model.values
-    if not isinstance(rows, Rows):  # a list of tuples
-        recs = ("none", "selective", "full")
-        t = np.array([r[:7] for r in rows], dtype=np.int64).reshape(-1, 7)
-        rows = Rows({"dp": t[:, 0], "tp": t[:, 1], "pp": t[:, 2], "ep": t[:, 3], "cp": t[:, 4], "b": t[:, 5],
-                     "zero": t[:, 6], "rc": np.array([recs.index(r[7]) for r in rows], dtype=np.int64)}, recs)
-    c0 = rows.cols
-    dp, tp, pp, ep, cp, b, zero = (c0[k] for k in ("dp", "tp", "pp", "ep", "cp", "b", "zero"))
-    rc = np.array(rows.recomputes)[c0["rc"]]
-    sp = tp > 1
-    a = ACT_BYTES[act_dtype]
-    m = global_batch // (b * dp)
-    K, bg = float(OPTIMIZER_BYTES[optimizer]), GRAD_BYTES[grad_dtype]
-    n_dense = (dp * cp).astype(float)
-    n_exp = (dp * cp // ep).astype(float)
-    # activations per layer of each group, compiled once per (recompute, sp)
-    B, T, Ntp, Ncp = sym.B, sym.T, sym.N_tp, sym.N_cp
-    comp = {}
-    for r_ in set(rc):
-        for s_ in (False, True):
-            tree = activations(model, Backward(kernel=kernel, recompute=r_, act_dtype=act_dtype), sp=s_)
-            fns = {}
-            for g in model.groups:
-                if g.name in tree:
-                    e = (tree[g.name].total / g.count).xreplace({**v, sym.b_a: a, T: seq})
-                    fns[g.name] = _compile(e)
-            pre = sum((tree[k].total for k in [c.key for c in model.pre] + ["shared"] if k in tree), sympy.Integer(0))
-            post = sum((tree[c.key].total for c in model.post if c.key in tree), sympy.Integer(0))
-            fns["__pre"] = _compile(pre.xreplace({**v, sym.b_a: a, T: seq}))
-            fns["__post"] = _compile(post.xreplace({**v, sym.b_a: a, T: seq}))
-            comp[(r_, s_)] = fns
-    per_gpu = np.zeros(len(rows))
-    dp_bytes = np.zeros(len(rows))
-    tp_bytes = np.zeros(len(rows))
-    pp_bytes = np.zeros(len(rows))
-    ep_bytes = np.zeros(len(rows))
-    cp_bytes = np.zeros(len(rows))
-    counts = {k: np.zeros(len(rows)) for k in ("dp", "tp", "pp", "ep", "cp")}
-    d = exact(sym.d, v)
-    k_route = exact(sym.k, v) if sym.k in v else 0
-    kinds = _kinds(model)
-    full = {"dp": dp, "tp": tp, "ep": ep, "cp": cp, "b": b, "zero": zero, "rc": rc, "sp": sp, "m": m,
-            "n_dense": n_dense, "n_exp": n_exp}
-    for p_val in np.unique(pp):
-        sel = np.nonzero(pp == p_val)[0]
-        c = {k: x[sel] for k, x in full.items()}
-        tp_, ep_, cp_, b_, z_, rc_, sp_, m_ = c["tp"], c["ep"], c["cp"], c["b"], c["zero"], c["rc"], c["sp"], c["m"]
-        nd, ne = c["n_dense"], c["n_exp"]
-        s_tok_ = seq // cp_
-        res = {k: np.zeros(len(sel)) for k in ("mem", "dp", "tp", "pp", "ep", "cp")}
-        for st_i, st in enumerate(stages(model, int(p_val))):
-            dense = st["split"] / tp_ + st["whole"]
-            experts = st["experts"] / (ep_ * tp_)
-            w = 2 * (dense / np.where(z_ >= 3, nd, 1) + experts / np.where(z_ >= 3, ne, 1))
-            g_ = bg * (dense / np.where(z_ >= 2, nd, 1) + experts / np.where(z_ >= 2, ne, 1))
-            o = K * (dense / np.where(z_ >= 1, nd, 1) + experts / np.where(z_ >= 1, ne, 1))
-            act = np.zeros(len(sel))
-            # EP dispatch/combine buffers of one MoE layer (activations.dispatch_buffers, dropless)
-            disp = np.where(ep_ > 1, 2 * k_route * (seq // cp_) * b_ * d * a / np.where(sp_, tp_, 1), 0)
-            has_moe = any(kinds[n][1] for n in st["layers"])
-            work = disp if has_moe else np.zeros(len(sel))
-            for (r_, s_), fns in list(comp.items()):
-                mask = (rc_ == r_) & (sp_ == s_)
-                if not mask.any():
-                    continue
-                bb, tt, cc = b_[mask], tp_[mask], cp_[mask]
-                x = sum(cnt * np.broadcast_to(fns[n](bb, tt, cc), bb.shape) for n, cnt in st["layers"].items() if n in fns)
-                if st_i == 0:
-                    x = x + fns["__pre"](bb, tt, cc)
-                if st_i == int(p_val) - 1:
-                    x = x + fns["__post"](bb, tt, cc)
-                act[mask] = x
-                if r_ == "full":
-                    none = comp.get(("none", s_)) or _compile_none(model, kernel, act_dtype, s_, seq, v, a)
-                    comp[("none", s_)] = none
-                    work[mask] = np.max([np.broadcast_to(none[n](bb, tt, cc), bb.shape)
-                                         + (disp[mask] if kinds[n][1] else 0) for n in st["layers"] if n in none], axis=0)
-            inflight = np.minimum(m_, p_val - st_i)
-            tot = np.ceil(w) + np.ceil(g_) + np.ceil(o) + inflight * act + work
-            res["mem"] = np.maximum(res["mem"], tot)
-            # communication of this stage (the busiest GPU of each dimension)
-            z0, z12 = z_ == 0, (z_ == 1) | (z_ == 2)
-            dpb = np.zeros(len(sel))
-            for psi, n_ in ((dense, nd), (experts, ne)):
-                r = (n_ - 1) / n_
-                dpb += np.where(z0, 2 * r * bg * psi, np.where(z12, r * (bg + 2) * psi, r * (4 + bg) * m_ * psi))
-            res["dp"] = np.maximum(res["dp"], dpb)
-            Lh = sum(st["layers"].values())
-            fr = np.where(rc_ == "full", 2, 1)
-            r_tp = (tp_ - 1) / tp_
-            block = s_tok_ * b_ * d * a
-            tpb = np.where(sp_, r_tp * block * Lh * ((2 * fr + 4) + (2 * fr + 2)), 2 * r_tp * block * Lh * (2 * fr + 2))
-            res["tp"] = np.maximum(res["tp"], np.where(tp_ > 1, m_ * (tpb + 2 * 2 * r_tp * block), 0))
-            sends = 1 if st_i in (0, int(p_val) - 1) else 2
-            if p_val > 1:
-                res["pp"] = np.maximum(res["pp"], m_ * sends * s_tok_ * b_ * d * a / np.where(sp_, tp_, 1))
-            n_moe = sum(cnt for n, cnt in st["layers"].items() if kinds[n][1])
-            res["ep"] = np.maximum(res["ep"], m_ * n_moe * np.where(rc_ == "full", 6, 4) * (ep_ - 1) / ep_
-                                   * s_tok_ * b_ * k_route * d * a)
-            cpw = sum(cnt * kinds[n][0] for n, cnt in st["layers"].items())
-            res["cp"] = np.maximum(res["cp"], m_ * cpw * (3 + np.where(rc_ == "none", 0, 1)) * (cp_ - 1)
-                                   * s_tok_ * b_ * a)
-        per_gpu[sel] = res["mem"]
-        for k, arr in (("dp", dp_bytes), ("tp", tp_bytes), ("pp", pp_bytes), ("ep", ep_bytes), ("cp", cp_bytes)):
-            arr[sel] = res[k]
-    flops = float(train_flops(model).total_at(model.values_with(T=seq, B=global_batch)))
-    fwd = float(train_flops(model, recompute="full").total_at(model.values_with(T=seq, B=global_batch))) - flops
-    sel = float(train_flops(model, recompute="selective").total_at(model.values_with(T=seq, B=global_batch))) - flops
-    step_flops = flops + np.where(rc == "full", fwd, np.where(rc == "selective", sel, 0))
-    world = dp * tp * pp * cp
-    compute = step_flops / world / (gpu.bf16_tflops * 1e12 * mfu)
-    sp_ = spans(dp, tp, pp, ep, cp)
-    comm_t = 0
-    for dim, arr in (("dp", dp_bytes), ("tp", tp_bytes), ("pp", pp_bytes), ("ep", ep_bytes), ("cp", cp_bytes)):
-        beta = np.where(sp_[dim] <= gpus_per_node, gpu.link_gbs * 1e9, ib_bytes_s)
-        comm_t = comm_t + arr / beta
-    bub = np.where(pp > 1, (pp - 1) / (m + pp - 1), 0.0)
-    step = (compute + (1 - overlap) * comm_t) / (1 - bub)
-    return {"per_gpu_bytes": per_gpu, "step_time_s": step, "bytes": {"dp": dp_bytes, "tp": tp_bytes,
-            "pp": pp_bytes, "ep": ep_bytes, "cp": cp_bytes}, "m": m}
-
-
-def _compile_none(model, kernel, act_dtype, sp, seq, v, a):
-    tree = activations(model, Backward(kernel=kernel, recompute="none", act_dtype=act_dtype), sp=sp)
-    return {g.name: _compile((tree[g.name].total / g.count).xreplace({**v, sym.b_a: a, sym.T: seq}))
-            for g in model.groups if g.name in tree}
+# -- the schedule's in-flight chunks, for every m at once ------------------------------------------
+@functools.lru_cache(maxsize=None)
+def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
+    """The in-flight chunk counts rank r of p can hold under interleaved 1F1B (``schedule.peak``'s
+    replay): the state after the warmup and after each steady forward. The steady states repeat
+    with period p·v (each chunk runs p forwards and p backwards per period), so p·v steady steps
+    give them all; warmup and cooldown states are dominated. Only maximal states are kept, so
+    max over states of (counts · chunk bytes) is the rank's peak."""
+    from .schedule import forward_chunk, warmup
+    w = warmup(p, r, v, m)
+    held = [0] * v
+    for k in range(w):
+        held[forward_chunk(k, p, v)] += 1
+    states = {tuple(held)}
+    for i in range(min(m * v - w, p * v)):
+        held[forward_chunk(w + i, p, v)] += 1
+        states.add(tuple(held))
+        held[v - 1 - forward_chunk(i, p, v)] -= 1
+    S = sorted(states)
+    keep = [s for s in S if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in S)]
+    return np.array(keep, dtype=np.int64)
 
 
 def _kinds(model):
-    """Per group: (CP ring width per token, whether it has routed experts)."""
+    """Per group: (CP ring width per token, has attention, has routed experts)."""
     from ..components.attention import Attention
     from ..components.mla import MLA
     from ..components.moe import MoE
     v = model.values
     out = {}
     for g in model.groups:
-        w, moe = 0, False
+        w, attn, moe = 0, False, False
         for c in g.components:
             if isinstance(c, MLA):
-                w = exact(c.H_q * (c.D_nope + c.D_rope + c.D_v), v)
+                w, attn = exact(c.H_q * (c.D_nope + c.D_rope + c.D_v), v), True
             elif isinstance(c, Attention):
-                w = exact(2 * c.H_kv * c.D_h, v)
+                w, attn = exact(2 * c.H_kv * c.D_h, v), True
             moe = moe or isinstance(c, MoE)
-        out[g.name] = (w, moe)
+        out[g.name] = (w, attn, moe)
     return out
 
 
-def search(model, *, gpus: int, seq: int, global_batch: int, gpu, top: int = 5, **kw) -> dict:
-    rows = candidates(model, gpus, seq, global_batch)
-    r = evaluate(model, rows, seq=seq, global_batch=global_batch, gpu=gpu, **kw)
-    fits = r["per_gpu_bytes"] <= gpu.memory_bytes
-    order = np.lexsort((r["per_gpu_bytes"], r["step_time_s"]))
-    best = order[fits[order]][:top]
-    names = ("dp", "tp", "pp", "ep", "cp", "micro_batch", "zero", "recompute")
-    return {"candidates": len(rows), "fitting": int(fits.sum()),
-            "best": [{**dict(zip(names, [x if isinstance(x, str) else int(x) for x in rows[i]])),
-                      "per_gpu_bytes": int(r["per_gpu_bytes"][i]), "step_time_s": float(r["step_time_s"][i])}
-                     for i in best]}
+def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch):
+    """The activation terms ``train_memory`` sums, per layer group ("g:" + name, all its layers),
+    the embedding side ("pre", with the shared tables), the head side ("post"), one layer's saved
+    set while it is recomputed ("w:") and its EP dispatch buffers ("d:"): {key: [leaf formula, ...]}
+    in (B, N_tp, N_cp), each leaf a term ``train_memory`` takes exactly (``terms.exact``)."""
+    from ..components.moe import MoE
+    bw = Backward(kernel=kernel, recompute=rc, act_dtype=act_dtype, scan=scan)
+    tree = activations(model, bw, sp=sp, capacity=capacity)
+
+    def leaves(keys):
+        return [e for k in keys if k in tree for e in (tree[k].flatten().values() if hasattr(tree[k], "flatten")
+                                                       else [tree[k]])]
+
+    parts = {"g:" + g.name: leaves([g.name]) for g in model.groups if g.name in tree}
+    parts["pre"] = leaves([c.key for c in model.pre] + ["shared"])
+    parts["post"] = leaves([c.key for c in model.post])
+    if want_working:
+        for name, t in per_layer(model, bw, capacity, sp=sp).items():
+            parts["w:" + name] = [t.total]
+    if want_dispatch:
+        for g in model.groups:
+            d = [dispatch_buffers(c, capacity, sp=sp) for c in g.components if isinstance(c, MoE)]
+            if d:
+                parts["d:" + g.name] = d
+    sub = {**model.values, sym.b_a: ACT_BYTES[act_dtype], sym.T: seq}
+    return _ExactSum({k: [sympy.sympify(sympy.sympify(e).xreplace(sub)) for e in es] for k, es in parts.items()},
+                     (sym.B, sym.N_tp, sym.N_cp))
+
+
+class _ExactSum:
+    """Sums of formula leaves evaluated exactly on int64 arrays: each leaf is compiled as the
+    numerator and denominator of its integer-coefficient fraction, so a leaf that is not a whole
+    number of bytes is seen (``train_memory`` cannot cost that setup: ``terms.exact`` raises)
+    instead of being rounded; leaves that are not such fractions fall back to floats, rounded."""
+
+    def __init__(self, parts: dict, symbols):
+        exprs, self.plan = {}, {}
+        for key, es in parts.items():
+            items = []
+            for e in es:
+                j = len(exprs)
+                num, den = sympy.fraction(sympy.together(e))
+                gens = sorted(e.free_symbols, key=str)
+                try:
+                    integral = all((sympy.Poly(x, *gens).domain.is_ZZ if gens else x.is_Integer) for x in (num, den))
+                except sympy.PolynomialError:
+                    integral = False
+                if integral:
+                    exprs[f"n{j}"], exprs[f"q{j}"] = num, den
+                    items.append((f"n{j}", f"q{j}"))
+                else:
+                    exprs[f"f{j}"] = e
+                    items.append((f"f{j}", None))
+            self.plan[key] = items
+        self.fn = compile_exprs(exprs, symbols, exact_int=True)
+
+    def __call__(self, *args):
+        """({key: int64 array}, {key: bool array, every leaf of the key a whole number})."""
+        shape = np.broadcast(*args).shape
+        raw = self.fn(*(np.asarray(a, dtype=np.int64) for a in args))
+        out, wholes = {}, {}
+        for key, items in self.plan.items():
+            tot = np.zeros(shape, dtype=np.int64)
+            whole = wholes[key] = np.ones(shape, dtype=bool)
+            for n, q in items:
+                if q is None:
+                    tot += np.rint(np.broadcast_to(np.asarray(raw[n], dtype=float), shape)).astype(np.int64)
+                    continue
+                num = np.broadcast_to(np.asarray(raw[n], dtype=np.int64), shape)
+                den = np.broadcast_to(np.asarray(raw[q], dtype=np.int64), shape)
+                quo, rem = np.divmod(num, den)
+                whole &= rem == 0
+                tot += quo
+            out[key] = tot
+        return out, wholes
+
+
+def _ceil_div(num, den):
+    return -((-num) // den)
+
+
+@dataclass
+class Result:
+    per_gpu_bytes: np.ndarray  # int64, exact
+    step_time_s: np.ndarray
+    space: Space
+    tables: dict
+    valid: np.ndarray  # False where an activation term is not a whole number of bytes (not costed)
+
+    def detail(self, i) -> dict:
+        """Candidate i's micro-batches, bubble and per-dimension bytes (the busiest rank's, as ``comm``)."""
+        ir, iz = int(self.space.r[i]), int(self.space.z[i])
+        t = self.tables
+        m = int(self.space.R["m"][ir])
+        out = {dim: float(t["R_bytes"][dim][ir]) for dim in ("tp", "pp", "ep", "cp")}
+        for dim in ("dp", "dp_replicate", "host"):
+            out[dim] = float(t["Z_bytes"][dim][iz]) * (m if t["Z_scaled"][dim][iz] else 1)
+        return {"micro_batches": m, "bubble": float(t["bubble"][ir]), "bytes": out}
+
+
+def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: float = 0.4, kernel="flash",
+             act_dtype="bf16", grad_dtype="bf16", optimizer="adamw", ib_bytes_s=50e9, gpus_per_node=8,
+             alpha_s=10e-6, overlap=0.0, pcie_bytes_s=63e9, capacity=None, scan="fused") -> Result:
+    """Per-GPU bytes (exact) and step time of every candidate."""
+    from .flops import train_flops
+    v = model.values
+    lay, R, Z = space.lay, space.R, space.Z
+    a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
+    Kf = OPTIMIZER_BYTES[optimizer]
+    Kn, Kd = Kf.numerator, Kf.denominator
+    d = exact(sym.d, v)
+    kinds = _kinds(model)
+    has_moe = any(x[2] for x in kinds.values())
+    k_route = exact(sym.k, v) if has_moe else 0
+    E = exact(sym.E, v) if has_moe else 1
+    cf = None if capacity is None else Fraction(capacity)
+    counts = {g.name: exact(g.count, v) for g in model.groups}
+    nvl, G = gpu.link_gbs * 1e9, int(lay["dp"][0] * lay["tp"][0] * lay["pp"][0] * lay["cp"][0])
+    peak = gpu.bf16_tflops * 1e12 * mfu
+    nR, nZ = len(R["L"]), len(Z["L"])
+    # layout columns on the rows of each table
+    rL, zL = R["L"], Z["L"]
+    r_dp, r_tp, r_pp, r_ep, r_cp, r_v = (lay[k][rL] for k in ("dp", "tp", "pp", "ep", "cp", "v"))
+    z_dp, z_tp, z_ep, z_cp = (lay[k][zL] for k in ("dp", "tp", "ep", "cp"))
+    b, m, rc, spf = R["b"], R["m"], R["rc"], R["sp"]
+    rc_name = np.array(space.recomputes)[rc]
+    full, none_rc = rc_name == "full", rc_name == "none"
+    s_tok = seq // r_cp
+    # -- activations of every R row, per group (exact integers) -----------------------------------
+    acts = {}  # key -> int64 array over R rows
+    whole = np.ones(nR, dtype=bool)  # R rows whose activation terms are whole bytes (train can cost them)
+    for ri, rname in enumerate(space.recomputes):
+        for s_ in (False, True):
+            mask = (rc == ri) & (spf == s_)
+            if not mask.any():
+                continue
+            fn = _compile_acts(model, rname, s_, kernel=kernel, act_dtype=act_dtype, scan=scan, seq=seq,
+                               capacity=capacity, want_working=rname == "full", want_dispatch=has_moe)
+            idx = np.nonzero(mask)[0]
+            out, ok = fn(b[idx], r_tp[idx], r_cp[idx])
+            for key, x in out.items():
+                acts.setdefault(key, np.zeros(nR, dtype=np.int64))[idx] = x
+                # train_memory takes every leaf exactly, the dispatch buffers only with EP
+                whole[idx] &= ok[key] | ((r_ep[idx] == 1) if key.startswith("d:") else False)
+    layer = {g: acts["g:" + g] // counts[g] for g in counts if "g:" + g in acts}  # train: total // count
+    work = {}
+    for g in counts:
+        w_ = np.where(full, acts.get("w:" + g, 0), 0)
+        if kinds[g][2] and "d:" + g in acts:
+            w_ = w_ + np.where(r_ep > 1, acts["d:" + g], 0)
+        work[g] = w_
+    # -- compute and the R-side communication ----------------------------------------------------
+    F = {}
+    for rname in set(rc_name):
+        tree = train_flops(model, recompute=rname)
+        if cf is None:
+            F[rname] = (float(tree.total_at(model.values_with(T=seq, B=global_batch))), 0.0)
+        else:  # padded experts (flops.padded_expert_flops): F0 + per-row cost × the step's rows
+            v1, vall = model.values_with(T=seq, B=1), model.values_with(T=seq, B=global_batch)
+            f0 = fe = Fraction(0)
+            for path, expr in tree.flatten().items():
+                if path.rsplit("/", 1)[-1].startswith("experts_"):
+                    fe += Fraction(exact(expr, v1), k_route * seq)
+                else:
+                    f0 += exact(expr, vall)
+            F[rname] = (float(f0), float(fe))
+    f0 = np.zeros(nR)
+    fe = np.zeros(nR)
+    for rname, (x0, x1) in F.items():
+        f0 = np.where(rc_name == rname, x0, f0)
+        fe = np.where(rc_name == rname, x1, fe)
+    if cf is None:
+        rows = k_route * s_tok * b  # routed rows of one MoE layer on one rank (activations.routed_rows)
+        step_flops = f0.copy()
+    else:
+        rows = E * _ceil_div(cf.numerator * k_route * s_tok * b, cf.denominator * E)
+        step_flops = f0 + fe * (m * r_dp * r_cp * rows)
+    compute = step_flops / G / peak
+    bub = np.where(r_pp > 1, (r_pp - 1) / (r_v * m + r_pp - 1), 0.0)
+    # -- per (pp, v) group: ranks, memory tables, traffic ----------------------------------------
+    mem = np.zeros(len(space), dtype=np.int64)
+    R_bytes = {k: np.zeros(nR) for k in ("tp", "pp", "ep", "cp")}
+    R_cnt = {k: np.zeros(nR) for k in ("tp", "pp", "ep", "cp")}
+    Z_bytes = {k: np.zeros(nZ) for k in ("dp", "dp_replicate", "host")}
+    Z_cnt = {k: np.zeros(nZ) for k in ("dp", "dp_replicate", "host")}
+    Z_scaled = {"dp": Z["zero"] == 3, "dp_replicate": Z["zero"] == 3, "host": Z["off"] == OFFLOAD.index("params")}
+    key = lay["pp"] * 10**6 + lay["v"]
+    bounds = np.flatnonzero(np.diff(key)) + 1
+    starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(key)]])
+    r_start, z_start = np.searchsorted(rL, starts), np.searchsorted(zL, starts)
+    r_end, z_end = np.searchsorted(rL, ends), np.searchsorted(zL, ends)
+    c_start, c_end = np.searchsorted(space.r, r_start), np.searchsorted(space.r, r_end)
+    for gi in range(len(starts)):
+        p_val, v_val = int(lay["pp"][starts[gi]]), int(lay["v"][starts[gi]])
+        if c_start[gi] == c_end[gi]:
+            continue  # no micro-batch size fits these layouts
+        rs, zs, cs = slice(r_start[gi], r_end[gi]), slice(z_start[gi], z_end[gi]), slice(c_start[gi], c_end[gi])
+        ranks = rank_stages(model, p_val, v_val)
+        n_chunks = p_val * v_val
+        keep, seen = [], set()
+        for i, st in enumerate(ranks):
+            chunks = st.get("chunks", [st])
+            sig = (st["split"], st["whole"], st["experts"], tuple(sorted(st["layers"].items())),
+                   tuple((tuple(sorted(c["layers"].items())), i + j * p_val == 0, i + j * p_val == n_chunks - 1)
+                         for j, c in enumerate(chunks)))
+            if v_val == 1 and sig in seen:
+                continue  # an identical earlier stage holds min(m, pp − s) ≥ this one's micro-batches
+            seen.add(sig)
+            keep.append(i)
+        # R side: activations in flight + working memory, per kept rank
+        bb, mm, tt, cc, ee = b[rs], m[rs], r_tp[rs], r_cp[rs], r_ep[rs]
+        H = []
+        for i in keep:
+            st = ranks[i]
+            chunk_a = []
+            for j, ch in enumerate(st.get("chunks", [st])):
+                gid = i + j * p_val
+                x = np.zeros(len(bb), dtype=np.int64)
+                for g, cnt in ch["layers"].items():
+                    if g in layer:
+                        x = x + cnt * layer[g][rs]
+                if gid == 0:
+                    x = x + acts["pre"][rs]
+                if gid == n_chunks - 1:
+                    x = x + acts["post"][rs]
+                chunk_a.append(x)
+            if v_val == 1:
+                held = np.minimum(mm, p_val - i) * chunk_a[0]
+            else:
+                held = np.zeros(len(bb), dtype=np.int64)
+                CA = np.stack(chunk_a, axis=1)
+                for mu in np.unique(mm):
+                    sel = mm == mu
+                    held[sel] = (CA[sel] @ _held_states(p_val, i, v_val, int(mu)).T).max(axis=1)
+            wk = np.zeros(len(bb), dtype=np.int64)
+            for g in st["layers"]:
+                wk = np.maximum(wk, work[g][rs])
+            H.append(held + wk)
+        # R side traffic: the busiest rank of each dimension is fixed by the rank's composition
+        Lh = [sum(ranks[i]["layers"].values()) for i in range(p_val)]
+        nmoe = [sum(c for g, c in ranks[i]["layers"].items() if kinds[g][2]) for i in range(p_val)]
+        cpw = [sum(c * kinds[g][0] for g, c in ranks[i]["layers"].items()) for i in range(p_val)]
+        natt = [sum(c for g, c in ranks[i]["layers"].items() if kinds[g][1]) for i in range(p_val)]
+        icp = int(np.argmax(cpw))
+        block = (s_tok[rs] * bb * d * a).astype(float)
+        spr = spf[rs]
+        fr = np.where(full[rs], 2, 1)
+        rtp = (tt - 1) / tt
+        L_ = max(Lh)
+        ops_sp, ops_ar = L_ * (2 * fr + 4) + L_ * (2 * fr + 2), L_ * (2 * fr + 2)
+        R_bytes["tp"][rs] = np.where(tt > 1, mm * rtp * block * np.where(spr, ops_sp + 4, 2 * ops_ar + 4), 0)
+        R_cnt["tp"][rs] = mm * (np.where(spr, ops_sp, ops_ar) + 2)
+        if p_val > 1:
+            sends = max(2 * v_val - (i == 0) - (i == p_val - 1) for i in range(p_val))
+            R_bytes["pp"][rs] = mm * sends * block / np.where(spr, tt, 1)
+            R_cnt["pp"][rs] = mm * sends
+        n_a2a = np.where(full[rs], 6, 4)
+        R_bytes["ep"][rs] = np.where(ee > 1, mm * max(nmoe) * n_a2a * (ee - 1) / ee
+                                     * rows[rs] * d * a, 0)
+        R_cnt["ep"][rs] = mm * max(nmoe) * n_a2a
+        rounds = 3 + np.where(none_rc[rs], 0, 1)
+        R_bytes["cp"][rs] = np.where(cc > 1, mm * cpw[icp] * rounds * (cc - 1) * s_tok[rs] * bb * a, 0)
+        R_cnt["cp"][rs] = mm * natt[icp] * rounds * (cc - 1)
+        # Z side: model states (exact) and DP / HSDP / PCIe traffic, per kept rank
+        zt, ze, zcp, zdp = z_tp[zs], z_ep[zs], z_cp[zs], z_dp[zs]
+        zz, off, sh = Z["zero"][zs], Z["off"][zs], Z["sh"][zs]
+        nd, ne = sh * zcp, sh * zcp // ze
+        S = []
+        best = None
+        for i in keep:
+            st = ranks[i]
+            Y = st["experts"]
+            if ((st["split"] + st["whole"] * int(zt.max())) * int(ze.max()) + Y) * max(Kn, 4) > 2**62:
+                raise SymcostError("--search: a stage's parameter count overflows the int64 sweep")
+            Xr = st["split"] + st["whole"] * zt  # TP-split + replicated parameters, × N_tp
+
+            def q(cn, cd, f):
+                num = np.where(f, Xr + Y, Xr * ze + Y) * cn
+                den = np.where(f, zt * nd, zt * ze) * cd
+                return _ceil_div(num, den)
+
+            wq, gq, oq = q(bw, 1, zz >= 3), q(bg, 1, zz >= 2), q(Kn, Kd, zz >= 1)
+            S.append(np.where(off == 2, 0, wq) + np.where(off == 0, gq + oq, 0))
+            # traffic (float), the busiest rank per dimension (first on ties, as comm)
+            psi_d, psi_e = Xr / zt, Y / (ze * zt)
+            o = {k: np.zeros(len(zz)) for k in Z_bytes}
+            c = {k: np.zeros(len(zz)) for k in Z_bytes}
+            coef = np.where(zz == 0, 2 * bg, np.where(zz < 3, bg + bw, 2 * bw + bg))
+            nops = np.where(zz == 0, 1, np.where(zz < 3, 2, 3))
+            hs = sh < zdp
+            rep = zdp / sh
+            for psi, n, nonzero in ((psi_d, nd, st["split"] + st["whole"] > 0), (psi_e, ne, Y > 0)):
+                if not nonzero:
+                    continue
+                act = n > 1
+                o["dp"] += np.where(act, (n - 1) / n * coef * psi, 0)
+                c["dp"] += np.where(act, nops, 0)
+                o["dp_replicate"] += np.where(hs, 2 * (rep - 1) / rep * bg * psi / n, 0)
+                c["dp_replicate"] += hs
+                o["host"] += np.where(off == 1, (bg + bw) * psi / n, np.where(off == 2, (2 * bw + bg) * psi / n, 0))
+                c["host"] += np.where(off == 1, 2, np.where(off == 2, 3, 0))
+            if best is None:
+                best = (o, c)
+            else:
+                for kd in o:
+                    up = o[kd] > best[0][kd]
+                    best[0][kd] = np.where(up, o[kd], best[0][kd])
+                    best[1][kd] = np.where(up, c[kd], best[1][kd])
+        for kd in Z_bytes:
+            Z_bytes[kd][zs], Z_cnt[kd][zs] = best[0][kd], best[1][kd]
+        # every candidate of the group: the heaviest rank's states + activations
+        ir, iz = space.r[cs] - r_start[gi], space.z[cs] - z_start[gi]
+        acc = S[0][iz] + H[0][ir]
+        for Sk, Hk in zip(S[1:], H[1:]):
+            np.maximum(acc, Sk[iz] + Hk[ir], out=acc)
+        mem[cs] = acc
+    # -- step time: (compute + exposed traffic) / (1 − bubble) -----------------------------------
+    def t(nbytes, cnt, span):
+        beta = np.where(span <= gpus_per_node, nvl, ib_bytes_s) if span is not None else pcie_bytes_s
+        return np.where(nbytes > 0, cnt * alpha_s + nbytes / beta, 0.0)
+
+    spans_r = {"tp": r_tp, "pp": r_dp * r_tp * r_pp * r_cp, "ep": r_tp * r_ep, "cp": r_tp * r_cp}
+    tr = sum(t(R_bytes[k], R_cnt[k], spans_r[k]) for k in spans_r)
+    spans_z = {"dp": z_tp * z_cp * Z["sh"], "dp_replicate": z_tp * z_cp * z_dp, "host": None}
+    tz0, tz1 = np.zeros(nZ), np.zeros(nZ)
+    for kd, span in spans_z.items():
+        x = t(Z_bytes[kd], Z_cnt[kd], span)
+        tz0 += np.where(Z_scaled[kd], 0, x)
+        tz1 += np.where(Z_scaled[kd], x, 0)
+    ov = 1 - overlap
+    inv = 1 / (1 - bub)
+    P = (compute + ov * tr) * inv
+    step = P[space.r] + (ov * tz0)[space.z] * inv[space.r] + (ov * tz1)[space.z] * (m * inv)[space.r]
+    return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "Z_scaled": Z_scaled, "bubble": bub},
+                  whole[space.r])
+
+
+def search(model, *, gpus: int, seq: int, global_batch: int, gpu, top: int = 5, zero=None, recompute=None,
+           sp=None, virtual=None, hsdp=None, offload=None, gpus_per_node: int = 8, **kw) -> dict:
+    """The ``top`` fastest candidates that fit (ties: less memory first). ``zero``, ``recompute``,
+    ``sp``, ``virtual``, ``hsdp`` (int or "none"), ``offload``: None sweeps, a value pins."""
+    if kw.get("capacity") is not None:
+        from .memory import check_capacity
+        check_capacity(model, kw["capacity"])
+    space = candidates(model, gpus, seq, global_batch, zeros=ZEROS if zero is None else (zero,),
+                       recomputes=RECOMPUTES if recompute is None else (recompute,), sp=sp, virtual=virtual,
+                       hsdp=hsdp, offload=offload, max_tp=gpus_per_node)
+    r = evaluate(model, space, seq=seq, global_batch=global_batch, gpu=gpu, gpus_per_node=gpus_per_node, **kw)
+    mem, step = r.per_gpu_bytes, r.step_time_s
+    fits = (mem <= gpu.memory_bytes) & r.valid
+    fit = np.flatnonzero(fits)
+    if len(fit) > top:
+        thr = np.partition(step[fit], top - 1)[top - 1]
+        fit = fit[step[fit] <= thr]
+    best = fit[np.lexsort((mem[fit], step[fit]))][:top]
+    pinned = {k: x for k, x in (("zero", zero), ("recompute", recompute), ("sp", sp), ("virtual_stages", virtual),
+                                ("hsdp_shard", hsdp), ("offload", offload)) if x is not None}
+    swept = {"virtual_stages": sorted(set(np.unique(space.lay["v"]).tolist())),
+             "micro_batch": sorted(set(np.unique(space.R["b"]).tolist())),
+             "zero": sorted(set(np.unique(space.Z["zero"]).tolist())),
+             "offload": [OFFLOAD[i] for i in sorted(set(np.unique(space.Z["off"]).tolist()))],
+             "hsdp_shard": [None] * bool((space.Z["sh"] == space.lay["dp"][space.Z["L"]]).any())
+             + np.unique(space.Z["sh"][space.Z["sh"] < space.lay["dp"][space.Z["L"]]]).tolist(),
+             "recompute": [space.recomputes[i] for i in sorted(set(np.unique(space.R["rc"]).tolist()))],
+             "sp": sorted(set(np.unique(space.R["sp"]).tolist()))}
+    n_bad = int((~r.valid).sum())
+    return {"candidates": len(space) - n_bad, "fitting": int(fits.sum()), "pinned": pinned,
+            "not_costed": n_bad,
+            "swept": swept,
+            "best": [{**space[i], "micro_batches": int(space.R["m"][space.r[i]]),
+                      "per_gpu_bytes": int(mem[i]), "step_time_s": float(step[i])} for i in best]}
