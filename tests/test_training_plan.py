@@ -252,6 +252,6 @@ def test_tp_blocks_per_layer_follow_the_row_parallel_projections():
     assert set(by("deepseek-v3").values()) == {2}  # MLA + MLP / MLA + MoE (shared experts inside it)
     assert set(by("nemotron-h-56b-base-8k").values()) == {1}
     towers = [g for g in symcost.build("kimi-k2.5").groups if g.tower]
-    from symcost.training.comm import _layer_kinds  # a text step runs no tower block
-    kinds = _layer_kinds(symcost.build("kimi-k2.5"))
-    assert towers and all(kinds[g.name][2] == 0 for g in towers)
+    from symcost.training.plan import layer_kinds  # a text step runs no tower block
+    kinds = layer_kinds(symcost.build("kimi-k2.5"))
+    assert towers and all(kinds[g.name].tp_blocks == 0 for g in towers)

@@ -51,19 +51,7 @@ from ..errors import SymcostError
 from ..notation import sym
 from ..terms import exact
 from .memory import ACT_BYTES, micro_batches
-from .plan import GRAD_BYTES, WEIGHT_BYTES, Plan, model_states, rank_stages, tp_blocks
-
-
-def _layer_kinds(model):
-    from ..components.attention import Attention
-    from ..components.mla import MLA
-    from ..components.moe import MoE
-    out = {}
-    for g in model.groups:
-        attn = [c for c in g.components if isinstance(c, (Attention, MLA))]
-        moe = [c for c in g.components if isinstance(c, MoE)]
-        out[g.name] = (attn[0] if attn else None, moe[0] if moe else None, 0 if g.tower else tp_blocks(g.components))
-    return out
+from .plan import GRAD_BYTES, WEIGHT_BYTES, Plan, model_states, layer_kinds, rank_stages
 
 
 def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
@@ -92,7 +80,7 @@ def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
     count = {k: 0 for k in out}
     states = model_states(model, plan, grad_dtype=grad_dtype, states=states_opt, virtual=virtual)
     all_stages = rank_stages(model, pp, virtual)
-    kinds = _layer_kinds(model)
+    kinds = layer_kinds(model)
     best, where = None, {}
     for i in range(pp):
         o, c = _stage(i, states[i], all_stages[i]["layers"], kinds, plan, m, s, b, d, a, bg, bw, v,
@@ -121,7 +109,7 @@ def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_reg
     Ndp, Ntp, Ncp, Nep, M, B, T, a = (sym.N_dp, sym.N_tp, sym.N_cp, sym.N_ep, sym.m_mb, sym.B, sym.T, sym.b_a)
     d = v[sym.d]
     block = T / Ncp * B * d * a
-    blocks = sum(c * kinds[n][2] for n, c in st["layers"].items())
+    blocks = sum(c * kinds[n].tp_blocks for n, c in st["layers"].items())
     zero_ = sympy.Integer(0)
     hsdp = ctx["states"].shard is not None
     shard = sym.N_sh if hsdp else Ndp
@@ -165,29 +153,23 @@ def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_reg
         sends = 2 * ctx["virtual"] - (i == 0) - (i == plan.pp - 1)
         return M * sends * block / (Ntp if plan.sp else 1)
     if dim == "ep":
-        n_moe = sum(c for n, c in st["layers"].items() if kinds[n][1] is not None)
+        n_moe = sum(c for n, c in st["layers"].items() if kinds[n].moe)
         if plan.ep == 1 or not n_moe:
             return zero_
         rows = routed_rows(v[sym.k], v[sym.E], T / Ncp * B, ctx["capacity"])
         return M * n_moe * (6 if recompute == "full" else 4) * (Nep - 1) / Nep * rows * d * a
-    from ..components.mla import MLA
     if plan.cp == 1:
         return zero_
     out = zero_
     for n, c in st["layers"].items():
-        attn = kinds[n][0]
-        if attn is None:
-            continue
-        w = (attn.H_q * (attn.D_nope + attn.D_rope + attn.D_v) if isinstance(attn, MLA)
-             else 2 * attn.H_kv * attn.D_h).xreplace(v)
-        rounds = 3 + (1 if recompute in ("full", "selective") else 0)
-        out += M * c * rounds * (Ncp - 1) * T / Ncp * B * w * a
+        if kinds[n].attention:
+            rounds = 3 + (1 if recompute in ("full", "selective") else 0)
+            out += M * c * rounds * (Ncp - 1) * T / Ncp * B * kinds[n].cp_width * a
     return out
 
 
 def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute, grad_sync, sp_regather,
            ctx):
-    from ..components.mla import MLA
     from .activations import routed_rows
     from .states import host_ops, host_traffic
     dp, tp, pp, ep, cp, zero, sp = plan.dp, plan.tp, plan.pp, plan.ep, plan.cp, plan.zero, plan.sp
@@ -216,7 +198,7 @@ def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute
     # -- per-layer activations collectives on the heaviest stage --------------------------------------
     fwd_repeat = 2 if recompute == "full" else 1
     if tp > 1:
-        blocks = sum(c * kinds[n][2] for n, c in stage_layers.items())
+        blocks = sum(c * kinds[n].tp_blocks for n, c in stage_layers.items())
         nbytes, ops = tp_collectives(blocks, s * b * d * a, tp, sp, fwd_repeat, sp_regather)
         out["tp"] += m * nbytes + m * 2 * (2 * Fraction(tp - 1, tp) * s * b * d * a)  # + embedding fwd, head bwd
         count["tp"] += m * (sum(ops.values()) + 2)
@@ -230,21 +212,16 @@ def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute
                                sympy.Integer(s * b), ctx["capacity"]))
         r = Fraction(ep - 1, ep)
         for name, c in stage_layers.items():
-            if kinds[name][1] is not None:
+            if kinds[name].moe:
                 n_a2a = 4 + (2 if recompute == "full" else 0)
                 out["ep"] += m * c * n_a2a * r * rows * d * a
                 count["ep"] += m * c * n_a2a
     if cp > 1:
         for name, c in stage_layers.items():
-            attn = kinds[name][0]
-            if attn is None:
+            if not kinds[name].attention:
                 continue
-            if isinstance(attn, MLA):
-                w = exact(attn.H_q * (attn.D_nope + attn.D_rope + attn.D_v), v)
-            else:
-                w = exact(2 * attn.H_kv * attn.D_h, v)
             rounds = 3 + (1 if recompute in ("full", "selective") else 0)
-            out["cp"] += m * c * rounds * (cp - 1) * s * b * w * a
+            out["cp"] += m * c * rounds * (cp - 1) * s * b * kinds[name].cp_width * a
             count["cp"] += m * c * rounds * (cp - 1)
     return out, count
 

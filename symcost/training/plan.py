@@ -55,6 +55,12 @@ class Plan(Layout):
         if self.zero not in (0, 1, 2, 3):
             raise SymcostError(f"--zero: must be 0, 1, 2 or 3, got {self.zero}")
         super().check(model, gpus=gpus)
+        V = model.values.get(sym.V)
+        if self.tp > 1 and V is not None and int(V) % self.tp:
+            raise SymcostError(f"--tp {self.tp} does not divide the vocabulary V={int(V)}: the vocab-parallel "
+                               f"embedding and head would hold fractional rows (Megatron pads V to a multiple "
+                               f"of 128·tp, --make-vocab-size-divisible-by; pad vocab_size in the config to "
+                               f"train at this tp)")
         if seq is not None and seq % self.cp:
             raise SymcostError(f"--cp {self.cp} does not divide --seq {seq}")
         if self.sp and self.tp == 1:
@@ -97,6 +103,35 @@ def tp_blocks(components) -> int:
     from ..primitives import Linear
     return sum(1 for c in components
                if isinstance(c, MoE) or any(isinstance(p, Linear) and p.tp == "row" for p in c.primitives(None)))
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    """What one layer of a group sends on the activation dimensions of a training step."""
+
+    attention: bool  # it attends: a context-parallel K/V ring
+    cp_width: int  # K/V elements per token the ring passes: 2·H_kv·D_h; MLA's H_q·(D_nope+D_rope+D_v)
+    moe: bool  # it routes tokens to experts: the EP all-to-alls
+    tp_blocks: int  # ``tp_blocks``: TP collective pairs (0 for a tower block: a text step never runs it)
+
+
+def layer_kinds(model) -> dict[str, LayerKind]:
+    """Each layer group's ``LayerKind``, by group name (what ``comm`` and ``train --search`` count)."""
+    from ..components.attention import Attention
+    from ..components.mla import MLA
+    from ..components.moe import MoE
+    v = model.values
+    out = {}
+    for g in model.groups:
+        width, attn = 0, False
+        for c in g.components:
+            if isinstance(c, MLA):
+                width, attn = exact(c.H_q * (c.D_nope + c.D_rope + c.D_v), v), True
+            elif isinstance(c, Attention):
+                width, attn = exact(2 * c.H_kv * c.D_h, v), True
+        out[g.name] = LayerKind(attn, width, any(isinstance(c, MoE) for c in g.components),
+                                0 if g.tower else tp_blocks(g.components))
+    return out
 
 
 def stages(model, pp: int) -> list[dict]:

@@ -54,7 +54,7 @@ from ..numeric import compile_exprs
 from ..terms import exact
 from .activations import activations, dispatch_buffers, per_layer
 from .memory import ACT_BYTES
-from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, rank_stages
+from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, layer_kinds, rank_stages
 from .states import OFFLOAD
 
 RECOMPUTES = ("none", "selective", "full")
@@ -119,8 +119,7 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
     pin their dimension when not None; ``zeros`` / ``recomputes`` / ``micro`` are the values swept."""
     v = model.values
     E = int(v[sym.E]) if sym.E in v else None
-    L_all = sum(exact(g.count, v) for g in model.groups)  # what stages() and check_pipeline count
-    L_text = sum(exact(g.count, v) for g in model.groups if not g.name.startswith("vision"))
+    L = model.n_layers()  # decoder layers: what stages(), Layout.check and check_pipeline count
     pairs = _pins(tuple(zeros), offload, hsdp)
     if virtual is not None and virtual < 1:
         raise SymcostError(f"--virtual-stages must be positive, got {virtual}")
@@ -136,9 +135,9 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
             if seq % cp:
                 continue
             for pp in _divisors(gpus // (tp * cp)):
-                if pp > L_text:
+                if pp > L:
                     continue
-                vs = [1] + [x for x in _divisors(L_all // pp)[1:] if pp > 1 and L_all % (pp * x) == 0]
+                vs = [1] + [x for x in _divisors(L // pp)[1:] if pp > 1 and L % (pp * x) == 0]
                 vs = [x for x in vs if virtual is None or x == virtual]
                 dp = gpus // (tp * cp * pp)
                 eps = [e for e in _divisors(dp * cp) if E % e == 0] if E else [1]
@@ -217,25 +216,6 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
     S = sorted(states)
     keep = [s for s in S if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in S)]
     return np.array(keep, dtype=np.int64)
-
-
-def _kinds(model):
-    """Per group: (CP ring width per token, has attention, has routed experts)."""
-    from ..components.attention import Attention
-    from ..components.mla import MLA
-    from ..components.moe import MoE
-    v = model.values
-    out = {}
-    for g in model.groups:
-        w, attn, moe = 0, False, False
-        for c in g.components:
-            if isinstance(c, MLA):
-                w, attn = exact(c.H_q * (c.D_nope + c.D_rope + c.D_v), v), True
-            elif isinstance(c, Attention):
-                w, attn = exact(2 * c.H_kv * c.D_h, v), True
-            moe = moe or isinstance(c, MoE)
-        out[g.name] = (w, attn, moe)
-    return out
 
 
 def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch):
@@ -349,8 +329,8 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     Kf = OPTIMIZER_BYTES[optimizer]
     Kn, Kd = Kf.numerator, Kf.denominator
     d = exact(sym.d, v)
-    kinds = _kinds(model)
-    has_moe = any(x[2] for x in kinds.values())
+    kinds = layer_kinds(model)
+    has_moe = any(x.moe for x in kinds.values())
     k_route = exact(sym.k, v) if has_moe else 0
     E = exact(sym.E, v) if has_moe else 1
     cf = None if capacity is None else Fraction(capacity)
@@ -386,7 +366,7 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     work = {}
     for g in counts:
         w_ = np.where(full, acts.get("w:" + g, 0), 0)
-        if kinds[g][2] and "d:" + g in acts:
+        if kinds[g].moe and "d:" + g in acts:
             w_ = w_ + np.where(r_ep > 1, acts["d:" + g], 0)
         work[g] = w_
     # -- compute and the R-side communication ----------------------------------------------------
@@ -477,17 +457,17 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
                 wk = np.maximum(wk, work[g][rs])
             H.append(held + wk)
         # R side traffic: the busiest rank of each dimension is fixed by the rank's composition
-        Lh = [sum(ranks[i]["layers"].values()) for i in range(p_val)]
-        nmoe = [sum(c for g, c in ranks[i]["layers"].items() if kinds[g][2]) for i in range(p_val)]
-        cpw = [sum(c * kinds[g][0] for g, c in ranks[i]["layers"].items()) for i in range(p_val)]
-        natt = [sum(c for g, c in ranks[i]["layers"].items() if kinds[g][1]) for i in range(p_val)]
+        blocks = [sum(c * kinds[g].tp_blocks for g, c in ranks[i]["layers"].items()) for i in range(p_val)]
+        nmoe = [sum(c for g, c in ranks[i]["layers"].items() if kinds[g].moe) for i in range(p_val)]
+        cpw = [sum(c * kinds[g].cp_width for g, c in ranks[i]["layers"].items()) for i in range(p_val)]
+        natt = [sum(c for g, c in ranks[i]["layers"].items() if kinds[g].attention) for i in range(p_val)]
         icp = int(np.argmax(cpw))
         block = (s_tok[rs] * bb * d * a).astype(float)
         spr = spf[rs]
         fr = np.where(full[rs], 2, 1)
         rtp = (tt - 1) / tt
-        L_ = max(Lh)
-        ops_sp, ops_ar = L_ * (2 * fr + 4) + L_ * (2 * fr + 2), L_ * (2 * fr + 2)
+        nb = max(blocks)  # comm.tp_collectives: all-gathers (fr + 2) and reduce-scatters (fr + 1) per block
+        ops_sp, ops_ar = nb * (fr + 2) + nb * (fr + 1), nb * (fr + 1)
         R_bytes["tp"][rs] = np.where(tt > 1, mm * rtp * block * np.where(spr, ops_sp + 4, 2 * ops_ar + 4), 0)
         R_cnt["tp"][rs] = mm * (np.where(spr, ops_sp, ops_ar) + 2)
         if p_val > 1:
