@@ -140,3 +140,22 @@ class Layout:
         n = self.expert_ranks if self.whole_experts else self.ep
         if E % n:
             raise SymcostError(f"{flag} does not divide the routed experts E={E}")
+
+
+def tp_blocks(components) -> int:
+    """TP blocks among one layer's ``components``: each component that ends in a row-parallel
+    projection (``Linear`` tagged ``tp="row"``: attention's o_proj, an MLP's down_proj, a Mamba or
+    DeltaNet out_proj) or routes tokens to experts (a MoE layer) is one block, which costs one
+    collective forward and one backward (Megatron's f/g operators: all-reduce, or with sequence
+    parallelism all-gather + reduce-scatter). A Llama layer has two (attention, MLP), a Nemotron-H
+    layer one (its one mixer), a replicated mixer none."""
+    from .components.moe import MoE
+    from .primitives import Linear
+    return sum(1 for c in components
+               if isinstance(c, MoE) or any(isinstance(p, Linear) and p.tp == "row" for p in c.primitives(None)))
+
+
+def text_tp_blocks(model) -> int:
+    """TP blocks of all the decoder layers (tower blocks run none on text tokens)."""
+    from .terms import exact
+    return sum(exact(g.count, model.values) * tp_blocks(g.components) for g in model.groups if not g.tower)

@@ -31,6 +31,7 @@ import sympy
 
 from ..conventions import Phase
 from ..numeric import compile_expr, compile_exprs  # noqa: F401 (the serving layer's compiler)
+from ..parallel import text_tp_blocks
 from ..errors import SymcostError
 from ..notation import sym
 from ..primitives import Linear, Param
@@ -400,8 +401,8 @@ def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla
         weights_read = weights_read * ceil(rows / M)
     nbytes = weights_read + kv_read + kv_write
     flops = F / (t * p)
-    layers = sum(exact(g.count, vals) for g in model.groups if not g.name.startswith("vision"))
-    tp_bytes = 2 * ceil(sympy.Integer(layers) / p) * 2 * (t - 1) / t * rows * d * ACT_BYTES
+    # one all-reduce per TP block (parallel.tp_blocks: two per Llama layer, one per Nemotron-H layer)
+    tp_bytes = ceil(sympy.Integer(text_tp_blocks(model)) / p) * 2 * (t - 1) / t * rows * d * ACT_BYTES
     ep_bytes = 2 * ceil(sympy.Integer(moe_layers) / p) * rows * k * d * ACT_BYTES * (e - 1) / e if moe_layers else 0
     comm = (tp_bytes + ep_bytes) / sym.BW_link
     ct, mt = flops / sym.F_gpu, nbytes / sym.BW_hbm

@@ -396,7 +396,7 @@ def checkpoint(model, raw: dict, override: str | None = None, fallback: bool = F
     experts = _dense(dtype_bytes(experts_dtype, "--experts-dtype"),
                      f"{experts_dtype} (--experts-dtype)") if experts_dtype else None
     base = sch.base
-    layers = sum(exact(g.count, model.values) for g in model.groups if not g.name.startswith("vision"))
+    layers = model.n_layers()  # decoder layers (towers and LongCat's sub-layer units not counted apart)
     terms, scales, storage, dtypes = Terms(), Terms(), Terms(), {}
     vision_keys = {c.key for c in model.pre if c.key != "embed_tokens"}
 

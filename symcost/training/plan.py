@@ -34,7 +34,7 @@ import sympy
 
 from ..errors import SymcostError
 from ..notation import sym
-from ..parallel import Layout
+from ..parallel import Layout, tp_blocks
 from ..terms import exact
 
 OPTIMIZER_BYTES = {"adamw": Fraction(12), "sgd": Fraction(8), "adam8bit": Fraction(6) + Fraction(2 * 4, 2048)}
@@ -89,20 +89,6 @@ def _split(components, v) -> tuple[int, int, int]:
             else:
                 whole += n
     return split, whole, routed
-
-
-def tp_blocks(components) -> int:
-    """TP blocks among one layer's ``components``: each component that ends in a row-parallel
-    projection (``Linear`` tagged ``tp="row"``: attention's o_proj, an MLP's down_proj, a Mamba or
-    DeltaNet out_proj) or routes tokens to experts (a MoE layer) is one block, which costs one
-    collective forward and one backward (Megatron's f/g operators: all-reduce, or with sequence
-    parallelism all-gather + reduce-scatter). A Llama layer has two (attention, MLP), a Nemotron-H
-    layer one (its one mixer), a replicated mixer none; a tower block (vision/audio encoder) none in a
-    text step, which never runs it."""
-    from ..components.moe import MoE
-    from ..primitives import Linear
-    return sum(1 for c in components
-               if isinstance(c, MoE) or any(isinstance(p, Linear) and p.tp == "row" for p in c.primitives(None)))
 
 
 @dataclass(frozen=True)
