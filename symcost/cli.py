@@ -534,7 +534,14 @@ def _train_options(args) -> dict:
     cf = args.capacity_factor  # an exact Fraction (``_ratio``)
     return dict(seq=args.seq, micro_batch=args.micro_batch, global_batch=args.global_batch,
                 zero=args.zero, sp=args.sp, recompute=args.recompute, hsdp_shard=args.hsdp_shard,
-                offload=args.offload, virtual=args.virtual_stages, capacity=cf, **_parallel(args))
+                offload=args.offload, virtual=args.virtual_stages, capacity=cf,
+                recompute_method=args.recompute_method, recompute_layers=args.recompute_layers,
+                **_parallel(args))
+
+
+def _recompute_label(args) -> str:
+    from .training.recompute import Recompute
+    return Recompute(args.recompute, args.recompute_method, args.recompute_layers).describe()
 
 
 def _step_time(m, args, tm, cm):
@@ -584,7 +591,8 @@ def cmd_train(args):
                "stages": [{k: v for k, v in r.items()} for r in tm.stages],
                "flops_per_step": tm.flops_per_step, "gpus": args.dp * args.tp * args.pp * args.cp,
                "fits": fits, "gpu": g.name if g else None, "zero": args.zero, "sp": args.sp,
-               "recompute": args.recompute, "optimizer": args.optimizer, "grad_dtype": args.grad_dtype,
+               "recompute": args.recompute, "recompute_method": args.recompute_method,
+               "recompute_layers": args.recompute_layers, "optimizer": args.optimizer, "grad_dtype": args.grad_dtype,
                "attention_kernel": args.attention_kernel, "act_dtype": args.act_dtype,
                "scan": args.scan, "activations_model": args.activations, "notes": tm.notes, "formula": formula,
                **_parallel(args)}
@@ -595,7 +603,7 @@ def cmd_train(args):
             else args.recompute})
         payload["step"] = _step_time(m, args, tm, cm)[1]
     lines = [f"{m.name}: training memory per GPU (heaviest pipeline stage {tm.stage}), seq={args.seq}, "
-             f"micro-batch={args.micro_batch}, ZeRO-{args.zero}, recompute={args.recompute}, {args.optimizer}"]
+             f"micro-batch={args.micro_batch}, ZeRO-{args.zero}, {_recompute_label(args)}, {args.optimizer}"]
     for k, v in payload["breakdown"].items():
         lines.append(f"  {k:<18} {v:>22,}  {human_bytes(v)}")
     lines.append(f"  {'per GPU':<18} {tm.per_gpu:>22,}  {human_bytes(tm.per_gpu)}"
@@ -619,6 +627,9 @@ def _train_search(m, args):
         raise SymcostError("--search needs --gpus, --gpu and --global-batch")
     if args.activations != "engine":
         raise SymcostError("--search evaluates the engine's activations; drop --activations korthikanti")
+    if (args.recompute_method, args.recompute_layers) != ("uniform", 1):
+        raise SymcostError("--search sweeps --recompute none|selective|full with every layer its own "
+                           "checkpoint; --recompute-method / --recompute-layers apply to one layout (drop --search)")
     t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, gpus=args.gpus, seq=args.seq, global_batch=args.global_batch, gpu=find_gpu(args.gpu),
                zero=args.zero, recompute=args.recompute, sp=args.sp, virtual=args.virtual_stages,
@@ -679,7 +690,8 @@ def cmd_comm(args):
     payload = {"model": m.name, "bytes_per_step": per, "total_bytes_per_step": sum(per.values()),
                "formula": formula, "collectives_per_step": cm["collectives"], "micro_batches": cm["micro_batches"],
                "step_time_s": t, "step": step, "gpu": g.name if g else None, "zero": args.zero,
-               "sp": args.sp, "recompute": args.recompute, **_parallel(args),
+               "sp": args.sp, "recompute": args.recompute, "recompute_method": args.recompute_method,
+               "recompute_layers": args.recompute_layers, **_parallel(args),
                "offload": args.offload, "hsdp_shard": args.hsdp_shard, "virtual_stages": args.virtual_stages,
                "capacity_factor": None if args.capacity_factor is None else str(args.capacity_factor),
                "note": "bytes the busiest GPU of each dimension sends per step (ring collectives); "
@@ -1425,6 +1437,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                              f"distributed optimizer; default 0{pin})")
         sp.add_argument("--recompute", choices=["none", "selective", "full"], default=None,
                         help=f"activation recomputation (default none{pin})")
+        sp.add_argument("--recompute-method", choices=["uniform", "block"], default="uniform",
+                        help="with --recompute full, Megatron's --recompute-method: uniform — groups of "
+                             "--recompute-layers consecutive layers per checkpoint; block — only the first "
+                             "--recompute-layers layers of each model chunk are recomputed, the rest keep "
+                             "their activations (default uniform)")
+        sp.add_argument("--recompute-layers", type=_positive("--recompute-layers"), default=1, metavar="N",
+                        help="Megatron's --recompute-num-layers: layers per checkpoint (uniform) or "
+                             "recomputed layers per model chunk (block) (default 1)")
         sp.add_argument("--optimizer", choices=["adamw", "sgd", "adam8bit"], default="adamw")
         sp.add_argument("--grad-dtype", choices=["bf16", "fp16", "fp32"], default="bf16")
         sp.add_argument("--act-dtype", choices=["bf16", "fp16", "fp32"], default="bf16")

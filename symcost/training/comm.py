@@ -57,10 +57,14 @@ from .plan import GRAD_BYTES, WEIGHT_BYTES, Plan, model_states, layer_kinds, ran
 def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
          dp=1, tp=1, pp=1, ep=1, cp=1, zero=0, sp=False, recompute="none",
          grad_dtype="bf16", act_dtype="bf16", grad_sync="every", sp_regather=True,
-         hsdp_shard=None, offload="none", virtual=1, capacity=None) -> dict:
+         hsdp_shard=None, offload="none", virtual=1, capacity=None, recompute_method="uniform",
+         recompute_layers=1) -> dict:
     """Bytes each GPU sends per step, and the collectives it takes part in, by dimension
-    (``dp_replicate`` with HSDP, ``host`` — PCIe, both directions — with CPU offload)."""
+    (``dp_replicate`` with HSDP, ``host`` — PCIe, both directions — with CPU offload). A layer that
+    full recomputation reruns (``recompute.Recompute``: all of them, or Megatron's ``block`` of the
+    first N per chunk) repeats its forward collectives."""
     from .memory import check_capacity, check_pipeline
+    from .recompute import Recompute, add_up, recomputed_units
     from .states import States
     plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp)
     plan.check(model, seq)
@@ -72,14 +76,17 @@ def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
                            "(the attention core it recomputes has no collectives otherwise)")
     m = micro_batches(global_batch, micro_batch, dp)
     check_pipeline(model, plan, m, virtual)
-    ctx = {"states": states_opt, "virtual": virtual, "capacity": capacity}
+    rc = Recompute(recompute, recompute_method, recompute_layers)
+    rc.check()
+    all_stages = rank_stages(model, pp, virtual)
+    again = [add_up(recomputed_units(model, rc, st.get("chunks", [st]))) for st in all_stages]
+    ctx = {"states": states_opt, "virtual": virtual, "capacity": capacity, "again": again}
     v = model.values
     a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
     s, b, d = seq // cp, micro_batch, exact(sym.d, v)
     out = {k: Fraction(0) for k in ("dp", "tp", "pp", "ep", "cp")}
     count = {k: 0 for k in out}
     states = model_states(model, plan, grad_dtype=grad_dtype, states=states_opt, virtual=virtual)
-    all_stages = rank_stages(model, pp, virtual)
     kinds = layer_kinds(model)
     best, where = None, {}
     for i in range(pp):
@@ -105,11 +112,14 @@ def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_reg
     import sympy
     from .activations import routed_rows
     from .states import States
-    ctx = ctx or {"states": States(), "virtual": 1, "capacity": None}
+    ctx = ctx or {"states": States(), "virtual": 1, "capacity": None,
+                  "again": [st["layers"] if recompute == "full" else {}] * plan.pp}
+    again = ctx["again"][i]  # the units of each group this rank recomputes
     Ndp, Ntp, Ncp, Nep, M, B, T, a = (sym.N_dp, sym.N_tp, sym.N_cp, sym.N_ep, sym.m_mb, sym.B, sym.T, sym.b_a)
     d = v[sym.d]
     block = T / Ncp * B * d * a
     blocks = sum(c * kinds[n].tp_blocks for n, c in st["layers"].items())
+    blocks_again = sum(c * kinds[n].tp_blocks for n, c in again.items())
     zero_ = sympy.Integer(0)
     hsdp = ctx["states"].shard is not None
     shard = sym.N_sh if hsdp else Ndp
@@ -142,10 +152,9 @@ def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_reg
     if dim == "tp":
         if plan.tp == 1:
             return zero_
-        fr = 2 if recompute == "full" else 1
         r = (Ntp - 1) / Ntp
-        n_ops = (blocks * ((fr + 1 + (1 if sp_regather else 0)) + (fr + 1)) if plan.sp
-                 else 2 * blocks * (fr + 1))
+        _, ops = tp_collectives(blocks, 1, plan.tp, plan.sp, blocks_again, sp_regather)
+        n_ops = sum(ops.values()) if plan.sp else 2 * ops["all_reduce"]
         return M * (r * block * n_ops + 2 * 2 * r * block)
     if dim == "pp":
         if plan.pp == 1:
@@ -157,14 +166,15 @@ def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_reg
         if plan.ep == 1 or not n_moe:
             return zero_
         rows = routed_rows(v[sym.k], v[sym.E], T / Ncp * B, ctx["capacity"])
-        return M * n_moe * (6 if recompute == "full" else 4) * (Nep - 1) / Nep * rows * d * a
+        n_a2a = 4 * n_moe + 2 * sum(c for n, c in again.items() if kinds[n].moe)
+        return M * n_a2a * (Nep - 1) / Nep * rows * d * a
     if plan.cp == 1:
         return zero_
     out = zero_
     for n, c in st["layers"].items():
         if kinds[n].attention:
-            rounds = 3 + (1 if recompute in ("full", "selective") else 0)
-            out += M * c * rounds * (Ncp - 1) * T / Ncp * B * kinds[n].cp_width * a
+            rounds = 3 * c + (c if recompute == "selective" else again.get(n, 0))
+            out += M * rounds * (Ncp - 1) * T / Ncp * B * kinds[n].cp_width * a
     return out
 
 
@@ -196,10 +206,11 @@ def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute
             out["host"] += host_traffic(psi, n, m, bg, bw, states_opt.offload, grad_sync)
             count["host"] += host_ops(m, states_opt.offload, grad_sync)
     # -- per-layer activations collectives on the heaviest stage --------------------------------------
-    fwd_repeat = 2 if recompute == "full" else 1
+    again = ctx["again"][i]  # the units of each group this rank recomputes
     if tp > 1:
         blocks = sum(c * kinds[n].tp_blocks for n, c in stage_layers.items())
-        nbytes, ops = tp_collectives(blocks, s * b * d * a, tp, sp, fwd_repeat, sp_regather)
+        blocks_again = sum(c * kinds[n].tp_blocks for n, c in again.items())
+        nbytes, ops = tp_collectives(blocks, s * b * d * a, tp, sp, blocks_again, sp_regather)
         out["tp"] += m * nbytes + m * 2 * (2 * Fraction(tp - 1, tp) * s * b * d * a)  # + embedding fwd, head bwd
         count["tp"] += m * (sum(ops.values()) + 2)
     if pp > 1:
@@ -213,16 +224,16 @@ def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute
         r = Fraction(ep - 1, ep)
         for name, c in stage_layers.items():
             if kinds[name].moe:
-                n_a2a = 4 + (2 if recompute == "full" else 0)
-                out["ep"] += m * c * n_a2a * r * rows * d * a
-                count["ep"] += m * c * n_a2a
+                n_a2a = 4 * c + 2 * again.get(name, 0)  # dispatch + combine, forward and backward
+                out["ep"] += m * n_a2a * r * rows * d * a
+                count["ep"] += m * n_a2a
     if cp > 1:
         for name, c in stage_layers.items():
             if not kinds[name].attention:
                 continue
-            rounds = 3 + (1 if recompute in ("full", "selective") else 0)
-            out["cp"] += m * c * rounds * (cp - 1) * s * b * kinds[name].cp_width * a
-            count["cp"] += m * c * rounds * (cp - 1)
+            rounds = 3 * c + (c if recompute == "selective" else again.get(name, 0))
+            out["cp"] += m * rounds * (cp - 1) * s * b * kinds[name].cp_width * a
+            count["cp"] += m * rounds * (cp - 1)
     return out, count
 
 
@@ -254,18 +265,19 @@ def replicate_collectives(shard_psi, r: int, zero: int, m: int, bg, grad_sync: s
     return times * 2 * Fraction(r - 1, r) * bg * shard_psi, {"all_reduce": times}
 
 
-def tp_collectives(blocks: int, block_bytes, tp: int, sp: bool, fwd_repeat: int = 1, regather: bool = True):
-    """Bytes one GPU sends for the TP collectives of ``blocks`` TP blocks (``plan.tp_blocks``: two
-    per Llama layer) over one micro-batch of ``block_bytes`` = s·b·d·b_a, and the ops. Without SP:
-    an all-reduce after each block's forward (again when full recomputation reruns it) and one in
-    its backward; with SP an all-gather + a reduce-scatter in their place, and (Megatron,
-    ``regather``) an all-gather of each block's saved input again in backward."""
+def tp_collectives(blocks: int, block_bytes, tp: int, sp: bool, recomputed: int = 0, regather: bool = True):
+    """Bytes one GPU sends for the TP collectives of ``blocks`` TP blocks (``parallel.tp_blocks``:
+    two per Llama layer), ``recomputed`` of which run their forward twice (full recomputation),
+    over one micro-batch of ``block_bytes`` = s·b·d·b_a, and the ops. Without SP: an all-reduce
+    after each block's forward and one in its backward; with SP an all-gather + a reduce-scatter
+    in their place, and (Megatron, ``regather``) an all-gather of each block's saved input again
+    in backward."""
     r = Fraction(tp - 1, tp)
+    forwards = blocks + recomputed
     if sp:
-        ops = {"all_gather": blocks * (fwd_repeat + 1 + (1 if regather else 0)),
-               "reduce_scatter": blocks * (fwd_repeat + 1)}
+        ops = {"all_gather": forwards + blocks + (blocks if regather else 0), "reduce_scatter": forwards + blocks}
         return r * block_bytes * (ops["all_gather"] + ops["reduce_scatter"]), ops
-    ops = {"all_reduce": blocks * (fwd_repeat + 1)}
+    ops = {"all_reduce": forwards + blocks}
     return 2 * r * block_bytes * ops["all_reduce"], ops
 
 

@@ -5,7 +5,11 @@ backward, which for every matmul computes the input gradient and the weight grad
 other operand's gradient for QKᵀ and PV), each as many FLOPs as the forward one:
 
     train = 3·F          F = forward FLOPs (prefill of T tokens, batch B, logits on all tokens)
-    + F                  with full activation recomputation (the forward runs again)
+    + F_layers           with full activation recomputation (the decoder layers' forward runs
+                         again; the embedding, final norm, head and loss are not checkpointed —
+                         Megatron recomputes inside its TransformerBlock, transformers its decoder
+                         layers). Megatron's ``block`` method recomputes only some layers
+                         (``recompute.Recompute``): Σ_groups r_g/n_g · F_group, r_g of its n_g layers
     + F_attn             with selective recomputation (only QKᵀ and PV are recomputed)
 
 Attention pairs are ``causal`` (exact, only unmasked pairs) unless ``full`` is asked for — what
@@ -30,14 +34,27 @@ from ..terms import Terms, exact
 B, T = sym.B, sym.T
 
 
-def train_flops(model, *, attention: str = "causal", recompute: str = "none") -> Terms:
-    """Training FLOPs of one step over B sequences of T tokens (symbolic, per term)."""
+def train_flops(model, *, attention: str = "causal", recompute: str = "none",
+                recomputed: dict[str, int] | None = None) -> Terms:
+    """Training FLOPs of one step over B sequences of T tokens (symbolic, per term).
+    ``recomputed``: under full recompute, how many layers of each group run their forward again
+    (``recompute.recomputed_layers``; default all of them)."""
     fwd = model.flops(Phase(kind="prefill", attention=attention, logits="all"))
     out = Terms()
     out.add("forward", fwd, "F")
     out.add("backward", fwd.scale(2), "2·F: input and weight gradients")
     if recompute == "full":
-        out.add("recompute", fwd.copy(), "F: full activation recomputation")
+        again = Terms()
+        for g in model.groups:
+            if g.name not in fwd or g.tower:
+                continue
+            n = exact(g.count, model.values)
+            r = n if recomputed is None else recomputed.get(g.name, 0)
+            if r:
+                part, share = fwd[g.name], sympy.Rational(r, n)
+                again.add(g.name, part.scale(share) if isinstance(part, Terms) else share * part,
+                          f"{r} of {n} layers")
+        out.add("recompute", again, "the decoder layers' forward again (full recomputation)")
     elif recompute == "selective":
         core = Terms()
         for path, expr in fwd.flatten().items():

@@ -19,6 +19,8 @@ the GPU total).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
+from math import ceil
 
 import sympy
 
@@ -28,7 +30,7 @@ from ..notation import sym
 from ..terms import Terms, exact
 from .activations import activations, korthikanti, per_layer
 from .flops import train_flops
-from .plan import Plan, model_states
+from .plan import Plan, model_states, stages
 
 ACT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
@@ -109,16 +111,22 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
                  dp=1, tp=1, pp=1, ep=1, cp=1, zero=0, sp=False, recompute="none",
                  optimizer="adamw", grad_dtype="bf16", kernel="flash", act_dtype="bf16",
                  activation_model="engine", hsdp_shard=None, offload="none", virtual=1,
-                 capacity=None, scan="fused") -> TrainMemory:
+                 capacity=None, scan="fused", recompute_method="uniform", recompute_layers=1) -> TrainMemory:
+    """``recompute_method`` / ``recompute_layers``: Megatron's full-recompute method and its N
+    (``recompute.Recompute``; uniform, 1 = every layer its own checkpoint)."""
     from .activations import dispatch_buffers
+    from .recompute import Recompute, add_up, recomputed_units
     from .schedule import peak
     from .states import States
     plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp)
     plan.check(model, seq)
     states_opt = States(shard=hsdp_shard, offload=offload)
     states_opt.check(plan)
-    if recompute not in ("none", "selective", "full"):
-        raise SymcostError(f"--recompute: unknown mode {recompute!r}")
+    rc = Recompute(recompute, recompute_method, recompute_layers)
+    rc.check()
+    if activation_model == "korthikanti" and not (rc.per_layer or rc.mode != "full"):
+        raise SymcostError("--recompute-method / --recompute-layers need --activations engine "
+                           "(the preset has no per-layer split)")
     check_capacity(model, capacity)
     m = micro_batches(global_batch, micro_batch, dp)
     check_pipeline(model, plan, m, virtual)
@@ -133,6 +141,9 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
               f"interleaved 1F1B, {virtual} model chunks per stage: Megatron's schedule replayed, the first "
               f"stage holds pp·(1 + (pp−1)/(pp·v)) micro-batches' worth when the chunks are alike"),
              measured_note(model)]
+    if rc.mode == "full" and not rc.per_layer:
+        notes.append(f"Megatron's full recomputation, {rc.describe()[len('recompute=full, '):]} "
+                     "(--recompute-method, --recompute-num-layers)")
     if hsdp_shard is not None:
         notes.append(f"HSDP: model states sharded over {n_dense} ranks (hsdp-shard × cp; experts {n_exp}) and "
                      f"replicated over {rep} groups")
@@ -153,33 +164,45 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
     else:
         tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity)
         flat = tree.at(vals)
-        groups = {g.name: g for g in model.groups}
-        layer_tot = {name: exact(tree[name].total, vals) // exact(g.count, model.values)
-                     for name, g in groups.items() if name in tree}
-        pre = sum(v for k, v in flat.items() if k.split("/")[0] in {c.key for c in model.pre} or k.startswith("shared/"))
-        post = sum(v for k, v in flat.items() if k.split("/")[0] in {c.key for c in model.post})
-        working_layer = {g.name: 0 for g in model.groups}
-        if recompute == "full":
-            for name, t in per_layer(model, bw, capacity, sp=sp, tp=tp, cp=cp).items():
-                working_layer[name] += exact(t.total, vals)
+        pre_keys, post_keys = {c.key for c in model.pre}, {c.key for c in model.post}
+        pre = sum(v for k, v in flat.items() if k.split("/")[0] in pre_keys or k.startswith("shared/"))
+        post = sum(v for k, v in flat.items() if k.split("/")[0] in post_keys)
+        # per unit of each group (Model.layers(): a layer is one unit of one group, or several):
+        # what a checkpoint keeps (the tree's mode), what it saves without recomputation, and its
+        # transient buffers (one MoE layer's EP dispatch); the chunk's sums follow ``rc.chunk``
+        units = {g.name: exact(g.count, model.values) for g in model.groups if g.name in tree}
+        kept = {n: Fraction(exact(tree[n].total, vals), c) for n, c in units.items()}
+        saved = kept
+        if rc.mode == "full":
+            saved = {n: Fraction(exact(t.total, vals)) for n, t in per_layer(model, bw, capacity, sp=sp, tp=tp,
+                                                                               cp=cp).items()}
+        if rc.mode == "full" and rc.method == "block":  # the layers it does not recompute keep the
+            plain = activations(model, bw.model_copy(update={"recompute": "none"}), sp=sp, tp=tp, cp=cp,
+                                capacity=capacity).at(vals)  # tensors shared by every layer
+            pre += sum(v for k, v in plain.items() if k.startswith("shared/") and k not in flat)
+        extra = {g.name: 0 for g in model.groups}
         if ep > 1:
             for g in model.groups:
                 for c in g.components:
                     if _is_moe(c):
-                        working_layer[g.name] += exact(dispatch_buffers(c, capacity, sp=sp, tp=tp, cp=cp), vals)
+                        extra[g.name] += exact(dispatch_buffers(c, capacity, sp=sp, tp=tp, cp=cp), vals)
+        order = model.layers()
         per_stage_acts, working, chunk_acts = [], [], []
         n_chunks = pp * virtual
         for r, st in enumerate(states):
-            accs = []
+            accs, works = [], []
             for j, ch in enumerate(st["chunks"]):
                 gid = r + j * pp
-                a = sum(layer_tot.get(n, 0) * c for n, c in ch["layers"].items())
-                a += pre if gid == 0 else 0
-                a += post if gid == n_chunks - 1 else 0
+                layers = [order[i] for i in ch["layer_ids"]]
+                held, work = rc.chunk([sum(kept.get(g.name, 0) for g in u) for u in layers],
+                                      [sum(saved.get(g.name, 0) for g in u) for u in layers],
+                                      [sum(extra[g.name] for g in u) for u in layers])
+                a = ceil(held) + (pre if gid == 0 else 0) + (post if gid == n_chunks - 1 else 0)
                 accs.append(a)
+                works.append(ceil(work))
             chunk_acts.append(accs)
             per_stage_acts.append(sum(accs))
-            working.append(max((working_layer.get(n, 0) for n in st["layers"]), default=0))
+            working.append(max(works, default=0))
     rows = []
     for s, st in enumerate(states):
         if virtual == 1 or chunk_acts is None:
@@ -198,13 +221,15 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
                      "in_flight_chunks": counts, "recompute_working": working[s], "per_gpu": total,
                      "layers": st["layers"]})
     heavy = max(rows, key=lambda r: r["per_gpu"])
+    again = None if rc.mode != "full" or rc.method == "uniform" else \
+        add_up(recomputed_units(model, rc, stages(model, pp * virtual)))
+    ftree = train_flops(model, recompute=recompute, recomputed=again)
     if capacity is None:
-        flops = exact(train_flops(model, recompute=recompute).total,
-                      model.values_with(T=seq, B=micro_batch * m * dp))
+        flops = exact(ftree.total, model.values_with(T=seq, B=micro_batch * m * dp))
     else:  # the experts also compute on the padding
         from .flops import padded_expert_flops
-        flops = padded_expert_flops(model, train_flops(model, recompute=recompute), capacity, seq=seq,
-                                    micro_batch=micro_batch, cp=cp, routings=m * dp)
+        flops = padded_expert_flops(model, ftree, capacity, seq=seq, micro_batch=micro_batch, cp=cp,
+                                    routings=m * dp)
     formula = {"activations_per_micro_batch": tree,
                **_state_formula(model, plan, heavy, optimizer, grad_dtype, bw, sp,
                                 activation_model == "engine", states_opt, virtual, capacity)}
