@@ -75,6 +75,11 @@ MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW), ("granite", "granit
          ("moe_more", "dbrx", FEW), ("dense", "seed_oss", FEW),
          ("more_dense", "apertus", FEW), ("gpt_oss", "gpt_oss", [FEW[0], FEW[2], FEW[3]]),
          ("mimo_v2_flash", "mimo_v2_flash", [FEW[0], FEW[2], FEW[3]])]
+#: DeepSeek-V2 (complex RoPE, softmax router with fp32 copies, group-limited masked top-k): three
+#: configs per case (q_lora_rank null, greedy and group-limited top-k come in turn); the odd
+#: d_kv + D_rope its RoPE cannot run in fp32 is avoided in ``tiny``
+MORE += [("deepseek", "deepseek_v2", FEW + SEL + [("eager", "selective", "bf16"), ("sdpa", "full", "fp32")])]
+MORE_SEEDS.update(deepseek_v2=3)
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -110,6 +115,14 @@ def tiny(module, model_type, seed):
         raw["attn_layer_indices"] = []
     if model_type == "gpt2":  # dropout off, as the convention states (GPT-2 defaults to 0.1)
         raw.update(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    if model_type == "deepseek_v2" and (raw["kv_lora_rank"] + raw["qk_rope_head_dim"]) % 2:
+        # DeepSeek-V2's complex RoPE (``apply_rotary_emb``) views the shared rotary key k_pe, a column
+        # slice of kv_a_proj_with_mqa's output with row stride d_kv + D_rope, as complex pairs; in fp32
+        # ``xk.float()`` is that same view and ``view_as_complex`` refuses an odd stride (RuntimeError
+        # "Tensor must have a stride divisible by 2", in the forward, on any device; below fp32 the
+        # cast is a contiguous copy and it runs). Every published config has d_kv + D_rope even
+        # (512 + 64); an even sum leaves the saved set as it is (k_pe stays a view either way)
+        raw["kv_lora_rank"] += 1
     if model_type == "seed_oss":  # dropout off, as the convention states (Seed-OSS defaults to 0.1)
         raw.update(attention_dropout=0.0, residual_dropout=0.0)
     return raw
@@ -257,7 +270,8 @@ def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
     """Itemised difference: CPU SDPA's flash kernel returns its output in q's memory layout. When q
     reaches it head-major contiguous — built by a concatenation (MLA's [q_nope, q_rope] when the
     flash kernel runs, partial RoPE's [q_rot, q_pass], Phi-3's RoPE) — the output is head-major
-    and ``transpose(1, 2).contiguous()`` copies it (H_q·D_v per token per layer, both kept).
+    and ``transpose(1, 2).contiguous()`` copies it (H_q·D_v per token per layer, both kept) —
+    unless H_q = 1, where the two layouts coincide and the transpose is already contiguous.
     FlashAttention returns [B, T, H, D]-major output, which the engine's ``flash`` counts once."""
     if kernel != "sdpa" or recompute == "full" or engine_kernel(built(raw), kernel) != "flash":
         return 0
@@ -269,6 +283,8 @@ def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
         for c in g.components:
             if isinstance(c, MLA) or (isinstance(c, Attention) and (c.D_rot is not None
                                                                      or raw["model_type"] in CAT_ROPE)):
+                if int(c.H_q.xreplace(m.values)) == 1:  # one head: head-major is token-major, no copy
+                    continue
                 width = c.H_q * (c.D_v if isinstance(c, MLA) else c.D_val)
                 n += int((g.count * width).xreplace(m.values)) * B * T * BYTES[dtype]
     return n
