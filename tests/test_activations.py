@@ -80,6 +80,14 @@ MORE += [("olmo", "olmoe", FEW), ("olmo", "flex_olmo", FEW), ("granite", "granit
 #: d_kv + D_rope its RoPE cannot run in fp32 is avoided in ``tiny``
 MORE += [("deepseek", "deepseek_v2", FEW + SEL + [("eager", "selective", "bf16"), ("sdpa", "full", "fp32")])]
 MORE_SEEDS.update(deepseek_v2=3)
+#: LongCat-Flash (double blocks: 2 × (MLA + SwiGLU) + a shortcut MoE with zero experts; one
+#: checkpoint per decoder layer). How many of a token's k slots run a real expert is the router's
+#: choice; these configs fix it (tests/tiny/longcat_flash.py: no zero experts, or k = E + E_z so every
+#: token takes every expert), so the engine's k_r = min(k, E) is what runs;
+#: ``test_longcat_flash_routing_as_taken`` measures free routing with the count the router took.
+#: No SDPA bf16 case: MLA's math-backend upcast (see ``MLA`` below)
+MORE += [("longcat_flash", "longcat_flash", FEW + SEL + [("eager", "selective", "bf16"), ("sdpa", "full", "bf16")])]
+MORE_SEEDS.update(longcat_flash=4)
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -123,6 +131,12 @@ def tiny(module, model_type, seed):
         # cast is a contiguous copy and it runs). Every published config has d_kv + D_rope even
         # (512 + 64); an even sum leaves the saved set as it is (k_pe stays a view either way)
         raw["kv_lora_rank"] += 1
+    if model_type == "longcat_flash":
+        # LongcatFlashExperts' ``torch.where(expert_mask[e].squeeze(0))`` squeezes the slot axis away
+        # when moe_topk = 1 and fails to unpack ("not enough values to unpack", a transformers bug
+        # for k = 1 on any device; LongCat-Flash routes 12 slots): the draw's k = 1 becomes 2
+        key = "moe_topk" if "moe_topk" in raw else "num_experts_per_tok"
+        raw[key] = max(raw[key], 2)
     if model_type == "seed_oss":  # dropout off, as the convention states (Seed-OSS defaults to 0.1)
         raw.update(attention_dropout=0.0, residual_dropout=0.0)
     return raw
