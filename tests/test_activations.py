@@ -447,3 +447,40 @@ def test_variant_switches(module, model_type, extra, kernel, dtype):
     for B, T in SHAPES:
         known = cpu_layernorm_stats(raw, "none", B, T, dtype) + sdpa_output_copy(raw, kernel, "none", B, T, dtype)
         assert engine_bytes(raw, kernel, "none", dtype, B, T) + known == saved.saved_bytes(model, B, T), (B, T)
+
+
+@pytest.mark.parametrize("kernel,dtype", [("eager", "fp32"), ("eager", "bf16"), ("sdpa", "fp32")])
+def test_longcat_flash_routing_as_taken(kernel, dtype):
+    """LongCat-Flash with free routing (zero experts and k < E + E_z, as trained models run): how
+    many of the k·B·T slots land on a real expert is the router's choice. A forward hook on every
+    ``LongcatFlashTopkRouter`` reads the indices the measured forward took (an index below E is a
+    real expert); the engine's count with k_r = (real slots over all layers) / (L·B·T) — its
+    per-slot declarations are linear in the rows — equals the measured bytes."""
+    import dataclasses
+
+    from symcost.components.zero_experts import ZeroExpertMoE
+    for seed in range(3):
+        raw = tiny("longcat_flash", "longcat_flash", seed)
+        E = raw.get("n_routed_experts", raw.get("num_local_experts"))
+        k_key = "moe_topk" if "moe_topk" in raw else "num_experts_per_tok"
+        raw["zero_expert_num"] = Z = 2 + seed % 2
+        raw[k_key] = min(2 + seed, E + Z - 1)  # some slots may take a zero expert, none must
+        model = saved.build(raw, kernel, "none", dtype)
+        taken: list = []
+        for layer in model.model.layers:
+            layer.mlp.router.register_forward_hook(lambda mod, args, out: taken.append(out[2].detach().clone()))
+        m = built(raw)
+        L = int(m.values[sym.L])
+        for B, T in SHAPES:
+            taken.clear()
+            measured = saved.saved_bytes(model, B, T)
+            assert len(taken) == L
+            real = sum(int((idx < E).sum()) for idx in taken)
+            groups = tuple(dataclasses.replace(g, components=tuple(
+                dataclasses.replace(c, k_r=sympy.Rational(real, L * B * T)) if isinstance(c, ZeroExpertMoE) else c
+                for c in g.components)) for g in m.groups)
+            v = m.values_with(T=T, B=B)
+            v.update({sym.b_a: BYTES[dtype], sym.N_tp: 1, sym.N_cp: 1})
+            bw = Backward(kernel=engine_kernel(m, kernel), recompute="none", act_dtype=dtype, scan="reference")
+            engine = activations(dataclasses.replace(m, groups=groups), bw).total_at(v)
+            assert engine + sdpa_output_copy(raw, kernel, "none", B, T, dtype) == measured, (seed, B, T, real)
