@@ -103,7 +103,14 @@ SCAN_FAMILIES = {"mamba2", "nemotron_h", "bamba", "granitemoehybrid", "falcon_h1
 TWO_CHUNKS = {"olmo_hybrid"}
 
 
+#: xLSTM's cell runs ⌊T/C⌋ chunks and T mod C recurrent steps, and whether its input slices are
+#: views depends on B, H and the remainder: shapes with no remainder, one step and several, B = 1 to 3
+XLSTM_SHAPES = ((1, 5), (2, 7), (1, 12), (3, 9))
+
+
 def shapes(model_type):
+    if model_type == "xlstm":
+        return XLSTM_SHAPES
     if model_type in LINEAR_ONLY or model_type in TWO_CHUNKS:
         return ((1, 5), (2, 70))
     return SCAN_SHAPES if model_type in SCAN_FAMILIES else SHAPES
@@ -240,7 +247,7 @@ def cpu_layernorm_stats(raw, recompute, B, T, dtype) -> int:
     m = built(raw)
 
     def rows(c):
-        if isinstance(c, Norms) and (c.bias or c.layer_stats) and not c.weightless:  # DBRX: layer_stats
+        if isinstance(c, Norms) and ((c.bias and not c.rms_stats) or c.layer_stats) and not c.weightless:  # DBRX: layer_stats
             return len(c.names)
         if isinstance(c, Attention) and ((c.qk_norm and c.qk_norm_bias) or c.qk_norm_per_head_ln):
             return c.H_q + c.H_kv
@@ -388,6 +395,11 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
            ("recurrent_gemma", "recurrent_gemma", (0, 1, 3), (EAGER32, EAGER16, ("eager", "selective", "fp32"),
                                                              ("eager", "full", "fp32"), FULL16)),
            ("recurrent_gemma", "recurrent_gemma", (0, 3), (SDPA16,)),
+           # xLSTM (mLSTM cells, transformers' native chunkwise + recurrent kernels) in fp32 only: below
+           # fp32 the native chunkwise kernel fails in transformers (its fp32 initial states meet bf16
+           # keys in one matmul: "expected m1 and m2 to have the same dtype"); no attention, so no
+           # SDPA case (transformers refuses one) and selective recomputation changes nothing
+           ("xlstm", "xlstm", 4, (EAGER32, ("eager", "full", "fp32"))),
            ("zamba", "zamba", (0, 1, 3), (EAGER32, EAGER16, SDPA16, ("eager", "selective", "fp32"),
                                        ("eager", "full", "fp32"), FULL16)),
            ]

@@ -60,6 +60,9 @@ class Norms(Component):
     #: a LayerNorm without bias (DBRX's ``nn.LayerNorm(bias=False)``): d weights, like an RMSNorm, but
     #: its backward keeps what a LayerNorm's does (input, fp32 mean and rstd); saved tensors only
     layer_stats: bool = False
+    #: an RMSNorm with a bias (xLSTM's ``xLSTMRMSNorm`` with use_bias): 2·dim parameters, like a
+    #: LayerNorm, but its backward keeps what an RMSNorm's does (the bias add keeps nothing); saved tensors only
+    rms_stats: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -96,7 +99,7 @@ class Norms(Component):
             return out
         out = []
         for n in self.names:
-            out += saved_norm(n, self.dim, self.bias or self.layer_stats, offset=self.offset)
+            out += saved_norm(n, self.dim, (self.bias and not self.rms_stats) or self.layer_stats, offset=self.offset)
         if self.one_input and self.bias:
             first = f"{self.names[0]}/input"
             out = [s for s in out if not s.name.endswith("/input") or s.name == first]
