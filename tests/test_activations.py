@@ -99,8 +99,8 @@ SCAN_SHAPES = ((1, 9), (2, 13))
 SCAN_FAMILIES = {"mamba2", "nemotron_h", "bamba", "granitemoehybrid", "falcon_h1", "zamba2"}
 
 
-#: hybrids with Gated DeltaNet layers beside attention, measured over one padded chunk and two chunks
-TWO_CHUNKS = {"olmo_hybrid"}
+#: hybrids with Gated DeltaNet (or KDA) layers beside attention, measured over one padded chunk and two chunks
+TWO_CHUNKS = {"olmo_hybrid", "kimi_linear"}
 
 
 #: xLSTM's cell runs ⌊T/C⌋ chunks and T mod C recurrent steps, and whether its input slices are
@@ -337,8 +337,10 @@ def sdpa_msa_masks(raw, kernel, recompute, B, T, dtype) -> int:
 #: overwrites in place (the local blocks), an autograd reference cycle; DeepSeek-V4's CSA indexer
 #: (integer top-k indices) likewise, its overlapped windows built by in-place slice assignments. Not
 #: needed by the backward (it never unpacks them), so not the engine's count; the test subtracts
-#: exactly those storages.
-UNREACHED = {"minimax_m3", "minimax_m3_vl_text", "deepseek_v4"}
+#: exactly those storages. Kimi Linear's KDA (``chunk_kimi_delta_attention``): the last chunk's
+#: state update is computed and dropped (no final state is asked for), yet two of its exp() results,
+#: e^(g_last) [B, H, D] and e^(g_last − g) [B, H, C, D], stay alive.
+UNREACHED = {"minimax_m3", "minimax_m3_vl_text", "deepseek_v4", "kimi_linear"}
 
 
 def measure(model, model_type, B, T) -> int:
@@ -400,6 +402,10 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
            # keys in one matmul: "expected m1 and m2 to have the same dtype"); no attention, so no
            # SDPA case (transformers refuses one) and selective recomputation changes nothing
            ("xlstm", "xlstm", 4, (EAGER32, ("eager", "full", "fp32"))),
+           # Kimi Linear: KDA (transformers' torch chunk_kimi_delta_attention, no fla) beside MLA (NoPE)
+           # layers and the DeepSeek-V3-style MoE; no SDPA bf16 case (MLA's math-backend upcast, ``MLA``)
+           ("kimi_linear", "kimi_linear", 3, (EAGER32, ("sdpa", "none", "fp32"), ("eager", "full", "fp32"), EAGER16,
+                                              ("eager", "selective", "fp32"))),
            ("zamba", "zamba", (0, 1, 3), (EAGER32, EAGER16, SDPA16, ("eager", "selective", "fp32"),
                                        ("eager", "full", "fp32"), FULL16)),
            ]
