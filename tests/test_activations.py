@@ -33,8 +33,7 @@ CASES = [("eager", "none", "fp32"), ("sdpa", "none", "fp32"), ("eager", "selecti
          ("eager", "none", "bf16"), ("sdpa", "none", "bf16"), ("eager", "selective", "bf16")]
 #: more families, one config each over the few cases below (runtime): (module, model_type, cases).
 #: Cases left out, and why (each is a known gap, not a pass): exaone4 under SDPA (a difference of
-#: 64 bytes per token at B=1, T=5 not yet itemised); olmo2/olmo3 in bf16 (Olmo2RMSNorm multiplies
-#: its weight in fp32, so its normalised output is kept in fp32 — not declared yet); hunyuan_v1_moe
+#: 64 bytes per token at B=1, T=5 not yet itemised); hunyuan_v1_moe
 #: in bf16 (its router's dtype handling, −30 bytes at B=1, T=5, not declared yet). DSA families
 #: (deepseek_v32, glm_moe_dsa) have no selective case: under the harness's checkpointed attention
 #: name transformers builds no mask, which DeepseekV32Attention indexes. The qwen3_vl types build
@@ -88,6 +87,12 @@ MORE_SEEDS.update(deepseek_v2=3)
 #: No SDPA bf16 case: MLA's math-backend upcast (see ``MLA`` below)
 MORE += [("longcat_flash", "longcat_flash", FEW + SEL + [("eager", "selective", "bf16"), ("sdpa", "full", "bf16")])]
 MORE_SEEDS.update(longcat_flash=4)
+#: OLMo 2 / OLMo 3 below fp32: Olmo2RMSNorm multiplies its weight into the fp32 x̂ (the normed
+#: output is kept in fp32, ``Norms.fp32_normed``, q/k norms too) and the rotary tables are fp32;
+#: OLMo 3 keeps one table per layer type. Three configs each (OLMo 3 seeds 1, 2 mix sliding layers)
+MORE += [("olmo", "olmo2", [FEW[3], ("sdpa", "none", "bf16"), ("eager", "selective", "bf16"), ("sdpa", "full", "bf16")]),
+         ("olmo", "olmo3", [FEW[3], ("sdpa", "none", "bf16"), ("eager", "selective", "bf16"), ("sdpa", "full", "bf16")])]
+MORE_SEEDS.update(olmo2=3, olmo3=3)
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -385,10 +390,9 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
            ("lfm2", "lfm2_moe", 1, (EAGER32, SDPA16)),
            ("jamba", "jamba", 1, (EAGER32, SDPA16)),
            ("falcon_h1", "falcon_h1", (0, 3), (EAGER32, SDPA16)),  # seed 3: mamba_rms_norm on
-           # OLMo-Hybrid in fp32 only: its OLMo-3 attention layers' Olmo2RMSNorm keeps the weighted
-           # output in fp32 in bf16 runs, the olmo2/olmo3 gap noted at MORE (seed 0: +1,360 bytes at B=1, T=5)
+           # OLMo-Hybrid: OlmoHybridRMSNorm keeps its weighted output in fp32 (as OLMo 2's does)
            ("olmo_hybrid", "olmo_hybrid", (1, 3), (EAGER32, ("sdpa", "none", "fp32"), ("eager", "full", "fp32"),
-                                                   ("eager", "selective", "fp32"))),
+                                                   ("eager", "selective", "fp32"), EAGER16, SDPA16, FULL16)),
            ("zamba2", "zamba2", (0, 3), (EAGER32, SDPA16, ("eager", "selective", "fp32"), FULL16,
                                          ("eager", "full", "bf16"))),
            # RecurrentGemma: seed 1 (GQA, window 3) under SDPA in bf16 once T >= W keeps H_q·D_h·b_a per
