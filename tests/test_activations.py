@@ -32,8 +32,7 @@ CASES = [("eager", "none", "fp32"), ("sdpa", "none", "fp32"), ("eager", "selecti
          ("eager", "full", "fp32"), ("sdpa", "full", "fp32"),
          ("eager", "none", "bf16"), ("sdpa", "none", "bf16"), ("eager", "selective", "bf16")]
 #: more families, one config each over the few cases below (runtime): (module, model_type, cases).
-#: Cases left out, and why (each is a known gap, not a pass): exaone4 under SDPA (a difference of
-#: 64 bytes per token at B=1, T=5 not yet itemised). DSA families
+#: Cases left out, and why (each is a known gap, not a pass): DSA families
 #: (deepseek_v32, glm_moe_dsa) have no selective case: under the harness's checkpointed attention
 #: name transformers builds no mask, which DeepseekV32Attention indexes. The qwen3_vl types build
 #: the whole vision-language model (towers included) and feed text only: the towers save nothing.
@@ -95,6 +94,10 @@ MORE_SEEDS.update(olmo2=3, olmo3=3)
 #: HunYuan-MoE below fp32: its gate casts the fp32 routing weights back to the compute dtype
 MORE += [("more_dense", "hunyuan_v1_moe", [FEW[3], ("sdpa", "none", "bf16"), ("eager", "selective", "bf16")])]
 MORE_SEEDS.update(hunyuan_v1_moe=3)
+#: EXAONE 4 under SDPA (its sliding layers' explicit masks and repeated K/V: ``sdpa_window_masks``,
+#: ``sdpa_masked_gqa``) and in bf16 beyond seed 0, three configs
+MORE += [("more_dense", "exaone4", [FEW[1], ("sdpa", "none", "bf16"), ("eager", "selective", "bf16"), ("sdpa", "full", "fp32")])]
+MORE_SEEDS.update(exaone4=3)
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are

@@ -71,6 +71,9 @@ class OlmoAdapter(LlamaAdapter):
 class Olmo2Adapter(LlamaAdapter):
     reference: ClassVar[str] = "Olmo2ForCausalLM"
     layer_norms: ClassVar[tuple[str, ...]] = POST_NORMS
+    #: Olmo2RMSNorm's ``(weight · x̂).to(dtype)``: the normed output is kept in fp32 (saved tensors only;
+    #: a subclass whose RMSNorm casts x̂ first, EXAONE 4, turns it off)
+    fp32_normed_norms: ClassVar[bool] = True
 
     vocab_size: PosInt = 50_304
     hidden_size: PosInt = 4096
@@ -89,6 +92,8 @@ class Olmo2Adapter(LlamaAdapter):
 
     def to_model(self):
         model = super().to_model()
+        if not self.fp32_normed_norms:
+            return model
         fp32 = lambda c: replace(c, fp32_normed=True) if isinstance(c, Norms) else c  # noqa: E731
         model.groups = tuple(replace(g, components=tuple(map(fp32, g.components))) for g in model.groups)
         model.post = tuple(map(fp32, model.post))
