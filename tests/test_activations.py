@@ -400,12 +400,10 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
                                                    ("eager", "selective", "fp32"), EAGER16, SDPA16, FULL16)),
            ("zamba2", "zamba2", (0, 3), (EAGER32, SDPA16, ("eager", "selective", "fp32"), FULL16,
                                          ("eager", "full", "bf16"))),
-           # RecurrentGemma: seed 1 (GQA, window 3) under SDPA in bf16 once T >= W keeps H_q·D_h·b_a per
-           # token per windowed layer more than the flash convention plus the output copy (not itemised
-           # yet: +320 bytes at B=1, T=5), so SDPA in bf16 runs on seeds 0 and 3 only
+           # RecurrentGemma: seed 1 (GQA, window 3) under SDPA once T >= W repeats K/V to H_q heads
+           # (``sdpa_masked_gqa``)
            ("recurrent_gemma", "recurrent_gemma", (0, 1, 3), (EAGER32, EAGER16, ("eager", "selective", "fp32"),
-                                                             ("eager", "full", "fp32"), FULL16)),
-           ("recurrent_gemma", "recurrent_gemma", (0, 3), (SDPA16,)),
+                                                             ("eager", "full", "fp32"), FULL16, SDPA16)),
            # xLSTM (mLSTM cells, transformers' native chunkwise + recurrent kernels) in fp32 only: below
            # fp32 the native chunkwise kernel fails in transformers (its fp32 initial states meet bf16
            # keys in one matmul: "expected m1 and m2 to have the same dtype"); no attention, so no
