@@ -408,7 +408,7 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
            # fp32 the native chunkwise kernel fails in transformers (its fp32 initial states meet bf16
            # keys in one matmul: "expected m1 and m2 to have the same dtype"); no attention, so no
            # SDPA case (transformers refuses one) and selective recomputation changes nothing
-           ("xlstm", "xlstm", 4, (EAGER32, ("eager", "full", "fp32"))),
+           ("xlstm", "xlstm", 4, (EAGER32, ("eager", "full", "fp32"), ("eager", "selective", "fp32"))),
            # Kimi Linear: KDA (transformers' torch chunk_kimi_delta_attention, no fla) beside MLA (NoPE)
            # layers and the DeepSeek-V3-style MoE; no SDPA bf16 case (MLA's math-backend upcast, ``MLA``)
            ("kimi_linear", "kimi_linear", 3, (EAGER32, ("sdpa", "none", "fp32"), ("eager", "full", "fp32"), EAGER16,
@@ -509,3 +509,24 @@ def test_longcat_flash_routing_as_taken(kernel, dtype):
             bw = Backward(kernel=engine_kernel(m, kernel), recompute="none", act_dtype=dtype, scan="reference")
             engine = activations(dataclasses.replace(m, groups=groups), bw).total_at(v)
             assert engine + sdpa_output_copy(raw, kernel, "none", B, T, dtype) == measured, (seed, B, T, real)
+
+
+def test_deepseek_v2_odd_latent_width():
+    """``tiny`` makes DeepSeek-V2's d_kv + D_rope even. With an odd sum transformers' complex RoPE
+    fails in fp32 (``view_as_complex`` of the strided k_pe view, in the forward), which this pins;
+    below fp32 (a contiguous copy first) it runs, and the engine's count, which does not depend on
+    the parity, equals the measured bytes there."""
+    from tests.tiny import deepseek
+    odd = []
+    for seed in range(12):
+        raw = deepseek.tiny(random.Random(f"act-deepseek_v2-{seed}"), "deepseek_v2")
+        raw.pop("num_nextn_predict_layers", None)
+        if (raw["kv_lora_rank"] + raw["qk_rope_head_dim"]) % 2:
+            odd.append(raw)
+    assert len(odd) >= 2
+    with pytest.raises(RuntimeError, match="stride divisible by 2"):
+        saved.saved_bytes(saved.build(odd[0], "eager", "none", "fp32"), 1, 5)
+    for raw in odd[:2]:
+        model = saved.build(raw, "eager", "none", "bf16")
+        for B, T in SHAPES:
+            assert engine_bytes(raw, "eager", "none", "bf16", B, T) == saved.saved_bytes(model, B, T)
