@@ -27,6 +27,10 @@ class LayerGroup:
     name: str
     count: sympy.Expr
     components: tuple[Component, ...]
+    #: the checkpointed layers (transformers' decoder layers, each one gradient-checkpointing unit)
+    #: these ``count`` layers make under full recomputation; None: one per layer. LongCat-Flash's
+    #: double blocks: 2·L sublayers and L shortcut MoEs make L checkpointed decoder layers
+    checkpoints: sympy.Expr | None = None
 
     @property
     def tower(self) -> bool:

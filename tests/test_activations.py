@@ -32,10 +32,7 @@ CASES = [("eager", "none", "fp32"), ("sdpa", "none", "fp32"), ("eager", "selecti
          ("eager", "full", "fp32"), ("sdpa", "full", "fp32"),
          ("eager", "none", "bf16"), ("sdpa", "none", "bf16"), ("eager", "selective", "bf16")]
 #: more families, one config each over the few cases below (runtime): (module, model_type, cases).
-#: Cases left out, and why (each is a known gap, not a pass): exaone4 under SDPA (a difference of
-#: 64 bytes per token at B=1, T=5 not yet itemised); olmo2/olmo3 in bf16 (Olmo2RMSNorm multiplies
-#: its weight in fp32, so its normalised output is kept in fp32 — not declared yet); hunyuan_v1_moe
-#: in bf16 (its router's dtype handling, −30 bytes at B=1, T=5, not declared yet). DSA families
+#: Cases left out, and why (each is a known gap, not a pass): DSA families
 #: (deepseek_v32, glm_moe_dsa) have no selective case: under the harness's checkpointed attention
 #: name transformers builds no mask, which DeepseekV32Attention indexes. The qwen3_vl types build
 #: the whole vision-language model (towers included) and feed text only: the towers save nothing.
@@ -91,6 +88,32 @@ MORE += [("gemma4", "gemma4", [FEW[0], FEW[2], FEW[3], ("eager", "selective", "f
 MORE += [("gemma3n", "gemma3n_text", FEW + [("eager", "selective", "fp32"), ("eager", "selective", "bf16"),
                                             ("sdpa", "none", "bf16"), ("sdpa", "full", "fp32"),
                                             ("eager", "full", "bf16")])]
+#: DeepSeek-V2 (complex RoPE, softmax router with fp32 copies, group-limited masked top-k): three
+#: configs per case (q_lora_rank null, greedy and group-limited top-k come in turn); the odd
+#: d_kv + D_rope its RoPE cannot run in fp32 is avoided in ``tiny``
+MORE += [("deepseek", "deepseek_v2", FEW + SEL + [("eager", "selective", "bf16"), ("sdpa", "full", "fp32")])]
+MORE_SEEDS.update(deepseek_v2=3)
+#: LongCat-Flash (double blocks: 2 × (MLA + SwiGLU) + a shortcut MoE with zero experts; one
+#: checkpoint per decoder layer). How many of a token's k slots run a real expert is the router's
+#: choice; these configs fix it (tests/tiny/longcat_flash.py: no zero experts, or k = E + E_z so every
+#: token takes every expert), so the engine's k_r = min(k, E) is what runs;
+#: ``test_longcat_flash_routing_as_taken`` measures free routing with the count the router took.
+#: No SDPA bf16 case: MLA's math-backend upcast (see ``MLA`` below)
+MORE += [("longcat_flash", "longcat_flash", FEW + SEL + [("eager", "selective", "bf16"), ("sdpa", "full", "bf16")])]
+MORE_SEEDS.update(longcat_flash=4)
+#: OLMo 2 / OLMo 3 below fp32: Olmo2RMSNorm multiplies its weight into the fp32 x̂ (the normed
+#: output is kept in fp32, ``Norms.fp32_normed``, q/k norms too) and the rotary tables are fp32;
+#: OLMo 3 keeps one table per layer type. Three configs each (OLMo 3 seeds 1, 2 mix sliding layers)
+MORE += [("olmo", "olmo2", [FEW[3], ("sdpa", "none", "bf16"), ("eager", "selective", "bf16"), ("sdpa", "full", "bf16")]),
+         ("olmo", "olmo3", [FEW[3], ("sdpa", "none", "bf16"), ("eager", "selective", "bf16"), ("sdpa", "full", "bf16")])]
+MORE_SEEDS.update(olmo2=3, olmo3=3)
+#: HunYuan-MoE below fp32: its gate casts the fp32 routing weights back to the compute dtype
+MORE += [("more_dense", "hunyuan_v1_moe", [FEW[3], ("sdpa", "none", "bf16"), ("eager", "selective", "bf16")])]
+MORE_SEEDS.update(hunyuan_v1_moe=3)
+#: EXAONE 4 under SDPA (its sliding layers' explicit masks and repeated K/V: ``sdpa_window_masks``,
+#: ``sdpa_masked_gqa``) and in bf16 beyond seed 0, three configs
+MORE += [("more_dense", "exaone4", [FEW[1], ("sdpa", "none", "bf16"), ("eager", "selective", "bf16"), ("sdpa", "full", "fp32")])]
+MORE_SEEDS.update(exaone4=3)
 BYTES = {"fp32": 4, "bf16": 2}
 #: (B, T) of each measurement. The chunked scans (Mamba-2 SSD with C ∈ {4, 8}) are measured past one
 #: chunk: with a single chunk (T ≤ C) some of einsum's reshapes become views and fewer copies are
@@ -102,11 +125,18 @@ SCAN_SHAPES = ((1, 9), (2, 13))
 SCAN_FAMILIES = {"mamba2", "nemotron_h", "bamba", "granitemoehybrid", "falcon_h1", "zamba2"}
 
 
-#: hybrids with Gated DeltaNet layers beside attention, measured over one padded chunk and two chunks
-TWO_CHUNKS = {"olmo_hybrid"}
+#: hybrids with Gated DeltaNet (or KDA) layers beside attention, measured over one padded chunk and two chunks
+TWO_CHUNKS = {"olmo_hybrid", "kimi_linear"}
+
+
+#: xLSTM's cell runs ⌊T/C⌋ chunks and T mod C recurrent steps, and whether its input slices are
+#: views depends on B, H and the remainder: shapes with no remainder, one step and several, B = 1 to 3
+XLSTM_SHAPES = ((1, 5), (2, 7), (1, 12), (3, 9))
 
 
 def shapes(model_type):
+    if model_type == "xlstm":
+        return XLSTM_SHAPES
     if model_type in LINEAR_ONLY or model_type in TWO_CHUNKS:
         return ((1, 5), (2, 70))
     return SCAN_SHAPES if model_type in SCAN_FAMILIES else SHAPES
@@ -126,6 +156,20 @@ def tiny(module, model_type, seed):
         raw["attn_layer_indices"] = []
     if model_type == "gpt2":  # dropout off, as the convention states (GPT-2 defaults to 0.1)
         raw.update(resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    if model_type == "deepseek_v2" and (raw["kv_lora_rank"] + raw["qk_rope_head_dim"]) % 2:
+        # DeepSeek-V2's complex RoPE (``apply_rotary_emb``) views the shared rotary key k_pe, a column
+        # slice of kv_a_proj_with_mqa's output with row stride d_kv + D_rope, as complex pairs; in fp32
+        # ``xk.float()`` is that same view and ``view_as_complex`` refuses an odd stride (RuntimeError
+        # "Tensor must have a stride divisible by 2", in the forward, on any device; below fp32 the
+        # cast is a contiguous copy and it runs). Every published config has d_kv + D_rope even
+        # (512 + 64); an even sum leaves the saved set as it is (k_pe stays a view either way)
+        raw["kv_lora_rank"] += 1
+    if model_type == "longcat_flash":
+        # LongcatFlashExperts' ``torch.where(expert_mask[e].squeeze(0))`` squeezes the slot axis away
+        # when moe_topk = 1 and fails to unpack ("not enough values to unpack", a transformers bug
+        # for k = 1 on any device; LongCat-Flash routes 12 slots): the draw's k = 1 becomes 2
+        key = "moe_topk" if "moe_topk" in raw else "num_experts_per_tok"
+        raw[key] = max(raw[key], 2)
     if model_type == "seed_oss":  # dropout off, as the convention states (Seed-OSS defaults to 0.1)
         raw.update(attention_dropout=0.0, residual_dropout=0.0)
     return raw
@@ -229,7 +273,7 @@ def cpu_layernorm_stats(raw, recompute, B, T, dtype) -> int:
     m = built(raw)
 
     def rows(c):
-        if isinstance(c, Norms) and (c.bias or c.layer_stats) and not c.weightless:  # DBRX: layer_stats
+        if isinstance(c, Norms) and ((c.bias and not c.rms_stats) or c.layer_stats) and not c.weightless:  # DBRX: layer_stats
             return len(c.names)
         if isinstance(c, Attention) and ((c.qk_norm and c.qk_norm_bias) or c.qk_norm_per_head_ln):
             return c.H_q + c.H_kv
@@ -279,7 +323,8 @@ def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
     """Itemised difference: CPU SDPA's flash kernel returns its output in q's memory layout. When q
     reaches it head-major contiguous — built by a concatenation (MLA's [q_nope, q_rope] when the
     flash kernel runs, partial RoPE's [q_rot, q_pass], Phi-3's RoPE) — the output is head-major
-    and ``transpose(1, 2).contiguous()`` copies it (H_q·D_v per token per layer, both kept).
+    and ``transpose(1, 2).contiguous()`` copies it (H_q·D_v per token per layer, both kept) —
+    unless H_q = 1, where the two layouts coincide and the transpose is already contiguous.
     FlashAttention returns [B, T, H, D]-major output, which the engine's ``flash`` counts once."""
     if kernel != "sdpa" or recompute == "full" or engine_kernel(built(raw), kernel) != "flash":
         return 0
@@ -291,6 +336,8 @@ def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
         for c in g.components:
             if isinstance(c, MLA) or (isinstance(c, Attention) and (c.D_rot is not None
                                                                      or raw["model_type"] in CAT_ROPE)):
+                if int(c.H_q.xreplace(m.values)) == 1:  # one head: head-major is token-major, no copy
+                    continue
                 width = c.H_q * (c.D_v if isinstance(c, MLA) else c.D_val)
                 n += int((g.count * width).xreplace(m.values)) * B * T * BYTES[dtype]
     return n
@@ -322,8 +369,10 @@ def sdpa_msa_masks(raw, kernel, recompute, B, T, dtype) -> int:
 #: overwrites in place (the local blocks), an autograd reference cycle; DeepSeek-V4's CSA indexer
 #: (integer top-k indices) likewise, its overlapped windows built by in-place slice assignments. Not
 #: needed by the backward (it never unpacks them), so not the engine's count; the test subtracts
-#: exactly those storages.
-UNREACHED = {"minimax_m3", "minimax_m3_vl_text", "deepseek_v4"}
+#: exactly those storages. Kimi Linear's KDA (``chunk_kimi_delta_attention``): the last chunk's
+#: state update is computed and dropped (no final state is asked for), yet two of its exp() results,
+#: e^(g_last) [B, H, D] and e^(g_last − g) [B, H, C, D], stay alive.
+UNREACHED = {"minimax_m3", "minimax_m3_vl_text", "deepseek_v4", "kimi_linear"}
 
 
 def measure(model, model_type, B, T) -> int:
@@ -368,18 +417,24 @@ HYBRIDS = [("mamba2", "mamba2", 1, (EAGER32, EAGER16, ("eager", "full", "bf16"))
            ("lfm2", "lfm2_moe", 1, (EAGER32, SDPA16)),
            ("jamba", "jamba", 1, (EAGER32, SDPA16)),
            ("falcon_h1", "falcon_h1", (0, 3), (EAGER32, SDPA16)),  # seed 3: mamba_rms_norm on
-           # OLMo-Hybrid in fp32 only: its OLMo-3 attention layers' Olmo2RMSNorm keeps the weighted
-           # output in fp32 in bf16 runs, the olmo2/olmo3 gap noted at MORE (seed 0: +1,360 bytes at B=1, T=5)
+           # OLMo-Hybrid: OlmoHybridRMSNorm keeps its weighted output in fp32 (as OLMo 2's does)
            ("olmo_hybrid", "olmo_hybrid", (1, 3), (EAGER32, ("sdpa", "none", "fp32"), ("eager", "full", "fp32"),
-                                                   ("eager", "selective", "fp32"))),
+                                                   ("eager", "selective", "fp32"), EAGER16, SDPA16, FULL16)),
            ("zamba2", "zamba2", (0, 3), (EAGER32, SDPA16, ("eager", "selective", "fp32"), FULL16,
                                          ("eager", "full", "bf16"))),
-           # RecurrentGemma: seed 1 (GQA, window 3) under SDPA in bf16 once T >= W keeps H_q·D_h·b_a per
-           # token per windowed layer more than the flash convention plus the output copy (not itemised
-           # yet: +320 bytes at B=1, T=5), so SDPA in bf16 runs on seeds 0 and 3 only
+           # RecurrentGemma: seed 1 (GQA, window 3) under SDPA once T >= W repeats K/V to H_q heads
+           # (``sdpa_masked_gqa``)
            ("recurrent_gemma", "recurrent_gemma", (0, 1, 3), (EAGER32, EAGER16, ("eager", "selective", "fp32"),
-                                                             ("eager", "full", "fp32"), FULL16)),
-           ("recurrent_gemma", "recurrent_gemma", (0, 3), (SDPA16,)),
+                                                             ("eager", "full", "fp32"), FULL16, SDPA16)),
+           # xLSTM (mLSTM cells, transformers' native chunkwise + recurrent kernels) in fp32 only: below
+           # fp32 the native chunkwise kernel fails in transformers (its fp32 initial states meet bf16
+           # keys in one matmul: "expected m1 and m2 to have the same dtype"); no attention, so no
+           # SDPA case (transformers refuses one) and selective recomputation changes nothing
+           ("xlstm", "xlstm", 4, (EAGER32, ("eager", "full", "fp32"), ("eager", "selective", "fp32"))),
+           # Kimi Linear: KDA (transformers' torch chunk_kimi_delta_attention, no fla) beside MLA (NoPE)
+           # layers and the DeepSeek-V3-style MoE; no SDPA bf16 case (MLA's math-backend upcast, ``MLA``)
+           ("kimi_linear", "kimi_linear", 3, (EAGER32, ("sdpa", "none", "fp32"), ("eager", "full", "fp32"), EAGER16,
+                                              ("eager", "selective", "fp32"))),
            ("zamba", "zamba", (0, 1, 3), (EAGER32, EAGER16, SDPA16, ("eager", "selective", "fp32"),
                                        ("eager", "full", "fp32"), FULL16)),
            ]
@@ -439,3 +494,61 @@ def test_variant_switches(module, model_type, extra, kernel, dtype):
     for B, T in SHAPES:
         known = cpu_layernorm_stats(raw, "none", B, T, dtype) + sdpa_output_copy(raw, kernel, "none", B, T, dtype)
         assert engine_bytes(raw, kernel, "none", dtype, B, T) + known == saved.saved_bytes(model, B, T), (B, T)
+
+
+@pytest.mark.parametrize("kernel,dtype", [("eager", "fp32"), ("eager", "bf16"), ("sdpa", "fp32")])
+def test_longcat_flash_routing_as_taken(kernel, dtype):
+    """LongCat-Flash with free routing (zero experts and k < E + E_z, as trained models run): how
+    many of the k·B·T slots land on a real expert is the router's choice. A forward hook on every
+    ``LongcatFlashTopkRouter`` reads the indices the measured forward took (an index below E is a
+    real expert); the engine's count with k_r = (real slots over all layers) / (L·B·T) — its
+    per-slot declarations are linear in the rows — equals the measured bytes."""
+    import dataclasses
+
+    from symcost.components.zero_experts import ZeroExpertMoE
+    for seed in range(3):
+        raw = tiny("longcat_flash", "longcat_flash", seed)
+        E = raw.get("n_routed_experts", raw.get("num_local_experts"))
+        k_key = "moe_topk" if "moe_topk" in raw else "num_experts_per_tok"
+        raw["zero_expert_num"] = Z = 2 + seed % 2
+        raw[k_key] = min(2 + seed, E + Z - 1)  # some slots may take a zero expert, none must
+        model = saved.build(raw, kernel, "none", dtype)
+        taken: list = []
+        for layer in model.model.layers:
+            layer.mlp.router.register_forward_hook(lambda mod, args, out: taken.append(out[2].detach().clone()))
+        m = built(raw)
+        L = int(m.values[sym.L])
+        for B, T in SHAPES:
+            taken.clear()
+            measured = saved.saved_bytes(model, B, T)
+            assert len(taken) == L
+            real = sum(int((idx < E).sum()) for idx in taken)
+            groups = tuple(dataclasses.replace(g, components=tuple(
+                dataclasses.replace(c, k_r=sympy.Rational(real, L * B * T)) if isinstance(c, ZeroExpertMoE) else c
+                for c in g.components)) for g in m.groups)
+            v = m.values_with(T=T, B=B)
+            v.update({sym.b_a: BYTES[dtype], sym.N_tp: 1, sym.N_cp: 1})
+            bw = Backward(kernel=engine_kernel(m, kernel), recompute="none", act_dtype=dtype, scan="reference")
+            engine = activations(dataclasses.replace(m, groups=groups), bw).total_at(v)
+            assert engine + sdpa_output_copy(raw, kernel, "none", B, T, dtype) == measured, (seed, B, T, real)
+
+
+def test_deepseek_v2_odd_latent_width():
+    """``tiny`` makes DeepSeek-V2's d_kv + D_rope even. With an odd sum transformers' complex RoPE
+    fails in fp32 (``view_as_complex`` of the strided k_pe view, in the forward), which this pins;
+    below fp32 (a contiguous copy first) it runs, and the engine's count, which does not depend on
+    the parity, equals the measured bytes there."""
+    from tests.tiny import deepseek
+    odd = []
+    for seed in range(12):
+        raw = deepseek.tiny(random.Random(f"act-deepseek_v2-{seed}"), "deepseek_v2")
+        raw.pop("num_nextn_predict_layers", None)
+        if (raw["kv_lora_rank"] + raw["qk_rope_head_dim"]) % 2:
+            odd.append(raw)
+    assert len(odd) >= 2
+    with pytest.raises(RuntimeError, match="stride divisible by 2"):
+        saved.saved_bytes(saved.build(odd[0], "eager", "none", "fp32"), 1, 5)
+    for raw in odd[:2]:
+        model = saved.build(raw, "eager", "none", "bf16")
+        for B, T in SHAPES:
+            assert engine_bytes(raw, "eager", "none", "bf16", B, T) == saved.saved_bytes(model, B, T)

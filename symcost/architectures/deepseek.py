@@ -142,7 +142,7 @@ class DeepseekV3Adapter(Adapter):
         d_sh = sym.E_s * sym.d_moe if self.n_shared_experts else None  # GLM allows n_shared_experts 0
         return MoE(d_sh=d_sh, correction_bias=self.correction_bias, proj_bias=self.ffn_bias(),
                    norm_topk=bool(self.norm_topk_prob),
-                   router="sigmoid_group" if self.correction_bias else "softmax_v2")
+                   router="sigmoid_group")
 
     def to_model(self) -> Model:
         kinds = self.mlp_kinds()
@@ -234,6 +234,19 @@ class DeepseekV2Adapter(DeepseekV3Adapter):
     def _v2(self):
         self.require_divisible("hidden_size", "num_attention_heads")  # transformers validates it
         return self
+
+    def mixer(self) -> tuple:
+        """``DeepseekV2Attention``: MLA as in V3, RoPE as a complex product (``apply_rotary_emb``)."""
+        return (MLA(d_q=None if self.q_lora_rank is None else sym.d_q, bias=self.attention_bias,
+                    rope_complex=True),)
+
+    def moe(self) -> MoE:
+        """``DeepseekV2TopkRouter``: softmax of ``F.linear(x.float(), weight.float())`` (fp32 copies
+        below fp32), top-k of the scores (group-limited: after a masked_fill over the groups left out),
+        never renormalised (the config class drops ``norm_topk_prob``), only scaled."""
+        d_sh = sym.E_s * sym.d_moe if self.n_shared_experts else None
+        return MoE(d_sh=d_sh, proj_bias=self.ffn_bias(), norm_topk=False, router="softmax", router_upcast=True,
+                   group_mask=self.topk_method == "group_limited_greedy")
 
     def check_router(self) -> None:
         E = self.n_routed_experts

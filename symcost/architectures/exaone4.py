@@ -22,6 +22,7 @@ from .olmo import Olmo3Adapter
 @register("exaone4")
 class Exaone4Adapter(Olmo3Adapter):
     reference: ClassVar[str] = "Exaone4ForCausalLM"
+    fp32_normed_norms: ClassVar[bool] = False  # Exaone4RMSNorm: weight · x̂.to(dtype), Llama's
 
     vocab_size: PosInt = 102_400
     hidden_size: PosInt = 4096

@@ -72,13 +72,15 @@ class HunYuanMoeAdapter(HunYuanDenseAdapter):
         ks = self.topks()
         distinct = list(dict.fromkeys(ks))
         attn = Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias, qk_norm=True)
+        # HunYuanMoEV1Gate casts its renormalised fp32 weights back to the router logits' dtype (the
+        # compute dtype: wg is cast with the model), so the experts read them in b_a (saved tensors only)
         if len(distinct) == 1:
             groups = (LayerGroup("layers", sym.L, (Norms(LAYER_NORMS), attn,
-                                                   MoE(d_moe=sym.d_ff, d_sh=sym.d_ff))),)
+                                                   MoE(d_moe=sym.d_ff, d_sh=sym.d_ff, weights_fp32=False))),)
         else:  # per-layer top-k: one group per k, its k an integer
             groups = tuple(LayerGroup(f"k{k}_layers", sympy.Integer(ks.count(k)),
                                       (Norms(LAYER_NORMS), attn,
-                                       MoE(d_moe=sym.d_ff, d_sh=sym.d_ff, k=sympy.Integer(k))))
+                                       MoE(d_moe=sym.d_ff, d_sh=sym.d_ff, k=sympy.Integer(k), weights_fp32=False)))
                            for k in distinct)
         vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                       H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h,

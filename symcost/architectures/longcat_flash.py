@@ -102,7 +102,9 @@ class LongcatFlashAdapter(Adapter):
         moe = ZeroExpertMoE(E_z=sym.E_z if Z else sympy.Integer(0), k_r=sym.k if k <= E else sym.E,
                             router_bias=self.router_bias)
         sub = (Norms(LAYER_NORMS), MLA(bias=self.attention_bias), FFN())
-        groups = (LayerGroup("sublayers", 2 * sym.L, sub), LayerGroup("shortcut_moe", sym.L, (moe,)))
+        # full recomputation checkpoints each decoder layer (two sublayers and their shortcut MoE) once
+        groups = (LayerGroup("sublayers", 2 * sym.L, sub, checkpoints=sym.L),
+                  LayerGroup("shortcut_moe", sym.L, (moe,), checkpoints=sympy.Integer(0)))
         vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_layers, H_q=self.num_attention_heads,
                       d_q=self.q_lora_rank, d_kv=self.kv_lora_rank, D_nope=self.qk_nope_head_dim,
                       D_rope=self.qk_rope_head_dim, D_v=self.v_head_dim, d_ff=self.ffn_hidden_size,

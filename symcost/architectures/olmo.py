@@ -71,6 +71,9 @@ class OlmoAdapter(LlamaAdapter):
 class Olmo2Adapter(LlamaAdapter):
     reference: ClassVar[str] = "Olmo2ForCausalLM"
     layer_norms: ClassVar[tuple[str, ...]] = POST_NORMS
+    #: Olmo2RMSNorm's ``(weight · x̂).to(dtype)``: the normed output is kept in fp32 (saved tensors only;
+    #: a subclass whose RMSNorm casts x̂ first, EXAONE 4, turns it off)
+    fp32_normed_norms: ClassVar[bool] = True
 
     vocab_size: PosInt = 50_304
     hidden_size: PosInt = 4096
@@ -82,8 +85,19 @@ class Olmo2Adapter(LlamaAdapter):
         return ["full_attention"] * self.num_hidden_layers
 
     def attention(self, window) -> Attention:
+        # Olmo2RMSNorm multiplies its weight into the fp32 x̂ (``(weight · x̂).to(dtype)``), the rotary
+        # embedding returns cos and sin in float32 (saved tensors only)
         return Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                         qk_norm_full=True)
+                         qk_norm_full=True, qk_norm_fp32_normed=True, rope_fp32=True)
+
+    def to_model(self):
+        model = super().to_model()
+        if not self.fp32_normed_norms:
+            return model
+        fp32 = lambda c: replace(c, fp32_normed=True) if isinstance(c, Norms) else c  # noqa: E731
+        model.groups = tuple(replace(g, components=tuple(map(fp32, g.components))) for g in model.groups)
+        model.post = tuple(map(fp32, model.post))
+        return model
 
 
 @register("olmo3")
@@ -97,6 +111,10 @@ class Olmo3Adapter(Olmo2Adapter):
             return list(self.layer_types)
         return ["sliding_attention" if (i + 1) % 4 else "full_attention"
                 for i in range(self.num_hidden_layers)]
+
+    def attention(self, window) -> Attention:
+        # Olmo3RotaryEmbedding computes one cos/sin table per layer type present (saved tensors only)
+        return replace(super().attention(window), rope_table="sliding_attention" if window else "full_attention")
 
 
 class _OlmoMoe:
@@ -157,15 +175,5 @@ class FlexOlmoAdapter(_OlmoMoe, Olmo2Adapter):
     num_experts: PosInt = Field(7, validation_alias=AliasChoices("num_local_experts", "num_experts"))
     num_experts_per_tok: PosInt = 5
     norm_topk_prob: bool = False  # renormalise the top-k routing weights (training activations only)
-
-    def attention(self, window) -> Attention:
-        # FlexOlmoRMSNorm multiplies its weight into the fp32 x̂; FlexOlmoRotaryEmbedding returns cos and
-        # sin in float32 (saved tensors only)
-        return replace(super().attention(window), qk_norm_fp32_normed=True, rope_fp32=True)
-
-    def to_model(self):
-        model = super().to_model()
-        fp32 = lambda c: replace(c, fp32_normed=True) if isinstance(c, Norms) else c  # noqa: E731
-        model.groups = tuple(replace(g, components=tuple(map(fp32, g.components))) for g in model.groups)
-        model.post = tuple(map(fp32, model.post))
-        return model
+    # FlexOlmoRMSNorm and FlexOlmoRotaryEmbedding are OLMo-2's: the fp32 normed output and cos/sin
+    # come with Olmo2Adapter

@@ -62,6 +62,10 @@ class XlstmAdapter(Adapter):
     weight_mode: Literal["single", "fused"] = "single"
     mode: Literal["train", "train_with_padding", "inference"] = "inference"
     max_inference_chunksize: PosInt = 16384
+    #: soft caps cap·tanh(x/cap) on the i/f gate pre-activations and on the logits (null: none);
+    #: what the backward keeps, not the weights or FLOPs
+    gate_soft_cap: float | None = 15.0
+    output_logit_soft_cap: float | None = 30.0
 
     @field_validator("qk_dim_factor", "v_dim_factor", "ffn_proj_factor", mode="before")
     @classmethod
@@ -108,11 +112,12 @@ class XlstmAdapter(Adapter):
         H = self.num_heads
         vals = values(d=self.d, V=self.vocab_size, L=self.L, H_ml=H, D_mk=self.qk_dim // H, D_mv=self.v_dim // H,
                       C_ml=self.chunk_size, d_ff=round_up(self.d * self.ffn_proj_factor, self.ffn_round_up_to_multiple_of))
-        layer = (Norms(("norm_mlstm", "norm_ffn"), bias=self.use_bias),
-                 MLSTMLayer(bias=self.use_bias, fused=self.weight_mode == "fused"),
+        layer = (Norms(("norm_mlstm", "norm_ffn"), bias=self.use_bias, rms_stats=True),
+                 MLSTMLayer(bias=self.use_bias, fused=self.weight_mode == "fused",
+                            gate_softcap=self.gate_soft_cap is not None, mode=self.mode),
                  FFN(bias=self.use_bias, act="silu"))
         model = Model(self.name, self.model_type, (Embedding(name="embeddings"),),
-                      (LayerGroup("blocks", sym.L, layer),), (Norms(("out_norm",)), XlstmHead()), vals)
+                      (LayerGroup("blocks", sym.L, layer),), (Norms(("out_norm",)), XlstmHead(softcap=self.output_logit_soft_cap is not None)), vals)
         model.notes.append("the head is never tied (xLSTMForCausalLM declares no tied weights) and, under --impl "
                            "reference, runs on every position even with --logits last (it takes no logits_to_keep)")
         if any(w % 64 for w in (self.qk_dim, self.v_dim)):

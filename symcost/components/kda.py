@@ -55,7 +55,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST
 from ..notation import sym
-from ..primitives import Linear, Matmul, Param
+from ..primitives import Linear, Matmul, Param, Saved, is_one
 from ..terms import Terms
 from .gated_deltanet import GatedDeltaNet
 
@@ -125,13 +125,66 @@ class KDA(GatedDeltaNet):
             "scan_decay": "per-channel decay multiplies of the scan", "residual": "residual add"})
 
     def saved(self, bw) -> list:
-        """Not declared yet: Gated DeltaNet's list (inherited) does not hold for KDA (measured
-        5.7× below the bytes saved by transformers' ``chunk_kimi_delta_attention`` on a tiny
-        config: its per-channel decay mask [B, H, n, C, C, D] and the row loop of the UT solve,
-        which clones each row and leading block, are KDA's own), and fla's ``chunk_kda`` kernel
-        (the fused convention) is not declared either; ``train`` says so (exit 2) instead of
-        printing Gated DeltaNet's count."""
-        raise NotImplementedError(f"{self.label()} declares no saved-for-backward tensors")
+        """Saved for backward, one layer: transformers' torch path (``scan="reference"``:
+        ``chunk_kimi_delta_attention``, what a CPU run executes; measured in tests/test_activations.py).
+        H = H_kda, D = D_kda, n = ⌈T/C_dn⌉ chunks over T_p = n·C_dn zero-padded rows, the scan in fp32.
+
+        Per token: the projections' input ``b_a·d``; the conv input and its output before SiLU
+        (``b_a·3HD``, the output over T + K_c − 1 positions); the f_b_proj and g_b_proj inputs ``b_a·D``
+        each; the forget gate's softplus written out — exp(g), 1 + exp(g) and the softplus 4·HD each,
+        torch.where's bool mask HD bytes; β ``b_a·H``; q and k as fp32 contiguous copies with their
+        L2 norms, 4·(HD + H) each; the gated RMSNorm: the fp32 core output, rstd, the normed and
+        weighted outputs and sigmoid(gate) (4·HD each but rstd 4·H) and the out_proj input ``b_a·HD``
+        (in fp32 with B = H = 1 the core output is a view of the padded scan output: T_p − T rows more).
+        Per layer: exp(A_log) and −exp(A_log) 4·H each, below fp32 the norm's fp32 weight copy 4·D,
+        and three bool C_dn² triangular masks.
+        Per padded row (4 bytes each): β; v, k, k_β, the scaled q, v_β, e^g, k_β·e^g, v_new and
+        each chunk's e^g (9·HD); the per-channel pairs of a chunk: the decay mask, k_β·k·decay and
+        q·k·decay [C_dn, D] (3·H·C_dn·D) and the UT matrix and masked q·kᵀ (2·H·C_dn); with n ≥ 2,
+        k_cumdecay (HD) and, for the n − 1 chunks whose state is passed on, q·e^g, e^(g_last − g) and
+        (k·e^(g_last − g)) (3·HD per row) and e^(g_last) (H·D per chunk). The UT solve's row loop keeps
+        each row and leading block it clones: Σ_{i<C_dn} (i + i²) = (C_dn−1)·C_dn·(C_dn+1)/3 per head
+        and chunk. Per sequence the n states S the chunks read, 4·H·D² each (the first is zeros).
+        The last chunk's state update is computed and dropped; two of its tensors stay alive and are
+        never read by the backward (the test subtracts them, ``UNREACHED``). fla's ``chunk_kda`` (the
+        fused convention) is not declared: ``train`` says so (exit 2).
+        """
+        if bw.scan != "reference":
+            raise NotImplementedError(f"{self.label()}: fla's chunk_kda (the fused kernels) declares no saved "
+                                      "tensors (use --scan reference, transformers' torch path)")
+        a, d, H, D, C, K = sym.b_a, self.d, self.H_lv, self.D_lv, self.C, self.K_c
+        HD, T, B, one = H * D, sym.T, sym.B, sympy.Integer(1)
+        n = sympy.ceiling(T / C)
+        Tp = B * n * C
+        many = 1 - is_one(n)  # 1 when n ≥ 2: a state is passed between chunks
+        out = [Saved("input", d, a, "seq", doc="q/k/v, gate and β projections' input"),
+               Saved("conv_input", 3 * HD, a, doc="cat(q, k, v) before the depthwise conv"),
+               Saved("conv_out", 3 * HD, a, rows=B * (T + K - 1), doc="conv output before SiLU"),
+               Saved("gate_low_rank", 2 * D, a, "seq", doc="f_b_proj and g_b_proj inputs [.., D]"),
+               Saved("forget_gate", 3 * HD, 4, doc="exp(g), 1 + exp(g), softplus(g): fp32"),
+               Saved("forget_gate/mask", HD, 1, doc="torch.where(g > 20) bool mask"),
+               Saved("beta", H, a, doc="sigmoid(b)"),
+               Saved("qk_l2norm", 2 * (HD + H), 4, doc="fp32 contiguous q, k and their L2 norms"),
+               Saved("A", 2 * H, 4, rows=one, doc="exp(A_log) and −exp(A_log), per layer"),
+               Saved("scan/masks", 3 * C ** 2, 1, "none", one, doc="three bool triu [C_dn, C_dn] masks, per layer"),
+               Saved("scan/vectors", 9 * HD + H + many * HD, 4, rows=Tp,
+                     doc="padded β, v, k, k_β, q, v_β, e^g, k_β·e^g, v_new, each chunk's e^g (+ k_cumdecay when n ≥ 2)"),
+               Saved("scan/passed", 3 * HD, 4, rows=B * (n - 1) * C,
+                     doc="q·e^g, e^(g_last − g), k·e^(g_last − g) of the chunks whose state is passed on"),
+               Saved("scan/passed_decay", HD * (n - 1), 4, rows=B, doc="e^(g_last) of those chunks"),
+               Saved("scan/chunk_pairs", H * C * (3 * D + 2), 4, rows=Tp,
+                     doc="decay mask, k_β·k·decay, q·k·decay [C_dn, D]; UT matrix, masked q·kᵀ [C_dn]"),
+               Saved("scan/ut_rows", H * (C - 1) * C * (C + 1) / 3, 4, rows=B * n,
+                     doc="the UT solve's cloned rows and leading blocks, per head and chunk"),
+               Saved("scan/states", H * D * D * n, 4, rows=B, doc="zero initial state + n − 1 passed states"),
+               Saved("norm", 4 * HD + H, 4, doc="fp32 core output, rstd, normed, weighted, sigmoid(gate)"),
+               Saved("out_proj_input", HD, a, doc="gated output in the compute dtype")]
+        if bw.upcast:
+            out.append(Saved("norm/weight_fp32", D, 4, "none", one, "o_norm weight.float(), per layer"))
+        else:  # fp32, B = H = 1: the unpadded core output is a view of the padded one, kept whole
+            out.append(Saved("norm/input_padding", is_one(B) * is_one(H) * HD, 4, rows=B * (n * C - T),
+                             doc="the padded rows the core output's storage keeps when its slice needs no copy"))
+        return out
 
     def cache(self) -> Terms:
         return Terms({"conv_state": sym.B * self.conv_dim * self.K_c,

@@ -26,6 +26,9 @@ Elementwise (``symcost.elementwise``): q_a_layernorm 4·tokens·d_q and kv_a_lay
     4·tokens·d_kv (new tokens only: the cache holds the normalised latent), softmax 5 per score
     over the same pairs as the scores, B·H_q·pairs, RoPE 3·tokens·(H_q + 1)·D_rope (every query
     head and the one shared rotary key), one residual add tokens·d; the same under both ``mla`` modes.
+``rope_complex`` (DeepSeek-V2): RoPE as a complex product by ``freqs_cis``; the same FLOPs and
+    elementwise count, and for training the complex64 table (4·D_rope bytes per position) is kept
+    in place of cos/sin.
 ``rope=False`` (Kimi Linear's ``KimiLinearAttention``): no rotary embedding is applied, the
     D_rope part of the shared key stays as a plain shared key dim; weights, FLOPs and cache as above,
     no RoPE elementwise term and no cos/sin table.
@@ -64,6 +67,10 @@ class MLA(Component):
     bias: bool = False  # attention_bias
     k_sel: sympy.Expr | None = None  # keys kept per query by a sparse indexer (DSA)
     rope: bool = True  # False: no rotary embedding at all (Kimi Linear's MLA; the D_rope part stays)
+    #: the rotation is a complex multiplication by ``freqs_cis`` (DeepSeek-V2's ``apply_rotary_emb``),
+    #: whose table [1, T, D_rope/2] is complex64 in every dtype, 8 bytes per pair: 4·D_rope per
+    #: position, in place of the cos/sin pair 2·D_rope·b_a
+    rope_complex: bool = False
 
     def pairs(self, ph: Phase) -> sympy.Expr:
         if self.k_sel is not None and ph.attention == "causal":
@@ -163,6 +170,9 @@ class MLA(Component):
     def saved_shared(self, bw) -> list:
         if bw.recompute == "full" or not self.rope:
             return []
+        if self.rope_complex:  # the product keeps freqs_cis (q and k need no other operand: it is constant)
+            return [Saved("rope_freqs_cis", self.D_rope, 4, "none", sym.T,
+                          "complex64 freqs_cis [1, T, D_rope/2], 8 bytes per rotated pair")]
         return [Saved("rope_cos_sin", 2 * self.D_rope, sym.b_a, "none", sym.T, "cos and sin [1, T, D_rope]")]
 
     def cache_tp_share(self, tp: int, values: dict):

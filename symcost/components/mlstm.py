@@ -47,7 +47,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
-from ..primitives import Linear, Matmul, Param
+from ..primitives import Linear, Matmul, Param, Saved, is_one
 from ..terms import Terms
 from .base import Component
 from .embedding import LMHead
@@ -63,6 +63,8 @@ class MLSTMLayer(Component):
     C: sympy.Expr = sym.C_ml
     bias: bool = False  # use_bias
     fused: bool = False  # weight_mode "fused"
+    gate_softcap: bool = True  # gate_soft_cap set: i and f pre-activations are cap·tanh(x/cap)
+    mode: str = "inference"  # the backend's mode (``saved`` follows "inference", the default)
 
     def _cell(self, ph: Phase) -> list:
         B, T, H, Dk, Dv, C = sym.B, sym.T, self.H, self.D_k, self.D_v, self.C
@@ -102,6 +104,78 @@ class MLSTMLayer(Component):
                      {"gates": "soft cap, log-sigmoid, exp of i and f", "state": "f·C + i·kvᵀ, f·n + i·k",
                       "normalise": "h_num / max(|q·n|, e^-m)", "multihead_norm": "per-head LayerNorm",
                       "output_gate": "σ(o)·h"})
+
+    def saved(self, bw) -> list:
+        """Saved for backward, one layer: transformers' native kernels (``scan="reference"``) in
+        mode ``inference`` (the default; training takes that path too), fp32 — all measured in
+        tests/test_activations.py. Per token (rows B·T): the projections' input ``b_a·d``; the two
+        gate soft caps' tanh 2·H_ml; the multi-head LayerNorm over h (written out in fp32: h itself,
+        rstd, x − mean, the normed copy) and the output gate σ(o), h_norm and the out_proj input.
+
+        The cell, per sequence and head (rows B), with N = ⌊T/C_ml⌋ chunks, T_c = C_ml·N, R = T − T_c
+        recurrent steps: the kernel's contiguous inputs — q over T_c, k and v over T, f over T, i
+        over R (a slice that is already contiguous is a view: it keeps the whole projection, T); the
+        chunk pass (``mlstm_chunkwise_recurrent_fw_C`` + ``_parallel_fw_H``): per chunk the passed
+        state C [D_mk, D_mv] and n [D_mk] and two scalars, the all-chunk states buffer
+        (N+1)·(D_mk·D_mv + D_mk) — with B·H_ml > 1 and N > 1 batched matmul copies the first N chunks' —
+        per chunk token the gated k, q, the numerator, nine scalars and the int64 max indices, per
+        (token, key) pair in a chunk the decay, scores and M (C_ml each), and the C_ml² causal mask
+        (bool, per layer); each recurrent step (``mlstm_recurrent_step_native``): C cloned, the
+        outer product k vᵀ and the new C (3·D_mk·D_mv), n cloned, the scaled q and the new n
+        (3·D_mk), h_num D_mv and eight scalars; and the output h (concatenated) H_ml·D_mv per token.
+
+        Below fp32 transformers' native chunkwise kernel fails (its fp32 initial states meet bf16
+        keys in one matmul: "expected m1 and m2 to have the same dtype"), and the fused mlstm_kernels
+        path keeps another set: neither is declared.
+        """
+        if bw.scan != "reference":
+            raise NotImplementedError(f"{self.label()}: the fused (mlstm_kernels) training kernels' saved "
+                                      "tensors are not declared (use --scan reference, transformers' native path)")
+        if bw.upcast:
+            raise NotImplementedError(f"{self.label()}: transformers' native chunkwise kernel fails below fp32 "
+                                      "(fp32 initial states meet compute-dtype keys in one matmul), so its saved "
+                                      "set below fp32 is not declared")
+        if self.mode != "inference":
+            raise NotImplementedError(f"{self.label()}: saved tensors are declared for mode 'inference' "
+                                      f"(the default), not {self.mode!r}")
+        a, B, T, H, Dk, Dv, C = sym.b_a, sym.B, sym.T, self.H, self.D_k, self.D_v, self.C
+        N = sympy.floor(T / C)
+        Tc = C * N
+        R = T - Tc
+        has_chunks, has_steps = sympy.Min(1, N), sympy.Min(1, R)
+        # Which input slices ``.contiguous()`` copies. x[..., a:b, :] of the head-major view of a
+        # [B, T, H_ml, D] projection is already contiguous — a view of the whole projection, T tokens —
+        # for the chunk slice when H_ml = 1 and (B = 1 or R = 0), for the remainder when B = 1 and
+        # (H_ml = 1 or R = 1) (C_ml ≥ 2 assumed)
+        chunk_view = is_one(H) * (1 - (1 - is_one(B)) * has_steps)
+        step_view = is_one(B) * has_steps * (1 - (1 - is_one(H)) * (1 - is_one(R)))
+        both = T + (1 - chunk_view) * step_view * Tc  # k, v, f: chunk slice + remainder slice
+        inputs = H * ((Tc + chunk_view * R * has_chunks) * Dk + both * (Dk + Dv + 1) + R + step_view * Tc)
+        # batched matmul over the chunk states copies their first N chunks unless B·H_ml = 1 or N = 1
+        state_slots = N + 1 - (1 - is_one(B) * is_one(H)) * (1 - is_one(N))
+        state = Dk * Dv + Dk
+        out = [Saved("input", self.d, a, "seq", doc="q/k/v/gate projections' input")]
+        if self.gate_softcap:
+            out.append(Saved("gate_softcap_tanh", 2 * H, a, doc="tanh of the i and f soft caps"))
+        out += [
+            Saved("kernel_inputs", inputs, 4, rows=B,
+                  doc="q over T_c, k, v, f over T, i over R (or the whole projections their slices are views of)"),
+            Saved("chunks/passed_states", H * N * (state + 2), 4, rows=B,
+                  doc="per chunk: the state C, n it starts from and two scalars"),
+            Saved("chunks/chunk_max", 3 * H * N, 4, rows=B, doc="int64 max indices and fp32 maxima per chunk"),
+            Saved("chunks/states", H * state_slots * state * has_chunks, 4, rows=B,
+                  doc="all-chunk C and n buffers, N + 1 slots (their first N copied by matmul when B·H > 1, N > 1)"),
+            Saved("chunks/per_token", H * Tc * (2 * Dk + Dv + 11), 4, rows=B,
+                  doc="gated k, q, numerator; decays, maxima, denominators; int64 max indices"),
+            Saved("chunks/pairs", 3 * H * Tc * C, 4, rows=B, doc="decay, scores and M per (token, key) in a chunk"),
+            Saved("chunks/causal_mask", C ** 2 * has_chunks, 1, "none", sympy.Integer(1), "bool tril [C_ml, C_ml], per layer"),
+            Saved("steps", H * R * (3 * Dk * Dv + 3 * Dk + Dv + 8), 4, rows=B,
+                  doc="per recurrent step: C clone, k vᵀ, new C, n clone, scaled q, new n, h_num, 8 scalars"),
+            Saved("h", H * Dv, 4, doc="the cell's output (concatenated chunks and steps)"),
+            Saved("multihead_norm", H * (Dv + 1), 4, doc="x − mean, rstd: fp32"),
+            Saved("multihead_norm/normed", H * Dv, a, doc="normed copy the weight multiplies"),
+            Saved("output_gate", 3 * H * Dv, a, doc="σ(o), h_norm and the out_proj input")]
+        return out
 
     def cache(self) -> Terms:
         B, H = sym.B, self.H

@@ -96,6 +96,9 @@ class MoE(Component):
     clamped_glu: bool = False
     #: experts and shared expert run DeepSeek-V4's clamped SiLU SwiGLU (``ffn.clamped_silu_saved``; saved only)
     clamped_silu: bool = False
+    #: the softmax scores outside the top groups are zeroed by ``masked_fill`` before top-k, whose
+    #: bool mask [E] per token the backward keeps (DeepSeek-V2's ``group_limited_greedy``)
+    group_mask: bool = False
 
     def elementwise(self, ph: Phase) -> Terms:
         rows, d, k = ph.tokens, self.d, self.k
@@ -158,8 +161,8 @@ class MoE(Component):
         (ungated: the activation), the routing weight (4 or ``b_a``), the expert output ``b_a·d``
         and the weighted output ``b_a·d`` index_add keeps. Variants (fields): ``sparsemixer`` (Phi-3.5-MoE: two bool
         masks E, two softmaxes ``b_a·E``, two multipliers ``b_a`` and two int64 indices), ``router_fp32``
-        False (DBRX, GPT-OSS: router tensors in the compute dtype), ``router_upcast`` (ERNIE: fp32 copies
-        below fp32), ``norm_clamp``, ``input_jitter`` noise tensors, ``clamped_glu`` (GPT-OSS experts:
+        False (DBRX, GPT-OSS: router tensors in the compute dtype), ``router_upcast`` (ERNIE, DeepSeek-V2:
+        fp32 copies below fp32), ``group_mask`` (DeepSeek-V2's group-limited top-k: a bool mask E), ``norm_clamp``, ``input_jitter`` noise tensors, ``clamped_glu`` (GPT-OSS experts:
         ``b_a·4·d_moe`` in place of the activation), ``input_copied``. Shared expert: a gated FFN ``b_a·4·d_sh``
         (plain ``2·d_sh``); with a sigmoid gate its output ``b_a`` and the shared output ``b_a·d``.
         """
@@ -206,6 +209,8 @@ class MoE(Component):
                               "fp32 copy of a compute-dtype router weight (per layer, batch-free)")]
             out += [Saved("router/probs_fp32" if self.router_fp32 else "router/probs", E,
                           4 if self.router_fp32 else a, "seq"), Saved("router/topk_indices", k, 8, "seq")]
+            if self.group_mask:
+                out.append(Saved("router/group_mask", E, 1, "seq", doc="bool mask of masked_fill (groups left out)"))
         if self.norm_topk and self.router not in ("sigmoid", "topk_softmax", "sparsemixer", "sqrt_softplus"):
             r = 4 if self.router_fp32 else a
             out += [Saved("router/topk_sum", 1, r, "seq"), Saved("router/topk_weights", k, r, "seq")]

@@ -73,6 +73,9 @@ class Norms(Component):
     #: ``pre_feedforward_layernorm_2``, on the residual ``pre_feedforward_layernorm`` reads): in fp32
     #: ``x.float()`` is that tensor, kept once; below fp32 each norm keeps its own copy (``pow_rstd``)
     same_input: tuple[str, ...] = ()
+    #: an RMSNorm with a bias (xLSTM's ``xLSTMRMSNorm`` with use_bias): 2·dim parameters, like a
+    #: LayerNorm, but its backward keeps what an RMSNorm's does (the bias add keeps nothing); saved tensors only
+    rms_stats: bool = False
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -114,7 +117,7 @@ class Norms(Component):
                     if bw.upcast or n not in self.same_input or not s.name.endswith("/input_fp32")]
         out = []
         for n in self.names:
-            out += saved_norm(n, self.dim, self.bias or self.layer_stats, offset=self.offset)
+            out += saved_norm(n, self.dim, (self.bias and not self.rms_stats) or self.layer_stats, offset=self.offset)
         if self.one_input and self.bias:
             first = f"{self.names[0]}/input"
             out = [s for s in out if not s.name.endswith("/input") or s.name == first]

@@ -44,7 +44,7 @@ import sympy
 from ..conventions import Phase
 from ..elementwise import COST, act_cost
 from ..notation import sym
-from ..primitives import Linear
+from ..primitives import Linear, Saved
 from ..terms import Terms
 from .moe import MoE
 
@@ -86,7 +86,35 @@ class ZeroExpertMoE(MoE):
                       "residual": "shortcut add"})
 
     def saved(self, bw) -> list:
-        raise NotImplementedError(f"{self.label()} declares no saved-for-backward tensors yet")
+        """Saved for backward (``LongcatFlashTopkRouter`` + ``LongcatFlashExperts``, eager loop), per token.
+
+        The block input is the first sublayer's post-attention norm output, which that sublayer's
+        dense MLP keeps (``FFN.saved``): not declared again. Router: ``F.linear(x.float(),
+        weight.float())`` — below fp32 the fp32 copies of the input 4·d and of the classifier weight
+        4·d·(E+E_z) (once per layer); the fp32 softmax scores 4·(E+E_z) and the int64 top-k indices
+        8·k that ``gather`` reads (no renormalisation: the weights are only scaled). Each of the k
+        slots (k·B·T assignment rows, gathered per expert): an int64 (slot, token) pair 16, the
+        gathered input ``b_a·d``, the fp32 routing weight 4 and the weighted output ``d`` that the cast and
+        index_add keep; a real-expert slot (k_r·B·T rows, the convention above) adds gate_up
+        ``b_a·2·d_moe``, the activation and the product ``b_a·d_moe`` each and the expert output
+        ``b_a·d``; a zero-expert slot (k − k_r) multiplies its gathered input itself.
+        """
+        a, d, f, P = sym.b_a, self.d, self.d_moe, self.pool
+        out = []
+        if bw.upcast:
+            out += [Saved("router/input_fp32", d, 4, "seq"),
+                    Saved("router/weight_fp32", d * P, 4, "none", sympy.Integer(1),
+                          "fp32 copy of the classifier weight (per layer, batch-free)")]
+        out += [Saved("router/scores_fp32", P, 4, "seq"), Saved("router/topk_indices", self.k, 8, "seq")]
+        slots, real = self.k * sym.B * sym.T, self.k_r * sym.B * sym.T
+        out += [Saved("experts/index_pairs", 2, 8, "seq", slots, "torch.where(expert_mask): int64 pairs"),
+                Saved("experts/input", d, a, "seq", slots, "hidden_states[token_idx]"),
+                Saved("experts/weight", 1, 4, "seq", slots, "fp32 routing weight of the slot"),
+                Saved("experts/weighted", d, a, "seq", slots, "weighted output, cast for index_add"),
+                Saved("experts/gate_up", 2 * f, a, rows=real), Saved("experts/act", f, a, rows=real),
+                Saved("experts/down_input", f, a, rows=real),
+                Saved("experts/output", d, a, "seq", real, "down_proj output, scaled by the weight")]
+        return out
 
     def buffers(self) -> Terms:
         return Terms({self.correction_bias_name: self.pool}, {self.correction_bias_name: "[E+E_z] buffer"})

@@ -12,7 +12,9 @@ shards, N_tp for hidden-wide tensors only under sequence parallelism, 1 otherwis
 Recomputation (``conventions.Backward``): ``selective`` changes what attention declares (the
 core's inputs instead of its probabilities); ``full`` keeps only each layer's input ``b_a·d``
 (transformers' / Megatron's full checkpointing; plus, once, an input every checkpointed
-layer shares, ``Component.checkpoint_shared``: Zamba's original embeddings), and while one layer is recomputed in backward
+layer shares, ``Component.checkpoint_shared``: Zamba's original embeddings; a group whose layers
+are parts of transformers' decoder layers states how many checkpointed layers they make,
+``LayerGroup.checkpoints``), and while one layer is recomputed in backward
 its own saved set is alive again (``per_layer``: the train command adds the largest), which a
 saved-tensors count does not see.
 
@@ -134,7 +136,8 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
                     shared.setdefault(s.name, s)
                 if recs:
                     layer.add(c.key, _tree(recs, **kw), c.label())
-        out.add(g.name, layer.scale(g.count), f"{g.count} layers")
+        n = g.checkpoints if bw.recompute == "full" and g.checkpoints is not None else g.count
+        out.add(g.name, layer.scale(n), f"{n} layers" if n == g.count else f"{g.count} layers, {n} checkpointed")
     if shared:
         out.add("shared", _tree(list(shared.values()), **kw), "computed once, read by every layer")
     for c in model.post:
