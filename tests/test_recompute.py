@@ -18,7 +18,8 @@ from tests.test_activations import built, engine_kernel, measure, tiny  # noqa: 
 #: MoE / dense layers, so which layers are "the first N" matters
 FAMILIES = [("llama", "llama", "eager", "fp32"), ("llama", "qwen3", "sdpa", "bf16"),
             ("qwen_moe", "qwen3_moe", "eager", "fp32"), ("deepseek", "deepseek_v3", "eager", "fp32"),
-            ("jamba", "jamba", "eager", "fp32")]
+            ("jamba", "jamba", "eager", "fp32"), ("longcat_flash", "longcat_flash", "eager", "fp32"),
+            ("gemma4", "gemma4_text", "eager", "bf16"), ("nemotron_h", "nemotron_h", "eager", "fp32")]
 
 
 @pytest.mark.parametrize("module,model_type,kernel,dtype", FAMILIES)
@@ -29,10 +30,10 @@ def test_block_method_equals_measured(module, model_type, kernel, dtype):
     equal to the engine's activations of that one-stage chunk."""
     raw = tiny(module, model_type, 0)
     model = saved.build(raw, kernel, "full", dtype)
-    layers = next(m for m in model.modules() if type(m).__name__ == "ModuleList"
-                  and len(m) == raw["num_hidden_layers"])
     m = built(raw)
-    for n in range(1, raw["num_hidden_layers"]):
+    L = m.n_layers()
+    layers = next(x for x in model.modules() if type(x).__name__ == "ModuleList" and len(x) == L)
+    for n in range(1, L):
         for i, layer in enumerate(layers):
             layer.gradient_checkpointing = i < n
         for B, T in ((1, 5), (2, 7)):

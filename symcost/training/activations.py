@@ -117,7 +117,6 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
     """
     kw = dict(sp=sp, tp=tp, cp=cp)
     out = Terms()
-    shared: dict[str, Saved] = {}
     for c in model.pre:
         out.add(c.key, _tree(_records(c, bw), **kw), c.label())
     for g in text_groups(model):
@@ -126,23 +125,39 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
             width = next((w for w in (c.residual_width() for c in g.components) if w is not None), sym.d)
             layer.add("layer_input", _bytes(layer_input(width), **kw), "checkpointed layer input b_a·d "
                       "(the residual stream's width: n_hc·d with hyper-connections)")
-            for c in g.components:
-                for s in c.checkpoint_shared(bw):
-                    shared.setdefault(s.name, s)
         else:
             for c in g.components:
                 recs = _records(c, bw, capacity)
-                for s in c.saved_shared(bw):
-                    shared.setdefault(s.name, s)
                 if recs:
                     layer.add(c.key, _tree(recs, **kw), c.label())
         n = g.checkpoints if bw.recompute == "full" and g.checkpoints is not None else g.count
         out.add(g.name, layer.scale(n), f"{n} layers" if n == g.count else f"{g.count} layers, {n} checkpointed")
+    every = {g.name for g in text_groups(model)}
+    shared = shared_tensors(model, bw, *((every, set()) if bw.recompute == "full" else (set(), every)), **kw)
     if shared:
-        out.add("shared", _tree(list(shared.values()), **kw), "computed once, read by every layer")
+        out.add("shared", shared, "computed once, read by every layer")
     for c in model.post:
         out.add(c.key, _tree(_records(c, bw), **kw), c.label())
     return out
+
+
+def shared_tensors(model, bw: Backward, rerun: set[str], keep: set[str], **kw) -> Terms:
+    """Tensors computed once per forward and read by every layer, each kept once by name: the
+    inputs the checkpoints of the groups with layers full recomputation reruns share
+    (``checkpoint_shared``: Zamba's original embeddings; a rerun layer rebuilds its RoPE table
+    inside its checkpoint), and what the groups with layers it does not rerun (``keep``) save of
+    them (``saved_shared``: the RoPE table of their layer type). Megatron's ``block`` method has
+    layers of both kinds, in one group or several."""
+    plain = Backward(kernel=bw.kernel, recompute="none" if bw.recompute == "full" else bw.recompute,
+                     act_dtype=bw.act_dtype, scan=bw.scan)
+    full = Backward(kernel=bw.kernel, recompute="full", act_dtype=bw.act_dtype, scan=bw.scan)
+    shared: dict[str, Saved] = {}
+    for g in text_groups(model):
+        for c in g.components:
+            for s in ((c.checkpoint_shared(full) if g.name in rerun else [])
+                      + (c.saved_shared(plain) if g.name in keep else [])):
+                shared.setdefault(s.name, s)
+    return _tree(list(shared.values()), **kw)
 
 
 def per_layer(model, bw: Backward, capacity=None, **kw) -> dict[str, Terms]:

@@ -114,7 +114,7 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
                  capacity=None, scan="fused", recompute_method="uniform", recompute_layers=1) -> TrainMemory:
     """``recompute_method`` / ``recompute_layers``: Megatron's full-recompute method and its N
     (``recompute.Recompute``; uniform, 1 = every layer its own checkpoint)."""
-    from .activations import dispatch_buffers
+    from .activations import dispatch_buffers, shared_tensors
     from .recompute import Recompute, add_up, recomputed_units
     from .schedule import peak
     from .states import States
@@ -176,17 +176,21 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
         if rc.mode == "full":
             saved = {n: Fraction(exact(t.total, vals)) for n, t in per_layer(model, bw, capacity, sp=sp, tp=tp,
                                                                                cp=cp).items()}
-        if rc.mode == "full" and rc.method == "block":  # the layers it does not recompute keep the
-            plain = activations(model, bw.model_copy(update={"recompute": "none"}), sp=sp, tp=tp, cp=cp,
-                                capacity=capacity).at(vals)  # tensors shared by every layer
-            pre += sum(v for k, v in plain.items() if k.startswith("shared/") and k not in flat)
+        order = model.layers()
+        if rc.mode == "full" and rc.method == "block":  # the groups it does not rerun keep their shared
+            rerun, keep = set(), set()                  # tensors (a RoPE table per layer type)
+            for st in states:
+                for ch in st["chunks"]:
+                    for i, again in zip(ch["layer_ids"], rc.recomputed(len(ch["layer_ids"]))):
+                        (rerun if again else keep).update(g.name for g in order[i])
+            pre += (shared_tensors(model, bw, rerun, keep, sp=sp, tp=tp, cp=cp).total_at(vals)
+                    - (exact(tree["shared"].total, vals) if "shared" in tree else 0))
         extra = {g.name: 0 for g in model.groups}
         if ep > 1:
             for g in model.groups:
                 for c in g.components:
                     if _is_moe(c):
                         extra[g.name] += exact(dispatch_buffers(c, capacity, sp=sp, tp=tp, cp=cp), vals)
-        order = model.layers()
         per_stage_acts, working, chunk_acts = [], [], []
         n_chunks = pp * virtual
         for r, st in enumerate(states):
