@@ -1545,6 +1545,15 @@ def _version() -> str:
         return "0+unknown"
 
 
+def run() -> None:
+    """The console entry (``symcost``, ``python -m symcost``): ``main()``, then exit. The objects
+    the command built are frozen first (``startup.quick_exit``) so the interpreter's final
+    collections skip them."""
+    rc = main()
+    startup.quick_exit()
+    sys.exit(rc)
+
+
 def main(argv: list[str] | None = None) -> int:
     startup.defer_sympy_tensor()
     startup.no_pydantic_plugins()

@@ -1,6 +1,7 @@
 """The CLI's start-up shortcuts (symcost/startup.py) change no result and hide nothing from SymPy."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -56,6 +57,22 @@ def test_cli_output_is_the_same_without_the_shortcuts(argv):
         sys.exit(main({argv!r}))
     """)
     assert fast == plain and fast
+
+
+def test_the_console_entry_exits_with_mains_status_and_flushed_output(tmp_path):
+    """``python -m symcost`` (``cli.run``: main(), freeze, exit): the exit status is main's, the
+    whole output arrives, a file the command writes is complete."""
+    env = {**ENV, "PYTHONDONTWRITEBYTECODE": "1"}
+    ok = subprocess.run([sys.executable, "-m", "symcost", "params", "deepseek-v3", "--json"], capture_output=True,
+                        text=True, env=env)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["model"] == "deepseek-v3"
+    bad = subprocess.run([sys.executable, "-m", "symcost", "params", "no-such-model"], capture_output=True,
+                         text=True, env=env)
+    assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.count("\n") == 1
+    out = tmp_path / "s.tex"
+    done = subprocess.run([sys.executable, "-m", "symcost", "sheet", "gpt2", "-o", str(out)], capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0 and out.read_text().rstrip().endswith("\\end{document}")
 
 
 def test_one_command_parser_equals_the_whole_parser():
