@@ -130,6 +130,8 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
     check_capacity(model, capacity)
     m = micro_batches(global_batch, micro_batch, dp)
     check_pipeline(model, plan, m, virtual)
+    chunks = stages(model, pp * virtual)  # the model chunks, in order (one per stage without interleaving)
+    rerun = add_up(recomputed_units(model, rc, chunks))  # units of each group full recomputation reruns
     bw = Backward(kernel=kernel, recompute=recompute, act_dtype=act_dtype, scan=scan)
     vals = _values(model, seq, micro_batch, plan, act_dtype)
     states = model_states(model, plan, optimizer=optimizer, grad_dtype=grad_dtype, states=states_opt,
@@ -177,13 +179,10 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
             saved = {n: Fraction(exact(t.total, vals)) for n, t in per_layer(model, bw, capacity, sp=sp, tp=tp,
                                                                                cp=cp).items()}
         order = model.layers()
-        if rc.mode == "full" and rc.method == "block":  # the groups it does not rerun keep their shared
-            rerun, keep = set(), set()                  # tensors (a RoPE table per layer type)
-            for st in states:
-                for ch in st["chunks"]:
-                    for i, again in zip(ch["layer_ids"], rc.recomputed(len(ch["layer_ids"]))):
-                        (rerun if again else keep).update(g.name for g in order[i])
-            pre += (shared_tensors(model, bw, rerun, keep, sp=sp, tp=tp, cp=cp).total_at(vals)
+        if rc.mode == "full" and rc.method == "block":  # the groups with layers it does not rerun keep
+            all_units = add_up([ch["layers"] for ch in chunks])  # their shared tensors (RoPE tables)
+            keep = {g for g, n in all_units.items() if n > rerun.get(g, 0)}
+            pre += (shared_tensors(model, bw, set(rerun), keep, sp=sp, tp=tp, cp=cp).total_at(vals)
                     - (exact(tree["shared"].total, vals) if "shared" in tree else 0))
         extra = {g.name: 0 for g in model.groups}
         if ep > 1:
@@ -225,9 +224,7 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
                      "in_flight_chunks": counts, "recompute_working": working[s], "per_gpu": total,
                      "layers": st["layers"]})
     heavy = max(rows, key=lambda r: r["per_gpu"])
-    again = None if rc.mode != "full" or rc.method == "uniform" else \
-        add_up(recomputed_units(model, rc, stages(model, pp * virtual)))
-    ftree = train_flops(model, recompute=recompute, recomputed=again)
+    ftree = train_flops(model, recompute=recompute, recomputed=rerun)
     if capacity is None:
         flops = exact(ftree.total, model.values_with(T=seq, B=micro_batch * m * dp))
     else:  # the experts also compute on the padding
