@@ -554,9 +554,10 @@ def diagnose(engine: Expr, user: Expr, values: Mapping) -> list[str]:
         ratio = sympy.cancel(sympy.expand(engine.xreplace(values)) / sympy.expand(user.xreplace(values)))
         if ratio.is_Rational and ratio != 1 and max(abs(ratio.p), ratio.q) <= 64:
             found.append(f"the whole expression is off by a factor {ratio} (engine / yours)")
-        elif ratio.free_symbols and not ratio.has(sympy.floor, sympy.ceiling, sympy.Mod) \
-                and sympy.Poly(sympy.numer(ratio), *ratio.free_symbols).is_monomial \
-                and sympy.denom(ratio).is_number:  # (⌊T/C⌋ is no polynomial generator: no factor)
+        elif ratio.free_symbols and sympy.denom(ratio).is_number \
+                and sympy.numer(ratio).is_polynomial(*ratio.free_symbols) \
+                and sympy.Poly(sympy.numer(ratio), *ratio.free_symbols).is_monomial:
+            # (⌊T/C⌋, Max(0, 2 − B) are no polynomial generators: no factor named)
             found.append(f"a factor {ratio} is missing (engine / yours)")
     return found
 

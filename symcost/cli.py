@@ -67,6 +67,24 @@ def parse_size(text: str) -> int:
     return int(digits) * mult
 
 
+def _real(name, low=0.0, high=None, *, open_low=False):
+    """A finite number in [low, high] (``open_low``: low excluded); never nan, inf or text."""
+    import math
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {shown!r}") from None
+        if not math.isfinite(value) or value < low or (open_low and value == low) or \
+                (high is not None and value > high):
+            where = f"{'(' if open_low else '['}{low:g}, {'∞)' if high is None else f'{high:g}]'}"
+            raise argparse.ArgumentTypeError(f"{name} must be in {where}, got {text}")
+        return value
+    return parse
+
+
 def _ratio(name):
     """A positive exact ratio: ``1.25`` or ``5/4`` (read as decimal text, never via a float)."""
     from fractions import Fraction
@@ -967,8 +985,12 @@ def cmd_export(args):
     keep = [k.strip() for k in (args.keep or "").split(",") if k.strip()]
     doc = f"{m.name} {args.metric} ({METRICS[args.metric]}{convention})"
     ident = "".join(ch if ch.isalnum() else "_" for ch in f"{args.metric}").strip("_")
-    print(export(terms.total, terms.bound, keep=keep, to=args.to, name=ident, doc=doc,
-                 whole=args.metric in WHOLE_METRICS))
+    code = export(terms.total, terms.bound, keep=keep, to=args.to, name=ident, doc=doc,
+                  whole=args.metric in WHOLE_METRICS)
+    if args.json and args.to != "json":  # the code as one JSON object (``--to json`` is one already)
+        print(json.dumps({"model": m.name, "metric": args.metric, "to": args.to, "doc": doc, "code": code}))
+    else:
+        print(code)
 
 
 def cmd_scale(args):
@@ -1100,12 +1122,12 @@ def serve_flags(sp, gpu_required=False):
     sp.add_argument("--quant-fallback", action="store_true",
                     help="an unknown quantization method falls back to the base dtype (default: error)")
     sp.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
-    sp.add_argument("--mem-util", type=float, default=0.9, help="vLLM's gpu_memory_utilization (0.9)")
+    sp.add_argument("--mem-util", type=_real("--mem-util", open_low=True, high=1.0), default=0.9, help="vLLM's gpu_memory_utilization (0.9)")
     sp.add_argument("--max-batched-tokens", type=_positive("--max-batched-tokens"), default=8192,
                     help="tokens per chunked-prefill step (vLLM's max_num_batched_tokens, 8192)")
-    sp.add_argument("--overhead-gib", type=float, default=1.0,
+    sp.add_argument("--overhead-gib", type=_real("--overhead-gib"), default=1.0,
                     help="allowance for non-torch memory per GPU (CUDA context, NCCL, cuBLAS), GiB")
-    sp.add_argument("--cudagraph-gib", type=float, default=0.0,
+    sp.add_argument("--cudagraph-gib", type=_real("--cudagraph-gib"), default=0.0,
                     help="allowance for CUDA graphs per GPU, GiB (0: captured after KV sizing, vLLM <= 0.10)")
     sp.add_argument("--block-size", type=_positive("--block-size"), default=None,
                     help="KV block tokens (default vLLM's: 16, 64 for MLA, raised for hybrids)")
@@ -1235,10 +1257,10 @@ def metric_flags(sp, dtypes=True):
         g.add_argument("--weights-dtype", choices=DTYPES_W, default=None,
                        help="cost every weight in this dtype (default: the checkpoint's quantization_config)")
         g.add_argument("--kv-dtype", choices=["bf16", "fp16", "fp32", "fp8"], default="bf16")
-    g.add_argument("--mem-util", type=float, default=0.9, help="vLLM's gpu_memory_utilization")
+    g.add_argument("--mem-util", type=_real("--mem-util", open_low=True, high=1.0), default=0.9, help="vLLM's gpu_memory_utilization")
     g.add_argument("--max-batched-tokens", type=_positive("--max-batched-tokens"), default=8192,
                    help="M, tokens per chunked-prefill step")
-    g.add_argument("--overhead-gib", type=float, default=1.0, help="non-torch allowance per GPU, GiB")
+    g.add_argument("--overhead-gib", type=_real("--overhead-gib"), default=1.0, help="non-torch allowance per GPU, GiB")
     g.add_argument("--zero", type=int, default=0, metavar="N", help="train_memory: ZeRO stage 0-3")
     g.add_argument("--recompute", choices=["none", "selective", "full"], default="none",
                    help="train_memory: activation recomputation")
@@ -1468,11 +1490,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                                  "a GPU run dispatches to (mamba_ssm, fla, causal-conv1d); reference — "
                                  "transformers' torch path (chunked scans), as the tests measure it")
         sp.add_argument("--gpu", default=None)
-        sp.add_argument("--mfu", type=float, default=0.4, help="model FLOPs utilisation for the step time")
-        sp.add_argument("--overlap", type=float, default=0.0, help="share of communication hidden")
-        sp.add_argument("--ib-gbs", type=float, default=50.0, help="scale-out GB/s per GPU")
+        sp.add_argument("--mfu", type=_real("--mfu", open_low=True, high=1.0), default=0.4, help="model FLOPs utilisation for the step time")
+        sp.add_argument("--overlap", type=_real("--overlap", high=1.0), default=0.0, help="share of communication hidden")
+        sp.add_argument("--ib-gbs", type=_real("--ib-gbs", open_low=True), default=50.0, help="scale-out GB/s per GPU")
         sp.add_argument("--gpus-per-node", type=_positive("--gpus-per-node"), default=8)
-        sp.add_argument("--alpha-us", type=float, default=10.0, help="latency per collective, µs")
+        sp.add_argument("--alpha-us", type=_real("--alpha-us"), default=10.0, help="latency per collective, µs")
         sp.add_argument("--virtual-stages", type=_positive("--virtual-stages"), default=None,
                         help="interleaved 1F1B: model chunks per pipeline stage (activations of the "
                              f"schedule's peak, p2p per chunk, bubble (p-1)/(v*m+p-1); default 1{pin})")
@@ -1487,7 +1509,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                         help="MoE expert capacity factor, padded to capacity (Megatron's "
                              "--moe-expert-capacity-factor): E*ceil(X*k*tokens/E) expert rows "
                              "(default: dropless, k*tokens)")
-        sp.add_argument("--pcie-gbs", type=float, default=63.0,
+        sp.add_argument("--pcie-gbs", type=_real("--pcie-gbs", open_low=True), default=63.0,
                         help="host link GB/s per GPU and direction, for --offload (PCIe 5.0 x16)")
 
     sp = command("budget", cmd_budget, "wall time, tokens/s and GPU-hours to train N tokens")
@@ -1495,9 +1517,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sp.add_argument("--tokens", type=_positive("--tokens"), required=True)
     sp.add_argument("--gpus", type=_positive("--gpus"), required=True)
     sp.add_argument("--gpu", required=True)
-    sp.add_argument("--mfu", type=float, default=None, help="default: 0.4, or implied by --gpu-hours")
-    sp.add_argument("--gpu-hours", type=float, default=None, help="a published budget: report its MFU")
-    sp.add_argument("--flops", type=float, default=None, help="a published FLOPs figure instead of the engine's")
+    sp.add_argument("--mfu", type=_real("--mfu", open_low=True, high=1.0), default=None, help="default: 0.4, or implied by --gpu-hours")
+    sp.add_argument("--gpu-hours", type=_real("--gpu-hours", open_low=True), default=None, help="a published budget: report its MFU")
+    sp.add_argument("--flops", type=_real("--flops", open_low=True), default=None, help="a published FLOPs figure instead of the engine's")
     sp.add_argument("--seq", type=_positive("--seq"), default=4096)
     sp.add_argument("--global-batch", type=_positive("--global-batch"), default=None,
                     help="sequences per step, for the step time")
@@ -1511,8 +1533,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     serve_flags(sp, gpu_required=True)
     sp.add_argument("--compute-dtype", choices=["bf16", "fp8", "fp4"], default=None,
                     help="dtype of the tensor-core peak (default: from the checkpoint: fp8/fp4/bf16)")
-    sp.add_argument("--compute-eff", type=float, default=1.0, help="fraction of the dense peak reached")
-    sp.add_argument("--bw-eff", type=float, default=1.0, help="fraction of the HBM bandwidth reached")
+    sp.add_argument("--compute-eff", type=_real("--compute-eff", open_low=True, high=1.0), default=1.0, help="fraction of the dense peak reached")
+    sp.add_argument("--bw-eff", type=_real("--bw-eff", open_low=True, high=1.0), default=1.0, help="fraction of the HBM bandwidth reached")
 
     sp = command("deploy", cmd_deploy, "every valid TP x EP x PP x DP layout on N GPUs: fit, KV capacity, "
                  "concurrency, TTFT, TPOT, tokens/s per GPU, sorted")

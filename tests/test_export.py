@@ -114,3 +114,13 @@ def test_python_export_is_pure_code():
     ns = {}
     exec(code, ns)
     assert ns["pairs"](T=2**40) == 2**40 * (2**40 + 1) // 2
+
+
+def test_json_flag_wraps_the_code(capsys):
+    """``--json`` prints one JSON object whatever ``--to`` is (the code under "code")."""
+    import json
+
+    from symcost.cli import main
+    assert main(["export", "gpt2", "--metric", "params", "--to", "python", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["to"] == "python" and "def params" in out["code"]
