@@ -27,9 +27,9 @@ STATE_LHS = {"weights": r"M_{\text{weights}}", "gradients": r"M_{\text{grads}}",
 DIM_TEXT = {
     "dp": "data parallel: reduce-scatter of the gradients and all-gather of the updated weights "
           "(ZeRO-1), once per step, each parameter group over its own ranks",
-    "tp": "tensor parallel with sequence parallelism: per layer and micro-batch two all-gathers and "
-          "two reduce-scatters forward, the same backward and two re-gathers, plus the embedding "
-          "and head",
+    "tp": "tensor parallel with sequence parallelism: per TP block (each attention, MLP, MoE or "
+          "mixer that ends in a row-parallel projection) and micro-batch an all-gather and a "
+          "reduce-scatter forward, the same backward and a re-gather, plus the embedding and head",
     "pp": "pipeline: one activation forward and one gradient backward of s·b·d elements per "
           "micro-batch and stage boundary, split over the tensor-parallel ranks with sequence parallelism",
     "ep": "expert parallel: dispatch and combine all-to-alls of the k·s·b routed rows, forward and "
