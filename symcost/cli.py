@@ -768,6 +768,19 @@ def _roof_eval(rf, vals):
     return out
 
 
+def _roofline_formulas(rf, batch: int) -> dict[str, str]:
+    """The roofline's formulas as text, B substituted: the touched-expert fraction
+    1 − (1 − k/E)^(rows) then has a numeric exponent. When that power written out exactly would
+    pass Python's 4,300-digit limit (a batch of millions), B stays a symbol instead."""
+    import sympy as _s
+    parts = (("flops", rf.flops), ("bytes", rf.bytes), ("time_s", rf.step_time * sym.N_pp),
+             ("total", rf.step_time * sym.N_pp))
+    try:
+        return {k: str(_s.sympify(v).xreplace({sym.B: _s.Integer(batch)})) for k, v in parts}
+    except ValueError:  # int-to-text conversion limit
+        return {k: str(v) for k, v in parts}
+
+
 def cmd_roofline(args):
     import sympy as _s
     from .serving.formulas import compute_dtype, gpu_values, roofline_formulas
@@ -827,10 +840,7 @@ def cmd_roofline(args):
                "kv_capacity_tokens": p.kv.tokens, "max_concurrency": p.kv.max_concurrency,
                "per_gpu_weights_bytes": p.weights_rank,
                "weight_bytes": int(_s.ceiling(rf.parts["weights_read"].xreplace({**base, sym.T: args.T, sym.B: args.batch}))),
-               # B substituted: the touched-expert fraction 1 - (1 - k/E)^(rows) needs a numeric exponent
-               "formula": {k: str(_s.sympify(v).xreplace({sym.B: _s.Integer(args.batch)}))
-                           for k, v in (("flops", rf.flops), ("bytes", rf.bytes),
-                                        ("time_s", rf.step_time * sym.N_pp), ("total", rf.step_time * sym.N_pp))},
+               "formula": _roofline_formulas(rf, args.batch),
                "convention": ROOF_NOTE + "; " + Phase(kind=args.phase, attention="causal", logits="last",
                                                        mla=args.mla).describe(),
                "note": f"{lay.label()} on {g.name}, {used} dense peak x {args.compute_eff}, "

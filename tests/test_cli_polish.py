@@ -169,3 +169,13 @@ def test_unsupported_model_type_names_the_closest_families(capsys, tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "closest by config fields: deepseek_v2, deepseek_v3, kimi_k2" in err
     assert "Adding an architecture" in err
+
+
+def test_roofline_of_a_million_sequence_batch_prints_its_formula(capsys):
+    """The touched-expert fraction 1 − (1 − k/E)^B at B = 2^20 has no printable exact value
+    (600,000 digits): the formula keeps B a symbol (found by tests/test_option_fuzz.py)."""
+    import json
+    assert main(["roofline", "mixtral-8x7b-v0.1", "--phase", "decode", "--T", "5", "--batch", "1M",
+                 "--gpu", "H100", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "B" in out["formula"]["flops"] and out["tpot_s"] > 0
