@@ -1,6 +1,6 @@
-"""Start-up cost of a CLI process: SymPy's tensor module, imported only when something uses it.
+"""What a CLI process skips at start-up and exit (each measured with benchmarks/bench_cli.py).
 
-SymPy 1.14's ``Add.flatten`` runs ``from sympy.tensor.tensor import TensExpr, TensAdd`` on every
+SymPy's tensor module, imported only when something uses it: SymPy 1.14's ``Add.flatten`` runs ``from sympy.tensor.tensor import TensExpr, TensAdd`` on every
 call, for one ``isinstance`` test; its first call therefore imports ``sympy.tensor.tensor`` and with
 it ``sympy.combinatorics`` (about 25 ms, a twentieth of a whole ``symcost params`` run), though a
 symcost command never builds a tensor expression.
