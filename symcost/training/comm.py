@@ -105,15 +105,12 @@ def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
             "formula": formula}
 
 
-def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_regather, v, ctx=None):
+def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_regather, v, ctx):
     """The busiest stage's bytes on one dimension as an expression in N_dp, N_tp, N_cp, N_ep, m_mb,
     B (micro-batch), T, b_a (and N_sh under HSDP), with the stage's parameter and layer counts as
     numbers."""
     import sympy
     from .activations import routed_rows
-    from .states import States
-    ctx = ctx or {"states": States(), "virtual": 1, "capacity": None,
-                  "again": [st["layers"] if recompute == "full" else {}] * plan.pp}
     again = ctx["again"][i]  # the units of each group this rank recomputes
     Ndp, Ntp, Ncp, Nep, M, B, T, a = (sym.N_dp, sym.N_tp, sym.N_cp, sym.N_ep, sym.m_mb, sym.B, sym.T, sym.b_a)
     d = v[sym.d]

@@ -54,6 +54,7 @@ from ..numeric import compile_exprs
 from ..terms import exact
 from .activations import activations, dispatch_buffers, per_layer
 from .memory import ACT_BYTES
+from .comm import tp_collectives
 from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, layer_kinds, rank_stages
 from .states import OFFLOAD
 
@@ -216,6 +217,11 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
     S = sorted(states)
     keep = [s for s in S if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in S)]
     return np.array(keep, dtype=np.int64)
+
+
+#: ops of one TP block per micro-batch, by (sequence parallel, recomputed): ``comm.tp_collectives``
+TP_OPS = {(sp, again): sum(tp_collectives(1, 1, 2, sp, int(again))[1].values())
+          for sp in (False, True) for again in (False, True)}
 
 
 def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch):
@@ -464,10 +470,10 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
         icp = int(np.argmax(cpw))
         block = (s_tok[rs] * bb * d * a).astype(float)
         spr = spf[rs]
-        fr = np.where(full[rs], 2, 1)
         rtp = (tt - 1) / tt
-        nb = max(blocks)  # comm.tp_collectives: all-gathers (fr + 2) and reduce-scatters (fr + 1) per block
-        ops_sp, ops_ar = nb * (fr + 2) + nb * (fr + 1), nb * (fr + 1)
+        nb = max(blocks)  # TP collectives of the busiest rank: comm.tp_collectives' ops per block, times nb
+        ops_sp = nb * np.where(full[rs], TP_OPS[True, True], TP_OPS[True, False])
+        ops_ar = nb * np.where(full[rs], TP_OPS[False, True], TP_OPS[False, False])
         R_bytes["tp"][rs] = np.where(tt > 1, mm * rtp * block * np.where(spr, ops_sp + 4, 2 * ops_ar + 4), 0)
         R_cnt["tp"][rs] = mm * (np.where(spr, ops_sp, ops_ar) + 2)
         if p_val > 1:
