@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from . import architectures, notation
 
@@ -13,11 +12,3 @@ def fill(text: str) -> str:
         text = re.sub(rf"(<!-- {key}:start -->\n).*?(<!-- {key}:end -->)",
                       lambda m: m.group(1) + body + "\n" + m.group(2), text, flags=re.S)
     return text
-
-
-def update_readme(path: Path) -> bool:
-    old = path.read_text()
-    new = fill(old)
-    if new != old:
-        path.write_text(new)
-    return new != old

@@ -249,6 +249,11 @@ def by_name(name: str) -> sympy.Symbol:
     return _SYMBOLS[name]
 
 
+def values(**kw: int) -> dict:
+    """Symbol values from keyword names of the notation: ``values(d=4096, L=32)`` (``None`` skipped)."""
+    return {_SYMBOLS[k]: sympy.Integer(v) for k, v in kw.items() if v is not None}
+
+
 def names() -> list[str]:
     return [e.name for e in TABLE]
 

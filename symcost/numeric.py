@@ -81,9 +81,3 @@ def compile_exprs(exprs: dict, symbols: Iterable[sympy.Symbol], exact_int: bool 
     src, ns = source(exprs, list(symbols), exact_int=exact_int)
     exec(compile(src, "<symcost.numeric>", "exec"), ns)  # printed from engine-built SymPy trees
     return ns["compiled"]
-
-
-def compile_expr(expr, symbols: Iterable[sympy.Symbol]) -> Callable:
-    """One NumPy function of ``symbols`` (positional) for one expression."""
-    f = compile_exprs({"value": expr}, symbols)
-    return lambda *args: f(*args)["value"]

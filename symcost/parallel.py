@@ -72,10 +72,6 @@ class Layout:
     gpus = world
 
     @property
-    def dense_dp(self) -> int:
-        return self.dp * self.cp
-
-    @property
     def expert_dp(self) -> int:
         return self.dp * self.cp // self.ep
 

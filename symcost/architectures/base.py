@@ -24,7 +24,7 @@ import sympy
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import SymcostError
-from ..notation import sym
+from ..notation import values  # noqa: F401 (adapters import it beside the other helpers here)
 
 #: the largest size a config may state: int64, what torch shapes and checkpoint headers hold
 MAX_INT = 2**63 - 1
@@ -144,11 +144,6 @@ class Adapter(BaseModel):
         num, den = getattr(self, num_field), getattr(self, den_field)
         if num % den:
             self.fail(num_field, f"{num_field}={num} is not divisible by {den_field}={den}")
-
-
-def values(**kw: int) -> dict:
-    """Symbol values from keyword names of the notation: ``values(d=4096, L=32)``."""
-    return {getattr(sym, k): sympy.Integer(v) for k, v in kw.items() if v is not None}
 
 
 def nested(cls: type[Adapter], raw: dict | None, prefix: str, **fixed) -> Adapter:

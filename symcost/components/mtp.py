@@ -12,7 +12,7 @@ weights go to ``Model.extras["mtp"]``, never into the total.
 """
 from __future__ import annotations
 
-from ..notation import sym
+from ..notation import sym, values
 from ..terms import Terms
 
 DOCS = {"enorm": "RMSNorm [d] on the embedding", "hnorm": "RMSNorm [d] on the hidden state",
@@ -31,6 +31,5 @@ def mtp_module(layer_components, layer_doc: str = "one decoder layer") -> Terms:
 
 def add_mtp(model, n: int, module: Terms) -> None:
     """Record ``n`` MTP modules in ``model.extras`` with the count symbol L_mtp."""
-    from ..architectures.base import values
     model.extras.add("mtp", module.scale(sym.L_mtp), f"{n} multi-token-prediction module(s)")
     model.values.update(values(L_mtp=n))

@@ -30,9 +30,8 @@ from math import gcd
 import sympy
 
 from ..conventions import Phase
-from ..numeric import compile_expr, compile_exprs  # noqa: F401 (the serving layer's compiler)
+from ..numeric import compile_exprs  # noqa: F401 (the serving layer's compiler)
 from ..parallel import text_tp_blocks
-from ..errors import SymcostError
 from ..notation import sym
 from ..primitives import Linear, Param
 from ..terms import Terms, exact, relax_steps
@@ -440,9 +439,3 @@ def gpu_values(gpu, dtype: str, mem_util: float) -> dict:
     return {sym.F_gpu: sympy.Integer(peak), sym.BW_hbm: sympy.Integer(gpu.bandwidth_bytes_per_s),
             sym.BW_link: sympy.Integer(round(gpu.link_gbs * 10**9)),
             sym.M_gpu: sympy.Integer(int(gpu.usable_bytes * Fraction(str(mem_util))))}, used
-
-
-def check_symbols(expr, allowed) -> None:
-    left = expr.free_symbols - set(allowed)
-    if left:
-        raise SymcostError(f"serving formula still depends on {', '.join(sorted(map(str, left)))}")
