@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.ffn import FFN
 from . import register
 from .base import LayerCount, PosInt
 from .llama import LlamaAdapter
+
+#: CohereLayerNorm q/k norms over [heads, D_h], written out in fp32 (saved tensors only)
+COHERE_SAVES = AttentionSaves(qk_norm="centred_fp32")
 
 
 @register("cohere")
@@ -44,7 +47,7 @@ class CohereAdapter(LlamaAdapter):
 
     def attention(self, window) -> Attention:
         return Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                         qk_norm_full=self.use_qk_norm, qk_norm_centred=self.use_qk_norm)
+                         qk_norm_full=self.use_qk_norm, saves=COHERE_SAVES)
 
 
 @register("cohere2")

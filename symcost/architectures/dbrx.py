@@ -15,7 +15,7 @@ from typing import ClassVar
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from ..assembly import LayerGroup, Model
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.moe import MoE
 from ..components.norm import Norms
@@ -78,7 +78,7 @@ class DbrxAdapter(Adapter):
         # saved tensors: LayerNorm statistics, q/k/v views of one Wqkv output (clamped with clip_qkv),
         # DbrxFFN's router softmax in the compute dtype, renormalised by a p-norm unless None
         layer = (Norms(("norm_1", "norm_2"), layer_stats=True),
-                 Attention(fused_qkv=True, clip_qkv=self.attn_config.clip_qkv is not None),
+                 Attention(saves=AttentionSaves(fused_qkv=True, clip_qkv=self.attn_config.clip_qkv is not None)),
                  MoE(router_fp32=False, weights_fp32=False, norm_topk=f.moe_normalize_expert_weights is not None,
                      input_jitter=1 if f.moe_jitter_eps is not None else 0))
         vals = values(d=self.d_model, V=self.vocab_size, L=self.n_layers, H_q=self.n_heads,

@@ -17,7 +17,7 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import Model, kind_order
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.moe import MoE
@@ -27,6 +27,9 @@ from . import register
 from .base import LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter
 from .qwen_moe import group_layers
+
+#: Ernie4_5's rotary embedding: fp32 cos/sin interleaved again in every layer (saved tensors only)
+ERNIE_SAVES = AttentionSaves(rope=RopeTable(fp32=True, per_layer=True))
 
 
 @register("ernie4_5")
@@ -48,7 +51,7 @@ class Ernie45Adapter(LlamaAdapter):
 
     def attention(self, window) -> Attention:
         # Ernie4_5's RoPE: fp32 cos/sin interleaved inside every layer (training activations only)
-        return Attention(qkv_bias=self.use_bias, o_bias=self.use_bias, rope_per_layer=True, rope_fp32=True)
+        return Attention(qkv_bias=self.use_bias, o_bias=self.use_bias, saves=ERNIE_SAVES)
 
     def ffn(self) -> FFN:
         return FFN(bias=self.use_bias)

@@ -44,7 +44,7 @@ from ..assembly import LayerGroup, Model, layer_order
 from ..components.altup import AltUp, AltUpProjections
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.kv_sharing import SharedKVAttention
+from ..components.kv_sharing import POW_NORMS, SharedKVAttention
 from ..components.laurel import Laurel
 from ..components.norm import Norms
 from ..components.per_layer_input import PerLayerEmbedding, PerLayerInputGate
@@ -137,7 +137,8 @@ class Gemma3nTextAdapter(Gemma2Adapter):
 
     def layer_components(self, kind: str, consumer: bool, d_ff=sym.d_ff, sparse: bool = False) -> tuple:
         attn = SharedKVAttention(W=sym.W if kind == "sliding_attention" else None, qkv_bias=self.attention_bias,
-                                 o_bias=self.attention_bias, consumer=consumer, rope_table=kind)
+                                 o_bias=self.attention_bias, consumer=consumer,
+                                 saves=POW_NORMS.with_rope(name=kind))
         return (Norms(GEMMA_NORMS, pow_rstd=True),
                 AltUp(correct_scale=self.altup_correct_scale, coef_clip=self.altup_coef_clip is not None),
                 Laurel(), attn, FFN(d_ff=d_ff, act=self.hidden_activation, gaussian_topk=sparse),

@@ -43,7 +43,7 @@ from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.gemma4_audio import Gemma4AudioBlock, Gemma4AudioEmbedder, Gemma4AudioStem
 from ..components.gemma4_vision import Gemma4Vision, Gemma4VisionBlock, Gemma4VisionEmbedder, Gemma4VisionStem
-from ..components.kv_sharing import LastPosition, SharedKVAttention
+from ..components.kv_sharing import POW_NORMS, LastPosition, SharedKVAttention
 from ..components.layer_scale import LayerScalar
 from ..components.norm import Norms
 from ..components.parallel_moe import ParallelMoE
@@ -203,7 +203,7 @@ class Gemma4TextAdapter(Gemma2Adapter):
         attn = SharedKVAttention(D_h=hd, H_kv=kv, W=sym.W if kind == "sliding_attention" else None,
                                  qkv_bias=self.attention_bias, o_bias=self.attention_bias,
                                  k_eq_v=self.attention_k_eq_v and kind == "full_attention", consumer=consumer,
-                                 rope_table=kind)  # Gemma4TextRotaryEmbedding: one cos/sin per layer type
+                                 saves=POW_NORMS.with_rope(name=kind))  # Gemma4TextRotaryEmbedding: one cos/sin per layer type
         parts = [Norms(norms, pow_rstd=True, same_input=MOE_NORMS[2:] if self.enable_moe_block else ()), attn,
                  FFN(d_ff=2 * sym.d_ff if wide else sym.d_ff, act=self.hidden_activation)]
         if self.enable_moe_block:

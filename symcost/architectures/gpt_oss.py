@@ -14,7 +14,7 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import Model
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.embedding import Embedding, LMHead
 from ..components.moe import MoE
 from ..components.norm import Norms
@@ -22,6 +22,9 @@ from . import register
 from .base import Int, PosInt, values
 from .gemma import alternating_layer_types, window_groups
 from .llama import LAYER_NORMS, LlamaAdapter, window_order
+
+#: _apply_rotary_emb: a D_h/2-wide cos/sin table rotates each half of q and k (saved tensors only)
+GPT_OSS_SAVES = AttentionSaves(rope=RopeTable(half=True))
 
 
 @register("gpt_oss")
@@ -46,7 +49,7 @@ class GptOssAdapter(LlamaAdapter):
     def layer(self, window):
         return (Norms(LAYER_NORMS, fp32_normed=True),
                 Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                          sinks=True, rope_half_table=True),
+                          sinks=True, saves=GPT_OSS_SAVES),
                 # GptOssTopKRouter and the clamped GLU experts (training activations only)
                 MoE(router_bias=True, expert_bias=True, router="topk_softmax", router_fp32=False,
                     weights_fp32=False, clamped_glu=True))

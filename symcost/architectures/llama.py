@@ -12,7 +12,7 @@ from typing import ClassVar
 from pydantic import model_validator
 
 from ..assembly import LayerGroup, Model, layer_order
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.norm import Norms
@@ -182,7 +182,7 @@ class Phi3Adapter(LlamaAdapter):
         return [kind] * self.num_hidden_layers
 
     def attention(self, window) -> Attention:
-        return Attention(W=window, fused_qkv=True)
+        return Attention(W=window, saves=AttentionSaves(fused_qkv=True))
 
     def ffn(self) -> FFN:
         return FFN()

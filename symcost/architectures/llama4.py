@@ -28,6 +28,7 @@ import sympy
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ..assembly import LayerGroup, Model, kind_order
+from ..components.attention import AttentionSaves
 from ..components.chunked_attention import ChunkedAttention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -127,7 +128,7 @@ class Llama4TextAdapter(GQAHeads, Adapter):
         return ChunkedAttention(C=sym.C_att if kind == CHUNKED else None, qkv_bias=self.attention_bias,
                                 o_bias=self.attention_bias, rope=rope, qk_l2norm=rope and self.use_qk_norm,
                                 temperature=not rope and self.attn_temperature_tuning,
-                                softmax_fp32=False)  # eager softmax in the compute dtype (saved tensors only)
+                                saves=AttentionSaves(softmax_fp32=False))  # eager softmax in the compute dtype
 
     def to_model(self) -> Model:
         layers = list(zip(self.resolved_layer_types(), self.rope_kinds(), self.moe_kinds()))

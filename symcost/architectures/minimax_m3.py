@@ -32,7 +32,7 @@ import sympy
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..assembly import LayerGroup, Model, kind_order
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.minimax_vit import MiniMaxViT
@@ -45,6 +45,9 @@ from ..notation import sym
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, validation_message, values
 from .llama import LAYER_NORMS
+
+#: the q/k norms are zero-centred RMSNorms, x̂·(1 + w) in fp32 (saved tensors only)
+OFFSET_NORMS = AttentionSaves(qk_norm="offset")
 
 SEED_MTP_MODULES = 7  # seed 000 §2.8: "7 个 MTP 模块，num_mtp_modules=7"
 SPARSE, FULL = "minimax_m3_sparse", "full_attention"
@@ -212,8 +215,8 @@ class MiniMaxM3TextAdapter(Adapter):
     # -- the model ---------------------------------------------------------------------------------------
     def attention(self, kind: str) -> tuple:
         if kind == FULL:
-            return (Attention(qk_norm=True, qk_norm_offset=True),)
-        return (MSAAttention(qk_norm=True, qk_norm_offset=True, local=self.index("index_local_blocks") >= 1), MSAIndexer())
+            return (Attention(qk_norm=True, saves=OFFSET_NORMS),)
+        return (MSAAttention(qk_norm=True, saves=OFFSET_NORMS, local=self.index("index_local_blocks") >= 1), MSAIndexer())
 
     def mlp(self, kind: str):
         return (FFN(clamped_glu=True) if kind == "dense" else

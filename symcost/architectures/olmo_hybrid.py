@@ -33,7 +33,7 @@ from ..notation import sym
 from . import register
 from .base import Adapter, GQAHeads, LayerCount, PosInt, quote, values
 from .llama import LAYER_NORMS
-from .olmo import POST_NORMS
+from .olmo import OLMO2_SAVES, POST_NORMS
 from .qwen3_next import CHUNK
 
 KINDS = ("linear_attention", "full_attention")
@@ -123,7 +123,7 @@ class OlmoHybridAdapter(GQAHeads, Adapter):
         lin = (Norms(LAYER_NORMS, fp32_normed=True), GatedDeltaNet(separate_proj=True), mlp)
         full = (Norms(POST_NORMS, fp32_normed=True),
                 Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias, qk_norm_full=True,
-                          rope=self.rope, qk_norm_fp32_normed=True, rope_fp32=True), mlp)
+                          rope=self.rope, saves=OLMO2_SAVES), mlp)
         groups = (LayerGroup("linear_layers", sym.L_lin, lin), LayerGroup("attention_layers", sym.L_full, full))
         vals = values(d=self.hidden_size, V=self.vocab_size, d_ff=self.intermediate_size,
                       L_lin=n_lin, L_full=len(kinds) - n_lin,

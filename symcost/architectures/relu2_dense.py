@@ -17,11 +17,14 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.ffn import FFN
 from . import register
 from .base import LayerCount, PartialRotary, PosInt
 from .llama import LlamaAdapter
+
+#: StableLmLayerNormPerHead: one nn.LayerNorm per head, applied head by head (saved tensors only)
+STABLELM_SAVES = AttentionSaves(qk_norm="per_head_layernorm")
 
 
 class _Full:
@@ -63,7 +66,7 @@ class NemotronAdapter(PartialRotary, ArceeAdapter):
 
     def attention(self, window) -> Attention:
         a = super().attention(window)
-        return dataclasses.replace(a, D_rot=self.D_rot(self.D_h))
+        return dataclasses.replace(a, saves=a.saves.with_rope(D_rot=self.D_rot(self.D_h)))
 
 
 @register("helium")
@@ -88,7 +91,7 @@ class HeliumAdapter(_Full, LlamaAdapter):
 
     def attention(self, window) -> Attention:
         # apply_rotary_pos_emb interleaves cos/sin (repeat_interleave) in every layer
-        return Attention(qkv_bias=self.attention_bias, rope_per_layer=True)
+        return Attention(qkv_bias=self.attention_bias, saves=AttentionSaves().with_rope(per_layer=True))
 
 
 @register("stablelm")
@@ -124,7 +127,7 @@ class StableLmAdapter(_Full, PartialRotary, LlamaAdapter):
 
     def attention(self, window) -> Attention:
         return Attention(qkv_bias=self.use_qkv_bias, qk_norm_full=self.qk_layernorm,
-                         qk_norm_per_head_ln=self.qk_layernorm, D_rot=self.D_rot(self.D_h))
+                         saves=STABLELM_SAVES.with_rope(D_rot=self.D_rot(self.D_h)))
 
     def ffn(self) -> FFN:  # parallel residual: the MLP reads the tensor attention keeps
         return FFN(bias=self.mlp_bias, shared_input=self.use_parallel_residual)
