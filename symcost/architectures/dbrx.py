@@ -17,7 +17,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from ..assembly import LayerGroup, Model
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -79,8 +79,9 @@ class DbrxAdapter(Adapter):
         # DbrxFFN's router softmax in the compute dtype, renormalised by a p-norm unless None
         layer = (Norms(("norm_1", "norm_2"), layer_stats=True),
                  Attention(saves=AttentionSaves(fused_qkv=True, clip_qkv=self.attn_config.clip_qkv is not None)),
-                 MoE(router_fp32=False, weights_fp32=False, norm_topk=f.moe_normalize_expert_weights is not None,
-                     input_jitter=1 if f.moe_jitter_eps is not None else 0))
+                 MoE(norm_topk=f.moe_normalize_expert_weights is not None,
+                     saves=MoESaves(router_fp32=False, weights_fp32=False,
+                                    input_jitter=1 if f.moe_jitter_eps is not None else 0)))
         vals = values(d=self.d_model, V=self.vocab_size, L=self.n_layers, H_q=self.n_heads,
                       H_kv=self.attn_config.kv_n_heads, D_h=self.d_model // self.n_heads,
                       E=f.moe_num_experts, k=f.moe_top_k, d_moe=f.ffn_hidden_size)

@@ -35,7 +35,7 @@ from ..components.compressed_indexer import CompressedIndexer
 from ..components.embedding import Embedding, LMHead
 from ..components.hash_routing import RouterBuffers
 from ..components.hyper_connections import HyperConnections, HyperHead
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..notation import sym
 from ..terms import Terms
@@ -158,8 +158,8 @@ class DeepseekV4Adapter(Adapter):
 
     def moe(self) -> MoE:
         # transformers' scoring_func default sqrtsoftplus; the clamped SiLU SwiGLU (swiglu_limit)
-        return MoE(d_sh=sym.d_moe, proj_bias=self.mlp_bias, router="sqrt_softplus", clamped_silu=True,
-                   weights_fp32=False)
+        return MoE(d_sh=sym.d_moe, proj_bias=self.mlp_bias, router="sqrt_softplus",
+                   saves=MoESaves(weights_fp32=False, glu="clamped_silu"))
 
     def layer(self, kind: str) -> tuple:
         return (HyperConnections(sinkhorn_iters=sympy.Integer(self.hc_sinkhorn_iters)), Norms(LAYER_NORMS, fp32_normed=True), *self.mixer(kind), self.moe())

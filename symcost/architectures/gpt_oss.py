@@ -16,7 +16,7 @@ from pydantic import AliasChoices, Field, model_validator
 from ..assembly import Model
 from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.embedding import Embedding, LMHead
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from . import register
 from .base import Int, PosInt, values
@@ -51,8 +51,8 @@ class GptOssAdapter(LlamaAdapter):
                 Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
                           sinks=True, saves=GPT_OSS_SAVES),
                 # GptOssTopKRouter and the clamped GLU experts (training activations only)
-                MoE(router_bias=True, expert_bias=True, router="topk_softmax", router_fp32=False,
-                    weights_fp32=False, clamped_glu=True))
+                MoE(router_bias=True, expert_bias=True, router="topk_softmax",
+                    saves=MoESaves(router_fp32=False, weights_fp32=False, glu="clamped")))
 
     def to_model(self) -> Model:
         types = self.resolved_layer_types()

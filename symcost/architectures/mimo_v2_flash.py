@@ -33,7 +33,7 @@ from ..assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -192,7 +192,7 @@ class MiMoV2FlashAdapter(Adapter):
                               saves=SAVES.with_rope(D_rot=sympy.Integer(self.rope_width(attn)), name=attn))
         # MiMoV2FlashTopkRouter is DeepSeek-V3's group-limited sigmoid router (training activations only)
         ffn = FFN() if mlp == DENSE else MoE(correction_bias=True, router="sigmoid_group",
-                                             norm_topk=self.norm_topk_prob, input_copied=True)
+                                             norm_topk=self.norm_topk_prob, saves=MoESaves(input_copied=True))
         return (Norms(LAYER_NORMS), attention, ffn)
 
     def to_model(self) -> Model:

@@ -36,7 +36,7 @@ from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.minimax_vit import MiniMaxViT
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.mtp import add_mtp, mtp_module
 from ..components.msa import MSAAttention, MSAIndexer
 from ..components.norm import Norms
@@ -220,7 +220,7 @@ class MiniMaxM3TextAdapter(Adapter):
 
     def mlp(self, kind: str):
         return (FFN(clamped_glu=True) if kind == "dense" else
-                MoE(d_sh=sym.d_sh, correction_bias=True, clamped_glu=True))
+                MoE(d_sh=sym.d_sh, correction_bias=True, saves=MoESaves(glu="clamped")))
 
     def to_model(self) -> Model:
         (attn, attn_field), (mlp, mlp_field) = self.attention_kinds(), self.mlp_kinds()

@@ -27,7 +27,7 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mamba2 import Mamba2
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..notation import sym
 from ..terms import Terms
@@ -143,8 +143,9 @@ class NemotronHAdapter(Adapter):
             return Attention(rope=False)  # no positional encoding in the attention layers
         if kind == "mlp":
             return FFN(gated=False, bias=self.mlp_bias, act="relu2")
-        return MoE(gated=False, d_sh=sym.d_sh, shared_gated=False, correction_bias=True, act="relu2", router="sigmoid_group", weighted_fp32=True,
-                   d_lat=None if self.moe_latent_size is None else sym.d_lat, proj_bias=self.mlp_bias)
+        return MoE(gated=False, d_sh=sym.d_sh, shared_gated=False, correction_bias=True, act="relu2", router="sigmoid_group",
+                   d_lat=None if self.moe_latent_size is None else sym.d_lat, proj_bias=self.mlp_bias,
+                   saves=MoESaves(weighted_fp32=True))  # NemotronHMoE accumulates the weighted outputs in fp32
 
     def kind_values(self, kind: str) -> dict:
         if kind == "linear_attention":

@@ -26,7 +26,7 @@ from pydantic import AliasChoices, Field, model_validator
 
 from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.ffn import FFN
-from ..components.moe import MoE
+from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -136,7 +136,7 @@ class _OlmoMoe:
     def ffn(self) -> MoE:
         # OlmoeTopKRouter: Qwen3-MoE's router (renormalised only with norm_topk_prob, cast back to the
         # compute dtype): training activations only
-        return MoE(d_moe=sym.d_ff, norm_topk=self.norm_topk_prob, weights_fp32=False)
+        return MoE(d_moe=sym.d_ff, norm_topk=self.norm_topk_prob, saves=WEIGHTS_CAST)
 
     def to_model(self):
         model = super().to_model()
