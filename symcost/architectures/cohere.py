@@ -29,7 +29,7 @@ COHERE_SAVES = AttentionSaves(qk_norm="centred_fp32")
 class CohereAdapter(LlamaAdapter):
     reference: ClassVar[str] = "CohereForCausalLM"
     layer_norms: ClassVar[tuple[str, ...]] = ("input_layernorm",)
-    norm_kw: ClassVar[dict] = {"centred_fp32": True}  # CohereLayerNorm, written out in fp32
+    norm_kw: ClassVar[dict] = {"kind": "centred_fp32"}  # CohereLayerNorm, written out in fp32
 
     vocab_size: PosInt = 256_000
     hidden_size: PosInt = 8192

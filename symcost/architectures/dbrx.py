@@ -77,7 +77,7 @@ class DbrxAdapter(Adapter):
         f = self.ffn_config
         # saved tensors: LayerNorm statistics, q/k/v views of one Wqkv output (clamped with clip_qkv),
         # DbrxFFN's router softmax in the compute dtype, renormalised by a p-norm unless None
-        layer = (Norms(("norm_1", "norm_2"), layer_stats=True),
+        layer = (Norms(("norm_1", "norm_2"), kind="layer_stats"),
                  Attention(saves=AttentionSaves(fused_qkv=True, clip_qkv=self.attn_config.clip_qkv is not None)),
                  MoE(norm_topk=f.moe_normalize_expert_weights is not None,
                      saves=MoESaves(router_fp32=False, weights_fp32=False,
@@ -87,5 +87,5 @@ class DbrxAdapter(Adapter):
                       E=f.moe_num_experts, k=f.moe_top_k, d_moe=f.ffn_hidden_size)
         return Model(self.name, self.model_type, (Embedding(name="wte"),),
                      (LayerGroup("layers", sym.L, layer),),
-                     (Norms(("norm_f",), layer_stats=True), LMHead()), vals,
+                     (Norms(("norm_f",), kind="layer_stats"), LMHead()), vals,
                      notes=["LayerNorms without bias: d weights each"])

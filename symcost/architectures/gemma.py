@@ -66,7 +66,7 @@ def gemma_saved(model: Model) -> Model:
     (the weights and FLOPs are the same)."""
     def fix(c):
         if isinstance(c, Norms) and not c.bias:
-            return dataclasses.replace(c, offset=True)
+            return dataclasses.replace(c, kind="offset")
         if isinstance(c, Embedding):
             return dataclasses.replace(c, scaled=True)
         if isinstance(c, Attention) and c.qk_norm:

@@ -46,7 +46,7 @@ class GPTNeoXAdapter(PartialRotary, LlamaAdapter):
 
     @property
     def norm_kw(self) -> dict:  # parallel residual: both LayerNorms read x, kept once
-        return {"one_input": self.use_parallel_residual}
+        return {"same_input": self.layer_norms[1:] if self.use_parallel_residual else ()}
 
     @model_validator(mode="after")
     def _neox_consistent(self):

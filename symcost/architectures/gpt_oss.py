@@ -47,7 +47,7 @@ class GptOssAdapter(LlamaAdapter):
         return alternating_layer_types(self.layer_types, self.num_hidden_layers)
 
     def layer(self, window):
-        return (Norms(LAYER_NORMS, fp32_normed=True),
+        return (Norms(LAYER_NORMS, kind="fp32_normed"),
                 Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
                           sinks=True, saves=GPT_OSS_SAVES),
                 # GptOssTopKRouter and the clamped GLU experts (training activations only)
@@ -64,6 +64,6 @@ class GptOssAdapter(LlamaAdapter):
         if "sliding_attention" in types:
             vals.update(values(W=self.sliding_window))
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",), fp32_normed=True), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm",), kind="fp32_normed"), LMHead(tied=self.tie_word_embeddings)), vals,
                      notes=["expert weights are MXFP4 in the checkpoint: bytes depend on the dtype, "
                             "the parameter count does not"], layer_order=window_order(types))

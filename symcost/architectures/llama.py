@@ -41,7 +41,7 @@ class LlamaAdapter(GQAHeads, Adapter):
     final_norm: ClassVar[str] = "norm"
     norm_bias: ClassVar[bool] = False
     #: extra ``Norms`` fields of the family's norm modules (saved-for-backward only), e.g.
-    #: ``{"fp32_weight": True}`` when the weight multiply runs in fp32 (Helium)
+    #: ``{"kind": "fp32_weight"}`` when the weight multiply runs in fp32 (Helium)
     norm_kw: ClassVar[dict] = {}
 
     hidden_size: PosInt

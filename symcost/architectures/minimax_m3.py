@@ -239,7 +239,7 @@ class MiniMaxM3TextAdapter(Adapter):
             else:  # an irregular mix: integer counts per (attention, MLP) kind
                 count = sympy.Integer(counts[(a, m)])
             name = f"{'msa' if a == SPARSE else 'full'}_{'moe' if m == 'sparse' else 'dense'}_layers"
-            groups.append(LayerGroup(name, count, (Norms(LAYER_NORMS, offset=True), *self.attention(a), self.mlp(m))))
+            groups.append(LayerGroup(name, count, (Norms(LAYER_NORMS, kind="offset"), *self.attention(a), self.mlp(m))))
         if "dense" in mlp:
             vals.update(values(d_ff=self.dense_intermediate_size))
         if "sparse" in mlp:
@@ -248,7 +248,7 @@ class MiniMaxM3TextAdapter(Adapter):
             vals.update(values(H_I=self.index("index_n_heads"), D_I=self.index("index_head_dim"),
                                S_I=self.index("index_block_size"), k_blk=self.index("index_topk_blocks")))
         model = Model(self.name, self.model_type, (Embedding(),), tuple(groups),
-                      (Norms(("norm",), offset=True), LMHead(tied=self.tie_word_embeddings)), vals,
+                      (Norms(("norm",), kind="offset"), LMHead(tied=self.tie_word_embeddings)), vals,
                       layer_order=kind_order(list(zip(attn, mlp)), groups))
         for field, given in ((attn_field, attn_field in self.model_fields_set or "." in attn_field),
                              (mlp_field, mlp_field in self.model_fields_set)):

@@ -160,7 +160,7 @@ class NemotronHAdapter(Adapter):
 
     def to_model(self) -> Model:
         types = self.layer_types()
-        norm = Norms(("norm",), fp32_weight=True)
+        norm = Norms(("norm",), kind="fp32_weight")
         vals = values(d=self.hidden_size, V=self.vocab_size)
         groups = []
         for kind, (name, count) in KINDS.items():
@@ -169,7 +169,7 @@ class NemotronHAdapter(Adapter):
                 vals.update(self.kind_values(kind))
                 vals[count] = types.count(kind)
         model = Model(self.name, self.model_type, (Embedding(name="embeddings"),), tuple(groups),
-                      (Norms(("norm_f",), fp32_weight=True), LMHead(tied=False)), vals,
+                      (Norms(("norm_f",), kind="fp32_weight"), LMHead(tied=False)), vals,
                       state_dtype={"recurrent_states": self.mamba_ssm_cache_dtype},
                       layer_order=layer_order(types, lambda k: KINDS[k][0]))
         model.notes.append("lm_head is never tied in NemotronHForCausalLM, whatever tie_word_embeddings says")

@@ -99,7 +99,7 @@ class Olmo2Adapter(LlamaAdapter):
         model = super().to_model()
         if not self.fp32_normed_norms:
             return model
-        fp32 = lambda c: replace(c, fp32_normed=True) if isinstance(c, Norms) else c  # noqa: E731
+        fp32 = lambda c: replace(c, kind="fp32_normed") if isinstance(c, Norms) else c  # noqa: E731
         model.groups = tuple(replace(g, components=tuple(map(fp32, g.components))) for g in model.groups)
         model.post = tuple(map(fp32, model.post))
         return model

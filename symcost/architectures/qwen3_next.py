@@ -96,7 +96,7 @@ class Qwen3NextAdapter(Adapter):
         # the router's top-k weights are cast back to the compute dtype (what backward keeps)
         mlp = (MoE(d_sh=sym.d_sh, shared_gate=True, saves=WEIGHTS_CAST, norm_topk=self.norm_topk_prob is not False)
                if ffn == "moe" else FFN())
-        return (Norms(LAYER_NORMS, offset=True), mix, mlp)
+        return (Norms(LAYER_NORMS, kind="offset"), mix, mlp)
 
     def to_model(self) -> Model:
         mixers = ["lin" if t == "linear_attention" else "full" for t in self.resolved_layer_types()]
@@ -119,5 +119,5 @@ class Qwen3NextAdapter(Adapter):
         notes = ["Gated DeltaNet prefill FLOPs follow the torch chunked scan: T padded to a multiple "
                  f"of C_dn = {CHUNK}; the decode recurrence is elementwise (0 matmul FLOPs)."]
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",), offset=True), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm",), kind="offset"), LMHead(tied=self.tie_word_embeddings)), vals,
                      notes=notes, state_dtype={"recurrent_state": "fp32"}, layer_order=kind_order(kinds, groups))

@@ -50,7 +50,7 @@ class ArceeAdapter(_Full, LlamaAdapter):
 class NemotronAdapter(PartialRotary, ArceeAdapter):
     reference: ClassVar[str] = "NemotronForCausalLM"
     norm_bias: ClassVar[bool] = True
-    norm_kw: ClassVar[dict] = {"weight_plus_one": True}  # NemotronLayerNorm1P: layer_norm(x, w + 1, b)
+    norm_kw: ClassVar[dict] = {"kind": "weight_plus_one"}  # NemotronLayerNorm1P: layer_norm(x, w + 1, b)
     rotary_default: ClassVar[float] = 0.5
 
     vocab_size: PosInt = 256_000
@@ -72,7 +72,7 @@ class NemotronAdapter(PartialRotary, ArceeAdapter):
 @register("helium")
 class HeliumAdapter(_Full, LlamaAdapter):
     reference: ClassVar[str] = "HeliumForCausalLM"
-    norm_kw: ClassVar[dict] = {"fp32_weight": True}  # HeliumRMSNorm: (weight.float() · x̂).to(dtype)
+    norm_kw: ClassVar[dict] = {"kind": "fp32_weight"}  # HeliumRMSNorm: (weight.float() · x̂).to(dtype)
 
     vocab_size: PosInt = 48_000
     hidden_size: PosInt = 2560
