@@ -102,7 +102,7 @@ MORE_SEEDS.update(deepseek_v2=3)
 MORE += [("longcat_flash", "longcat_flash", FEW + SEL + [("eager", "selective", "bf16"), ("sdpa", "full", "bf16")])]
 MORE_SEEDS.update(longcat_flash=4)
 #: OLMo 2 / OLMo 3 below fp32: Olmo2RMSNorm multiplies its weight into the fp32 x̂ (the normed
-#: output is kept in fp32, ``Norms.fp32_normed``, q/k norms too) and the rotary tables are fp32;
+#: output is kept in fp32, ``Norms(kind="fp32_normed")``, q/k norms too) and the rotary tables are fp32;
 #: OLMo 3 keeps one table per layer type. Three configs each (OLMo 3 seeds 1, 2 mix sliding layers)
 MORE += [("olmo", "olmo2", [FEW[3], ("sdpa", "none", "bf16"), ("eager", "selective", "bf16"), ("sdpa", "full", "bf16")]),
          ("olmo", "olmo3", [FEW[3], ("sdpa", "none", "bf16"), ("eager", "selective", "bf16"), ("sdpa", "full", "bf16")])]
@@ -273,9 +273,9 @@ def cpu_layernorm_stats(raw, recompute, B, T, dtype) -> int:
     m = built(raw)
 
     def rows(c):
-        if isinstance(c, Norms) and ((c.bias and not c.rms_stats) or c.layer_stats) and not c.weightless:  # DBRX: layer_stats
+        if isinstance(c, Norms) and ((c.bias and c.kind != "rms_stats") or c.kind == "layer_stats") and not c.weightless:  # DBRX: layer_stats
             return len(c.names)
-        if isinstance(c, Attention) and ((c.qk_norm and c.qk_norm_bias) or c.qk_norm_per_head_ln):
+        if isinstance(c, Attention) and ((c.qk_norm and c.qk_norm_bias) or (c.qk_norm_full and c.saves.qk_norm == "per_head_layernorm")):
             return c.H_q + c.H_kv
         return 0
     n = sum(rows(c) for c in m.post)
@@ -334,7 +334,7 @@ def sdpa_output_copy(raw, kernel, recompute, B, T, dtype) -> int:
     n = 0
     for g in m.groups:
         for c in g.components:
-            if isinstance(c, MLA) or (isinstance(c, Attention) and (c.D_rot is not None
+            if isinstance(c, MLA) or (isinstance(c, Attention) and (c.saves.rope.D_rot is not None
                                                                      or raw["model_type"] in CAT_ROPE)):
                 if int(c.H_q.xreplace(m.values)) == 1:  # one head: head-major is token-major, no copy
                     continue
@@ -478,8 +478,8 @@ def test_the_measured_list_the_train_notes_quote_is_this_file():
 
 
 #: switches the seed-0 configs of MORE leave off, measured once each: GPT-NeoX's parallel residual
-#: (its default: LN₁(x) and LN₂(x) read one x, kept once, ``Norms.one_input``) and Cohere's
-#: use_qk_norm (CohereLayerNorms over [H, D_h] on q and k, ``Attention.qk_norm_centred``) and
+#: (its default: LN₁(x) and LN₂(x) read one x, kept once, ``Norms.same_input``) and Cohere's
+#: use_qk_norm (CohereLayerNorms over [H, D_h] on q and k, ``AttentionSaves(qk_norm="centred_fp32")``) and
 #: Phi's qk_layernorm (per-head LayerNorms on q and k)
 VARIANTS = [("classic", "gpt_neox", {"use_parallel_residual": True}),
             ("dense", "cohere", {"use_qk_norm": True, "num_attention_heads": 2, "num_key_value_heads": 1}),

@@ -15,18 +15,21 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.ffn import FFN
 from . import register
 from .base import LayerCount, PosInt
 from .llama import LlamaAdapter
+
+#: CohereLayerNorm q/k norms over [heads, D_h], written out in fp32 (saved tensors only)
+COHERE_SAVES = AttentionSaves(qk_norm="centred_fp32")
 
 
 @register("cohere")
 class CohereAdapter(LlamaAdapter):
     reference: ClassVar[str] = "CohereForCausalLM"
     layer_norms: ClassVar[tuple[str, ...]] = ("input_layernorm",)
-    norm_kw: ClassVar[dict] = {"centred_fp32": True}  # CohereLayerNorm, written out in fp32
+    norm_kw: ClassVar[dict] = {"kind": "centred_fp32"}  # CohereLayerNorm, written out in fp32
 
     vocab_size: PosInt = 256_000
     hidden_size: PosInt = 8192
@@ -44,7 +47,7 @@ class CohereAdapter(LlamaAdapter):
 
     def attention(self, window) -> Attention:
         return Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                         qk_norm_full=self.use_qk_norm, qk_norm_centred=self.use_qk_norm)
+                         qk_norm_full=self.use_qk_norm, saves=COHERE_SAVES)
 
 
 @register("cohere2")

@@ -15,9 +15,9 @@ from typing import ClassVar
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from ..assembly import LayerGroup, Model
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -77,14 +77,15 @@ class DbrxAdapter(Adapter):
         f = self.ffn_config
         # saved tensors: LayerNorm statistics, q/k/v views of one Wqkv output (clamped with clip_qkv),
         # DbrxFFN's router softmax in the compute dtype, renormalised by a p-norm unless None
-        layer = (Norms(("norm_1", "norm_2"), layer_stats=True),
-                 Attention(fused_qkv=True, clip_qkv=self.attn_config.clip_qkv is not None),
-                 MoE(router_fp32=False, weights_fp32=False, norm_topk=f.moe_normalize_expert_weights is not None,
-                     input_jitter=1 if f.moe_jitter_eps is not None else 0))
+        layer = (Norms(("norm_1", "norm_2"), kind="layer_stats"),
+                 Attention(saves=AttentionSaves(fused_qkv=True, clip_qkv=self.attn_config.clip_qkv is not None)),
+                 MoE(norm_topk=f.moe_normalize_expert_weights is not None,
+                     saves=MoESaves(router_fp32=False, weights_fp32=False,
+                                    input_jitter=1 if f.moe_jitter_eps is not None else 0)))
         vals = values(d=self.d_model, V=self.vocab_size, L=self.n_layers, H_q=self.n_heads,
                       H_kv=self.attn_config.kv_n_heads, D_h=self.d_model // self.n_heads,
                       E=f.moe_num_experts, k=f.moe_top_k, d_moe=f.ffn_hidden_size)
         return Model(self.name, self.model_type, (Embedding(name="wte"),),
                      (LayerGroup("layers", sym.L, layer),),
-                     (Norms(("norm_f",), layer_stats=True), LMHead()), vals,
+                     (Norms(("norm_f",), kind="layer_stats"), LMHead()), vals,
                      notes=["LayerNorms without bias: d weights each"])

@@ -29,7 +29,7 @@ from ..assembly import LayerGroup, Model, layer_order
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mla import MLA
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.mtp import add_mtp, mtp_module
 from ..components.moonvit import MoonViT, MoonViTBlock, MoonViTProjector, MoonViTStem
 from ..components.norm import Norms
@@ -245,8 +245,8 @@ class DeepseekV2Adapter(DeepseekV3Adapter):
         below fp32), top-k of the scores (group-limited: after a masked_fill over the groups left out),
         never renormalised (the config class drops ``norm_topk_prob``), only scaled."""
         d_sh = sym.E_s * sym.d_moe if self.n_shared_experts else None
-        return MoE(d_sh=d_sh, proj_bias=self.ffn_bias(), norm_topk=False, router="softmax", router_upcast=True,
-                   group_mask=self.topk_method == "group_limited_greedy")
+        return MoE(d_sh=d_sh, proj_bias=self.ffn_bias(), norm_topk=False, router="softmax",
+                   saves=MoESaves(router_upcast=True, group_mask=self.topk_method == "group_limited_greedy"))
 
     def check_router(self) -> None:
         E = self.n_routed_experts

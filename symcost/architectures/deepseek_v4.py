@@ -35,7 +35,7 @@ from ..components.compressed_indexer import CompressedIndexer
 from ..components.embedding import Embedding, LMHead
 from ..components.hash_routing import RouterBuffers
 from ..components.hyper_connections import HyperConnections, HyperHead
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..notation import sym
 from ..terms import Terms
@@ -158,11 +158,11 @@ class DeepseekV4Adapter(Adapter):
 
     def moe(self) -> MoE:
         # transformers' scoring_func default sqrtsoftplus; the clamped SiLU SwiGLU (swiglu_limit)
-        return MoE(d_sh=sym.d_moe, proj_bias=self.mlp_bias, router="sqrt_softplus", clamped_silu=True,
-                   weights_fp32=False)
+        return MoE(d_sh=sym.d_moe, proj_bias=self.mlp_bias, router="sqrt_softplus",
+                   saves=MoESaves(weights_fp32=False, glu="clamped_silu"))
 
     def layer(self, kind: str) -> tuple:
-        return (HyperConnections(sinkhorn_iters=sympy.Integer(self.hc_sinkhorn_iters)), Norms(LAYER_NORMS, fp32_normed=True), *self.mixer(kind), self.moe())
+        return (HyperConnections(sinkhorn_iters=sympy.Integer(self.hc_sinkhorn_iters)), Norms(LAYER_NORMS, kind="fp32_normed"), *self.mixer(kind), self.moe())
 
     def to_model(self) -> Model:
         kinds, mlp = self.kinds(), self.mlp_kinds()
@@ -191,7 +191,7 @@ class DeepseekV4Adapter(Adapter):
         routing = RouterBuffers(hash_layers=sym.L_hash if n_hash else 0,
                                 topk_layers=(sym.L - sym.L_hash if n_hash else sym.L) if n_topk else 0)
         model = Model(self.name, self.model_type, (Embedding(),), groups,
-                      (HyperHead(), Norms(("norm",), fp32_normed=True), LMHead(tied=self.tie_word_embeddings), routing), vals,
+                      (HyperHead(), Norms(("norm",), kind="fp32_normed"), LMHead(tied=self.tie_word_embeddings), routing), vals,
                       # chunk_gate + the fp32 position_bias: the saved overlap gate is fp32 in a bf16 model
                       state_dtype={"overlap_gate": "float32", "index_overlap_gate": "float32"} if CSA in kinds else {},
                       layer_order=layer_order(kinds, {k: "layers" if single else name for k, name, _ in present}))

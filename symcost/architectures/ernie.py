@@ -12,21 +12,44 @@ with ``use_bias``. D_h defaults to d/H_q; the LM head has a bias when ``use_bias
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import Model, kind_order
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
+from ..conventions import Phase
 from ..notation import sym
+from ..primitives import Param
 from . import register
 from .base import LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter
 from .qwen_moe import group_layers
+
+#: Ernie4_5's rotary embedding: fp32 cos/sin interleaved again in every layer (saved tensors only)
+ERNIE_SAVES = AttentionSaves(rope=RopeTable(fp32=True, per_layer=True))
+#: Ernie4_5_MoeTopKRouter: an fp32 router (F.linear of fp32 copies), a clamped renormalisation,
+#: weights cast back to the compute dtype; without shared experts the block input is only read
+#: through its fp32 copy (saved tensors only)
+ERNIE_MOE_SAVES = MoESaves(router_upcast=True, norm_clamp=True, weights_fp32=False)
+
+
+@dataclass(frozen=True)
+class ErnieMoE(MoE):
+    """``Ernie4_5_MoeSparseMoeBlock``: the correction bias is a frozen parameter, ``moe_statics``
+    [E] (E parameters, not a buffer), added to the scores before top-k."""
+
+    def primitives(self, ph: Phase | None = None):
+        prims = super().primitives(ph)
+        prims.insert(1, Param("e_score_correction_bias", self.E, doc="[E] parameter (not trained), "
+                              "added to the scores before top-k"))
+        return prims
 
 
 @register("ernie4_5")
@@ -48,7 +71,7 @@ class Ernie45Adapter(LlamaAdapter):
 
     def attention(self, window) -> Attention:
         # Ernie4_5's RoPE: fp32 cos/sin interleaved inside every layer (training activations only)
-        return Attention(qkv_bias=self.use_bias, o_bias=self.use_bias, rope_per_layer=True, rope_fp32=True)
+        return Attention(qkv_bias=self.use_bias, o_bias=self.use_bias, saves=ERNIE_SAVES)
 
     def ffn(self) -> FFN:
         return FFN(bias=self.use_bias)
@@ -84,13 +107,9 @@ class Ernie45MoeAdapter(Ernie45Adapter):
         return "moe" if moe else "dense"
 
     def layer(self, mixer: str, ffn: str):
-        mlp = FFN(bias=self.use_bias) if ffn == "dense" else MoE(
+        mlp = FFN(bias=self.use_bias) if ffn == "dense" else ErnieMoE(
             d_sh=sym.d_sh if self.moe_num_shared_experts else None, proj_bias=self.use_bias,
-            correction_bias_param=True,
-            # Ernie4_5_MoeTopKRouter (training activations only): fp32 router, clamped renormalisation,
-            # weights cast back to the compute dtype
-            router_upcast=True, norm_clamp=True, weights_fp32=False,
-            input_copied=not self.moe_num_shared_experts)
+            saves=dataclasses.replace(ERNIE_MOE_SAVES, input_copied=not self.moe_num_shared_experts))
         return (Norms(LAYER_NORMS), self.attention(None), mlp)
 
     def to_model(self) -> Model:

@@ -66,11 +66,11 @@ def gemma_saved(model: Model) -> Model:
     (the weights and FLOPs are the same)."""
     def fix(c):
         if isinstance(c, Norms) and not c.bias:
-            return dataclasses.replace(c, offset=True)
+            return dataclasses.replace(c, kind="offset")
         if isinstance(c, Embedding):
             return dataclasses.replace(c, scaled=True)
         if isinstance(c, Attention) and c.qk_norm:
-            return dataclasses.replace(c, qk_norm_offset=True)
+            return dataclasses.replace(c, saves=dataclasses.replace(c.saves, qk_norm="offset"))
         return c
     model.pre = tuple(fix(c) for c in model.pre)
     model.groups = tuple(dataclasses.replace(g, components=tuple(fix(c) for c in g.components)) for g in model.groups)

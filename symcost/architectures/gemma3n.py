@@ -18,7 +18,7 @@ replaces the gate by relu(gate − (mean + std·Φ⁻¹(s))): elementwise, no ma
 changes only what training saves, so a layer kind whose layers mix sparse and dense ones splits into
 ``<group>`` and ``<group>_sparse`` (an integer count). Final logit soft-capping (default 30) is
 elementwise (0 FLOPs). What training saves is measured (tests/test_activations.py): Gemma 4's norms
-(``pow_rstd``) and attention, AltUp's streams and routers, LAuReL, the per-layer inputs' own clamped
+(``kind="pow_rstd"``) and attention, AltUp's streams and routers, LAuReL, the per-layer inputs' own clamped
 ids and scale buffers, and the correction weight clamped by ``altup_coef_clip`` in training.
 
 ``intermediate_size`` may be one size or a per-layer list (transformers writes the list). When the list
@@ -44,7 +44,7 @@ from ..assembly import LayerGroup, Model, layer_order
 from ..components.altup import AltUp, AltUpProjections
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.kv_sharing import SharedKVAttention
+from ..components.kv_sharing import POW_NORMS, SharedKVAttention
 from ..components.laurel import Laurel
 from ..components.norm import Norms
 from ..components.per_layer_input import PerLayerEmbedding, PerLayerInputGate
@@ -137,8 +137,9 @@ class Gemma3nTextAdapter(Gemma2Adapter):
 
     def layer_components(self, kind: str, consumer: bool, d_ff=sym.d_ff, sparse: bool = False) -> tuple:
         attn = SharedKVAttention(W=sym.W if kind == "sliding_attention" else None, qkv_bias=self.attention_bias,
-                                 o_bias=self.attention_bias, consumer=consumer, rope_table=kind)
-        return (Norms(GEMMA_NORMS, pow_rstd=True),
+                                 o_bias=self.attention_bias, consumer=consumer,
+                                 saves=POW_NORMS.with_rope(name=kind))
+        return (Norms(GEMMA_NORMS, kind="pow_rstd"),
                 AltUp(correct_scale=self.altup_correct_scale, coef_clip=self.altup_coef_clip is not None),
                 Laurel(), attn, FFN(d_ff=d_ff, act=self.hidden_activation, gaussian_topk=sparse),
                 PerLayerInputGate(act=self.hidden_activation))
@@ -190,6 +191,6 @@ class Gemma3nTextAdapter(Gemma2Adapter):
         pre = (Embedding(scaled=True), PerLayerEmbedding(first_layer_input=False, own_ids_and_scales=True),
                AltUpProjections())
         return Model(self.name, self.model_type, pre, tuple(groups),
-                     (Norms(("norm",), pow_rstd=True),
+                     (Norms(("norm",), kind="pow_rstd"),
                       LMHead(tied=tied, softcap=self.final_logit_softcapping is not None)), vals, notes=notes,
                      layer_order=order)

@@ -43,7 +43,7 @@ from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.gemma4_audio import Gemma4AudioBlock, Gemma4AudioEmbedder, Gemma4AudioStem
 from ..components.gemma4_vision import Gemma4Vision, Gemma4VisionBlock, Gemma4VisionEmbedder, Gemma4VisionStem
-from ..components.kv_sharing import LastPosition, SharedKVAttention
+from ..components.kv_sharing import POW_NORMS, LastPosition, SharedKVAttention
 from ..components.layer_scale import LayerScalar
 from ..components.norm import Norms
 from ..components.parallel_moe import ParallelMoE
@@ -203,8 +203,8 @@ class Gemma4TextAdapter(Gemma2Adapter):
         attn = SharedKVAttention(D_h=hd, H_kv=kv, W=sym.W if kind == "sliding_attention" else None,
                                  qkv_bias=self.attention_bias, o_bias=self.attention_bias,
                                  k_eq_v=self.attention_k_eq_v and kind == "full_attention", consumer=consumer,
-                                 rope_table=kind)  # Gemma4TextRotaryEmbedding: one cos/sin per layer type
-        parts = [Norms(norms, pow_rstd=True, same_input=MOE_NORMS[2:] if self.enable_moe_block else ()), attn,
+                                 saves=POW_NORMS.with_rope(name=kind))  # Gemma4TextRotaryEmbedding: one cos/sin per layer type
+        parts = [Norms(norms, kind="pow_rstd", same_input=MOE_NORMS[2:] if self.enable_moe_block else ()), attn,
                  FFN(d_ff=2 * sym.d_ff if wide else sym.d_ff, act=self.hidden_activation)]
         if self.enable_moe_block:
             parts.append(ParallelMoE(act=self.hidden_activation))
@@ -253,7 +253,7 @@ class Gemma4TextAdapter(Gemma2Adapter):
                          "(no k/v weights, no cache); with --logits last a prefill runs them on the last "
                          "position only, as transformers does for generate (logits_to_keep=1)")
         return Model(self.name, self.model_type, tuple(pre), tuple(groups),
-                     (Norms(("norm",), pow_rstd=True),
+                     (Norms(("norm",), kind="pow_rstd"),
                       LMHead(tied=tied, softcap=self.final_logit_softcapping is not None)), vals, notes=notes,
                      layer_order=order)
 

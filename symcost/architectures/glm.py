@@ -38,7 +38,7 @@ import sympy
 from pydantic import model_validator
 
 from ..assembly import LayerGroup
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.mla import MLA
 from ..components.sparse_index import Indexer
 from ..notation import sym
@@ -113,7 +113,7 @@ class Glm4MoeAdapter(_GlmChecks, DeepseekV3Adapter):
     def mixer(self) -> tuple:
         rot = int(self.d_head * self.rotary_factor)  # the cos/sin table's width (saved tensors)
         return (Attention(qkv_bias=self.attention_bias, qk_norm=self.use_qk_norm,
-                          D_rot=None if rot == self.d_head else sympy.Integer(rot)),)
+                          saves=AttentionSaves().with_rope(D_rot=None if rot == self.d_head else sympy.Integer(rot))),)
 
     def attention_values(self) -> dict:
         return values(H_q=self.num_attention_heads, H_kv=self.num_key_value_heads, D_h=self.d_head)

@@ -13,7 +13,7 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import LayerGroup, Model
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead, PositionEmbedding
 from ..components.ffn import FFN
 from ..components.norm import Norms
@@ -49,7 +49,7 @@ class GPT2Adapter(Adapter):
     def to_model(self) -> Model:
         # MHA: H_kv = H_q and D_h = d/H_q, so every attention term reads in d alone.
         attn = Attention(H_kv=sym.H_q, D_h=sym.d / sym.H_q, qkv_bias=True, o_bias=True, rope=False,
-                         softmax_fp32=False)
+                         saves=AttentionSaves(softmax_fp32=False))
         layer = (Norms(("ln_1", "ln_2"), bias=True), attn, FFN(gated=False, bias=True))
         vals = values(d=self.n_embd, V=self.vocab_size, L=self.n_layer, H_q=self.n_head,
                       P=self.n_positions, d_ff=self.n_inner or 4 * self.n_embd)

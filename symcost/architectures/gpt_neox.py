@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from . import register
@@ -46,7 +46,7 @@ class GPTNeoXAdapter(PartialRotary, LlamaAdapter):
 
     @property
     def norm_kw(self) -> dict:  # parallel residual: both LayerNorms read x, kept once
-        return {"one_input": self.use_parallel_residual}
+        return {"same_input": self.layer_norms[1:] if self.use_parallel_residual else ()}
 
     @model_validator(mode="after")
     def _neox_consistent(self):
@@ -66,8 +66,8 @@ class GPTNeoXAdapter(PartialRotary, LlamaAdapter):
         return ["full_attention"] * self.num_hidden_layers
 
     def attention(self, window) -> Attention:
-        return Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias, fused_qkv=True,
-                         D_rot=self.D_rot(self.D_h))
+        return Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias,
+                         saves=AttentionSaves(fused_qkv=True, rope=RopeTable(D_rot=self.D_rot(self.D_h))))
 
     def ffn(self) -> FFN:
         return FFN(gated=False, bias=True, act="gelu")

@@ -14,14 +14,17 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import Model
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.embedding import Embedding, LMHead
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from . import register
 from .base import Int, PosInt, values
 from .gemma import alternating_layer_types, window_groups
 from .llama import LAYER_NORMS, LlamaAdapter, window_order
+
+#: _apply_rotary_emb: a D_h/2-wide cos/sin table rotates each half of q and k (saved tensors only)
+GPT_OSS_SAVES = AttentionSaves(rope=RopeTable(half=True))
 
 
 @register("gpt_oss")
@@ -44,12 +47,12 @@ class GptOssAdapter(LlamaAdapter):
         return alternating_layer_types(self.layer_types, self.num_hidden_layers)
 
     def layer(self, window):
-        return (Norms(LAYER_NORMS, fp32_normed=True),
+        return (Norms(LAYER_NORMS, kind="fp32_normed"),
                 Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                          sinks=True, rope_half_table=True),
+                          sinks=True, saves=GPT_OSS_SAVES),
                 # GptOssTopKRouter and the clamped GLU experts (training activations only)
-                MoE(router_bias=True, expert_bias=True, router="topk_softmax", router_fp32=False,
-                    weights_fp32=False, clamped_glu=True))
+                MoE(router_bias=True, expert_bias=True, router="topk_softmax",
+                    saves=MoESaves(router_fp32=False, weights_fp32=False, glu="clamped")))
 
     def to_model(self) -> Model:
         types = self.resolved_layer_types()
@@ -61,6 +64,6 @@ class GptOssAdapter(LlamaAdapter):
         if "sliding_attention" in types:
             vals.update(values(W=self.sliding_window))
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",), fp32_normed=True), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm",), kind="fp32_normed"), LMHead(tied=self.tie_word_embeddings)), vals,
                      notes=["expert weights are MXFP4 in the checkpoint: bytes depend on the dtype, "
                             "the parameter count does not"], layer_order=window_order(types))

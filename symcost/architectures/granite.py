@@ -17,7 +17,7 @@ from typing import ClassVar
 from pydantic import model_validator
 
 from ..assembly import Model
-from ..components.moe import MoE
+from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.multipliers import Multipliers
 from ..notation import sym
 from . import register
@@ -64,7 +64,7 @@ class GraniteMoeAdapter(GraniteAdapter):
 
     def ffn(self) -> MoE:
         # GraniteMoeTopKRouter: softmax over the top-k fp32 logits, cast back (training activations only)
-        return MoE(d_moe=sym.d_ff, router="topk_softmax", weights_fp32=False)
+        return MoE(d_moe=sym.d_ff, router="topk_softmax", saves=WEIGHTS_CAST)
 
     def to_model(self) -> Model:
         m = super().to_model()
@@ -80,7 +80,7 @@ class GraniteMoeSharedAdapter(GraniteMoeAdapter):
 
     def ffn(self) -> MoE:
         return MoE(d_moe=sym.d_ff, d_sh=sym.d_sh if self.shared_intermediate_size else None,
-                   router="topk_softmax", weights_fp32=False)
+                   router="topk_softmax", saves=WEIGHTS_CAST)
 
     def to_model(self) -> Model:
         m = super().to_model()

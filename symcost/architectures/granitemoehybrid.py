@@ -28,7 +28,7 @@ from ..assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.moe import MoE
+from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.multipliers import Multipliers
 from ..components.norm import Norms
 from ..notation import sym
@@ -78,7 +78,7 @@ class GraniteMoeHybridAdapter(MambaHybridAdapter):
         """The MoE with its shared MLP, or the shared MLP alone (``num_local_experts = 0``)."""
         shared = self.shared_intermediate_size > 0
         if self.num_local_experts:
-            return MoE(d_sh=sym.d_sh if shared else None, router="topk_softmax", weights_fp32=False)
+            return MoE(d_sh=sym.d_sh if shared else None, router="topk_softmax", saves=WEIGHTS_CAST)
         return FFN() if shared else None
 
     def ffn_values(self) -> dict:

@@ -18,7 +18,7 @@ from pydantic import AliasChoices, Field, model_validator
 from ..assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding
-from ..components.moe import MoE
+from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -76,11 +76,11 @@ class HunYuanMoeAdapter(HunYuanDenseAdapter):
         # compute dtype: wg is cast with the model), so the experts read them in b_a (saved tensors only)
         if len(distinct) == 1:
             groups = (LayerGroup("layers", sym.L, (Norms(LAYER_NORMS), attn,
-                                                   MoE(d_moe=sym.d_ff, d_sh=sym.d_ff, weights_fp32=False))),)
+                                                   MoE(d_moe=sym.d_ff, d_sh=sym.d_ff, saves=WEIGHTS_CAST))),)
         else:  # per-layer top-k: one group per k, its k an integer
             groups = tuple(LayerGroup(f"k{k}_layers", sympy.Integer(ks.count(k)),
                                       (Norms(LAYER_NORMS), attn,
-                                       MoE(d_moe=sym.d_ff, d_sh=sym.d_ff, k=sympy.Integer(k), weights_fp32=False)))
+                                       MoE(d_moe=sym.d_ff, d_sh=sym.d_ff, k=sympy.Integer(k), saves=WEIGHTS_CAST)))
                            for k in distinct)
         vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                       H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h,

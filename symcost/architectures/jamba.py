@@ -31,7 +31,7 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mamba import Mamba
-from ..components.moe import MoE
+from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -119,7 +119,7 @@ class JambaAdapter(GQAHeads, Adapter):
             mix = Mamba(bias=self.mamba_proj_bias, conv_bias=self.mamba_conv_bias, bcdt_norm="weighted")
         else:
             mix = Attention(rope=False)
-        return (Norms(("input_layernorm", "pre_ff_layernorm")), mix, MoE(d_moe=sym.d_ff, norm_topk=False, weights_fp32=False) if ffn == SPARSE else FFN())
+        return (Norms(("input_layernorm", "pre_ff_layernorm")), mix, MoE(d_moe=sym.d_ff, norm_topk=False, saves=WEIGHTS_CAST) if ffn == SPARSE else FFN())
 
     def to_model(self) -> Model:
         per_layer = list(zip(self.mixer_kinds(), self.ffn_kinds()))

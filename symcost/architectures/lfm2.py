@@ -22,6 +22,7 @@ top-k MoE (router d → E, no bias; E SwiGLU experts of ``moe_intermediate_size`
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
@@ -30,16 +31,24 @@ from ..assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.moe import MoE
+from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..components.short_conv import ShortConv
 from ..notation import sym
+from ..terms import Terms
 from . import register
 from .base import Adapter, GQAHeads, LayerCount, NonNegInt, PosInt, values
 from .jamba import kind_groups
 
 CONV, ATTN, DENSE, SPARSE = "conv", "full_attention", "mlp", "moe"
 
+
+@dataclass(frozen=True)
+class Lfm2MoE(MoE):
+    """``Lfm2MoeSparseMoeBlock``: the correction bias buffer is named ``expert_bias``."""
+
+    def buffers(self) -> Terms:
+        return Terms({"expert_bias": self.E}, {"expert_bias": "[E] buffer"}) if self.correction_bias else Terms()
 
 @register("lfm2")
 class Lfm2Adapter(GQAHeads, Adapter):
@@ -163,5 +172,5 @@ class Lfm2MoeAdapter(Lfm2Adapter):
         return self.intermediate_size  # Lfm2MoeMLP takes intermediate_size as it is
 
     def moe(self) -> MoE:
-        return MoE(correction_bias=self.use_expert_bias, correction_bias_name="expert_bias", router="sigmoid",
-                   norm_topk=self.norm_topk_prob, weights_fp32=False)
+        return Lfm2MoE(correction_bias=self.use_expert_bias, router="sigmoid",
+                       norm_topk=self.norm_topk_prob, saves=WEIGHTS_CAST)

@@ -12,7 +12,7 @@ from typing import ClassVar
 from pydantic import model_validator
 
 from ..assembly import LayerGroup, Model, layer_order
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.norm import Norms
@@ -41,7 +41,7 @@ class LlamaAdapter(GQAHeads, Adapter):
     final_norm: ClassVar[str] = "norm"
     norm_bias: ClassVar[bool] = False
     #: extra ``Norms`` fields of the family's norm modules (saved-for-backward only), e.g.
-    #: ``{"fp32_weight": True}`` when the weight multiply runs in fp32 (Helium)
+    #: ``{"kind": "fp32_weight"}`` when the weight multiply runs in fp32 (Helium)
     norm_kw: ClassVar[dict] = {}
 
     hidden_size: PosInt
@@ -182,7 +182,7 @@ class Phi3Adapter(LlamaAdapter):
         return [kind] * self.num_hidden_layers
 
     def attention(self, window) -> Attention:
-        return Attention(W=window, fused_qkv=True)
+        return Attention(W=window, saves=AttentionSaves(fused_qkv=True))
 
     def ffn(self) -> FFN:
         return FFN()

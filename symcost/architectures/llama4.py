@@ -22,17 +22,21 @@ default ``impl="minimal"`` counts the k routed experts per token as a serving en
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import sympy
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ..assembly import LayerGroup, Model, kind_order
+from ..components.attention import AttentionSaves
 from ..components.chunked_attention import ChunkedAttention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.llama4_vision import Llama4Vision, Llama4VisionAdapter, Llama4VisionBlock, Llama4VisionStem
 from ..components.moe import MoE
+from ..conventions import Phase
+from ..primitives import Saved
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -41,6 +45,32 @@ from .llama import LAYER_NORMS
 
 CHUNKED, FULL = "chunked_attention", "full_attention"
 
+
+@dataclass(frozen=True)
+class Llama4TextMoe(MoE):
+    """``Llama4TextMoe`` + ``Llama4Router`` + ``Llama4TextExperts``: under ``impl="reference"`` the
+    routed experts run on every token for all E experts, 2·tokens·E·(per-expert weights), as
+    ``Llama4TextExperts`` computes it (each token, pre-scaled by its router score, 0 for the
+    unchosen experts, through one bmm per projection); under ``impl="minimal"`` the k routed
+    experts, as a serving engine dispatches them. A subclass: it changes what is computed."""
+
+    def runs(self, ph: Phase | None) -> sympy.Expr:
+        return self.E if ph is not None and ph.impl == "reference" else self.k
+
+    def _saved_routed(self, bw) -> list:
+        """Per token: the top-k indices of the logits 8·k (topk and the scatter into a −inf row), the
+        fp32 sigmoid of the scattered scores 4·E and their transposed copy ``b_a·E`` the scaling
+        reads; then, for all E experts on every token (E·B·T rows): the repeated input and the
+        scaled input ``b_a·d`` each, gate_up ``b_a·2·d_moe``, the activation and the product
+        ``b_a·d_moe`` each."""
+        a, d, E, k, f = sym.b_a, self.d, self.E, self.k, self.d_moe
+        rows = E * sym.B * sym.T
+        return [Saved("router/topk_indices", k, 8, "seq"), Saved("router/sigmoid_fp32", E, 4, "seq"),
+                Saved("router/scores", E, a, "seq", doc="scores.transpose(0, 1).reshape(-1, 1): a copy"),
+                Saved("experts/repeated_input", d, a, "seq", rows, "hidden_states.repeat(E, 1)"),
+                Saved("experts/input", d, a, "seq", rows, "repeated input × its router score"),
+                Saved("experts/gate_up", 2 * f, a, rows=rows), Saved("experts/act", f, a, rows=rows),
+                Saved("experts/down_input", f, a, rows=rows)]
 
 @register("llama4_text")
 class Llama4TextAdapter(GQAHeads, Adapter):
@@ -127,7 +157,7 @@ class Llama4TextAdapter(GQAHeads, Adapter):
         return ChunkedAttention(C=sym.C_att if kind == CHUNKED else None, qkv_bias=self.attention_bias,
                                 o_bias=self.attention_bias, rope=rope, qk_l2norm=rope and self.use_qk_norm,
                                 temperature=not rope and self.attn_temperature_tuning,
-                                softmax_fp32=False)  # eager softmax in the compute dtype (saved tensors only)
+                                saves=AttentionSaves(softmax_fp32=False))  # eager softmax in the compute dtype
 
     def to_model(self) -> Model:
         layers = list(zip(self.resolved_layer_types(), self.rope_kinds(), self.moe_kinds()))
@@ -150,7 +180,7 @@ class Llama4TextAdapter(GQAHeads, Adapter):
                 count = sympy.Integer(counts[combo])
             name = "layers" if len(combos) == 1 else \
                 f"{'chunked' if kind == CHUNKED else 'full'}{'' if rope else '_nope'}_{'moe' if moe else 'dense'}_layers"
-            ffn = MoE(d_sh=sym.d_moe, all_experts=True) if moe else FFN()
+            ffn = Llama4TextMoe(d_sh=sym.d_moe) if moe else FFN()
             groups.append(LayerGroup(name, count, (Norms(LAYER_NORMS), self.attention(kind, rope), ffn)))
         if any(not m for _, _, m in layers):
             vals.update(values(d_ff=self.intermediate_size_mlp))

@@ -69,7 +69,7 @@ class MambaAdapter(Adapter):
                       R_dt=dt_rank("time_step_rank", self.time_step_rank, self.hidden_size))
         return Model(self.name, self.model_type, (Embedding(name="embeddings"),),
                      (LayerGroup("layers", sym.L, (Norms(("norm",)), mixer)),),
-                     (Norms(("norm_f",), fp32_stream=self.residual_in_fp32), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm_f",), kind="fp32_stream" if self.residual_in_fp32 else "standard"), LMHead(tied=self.tie_word_embeddings)), vals,
                      state_dtype={"recurrent_states": "float32"})
 
 

@@ -55,5 +55,5 @@ class Mamba2Adapter(Adapter):
                       K_c=self.conv_kernel, C=self.chunk_size)
         return Model(self.name, self.model_type, (Embedding(name="embeddings"),),
                      (LayerGroup("layers", sym.L, (Norms(("norm",)), mixer)),),
-                     (Norms(("norm_f",), fp32_stream=self.residual_in_fp32), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm_f",), kind="fp32_stream" if self.residual_in_fp32 else "standard"), LMHead(tied=self.tie_word_embeddings)), vals,
                      state_dtype={"recurrent_states": "float32"})

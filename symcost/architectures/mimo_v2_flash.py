@@ -30,15 +30,19 @@ import sympy
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import LayerGroup, Model, kind_order
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
 from .base import Adapter, LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS
+
+#: the eager core: softmax in the compute dtype after a row-max subtraction (its int64 index
+#: kept); one RoPE table per layer type (saved tensors only)
+SAVES = AttentionSaves(softmax_fp32=False, row_max=True)
 
 FULL, SWA = "full_attention", "sliding_attention"
 DENSE, SPARSE = "dense", "sparse"
@@ -184,11 +188,11 @@ class MiMoV2FlashAdapter(Adapter):
         # saved tensors: the eager core's softmax runs in the compute dtype after a row-max subtraction;
         # each layer type has its own partial RoPE table (MiMoV2FlashRotaryEmbedding)
         attention = Attention(H_kv=2 * sym.H_kv if swa else sym.H_kv, D_v=sym.D_v, W=sym.W if swa else None,
-                              qkv_bias=self.attention_bias, sinks=swa, softmax_fp32=False, row_max=True,
-                              D_rot=sympy.Integer(self.rope_width(attn)), rope_table=attn)
+                              qkv_bias=self.attention_bias, sinks=swa,
+                              saves=SAVES.with_rope(D_rot=sympy.Integer(self.rope_width(attn)), name=attn))
         # MiMoV2FlashTopkRouter is DeepSeek-V3's group-limited sigmoid router (training activations only)
         ffn = FFN() if mlp == DENSE else MoE(correction_bias=True, router="sigmoid_group",
-                                             norm_topk=self.norm_topk_prob, input_copied=True)
+                                             norm_topk=self.norm_topk_prob, saves=MoESaves(input_copied=True))
         return (Norms(LAYER_NORMS), attention, ffn)
 
     def to_model(self) -> Model:

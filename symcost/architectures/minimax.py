@@ -18,8 +18,10 @@ gets the alternating default in transformers, and symcost says so in the model n
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
+import sympy
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import Model, kind_order
@@ -27,6 +29,7 @@ from ..components.attention import Attention
 from ..components.lightning_attention import LightningAttention
 from ..components.moe import MoE
 from ..components.norm import Norms
+from ..conventions import Phase
 from ..notation import sym
 from . import register
 from .base import LayerCount, PosInt, quote, values
@@ -35,6 +38,22 @@ from .mixtral import MixtralAdapter
 from .qwen_moe import group_layers
 
 LAYER_TYPES = ("full_attention", "linear_attention")
+
+
+@dataclass(frozen=True)
+class MiniMaxAttention(Attention):
+    """``MiniMaxAttention``: GQA attention whose window only masks. ``MiniMaxCache`` is a
+    DynamicCache built without the config, so a sliding-window layer keeps every token: the cache
+    holds all T, and a decode step under ``full`` multiplies all T + 1 keys. A subclass, not a
+    field of ``Attention``: it changes what is computed and cached, for this family alone."""
+
+    def pairs(self, ph: Phase) -> sympy.Expr:
+        if ph.kind == "decode" and ph.attention == "full":
+            return ph.pairs(None)
+        return super().pairs(ph)
+
+    def kept_tokens(self) -> sympy.Expr:
+        return sym.T
 
 
 @register("minimax")
@@ -71,8 +90,8 @@ class MiniMaxAdapter(MixtralAdapter):
         return ["full_attention" if (i + 1) % 2 else "linear_attention" for i in range(self.num_hidden_layers)]
 
     def layer(self, mixer: str, ffn: str):
-        mix = LightningAttention() if mixer == "lin" else Attention(
-            W=None if self.sliding_window is None else sym.W, window_cache=False)
+        mix = LightningAttention() if mixer == "lin" else MiniMaxAttention(
+            W=None if self.sliding_window is None else sym.W)
         return (Norms(LAYER_NORMS), mix, MoE(d_moe=sym.d_ff))
 
     def to_model(self) -> Model:

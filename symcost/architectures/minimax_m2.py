@@ -17,7 +17,7 @@ import sympy
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import LayerGroup, Model
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.moe import MoE
 from ..components.norm import Norms
@@ -63,7 +63,8 @@ class MiniMaxM2Adapter(LlamaAdapter):
 
     def to_model(self) -> Model:
         rot = self.rotated_dims()
-        layer = (Norms(LAYER_NORMS), Attention(qk_norm_full=True, D_rot=None if rot == self.D_h else sympy.Integer(rot)),
+        layer = (Norms(LAYER_NORMS), Attention(qk_norm_full=True, saves=AttentionSaves().with_rope(
+                     D_rot=None if rot == self.D_h else sympy.Integer(rot))),
                  MoE(correction_bias=True))
         vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                       H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h,

@@ -32,11 +32,11 @@ import sympy
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..assembly import LayerGroup, Model, kind_order
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.minimax_vit import MiniMaxViT
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.mtp import add_mtp, mtp_module
 from ..components.msa import MSAAttention, MSAIndexer
 from ..components.norm import Norms
@@ -45,6 +45,9 @@ from ..notation import sym
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, validation_message, values
 from .llama import LAYER_NORMS
+
+#: the q/k norms are zero-centred RMSNorms, x̂·(1 + w) in fp32 (saved tensors only)
+OFFSET_NORMS = AttentionSaves(qk_norm="offset")
 
 SEED_MTP_MODULES = 7  # seed 000 §2.8: "7 个 MTP 模块，num_mtp_modules=7"
 SPARSE, FULL = "minimax_m3_sparse", "full_attention"
@@ -212,12 +215,12 @@ class MiniMaxM3TextAdapter(Adapter):
     # -- the model ---------------------------------------------------------------------------------------
     def attention(self, kind: str) -> tuple:
         if kind == FULL:
-            return (Attention(qk_norm=True, qk_norm_offset=True),)
-        return (MSAAttention(qk_norm=True, qk_norm_offset=True, local=self.index("index_local_blocks") >= 1), MSAIndexer())
+            return (Attention(qk_norm=True, saves=OFFSET_NORMS),)
+        return (MSAAttention(qk_norm=True, saves=OFFSET_NORMS, local=self.index("index_local_blocks") >= 1), MSAIndexer())
 
     def mlp(self, kind: str):
         return (FFN(clamped_glu=True) if kind == "dense" else
-                MoE(d_sh=sym.d_sh, correction_bias=True, clamped_glu=True))
+                MoE(d_sh=sym.d_sh, correction_bias=True, saves=MoESaves(glu="clamped")))
 
     def to_model(self) -> Model:
         (attn, attn_field), (mlp, mlp_field) = self.attention_kinds(), self.mlp_kinds()
@@ -236,7 +239,7 @@ class MiniMaxM3TextAdapter(Adapter):
             else:  # an irregular mix: integer counts per (attention, MLP) kind
                 count = sympy.Integer(counts[(a, m)])
             name = f"{'msa' if a == SPARSE else 'full'}_{'moe' if m == 'sparse' else 'dense'}_layers"
-            groups.append(LayerGroup(name, count, (Norms(LAYER_NORMS, offset=True), *self.attention(a), self.mlp(m))))
+            groups.append(LayerGroup(name, count, (Norms(LAYER_NORMS, kind="offset"), *self.attention(a), self.mlp(m))))
         if "dense" in mlp:
             vals.update(values(d_ff=self.dense_intermediate_size))
         if "sparse" in mlp:
@@ -245,7 +248,7 @@ class MiniMaxM3TextAdapter(Adapter):
             vals.update(values(H_I=self.index("index_n_heads"), D_I=self.index("index_head_dim"),
                                S_I=self.index("index_block_size"), k_blk=self.index("index_topk_blocks")))
         model = Model(self.name, self.model_type, (Embedding(),), tuple(groups),
-                      (Norms(("norm",), offset=True), LMHead(tied=self.tie_word_embeddings)), vals,
+                      (Norms(("norm",), kind="offset"), LMHead(tied=self.tie_word_embeddings)), vals,
                       layer_order=kind_order(list(zip(attn, mlp)), groups))
         for field, given in ((attn_field, attn_field in self.model_fields_set or "." in attn_field),
                              (mlp_field, mlp_field in self.model_fields_set)):

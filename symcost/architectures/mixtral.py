@@ -13,7 +13,7 @@ from pydantic import AliasChoices, Field, model_validator
 
 from ..components.attention import Attention
 from ..components.embedding import LMHead
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..notation import sym
 from . import register
 from .base import LayerCount, Int, PosInt, values
@@ -72,8 +72,8 @@ class PhimoeAdapter(MixtralAdapter):
 
     def ffn(self) -> MoE:
         # sparsemixer's saved tensors; its multipliers stay in the compute dtype (training activations only)
-        return MoE(d_moe=sym.d_ff, router="sparsemixer", norm_topk=False, weights_fp32=False,
-                   input_jitter=2 if self.input_jitter_noise > 0 else 0)
+        return MoE(d_moe=sym.d_ff, router="sparsemixer", norm_topk=False,
+                   saves=MoESaves(weights_fp32=False, input_jitter=2 if self.input_jitter_noise > 0 else 0))
 
     def head(self) -> LMHead:
         return LMHead(tied=self.tie_word_embeddings, bias=self.lm_head_bias)

@@ -27,7 +27,7 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mamba2 import Mamba2
-from ..components.moe import MoE
+from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..notation import sym
 from ..terms import Terms
@@ -143,8 +143,9 @@ class NemotronHAdapter(Adapter):
             return Attention(rope=False)  # no positional encoding in the attention layers
         if kind == "mlp":
             return FFN(gated=False, bias=self.mlp_bias, act="relu2")
-        return MoE(gated=False, d_sh=sym.d_sh, shared_gated=False, correction_bias=True, act="relu2", router="sigmoid_group", weighted_fp32=True,
-                   d_lat=None if self.moe_latent_size is None else sym.d_lat, proj_bias=self.mlp_bias)
+        return MoE(gated=False, d_sh=sym.d_sh, shared_gated=False, correction_bias=True, act="relu2", router="sigmoid_group",
+                   d_lat=None if self.moe_latent_size is None else sym.d_lat, proj_bias=self.mlp_bias,
+                   saves=MoESaves(weighted_fp32=True))  # NemotronHMoE accumulates the weighted outputs in fp32
 
     def kind_values(self, kind: str) -> dict:
         if kind == "linear_attention":
@@ -159,7 +160,7 @@ class NemotronHAdapter(Adapter):
 
     def to_model(self) -> Model:
         types = self.layer_types()
-        norm = Norms(("norm",), fp32_weight=True)
+        norm = Norms(("norm",), kind="fp32_weight")
         vals = values(d=self.hidden_size, V=self.vocab_size)
         groups = []
         for kind, (name, count) in KINDS.items():
@@ -168,7 +169,7 @@ class NemotronHAdapter(Adapter):
                 vals.update(self.kind_values(kind))
                 vals[count] = types.count(kind)
         model = Model(self.name, self.model_type, (Embedding(name="embeddings"),), tuple(groups),
-                      (Norms(("norm_f",), fp32_weight=True), LMHead(tied=False)), vals,
+                      (Norms(("norm_f",), kind="fp32_weight"), LMHead(tied=False)), vals,
                       state_dtype={"recurrent_states": self.mamba_ssm_cache_dtype},
                       layer_order=layer_order(types, lambda k: KINDS[k][0]))
         model.notes.append("lm_head is never tied in NemotronHForCausalLM, whatever tie_word_embeddings says")

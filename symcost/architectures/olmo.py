@@ -24,14 +24,19 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.ffn import FFN
-from ..components.moe import MoE
+from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
 from .base import LayerCount, PosInt, values
 from .llama import LlamaAdapter
+
+#: OlmoRotaryEmbedding keeps its cos/sin table in float32 (saved tensors only)
+OLMO_SAVES = AttentionSaves(rope=RopeTable(fp32=True))
+#: OLMo 2's q/k RMSNorms keep their normed output in fp32 ((weight · x̂).to(dtype))
+OLMO2_SAVES = replace(OLMO_SAVES, qk_norm="fp32_normed")
 
 POST_NORMS = ("post_attention_layernorm", "post_feedforward_layernorm")
 
@@ -57,7 +62,7 @@ class OlmoAdapter(LlamaAdapter):
     def attention(self, window) -> Attention:
         # OlmoRotaryEmbedding returns cos and sin in float32; clip_qkv clamps q, k, v in place
         return Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                         clip_qkv=self.clip_qkv is not None, rope_fp32=True)
+                         saves=replace(OLMO_SAVES, clip_qkv=self.clip_qkv is not None))
 
     def to_model(self):
         model = super().to_model()
@@ -88,13 +93,13 @@ class Olmo2Adapter(LlamaAdapter):
         # Olmo2RMSNorm multiplies its weight into the fp32 x̂ (``(weight · x̂).to(dtype)``), the rotary
         # embedding returns cos and sin in float32 (saved tensors only)
         return Attention(W=window, qkv_bias=self.attention_bias, o_bias=self.attention_bias,
-                         qk_norm_full=True, qk_norm_fp32_normed=True, rope_fp32=True)
+                         qk_norm_full=True, saves=OLMO2_SAVES)
 
     def to_model(self):
         model = super().to_model()
         if not self.fp32_normed_norms:
             return model
-        fp32 = lambda c: replace(c, fp32_normed=True) if isinstance(c, Norms) else c  # noqa: E731
+        fp32 = lambda c: replace(c, kind="fp32_normed") if isinstance(c, Norms) else c  # noqa: E731
         model.groups = tuple(replace(g, components=tuple(map(fp32, g.components))) for g in model.groups)
         model.post = tuple(map(fp32, model.post))
         return model
@@ -114,7 +119,8 @@ class Olmo3Adapter(Olmo2Adapter):
 
     def attention(self, window) -> Attention:
         # Olmo3RotaryEmbedding computes one cos/sin table per layer type present (saved tensors only)
-        return replace(super().attention(window), rope_table="sliding_attention" if window else "full_attention")
+        a = super().attention(window)
+        return replace(a, saves=a.saves.with_rope(name="sliding_attention" if window else "full_attention"))
 
 
 class _OlmoMoe:
@@ -130,7 +136,7 @@ class _OlmoMoe:
     def ffn(self) -> MoE:
         # OlmoeTopKRouter: Qwen3-MoE's router (renormalised only with norm_topk_prob, cast back to the
         # compute dtype): training activations only
-        return MoE(d_moe=sym.d_ff, norm_topk=self.norm_topk_prob, weights_fp32=False)
+        return MoE(d_moe=sym.d_ff, norm_topk=self.norm_topk_prob, saves=WEIGHTS_CAST)
 
     def to_model(self):
         model = super().to_model()

@@ -33,7 +33,7 @@ from ..notation import sym
 from . import register
 from .base import Adapter, GQAHeads, LayerCount, PosInt, quote, values
 from .llama import LAYER_NORMS
-from .olmo import POST_NORMS
+from .olmo import OLMO2_SAVES, POST_NORMS
 from .qwen3_next import CHUNK
 
 KINDS = ("linear_attention", "full_attention")
@@ -120,10 +120,10 @@ class OlmoHybridAdapter(GQAHeads, Adapter):
         mlp = FFN()
         # OlmoHybridRMSNorm multiplies its weight into the fp32 x̂ ((weight · x̂).to(dtype)) and the rotary
         # embedding returns cos/sin in float32: both kept in fp32 (saved tensors only)
-        lin = (Norms(LAYER_NORMS, fp32_normed=True), GatedDeltaNet(separate_proj=True), mlp)
-        full = (Norms(POST_NORMS, fp32_normed=True),
+        lin = (Norms(LAYER_NORMS, kind="fp32_normed"), GatedDeltaNet(separate_proj=True), mlp)
+        full = (Norms(POST_NORMS, kind="fp32_normed"),
                 Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias, qk_norm_full=True,
-                          rope=self.rope, qk_norm_fp32_normed=True, rope_fp32=True), mlp)
+                          rope=self.rope, saves=OLMO2_SAVES), mlp)
         groups = (LayerGroup("linear_layers", sym.L_lin, lin), LayerGroup("attention_layers", sym.L_full, full))
         vals = values(d=self.hidden_size, V=self.vocab_size, d_ff=self.intermediate_size,
                       L_lin=n_lin, L_full=len(kinds) - n_lin,
@@ -131,7 +131,7 @@ class OlmoHybridAdapter(GQAHeads, Adapter):
                       H_lk=self.H_lk, H_lv=self.H_lv, D_lk=self.D_lk, D_lv=self.D_lv,
                       K_c=self.linear_conv_kernel_dim, C_dn=CHUNK)
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",), fp32_normed=True), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm",), kind="fp32_normed"), LMHead(tied=self.tie_word_embeddings)), vals,
                      notes=["Gated DeltaNet prefill FLOPs follow the torch chunked scan: T padded to a "
                             f"multiple of C_dn = {CHUNK}; the decode recurrence is elementwise (0 matmul FLOPs)."],
                      state_dtype={"recurrent_state": "fp32"},

@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import LMHead
 from ..components.ffn import FFN
 from . import register
@@ -50,7 +50,7 @@ class PhiAdapter(PartialRotary, LlamaAdapter):
 
     def attention(self, window) -> Attention:
         return Attention(qkv_bias=True, o_bias=True, qk_norm=self.qk_layernorm, qk_norm_bias=True,
-                         D_rot=self.D_rot(self.D_h))
+                         saves=AttentionSaves().with_rope(D_rot=self.D_rot(self.D_h)))
 
     def ffn(self) -> FFN:  # parallel block: the MLP reads the tensor attention keeps
         return FFN(gated=False, bias=True, act="gelu_tanh", shared_input=True)  # gelu_new

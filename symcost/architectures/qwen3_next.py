@@ -20,7 +20,7 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.gated_deltanet import GatedDeltaNet
-from ..components.moe import MoE
+from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -94,9 +94,9 @@ class Qwen3NextAdapter(Adapter):
                Attention(qkv_bias=self.attention_bias, o_bias=self.attention_bias, qk_norm=True,
                          output_gate=True))
         # the router's top-k weights are cast back to the compute dtype (what backward keeps)
-        mlp = (MoE(d_sh=sym.d_sh, shared_gate=True, weights_fp32=False, norm_topk=self.norm_topk_prob is not False)
+        mlp = (MoE(d_sh=sym.d_sh, shared_gate=True, saves=WEIGHTS_CAST, norm_topk=self.norm_topk_prob is not False)
                if ffn == "moe" else FFN())
-        return (Norms(LAYER_NORMS, offset=True), mix, mlp)
+        return (Norms(LAYER_NORMS, kind="offset"), mix, mlp)
 
     def to_model(self) -> Model:
         mixers = ["lin" if t == "linear_attention" else "full" for t in self.resolved_layer_types()]
@@ -119,5 +119,5 @@ class Qwen3NextAdapter(Adapter):
         notes = ["Gated DeltaNet prefill FLOPs follow the torch chunked scan: T padded to a multiple "
                  f"of C_dn = {CHUNK}; the decode recurrence is elementwise (0 matmul FLOPs)."]
         return Model(self.name, self.model_type, (Embedding(),), groups,
-                     (Norms(("norm",), offset=True), LMHead(tied=self.tie_word_embeddings)), vals,
+                     (Norms(("norm",), kind="offset"), LMHead(tied=self.tie_word_embeddings)), vals,
                      notes=notes, state_dtype={"recurrent_state": "fp32"}, layer_order=kind_order(kinds, groups))

@@ -140,7 +140,8 @@ class Qwen3VLTextAdapter(Qwen3Adapter):
 
     def attention(self, window) -> Attention:
         # multimodal RoPE: position ids [3, B, T], so the cos/sin table is per sequence
-        return dataclasses.replace(super().attention(window), rope_batched=True)
+        a = super().attention(window)  # position ids [3, B, T]: a cos/sin table per sequence
+        return dataclasses.replace(a, saves=a.saves.with_rope(per_sequence=True))
 
 
 class Qwen3VLMoeTextAdapter(Qwen3MoeAdapter):
@@ -180,7 +181,8 @@ class Qwen3VLMoeTextAdapter(Qwen3MoeAdapter):
 
     def attention(self, window) -> Attention:
         # multimodal RoPE: position ids [3, B, T], so the cos/sin table is per sequence
-        return dataclasses.replace(super().attention(window), rope_batched=True)
+        a = super().attention(window)  # position ids [3, B, T]: a cos/sin table per sequence
+        return dataclasses.replace(a, saves=a.saves.with_rope(per_sequence=True))
 
 
 @register("qwen3_vl")

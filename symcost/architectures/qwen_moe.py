@@ -21,7 +21,7 @@ from ..assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.moe import MoE
+from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..notation import sym
 from . import register
@@ -83,7 +83,7 @@ class QwenMoeBase(LlamaAdapter):
         return "moe" if moe else "dense"
 
     def moe(self) -> MoE:
-        return MoE(norm_topk=self.norm_topk_prob, weights_fp32=False)
+        return MoE(norm_topk=self.norm_topk_prob, saves=WEIGHTS_CAST)
 
     def layer(self, mixer: str, ffn: str):
         window = sym.W if mixer == "swa" else None
@@ -130,7 +130,7 @@ class Qwen2MoeAdapter(QwenMoeBase):
         return Attention(W=window, qkv_bias=self.qkv_bias)
 
     def moe(self) -> MoE:
-        return MoE(d_sh=sym.d_sh, shared_gate=True, norm_topk=self.norm_topk_prob, weights_fp32=False)
+        return MoE(d_sh=sym.d_sh, shared_gate=True, norm_topk=self.norm_topk_prob, saves=WEIGHTS_CAST)
 
     def moe_values(self) -> dict:
         return {**super().moe_values(), **values(d_sh=self.shared_expert_intermediate_size)}

@@ -22,7 +22,7 @@ import sympy
 from pydantic import AliasChoices, Field, model_validator
 
 from ..assembly import LayerGroup, Model, layer_order
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.norm import Norms
@@ -123,7 +123,8 @@ class RecurrentGemmaAdapter(GQAHeads, Adapter):
             vals.update(values(L_rec=n_rec, D_lru=self.width // self.num_attention_heads, K_c=self.conv1d_width))
         if n_att:
             D_rot = None if self.D_rot == self.D_h else sympy.Integer(self.D_rot)
-            attn = Attention(W=sym.W, qkv_bias=self.attention_bias, o_bias=True, D_rot=D_rot, rope_per_layer=True)
+            attn = Attention(W=sym.W, qkv_bias=self.attention_bias, o_bias=True,
+                             saves=AttentionSaves().with_rope(D_rot=D_rot, per_layer=True))
             groups.append(LayerGroup("attention_layers", sym.L_swa, (norms, attn, mlp)))
             vals.update(values(L_swa=n_att, H_kv=self.H_kv, D_h=self.D_h, W=self.attention_window_size))
         # Gemma's (1 + w) norms and √d-scaled embedding (gemma_saved), the soft-capped logits: what training saves

@@ -17,11 +17,14 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..components.attention import Attention
+from ..components.attention import Attention, AttentionSaves
 from ..components.ffn import FFN
 from . import register
 from .base import LayerCount, PartialRotary, PosInt
 from .llama import LlamaAdapter
+
+#: StableLmLayerNormPerHead: one nn.LayerNorm per head, applied head by head (saved tensors only)
+STABLELM_SAVES = AttentionSaves(qk_norm="per_head_layernorm")
 
 
 class _Full:
@@ -47,7 +50,7 @@ class ArceeAdapter(_Full, LlamaAdapter):
 class NemotronAdapter(PartialRotary, ArceeAdapter):
     reference: ClassVar[str] = "NemotronForCausalLM"
     norm_bias: ClassVar[bool] = True
-    norm_kw: ClassVar[dict] = {"weight_plus_one": True}  # NemotronLayerNorm1P: layer_norm(x, w + 1, b)
+    norm_kw: ClassVar[dict] = {"kind": "weight_plus_one"}  # NemotronLayerNorm1P: layer_norm(x, w + 1, b)
     rotary_default: ClassVar[float] = 0.5
 
     vocab_size: PosInt = 256_000
@@ -63,13 +66,13 @@ class NemotronAdapter(PartialRotary, ArceeAdapter):
 
     def attention(self, window) -> Attention:
         a = super().attention(window)
-        return dataclasses.replace(a, D_rot=self.D_rot(self.D_h))
+        return dataclasses.replace(a, saves=a.saves.with_rope(D_rot=self.D_rot(self.D_h)))
 
 
 @register("helium")
 class HeliumAdapter(_Full, LlamaAdapter):
     reference: ClassVar[str] = "HeliumForCausalLM"
-    norm_kw: ClassVar[dict] = {"fp32_weight": True}  # HeliumRMSNorm: (weight.float() · x̂).to(dtype)
+    norm_kw: ClassVar[dict] = {"kind": "fp32_weight"}  # HeliumRMSNorm: (weight.float() · x̂).to(dtype)
 
     vocab_size: PosInt = 48_000
     hidden_size: PosInt = 2560
@@ -88,7 +91,7 @@ class HeliumAdapter(_Full, LlamaAdapter):
 
     def attention(self, window) -> Attention:
         # apply_rotary_pos_emb interleaves cos/sin (repeat_interleave) in every layer
-        return Attention(qkv_bias=self.attention_bias, rope_per_layer=True)
+        return Attention(qkv_bias=self.attention_bias, saves=AttentionSaves().with_rope(per_layer=True))
 
 
 @register("stablelm")
@@ -124,7 +127,7 @@ class StableLmAdapter(_Full, PartialRotary, LlamaAdapter):
 
     def attention(self, window) -> Attention:
         return Attention(qkv_bias=self.use_qkv_bias, qk_norm_full=self.qk_layernorm,
-                         qk_norm_per_head_ln=self.qk_layernorm, D_rot=self.D_rot(self.D_h))
+                         saves=STABLELM_SAVES.with_rope(D_rot=self.D_rot(self.D_h)))
 
     def ffn(self) -> FFN:  # parallel residual: the MLP reads the tensor attention keeps
         return FFN(bias=self.mlp_bias, shared_input=self.use_parallel_residual)

@@ -112,7 +112,7 @@ class XlstmAdapter(Adapter):
         H = self.num_heads
         vals = values(d=self.d, V=self.vocab_size, L=self.L, H_ml=H, D_mk=self.qk_dim // H, D_mv=self.v_dim // H,
                       C_ml=self.chunk_size, d_ff=round_up(self.d * self.ffn_proj_factor, self.ffn_round_up_to_multiple_of))
-        layer = (Norms(("norm_mlstm", "norm_ffn"), bias=self.use_bias, rms_stats=True),
+        layer = (Norms(("norm_mlstm", "norm_ffn"), bias=self.use_bias, kind="rms_stats"),
                  MLSTMLayer(bias=self.use_bias, fused=self.weight_mode == "fused",
                             gate_softcap=self.gate_soft_cap is not None, mode=self.mode),
                  FFN(bias=self.use_bias, act="silu"))

@@ -118,6 +118,12 @@ class Component:
     def label(self) -> str:
         return type(self).__name__
 
+    @classmethod
+    def mechanism(cls) -> type:
+        """The mechanism this component is: its class, or — for a family's refinement of a
+        mechanism written in the family's adapter module — the nearest ``components`` class."""
+        return next((k for k in cls.__mro__ if k.__module__.startswith(__package__ + ".")), cls)
+
     def check(self, values: dict) -> None:
         """Validate the dimensions once numbers are known (override where it matters)."""
 

@@ -43,10 +43,14 @@ from ..elementwise import COST
 from ..notation import sym
 from ..primitives import is_one
 from ..terms import Terms
-from .attention import Attention
+from .attention import Attention, AttentionSaves
 from .base import Component
 
 _CONSUMER_DROPS = {"k_proj", "v_proj", "k_norm"}
+
+
+#: Gemma4RMSNorm / Gemma3nRMSNorm q/k norms (``norm.pow_rms_saved``): what these layers keep
+POW_NORMS = AttentionSaves(qk_norm="pow_rstd")
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class SharedKVAttention(Attention):
     """GQA attention with Gemma-4 q/k/v norms, optionally K = V, optionally a KV consumer."""
 
     qk_norm: bool = True
-    qk_norm_pow: bool = True  # Gemma4RMSNorm q/k norms (``norm.pow_rms_saved``)
+    saves: AttentionSaves = POW_NORMS
     k_eq_v: bool = False  # values are the k_proj output (no v_proj)
     consumer: bool = False  # reuses an earlier layer's K/V: no k/v weights, no cache
 
@@ -80,7 +84,7 @@ class SharedKVAttention(Attention):
         return out
 
     def saved(self, bw) -> list:
-        """``Attention.saved`` with Gemma4RMSNorm q/k norms (``qk_norm_pow``) and, on a producer,
+        """``Attention.saved`` with Gemma4RMSNorm q/k norms (``POW_NORMS``) and, on a producer,
         the scale-free ``v_norm`` over H_kv heads of D_h (``pow_rms_saved(scale=False)``: its
         output is the v attention keeps). With K = V in fp32 the v_norm's input is the k_proj output
         the k_norm already keeps (``.float()`` is the tensor itself): not counted twice."""

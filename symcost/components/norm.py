@@ -1,13 +1,14 @@
 """Norm layers: RMSNorm (``dim`` scales) or LayerNorm (scale and bias, ``2·dim``), or weightless.
 
-``pow_rstd``: Gemma 4's and Gemma 3n's RMSNorm (``Gemma4RMSNorm``, ``Gemma3nRMSNorm``), ``x̂ = x·pow(mean(x²) + ε, −0.5)`` on
-``x.float()``, times ``weight.float()``, back to the compute dtype. ``torch.pow`` keeps its input, so
-its backward holds the fp32 mean square beside the rstd; the weight multiply keeps x̂ in fp32 and,
-below fp32, an fp32 copy of the weight (``pow_rms_saved``; ``with_scale=False``, the weightless
-``v_norm`` and router norm, keeps neither).
+Family quirks live with the family: how one ``transformers`` norm class is written (a cast, a
+``pow``, a ``1 + w``) changes only what its backward keeps, and the adapter names it (``kind``,
+one of ``NORM_KINDS``). ``pow_rstd``: ``x̂ = x·pow(mean(x²) + ε, −0.5)`` on ``x.float()``, times
+``weight.float()``, back to the compute dtype. ``torch.pow`` keeps its input, so its backward holds
+the fp32 mean square beside the rstd; the weight multiply keeps x̂ in fp32 and, below fp32, an fp32
+copy of the weight (``pow_rms_saved``; ``with_scale=False``, a weightless norm, keeps neither).
 
-``weightless``: a norm with no learned scale or bias, 0 parameters (OLMo's ``OlmoLayerNorm``:
-``F.layer_norm`` of the input cast to float32, weight and bias None); its elementwise cost drops
+``weightless``: a norm with no learned scale or bias, 0 parameters (``F.layer_norm`` of the
+input cast to float32, weight and bias None); its elementwise cost drops
 the scale and bias ops (LayerNorm 5, RMSNorm 3 per element), and its backward keeps the fp32 input
 with the fp32 mean and rstd.
 
@@ -35,47 +36,64 @@ from ..terms import Terms
 from .base import Component
 
 
+#: how a family's norm class is written, ``Norms.kind``: one value per implementation. The
+#: parameters are ``Norms``' (``dim`` scales, + ``dim`` biases with ``bias``), and so are the FLOPs;
+#: only what the backward keeps differs (``saved``)
+NORM_KINDS = (
+    #: transformers' RMSNorm (``x.float()``, ``x·rsqrt(mean(x²) + ε)``, back to the compute dtype,
+    #: times the weight) or, with ``bias``, ``nn.LayerNorm`` (``primitives.saved_norm``)
+    "standard",
+    #: zero-centred weight, ``x̂ · (1 + w)`` computed in fp32
+    "offset",
+    #: rstd as ``torch.pow(mean(x²) + ε, −0.5)``, the weight multiplied in fp32 (``pow_rms_saved``)
+    "pow_rstd",
+    #: a LayerNorm without bias written out in fp32 — ``x − mean`` computed twice (for the variance
+    #: and for the output), fp32 rstd, the fp32 normed ``x̂`` times ``weight.float()`` (below fp32 a
+    #: per-norm fp32 weight copy)
+    "centred_fp32",
+    #: the weight multiplies the fp32 x̂ by type promotion, with no explicit copy of it
+    #: (``(weight · x̂).to(dtype)``): the normed output is kept in fp32
+    "fp32_normed",
+    #: the weight multiply runs in fp32 (``(weight.float() · x̂).to(dtype)``): the normed output is
+    #: kept in fp32 and, below fp32, each norm's fp32 weight copy (batch-free)
+    "fp32_weight",
+    #: the input is an fp32 residual stream (``residual_in_fp32``): the RMSNorm returns fp32, so its
+    #: normed output is kept in fp32 (``4·dim``), not the compute dtype
+    "fp32_stream",
+    #: ``F.layer_norm(x, weight + 1, bias)``: each norm keeps its ``weight + 1`` ([dim], compute
+    #: dtype, batch-free)
+    "weight_plus_one",
+    #: a LayerNorm without bias (``nn.LayerNorm(bias=False)``): ``dim`` weights, like an RMSNorm, but
+    #: its backward keeps what a LayerNorm's does (input, fp32 mean and rstd)
+    "layer_stats",
+    #: an RMSNorm with a bias: ``2·dim`` parameters, like a LayerNorm, but its backward keeps what an
+    #: RMSNorm's does (the bias add keeps nothing)
+    "rms_stats",
+)
+
+
 @dataclass(frozen=True)
 class Norms(Component):
+    """The norms of one layer (or the final norm). The mechanism is ``dim``, ``bias`` and
+    ``weightless``; how a family's norm class writes it (a cast, a pow, a ``1 + w``) is ``kind``, a
+    name from ``NORM_KINDS`` the adapter supplies — one name, since a class is one implementation,
+    so an impossible mix of flags cannot be written."""
+
     key = "norms"
     names: tuple[str, ...] = ("norm",)
     dim: sympy.Expr = sym.d
     bias: bool = False  # LayerNorm (with weightless: a LayerNorm without its scale and bias)
     weightless: bool = False
-    #: the input is an fp32 residual stream (``residual_in_fp32``: Mamba, Mamba-2): the RMSNorm
-    #: returns fp32, so its normed output is kept in fp32 (``4·dim``), not the compute dtype
-    fp32_stream: bool = False
-    #: the weight multiply runs in fp32 (``NemotronHRMSNorm``: ``(weight.float() · x̂).to(dtype)``):
-    #: the normed output is kept in fp32 and, below fp32, each norm's fp32 weight copy (batch-free)
-    fp32_weight: bool = False
-    #: the weight multiplies the fp32 x̂ by type promotion, with no explicit copy of it
-    #: (``DeepseekV4RMSNorm``, GPT-OSS, FlexOlmo: ``(weight · x̂).to(dtype)``): the normed output is kept in fp32
-    fp32_normed: bool = False
-    #: zero-centred weight, ``x̂ · (1 + w)`` computed in fp32 (``Qwen3NextRMSNorm``, ``Qwen3_5RMSNorm``, Gemma)
-    offset: bool = False
-    #: ``CohereLayerNorm``: a LayerNorm without bias written out in fp32 — ``x − mean`` computed
-    #: twice (for the variance and for the output), fp32 rstd, the fp32 normed ``x̂`` times
-    #: ``weight.float()`` (below fp32 a per-norm fp32 weight copy); saved tensors only
-    centred_fp32: bool = False
-    #: ``NemotronLayerNorm1P``: ``F.layer_norm(x, weight + 1, bias)`` — each norm keeps its
-    #: ``weight + 1`` ([dim], compute dtype, batch-free); saved tensors only
-    weight_plus_one: bool = False
-    #: every norm of the layer reads the same tensor (GPT-NeoX's parallel residual: LN₁(x) and
-    #: LN₂(x)): a LayerNorm's saved input is kept once; saved tensors only
-    one_input: bool = False
-    #: a LayerNorm without bias (DBRX's ``nn.LayerNorm(bias=False)``): d weights, like an RMSNorm, but
-    #: its backward keeps what a LayerNorm's does (input, fp32 mean and rstd); saved tensors only
-    layer_stats: bool = False
-    #: ``Gemma4RMSNorm``: rstd as ``torch.pow(mean(x²) + ε, −0.5)``, the weight multiplied in fp32
-    #: (``pow_rms_saved``); saved tensors only
-    pow_rstd: bool = False
-    #: norms that read the tensor an earlier norm of the layer reads (Gemma 4's
-    #: ``pre_feedforward_layernorm_2``, on the residual ``pre_feedforward_layernorm`` reads): in fp32
-    #: ``x.float()`` is that tensor, kept once; below fp32 each norm keeps its own copy (``pow_rstd``)
+    kind: str = "standard"  # the family's norm implementation (``NORM_KINDS``); saved tensors only
+    #: norms that read the tensor an earlier norm of the layer reads (a parallel residual: LN₁(x)
+    #: and LN₂(x); a second pre-FFN norm on the same residual): what is the input itself is kept
+    #: once — a LayerNorm's input always, ``pow_rstd``'s ``x.float()`` in fp32 (below fp32 each
+    #: norm keeps its own copy); saved tensors only
     same_input: tuple[str, ...] = ()
-    #: an RMSNorm with a bias (xLSTM's ``xLSTMRMSNorm`` with use_bias): 2·dim parameters, like a
-    #: LayerNorm, but its backward keeps what an RMSNorm's does (the bias add keeps nothing); saved tensors only
-    rms_stats: bool = False
+
+    def __post_init__(self):
+        if self.kind not in NORM_KINDS:
+            raise ValueError(f"Norms.kind: {self.kind!r} is not one of {NORM_KINDS}")
 
     def primitives(self, ph: Phase | None = None):
         if self.weightless:
@@ -93,7 +111,8 @@ class Norms(Component):
         return t
 
     def saved(self, bw) -> list:
-        if self.weightless and self.pow_rstd:  # Gemma4RMSNorm(with_scale=False)
+        kind = self.kind
+        if self.weightless and kind == "pow_rstd":  # with_scale=False
             return [s for n in self.names for s in pow_rms_saved(n, self.dim, bw, scale=False)]
         if self.weightless:
             if not self.bias:
@@ -102,7 +121,7 @@ class Norms(Component):
             return [s for n in self.names for s in (
                 Saved(f"{n}/input_fp32", self.dim, 4, "seq", doc="x.float() [.., dim]"),
                 Saved(f"{n}/mean_rstd", 2, 4, "seq", doc="fp32 mean and rstd"))]
-        if self.centred_fp32:
+        if kind == "centred_fp32":
             out = []
             for n in self.names:
                 out += [Saved(f"{n}/centred", 2 * self.dim, 4, "seq", doc="x − mean, fp32, computed twice"),
@@ -112,22 +131,22 @@ class Norms(Component):
                     out.append(Saved(f"{n}/weight_fp32", self.dim, 4, "none", sympy.Integer(1),
                                      "weight.float(), per layer"))
             return out
-        if self.pow_rstd:
+        if kind == "pow_rstd":
             return [s for n in self.names for s in pow_rms_saved(n, self.dim, bw)
                     if bw.upcast or n not in self.same_input or not s.name.endswith("/input_fp32")]
+        layer = (self.bias and kind != "rms_stats") or kind == "layer_stats"
         out = []
         for n in self.names:
-            out += saved_norm(n, self.dim, (self.bias and not self.rms_stats) or self.layer_stats, offset=self.offset)
-        if self.one_input and self.bias:
-            first = f"{self.names[0]}/input"
-            out = [s for s in out if not s.name.endswith("/input") or s.name == first]
-        if (self.fp32_stream or self.fp32_weight or self.fp32_normed) and not self.bias:
+            out += saved_norm(n, self.dim, layer, offset=kind == "offset")
+        if self.same_input and self.bias:  # a LayerNorm's saved input is the tensor itself: kept once
+            out = [s for s in out if not (s.name.endswith("/input") and s.name[:-len("/input")] in self.same_input)]
+        if kind in ("fp32_stream", "fp32_weight", "fp32_normed") and not self.bias:
             out = [dataclasses.replace(s, nbytes=4, doc="normed, fp32") if s.name.endswith("/normed") else s
                    for s in out]
-        if self.weight_plus_one:
+        if kind == "weight_plus_one":
             out += [Saved(f"{n}/weight_plus_one", self.dim, sym.b_a, "none", sympy.Integer(1),
                           "weight + 1 [dim], per norm") for n in self.names]
-        if self.fp32_weight and bw.upcast:
+        if kind == "fp32_weight" and bw.upcast:
             out += [Saved(f"{n}/weight_fp32", self.dim, 4, "none", sympy.Integer(1), "weight.float(), per layer")
                     for n in self.names]
         return out

@@ -117,7 +117,7 @@ class ZeroExpertMoE(MoE):
         return out
 
     def buffers(self) -> Terms:
-        return Terms({self.correction_bias_name: self.pool}, {self.correction_bias_name: "[E+E_z] buffer"})
+        return Terms({"e_score_correction_bias": self.pool}, {"e_score_correction_bias": "[E+E_z] buffer"})
 
     def label(self) -> str:
         return "MoE (zero experts)"

@@ -55,7 +55,7 @@ def _kv_share(c, vals) -> sympy.Expr:
     s2 = c.cache_tp_share(2, vals)
     if s2 == 1:
         return sympy.Integer(1)
-    if type(c).__name__ == "Attention":
+    if c.mechanism().__name__ == "Attention":
         h = exact(c.H_kv, vals)
         return ceil(sympy.Integer(h) / t) / h
     return 1 / t
