@@ -579,16 +579,17 @@ def _step_time(m, args, tm, cm):
 
 def cmd_train(args):
     from .gpus import gpu as find_gpu
-    from .training import train_memory
+    from .training import TrainSetup, train_memory
     m = loader.build(args.model)
     _check_positions(m, args.seq, "--seq")
     if args.search:
         return _train_search(m, args)
     _train_defaults(args)
     g = find_gpu(args.gpu) if args.gpu else None
-    tm = train_memory(m, optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
-                      act_dtype=args.act_dtype, activation_model=args.activations, scan=args.scan,
-                      **_train_options(args))
+    setup = TrainSetup.of(optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
+                          act_dtype=args.act_dtype, activation_model=args.activations, scan=args.scan,
+                          **_train_options(args))
+    tm = train_memory(m, setup)
     fits = None if g is None else tm.per_gpu <= g.memory_bytes
     formula = {k: str((v.total if isinstance(v, Terms) else v).xreplace(m.values))
                for k, v in tm.formula.items()}
@@ -616,9 +617,8 @@ def cmd_train(args):
                **_parallel(args)}
     if g is not None:
         from .training.comm import comm
-        cm = comm(m, grad_dtype=args.grad_dtype, act_dtype=args.act_dtype, **{
-            **_train_options(args), "recompute": "none" if args.recompute == "selective" and args.cp == 1
-            else args.recompute})
+        cm = comm(m, setup.replace(recompute="none") if args.recompute == "selective" and args.cp == 1
+                  else setup)
         payload["step"] = _step_time(m, args, tm, cm)[1]
     lines = [f"{m.name}: training memory per GPU (heaviest pipeline stage {tm.stage}), seq={args.seq}, "
              f"micro-batch={args.micro_batch}, ZeRO-{args.zero}, {_recompute_label(args)}, {args.optimizer}"]
@@ -685,7 +685,7 @@ def _train_search(m, args):
 
 
 def cmd_comm(args):
-    from .training import train_memory
+    from .training import TrainSetup, train_memory
     from .training.comm import comm
     m = loader.build(args.model)
     _check_positions(m, args.seq, "--seq")
@@ -695,12 +695,13 @@ def cmd_comm(args):
     if args.capacity_factor is not None and args.ep == 1 and not args.gpu:
         raise SymcostError("--capacity-factor changes communication only with --ep > 1 (the all-to-all) "
                            "or --gpu (the padded expert FLOPs in the step time)")
-    cm = comm(m, grad_dtype=args.grad_dtype, act_dtype=args.act_dtype, **_train_options(args))
+    setup = TrainSetup.of(optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
+                          act_dtype=args.act_dtype, **_train_options(args))
+    cm = comm(m, setup)
     per = cm["bytes"]
     t, g, step = None, None, None
     if args.gpu:
-        tm = train_memory(m, optimizer=args.optimizer, grad_dtype=args.grad_dtype,
-                          kernel=args.attention_kernel, act_dtype=args.act_dtype, **_train_options(args))
+        tm = train_memory(m, setup)
         g, step = _step_time(m, args, tm, cm)
         t = step["step_time_s"]
     formula = {k: str(e) for k, e in cm["formula"].items()}

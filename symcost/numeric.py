@@ -67,7 +67,7 @@ def source(exprs: dict, symbols: Iterable[sympy.Symbol], name: str = "compiled",
     import numpy
     printer = _Printer({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False},
                        exact_int=exact_int)
-    args = [s.name for s in symbols]
+    args = [printer.doprint(s) for s in symbols]  # a Dummy prints with its index, as in the body
     body = [f"        {k!r}: {printer.doprint(sympy.sympify(e))}," for k, e in exprs.items()]
     src = f"def {name}({', '.join(args)}):\n    return {{\n" + "\n".join(body) + "\n    }\n"
     ns = {"numpy": numpy, "functools": functools}

@@ -18,6 +18,7 @@ from symcost.cli import main
 from symcost.errors import SymcostError
 from symcost.gpus import gpu
 from symcost.terms import exact
+from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm
 from symcost.training.memory import check_pipeline, micro_batches, train_memory
 from symcost.training.plan import Plan
@@ -45,9 +46,9 @@ def _reference(m, c, *, seq, gb, g, capacity=None, mfu=0.4):
     kw = dict(seq=seq, global_batch=gb, capacity=capacity, micro_batch=c["micro_batch"], dp=c["dp"], tp=c["tp"],
               pp=c["pp"], ep=c["ep"], cp=c["cp"], zero=c["zero"], sp=c["sp"], hsdp_shard=c["hsdp_shard"],
               offload=c["offload"], virtual=c["virtual_stages"])
-    tm = train_memory(m, recompute=c["recompute"], **kw)
+    tm = train_memory(m, TrainSetup.of(recompute=c["recompute"], **kw))
     rc = "none" if c["recompute"] == "selective" and c["cp"] == 1 else c["recompute"]
-    cm = comm(m, recompute=rc, **kw)
+    cm = comm(m, TrainSetup.of(recompute=rc, **kw))
     world = c["dp"] * c["tp"] * c["pp"] * c["cp"]
     st = step_time(tm.flops_per_step // world, cm["bytes"], cm["collectives"], peak_flops=g.bf16_tflops * 1e12,
                    mfu=mfu, links=Links(nvlink_bytes_s=g.link_gbs * 1e9), overlap=0.0, m=cm["micro_batches"],
