@@ -50,7 +50,7 @@ import sympy
 from ..conventions import Backward
 from ..errors import SymcostError
 from ..notation import sym
-from ..numeric import compile_exprs
+from ..numeric import compile_exprs, integer_ratio
 from ..terms import exact
 from .activations import activations, dispatch_buffers, per_layer
 from .memory import ACT_BYTES
@@ -265,14 +265,9 @@ class _ExactSum:
             items = []
             for e in es:
                 j = len(exprs)
-                num, den = sympy.fraction(sympy.together(e))
-                gens = sorted(e.free_symbols, key=str)
-                try:
-                    integral = all((sympy.Poly(x, *gens).domain.is_ZZ if gens else x.is_Integer) for x in (num, den))
-                except sympy.PolynomialError:
-                    integral = False
-                if integral:
-                    exprs[f"n{j}"], exprs[f"q{j}"] = num, den
+                ratio = integer_ratio(e)
+                if ratio is not None:
+                    exprs[f"n{j}"], exprs[f"q{j}"] = ratio
                     items.append((f"n{j}", f"q{j}"))
                 else:
                     exprs[f"f{j}"] = e
@@ -301,6 +296,83 @@ class _ExactSum:
         return out, wholes
 
 
+_PSI = (sympy.Dummy("S"), sympy.Dummy("W"), sympy.Dummy("X"))  # a rank's TP-split, replicated, expert params
+
+
+@functools.lru_cache(maxsize=None)
+def _z_terms(pairs: tuple, K, bg: int, bw: int):
+    """The model-state side of the candidates, compiled once for every (ZeRO, offload) pair asked:
+    per pair, ``weights`` / ``gradients`` / ``optimizer`` (a GPU's bytes, exact:
+    ``states.zero_terms``, rounded up per kind as ``train``) and, per parameter group j, the bytes
+    of ``comm``'s collective rules (``dp_collectives``, ``replicate_collectives``, ``host_traffic``)
+    split into the part without m_mb (``_0``) and the part per micro-batch (``_1``), with their op
+    counts. Returns (the compiled function, {pair: {key: name of its value}}); equal expressions
+    of several pairs are computed once. Arguments: the rank's three parameter counts, then N_tp,
+    N_ep, N_cp, N_sh (N_dp when not HSDP) and N_dp."""
+    from .comm import dp_collectives, replicate_collectives
+    from .states import host_ops, host_traffic, param_groups, zero_terms
+    M = sym.m_mb
+    groups = param_groups(*_PSI, sym.N_sh)
+    rep = sym.N_dp / sym.N_sh
+    Kq = sympy.Rational(K.numerator, K.denominator)
+    exprs, names, per = {}, {}, {}
+
+    def name(e):
+        if e not in names:
+            names[e] = f"e{len(names)}"
+            exprs[names[e]] = e
+        return names[e]
+
+    cache = {}
+
+    def once(key, build):  # a volume depends on the ZeRO stage or on the offload, not on both
+        if key not in cache:
+            cache[key] = {k: name(e) for k, e in build().items()}
+        return cache[key]
+
+    for zero, offload in pairs:
+        st = zero_terms(groups, zero, Kq, bg, bw, offload)
+        out = {k: name(sympy.ceiling(sympy.sympify(st[k]), evaluate=False))
+               for k in ("weights", "gradients", "optimizer")}
+
+        def dp(zero=zero):
+            d = {}
+            for j, (psi, n) in enumerate(groups):
+                b_dp, ops_dp = dp_collectives(psi, n, zero, M, bg, bw)
+                b_rep, ops_rep = replicate_collectives(psi / n, rep, zero, M, bg)
+                d.update(_per_micro_batch(f"dp{j}", b_dp))
+                d.update(_per_micro_batch(f"dp_replicate{j}", b_rep))
+            d.update(_per_micro_batch("dp_ops", sum(ops_dp.values(), sympy.Integer(0))))
+            d.update(_per_micro_batch("dp_replicate_ops", sum(ops_rep.values(), sympy.Integer(0))))
+            return d
+
+        def host(offload=offload):
+            d = {}
+            for j, (psi, n) in enumerate(groups):
+                d.update(_per_micro_batch(f"host{j}", host_traffic(psi, n, M, bg, bw, offload)))
+            d.update(_per_micro_batch("host_ops", host_ops(M, offload)))
+            return d
+
+        out.update(once(("zero", zero), dp))
+        out.update(once(("offload", offload), host))
+        per[zero, offload] = out
+    fn = compile_exprs(exprs, (*_PSI, sym.N_tp, sym.N_ep, sym.N_cp, sym.N_sh, sym.N_dp), exact_int=True)
+    return fn, per
+
+
+def _per_micro_batch(key: str, e) -> dict:
+    """``e`` = e_0 + m_mb·e_1 (a step's volume: per step and per micro-batch), as {key_0: e_0, key_1: e_1};
+    the split is checked at one point (m_mb = 2, every other symbol 3)."""
+    e = sympy.sympify(e)
+    M = sym.m_mb
+    e0 = e.xreplace({M: sympy.Integer(0)})
+    e1 = e.xreplace({M: sympy.Integer(1)}) - e0
+    pt = {s: sympy.Integer(3) for s in e.free_symbols if s != M}
+    if e.xreplace({**pt, M: sympy.Integer(2)}) != (e0 + 2 * e1).xreplace(pt):
+        raise SymcostError(f"--search: {key} is not linear in the micro-batches")
+    return {f"{key}_0": e0, f"{key}_1": e1}
+
+
 def _ceil_div(num, den):
     return -((-num) // den)
 
@@ -320,7 +392,7 @@ class Result:
         m = int(self.space.R["m"][ir])
         out = {dim: float(t["R_bytes"][dim][ir]) for dim in ("tp", "pp", "ep", "cp")}
         for dim in ("dp", "dp_replicate", "host"):
-            out[dim] = float(t["Z_bytes"][dim][iz]) * (m if t["Z_scaled"][dim][iz] else 1)
+            out[dim] = float(t["Z_bytes"][dim][0, iz] + m * t["Z_bytes"][dim][1, iz])
         return {"micro_batches": m, "bubble": float(t["bubble"][ir]), "bytes": out}
 
 
@@ -333,7 +405,7 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     lay, R, Z = space.lay, space.R, space.Z
     a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
     Kf = OPTIMIZER_BYTES[optimizer]
-    Kn, Kd = Kf.numerator, Kf.denominator
+    Kn = Kf.numerator
     d = exact(sym.d, v)
     kinds = layer_kinds(model)
     has_moe = any(x.moe for x in kinds.values())
@@ -407,9 +479,13 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     mem = np.zeros(len(space), dtype=np.int64)
     R_bytes = {k: np.zeros(nR) for k in ("tp", "pp", "ep", "cp")}
     R_cnt = {k: np.zeros(nR) for k in ("tp", "pp", "ep", "cp")}
-    Z_bytes = {k: np.zeros(nZ) for k in ("dp", "dp_replicate", "host")}
-    Z_cnt = {k: np.zeros(nZ) for k in ("dp", "dp_replicate", "host")}
-    Z_scaled = {"dp": Z["zero"] == 3, "dp_replicate": Z["zero"] == 3, "host": Z["off"] == OFFLOAD.index("params")}
+    # the Z side's bytes and collectives per step: [the part independent of m, the part per micro-batch]
+    Z_bytes = {k: np.zeros((2, nZ)) for k in ("dp", "dp_replicate", "host")}
+    Z_cnt = {k: np.zeros((2, nZ)) for k in ("dp", "dp_replicate", "host")}
+    zo_pairs = sorted({(int(x), int(y)) for x, y in zip(Z["zero"], Z["off"])})
+    zo_code = np.array([z_ * 3 + o_ for z_, o_ in zo_pairs])
+    z_fn, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw)
+    z_names = {(z_, o_): z_names[z_, OFFLOAD[o_]] for z_, o_ in zo_pairs}
     key = lay["pp"] * 10**6 + lay["v"]
     bounds = np.flatnonzero(np.diff(key)) + 1
     starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(key)]])
@@ -487,10 +563,18 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
         rounds = 3 + np.where(none_rc[rs], 0, 1)
         R_bytes["cp"][rs] = np.where(cc > 1, mm * cpw[icp] * rounds * (cc - 1) * s_tok[rs] * bb * a, 0)
         R_cnt["cp"][rs] = mm * natt[icp] * rounds * (cc - 1)
-        # Z side: model states (exact) and DP / HSDP / PCIe traffic, per kept rank
+        # Z side: model states (exact) and DP / HSDP / PCIe traffic, per kept rank: the states'
+        # and the collectives' formulas (``_z_terms``), compiled once per (ZeRO, offload)
         zt, ze, zcp, zdp = z_tp[zs], z_ep[zs], z_cp[zs], z_dp[zs]
         zz, off, sh = Z["zero"][zs], Z["off"][zs], Z["sh"][zs]
-        nd, ne = sh * zcp, sh * zcp // ze
+        n_of = (sh * zcp, sh * zcp // ze)  # the two groups' ZeRO ranks
+        hs = sh < zdp
+        pidx = np.searchsorted(zo_code, zz * 3 + off)  # each row's (ZeRO, offload) pair
+        nz = len(zz)
+        z_pick = {}  # key -> (its distinct compiled values, each row's index among them)
+        for key in z_names[zo_pairs[0]]:
+            names = sorted({z_names[p][key] for p in zo_pairs})
+            z_pick[key] = names, np.array([names.index(z_names[p][key]) for p in zo_pairs])[pidx]
         S = []
         best = None
         for i in keep:
@@ -498,42 +582,37 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
             Y = st["experts"]
             if ((st["split"] + st["whole"] * int(zt.max())) * int(ze.max()) + Y) * max(Kn, 4) > 2**62:
                 raise SymcostError("--search: a stage's parameter count overflows the int64 sweep")
-            Xr = st["split"] + st["whole"] * zt  # TP-split + replicated parameters, × N_tp
+            nonzero = (st["split"] + st["whole"] > 0, Y > 0)
+            f = z_fn(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
 
-            def q(cn, cd, f):
-                num = np.where(f, Xr + Y, Xr * ze + Y) * cn
-                den = np.where(f, zt * nd, zt * ze) * cd
-                return _ceil_div(num, den)
+            def pick(key, dtype=float):
+                names, idx = z_pick[key]
+                if len(names) == 1:
+                    return np.asarray(f[names[0]], dtype=dtype)
+                return np.choose(idx, [np.broadcast_to(np.asarray(f[n], dtype=dtype), (nz,)) for n in names])
 
-            wq, gq, oq = q(bw, 1, zz >= 3), q(bg, 1, zz >= 2), q(Kn, Kd, zz >= 1)
-            S.append(np.where(off == 2, 0, wq) + np.where(off == 0, gq + oq, 0))
-            # traffic (float), the busiest rank per dimension (first on ties, as comm)
-            psi_d, psi_e = Xr / zt, Y / (ze * zt)
-            o = {k: np.zeros(len(zz)) for k in Z_bytes}
-            c = {k: np.zeros(len(zz)) for k in Z_bytes}
-            coef = np.where(zz == 0, 2 * bg, np.where(zz < 3, bg + bw, 2 * bw + bg))
-            nops = np.where(zz == 0, 1, np.where(zz < 3, 2, 3))
-            hs = sh < zdp
-            rep = zdp / sh
-            for psi, n, nonzero in ((psi_d, nd, st["split"] + st["whole"] > 0), (psi_e, ne, Y > 0)):
-                if not nonzero:
-                    continue
-                act = n > 1
-                o["dp"] += np.where(act, (n - 1) / n * coef * psi, 0)
-                c["dp"] += np.where(act, nops, 0)
-                o["dp_replicate"] += np.where(hs, 2 * (rep - 1) / rep * bg * psi / n, 0)
-                c["dp_replicate"] += hs
-                o["host"] += np.where(off == 1, (bg + bw) * psi / n, np.where(off == 2, (2 * bw + bg) * psi / n, 0))
-                c["host"] += np.where(off == 1, 2, np.where(off == 2, 3, 0))
-            if best is None:
+            mem_i = sum(pick(k, np.int64) for k in ("weights", "gradients", "optimizer"))
+            o = {k: np.zeros((2, nz)) for k in Z_bytes}  # [part without m, part × m]
+            c = {k: np.zeros((2, nz)) for k in Z_bytes}
+            for kd in Z_bytes:
+                ops = [pick(f"{kd}_ops_{part}") for part in (0, 1)]
+                for j in (0, 1):
+                    if not nonzero[j]:
+                        continue
+                    on = n_of[j] > 1 if kd == "dp" else hs if kd == "dp_replicate" else True
+                    for part in (0, 1):
+                        o[kd][part] += np.where(on, pick(f"{kd}{j}_{part}"), 0)
+                        c[kd][part] += np.where(on, ops[part], 0)
+            S.append(mem_i)
+            if best is None:  # the busiest rank per dimension (first on ties, as comm), at m = 1
                 best = (o, c)
             else:
                 for kd in o:
-                    up = o[kd] > best[0][kd]
+                    up = o[kd].sum(axis=0) > best[0][kd].sum(axis=0)
                     best[0][kd] = np.where(up, o[kd], best[0][kd])
                     best[1][kd] = np.where(up, c[kd], best[1][kd])
         for kd in Z_bytes:
-            Z_bytes[kd][zs], Z_cnt[kd][zs] = best[0][kd], best[1][kd]
+            Z_bytes[kd][:, zs], Z_cnt[kd][:, zs] = best[0][kd], best[1][kd]
         # every candidate of the group: the heaviest rank's states + activations
         ir, iz = space.r[cs] - r_start[gi], space.z[cs] - z_start[gi]
         acc = S[0][iz] + H[0][ir]
@@ -550,14 +629,13 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     spans_z = {"dp": z_tp * z_cp * Z["sh"], "dp_replicate": z_tp * z_cp * z_dp, "host": None}
     tz0, tz1 = np.zeros(nZ), np.zeros(nZ)
     for kd, span in spans_z.items():
-        x = t(Z_bytes[kd], Z_cnt[kd], span)
-        tz0 += np.where(Z_scaled[kd], 0, x)
-        tz1 += np.where(Z_scaled[kd], x, 0)
+        tz0 += t(Z_bytes[kd][0], Z_cnt[kd][0], span)
+        tz1 += t(Z_bytes[kd][1], Z_cnt[kd][1], span)
     ov = 1 - overlap
     inv = 1 / (1 - bub)
     P = (compute + ov * tr) * inv
     step = P[space.r] + (ov * tz0)[space.z] * inv[space.r] + (ov * tz1)[space.z] * (m * inv)[space.r]
-    return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "Z_scaled": Z_scaled, "bubble": bub},
+    return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "bubble": bub},
                   whole[space.r])
 
 
