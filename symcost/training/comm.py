@@ -42,6 +42,7 @@ and the MoE router's load-balancing reductions are not counted.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 
 import sympy
@@ -105,14 +106,11 @@ def formulas(model, setup, i, st, again, kinds, *, grad_sync="every", sp_regathe
     B (micro-batch), T, b_a (and N_sh under HSDP), with the rank's parameter and layer counts as
     numbers (``again``: the units of each group it recomputes). Every volume is the collective
     rule below, called with symbols."""
-    from .activations import routed_rows
     from .states import host_traffic, param_groups
     plan, states_opt = setup.plan, setup.states
     zero, bg, bw = plan.zero, states_opt.bg, WEIGHT_BYTES["bf16"]
     v = model.values
-    Ndp, Ntp, Ncp, Nep, M, B, T, a = (sym.N_dp, sym.N_tp, sym.N_cp, sym.N_ep, sym.m_mb, sym.B, sym.T, sym.b_a)
-    d = v[sym.d]
-    block = T / Ncp * B * d * a
+    Ndp, M = sym.N_dp, sym.m_mb
     zero_ = sympy.Integer(0)
     hsdp = states_opt.shard is not None
     (n_dense, rep), (n_exp, _) = states_opt.groups(plan)
@@ -125,32 +123,13 @@ def formulas(model, setup, i, st, again, kinds, *, grad_sync="every", sp_regathe
         if n_val != 1 and psi != 0:
             dp += dp_collectives(psi, n, zero, M, bg, bw, grad_sync)[0]
     out["dp"] = dp
-    blocks = sum(c * kinds[n].tp_blocks for n, c in st["layers"].items())
-    blocks_again = sum(c * kinds[n].tp_blocks for n, c in again.items())
-    if plan.tp == 1:
-        out["tp"] = zero_
-    else:  # the blocks, + the vocab-parallel embedding's forward and the head's backward all-reduce
-        out["tp"] = M * (tp_collectives(blocks, block, Ntp, plan.sp, blocks_again, sp_regather)[0]
-                         + 2 * ring_allreduce_bytes(Ntp, block))
-    if plan.pp == 1:
-        out["pp"] = zero_
-    else:  # each model chunk's boundary, both ways
-        sends = 2 * setup.virtual - (i == 0) - (i == plan.pp - 1)
-        out["pp"] = M * sends * block / (Ntp if plan.sp else 1)
-    n_moe = sum(c for n, c in st["layers"].items() if kinds[n].moe)
-    if plan.ep == 1 or not n_moe:
-        out["ep"] = zero_
-    else:  # dispatch + combine, forward and backward (and the recomputed forward's)
-        rows = routed_rows(v[sym.k], v[sym.E], T / Ncp * B, setup.capacity)
-        n_a2a = 4 * n_moe + 2 * sum(c for n, c in again.items() if kinds[n].moe)
-        out["ep"] = M * n_a2a * (Nep - 1) / Nep * rows * d * a
-    cp = zero_
-    if plan.cp > 1:
-        for n, c in st["layers"].items():
-            if kinds[n].attention:
-                rounds = 3 * c + (c if setup.recompute.mode == "selective" else again.get(n, 0))
-                cp += M * rounds * (Ncp - 1) * T / Ncp * B * kinds[n].cp_width * a
-    out["cp"] = cp
+    rk = composition(i, st["layers"], again, kinds, plan.pp, setup.virtual, setup.recompute.mode)
+    vol, _ = activation_collectives(rk, setup.plan.sp, setup.capacity, v, sp_regather)
+    # a dimension the layout does not split sends nothing (its formula prints 0)
+    out["tp"] = vol["tp"] if plan.tp > 1 else zero_
+    out["pp"] = vol["pp"] if plan.pp > 1 else zero_
+    out["ep"] = vol["ep"] if plan.ep > 1 and rk.n_moe else zero_
+    out["cp"] = vol["cp"] if plan.cp > 1 else zero_
     if hsdp:
         out["dp_replicate"] = sum((replicate_collectives(psi / n, Ndp / sym.N_sh, zero, M, bg, grad_sync)[0]
                                    for psi, n, _ in groups if psi != 0), zero_)
@@ -163,7 +142,7 @@ def formulas(model, setup, i, st, again, kinds, *, grad_sync="every", sp_regathe
 def _counts(i, st, stage_layers, again, kinds, setup, m, grad_sync, sp_regather) -> dict:
     """The collectives rank i takes part in per step, by dimension (the α term)."""
     from .states import host_ops
-    plan, states_opt, virtual = setup.plan, setup.states, setup.virtual
+    plan, states_opt = setup.plan, setup.states
     tp, pp, ep, cp, zero, sp = plan.tp, plan.pp, plan.ep, plan.cp, plan.zero, plan.sp
     count = {k: 0 for k in ("dp", "tp", "pp", "ep", "cp")}
     if states_opt.shard is not None:
@@ -177,23 +156,65 @@ def _counts(i, st, stage_layers, again, kinds, setup, m, grad_sync, sp_regather)
             count["dp_replicate"] += sum(replicate_collectives(psi / n, rep, zero, m, 0, grad_sync)[1].values())
         if states_opt.offload != "none" and psi:
             count["host"] += host_ops(m, states_opt.offload, grad_sync)
-    if tp > 1:
-        blocks = sum(c * kinds[n].tp_blocks for n, c in stage_layers.items())
-        blocks_again = sum(c * kinds[n].tp_blocks for n, c in again.items())
-        _, ops = tp_collectives(blocks, 0, tp, sp, blocks_again, sp_regather)
-        count["tp"] += m * (sum(ops.values()) + 2)
-    if pp > 1:
-        count["pp"] += m * (2 * virtual - (i == 0) - (i == pp - 1))
-    if ep > 1:
-        for name, c in stage_layers.items():
-            if kinds[name].moe:
-                count["ep"] += m * (4 * c + 2 * again.get(name, 0))
-    if cp > 1:
-        for name, c in stage_layers.items():
-            if kinds[name].attention:
-                rounds = 3 * c + (c if setup.recompute.mode == "selective" else again.get(name, 0))
-                count["cp"] += m * rounds * (cp - 1)
+    rk = composition(i, stage_layers, again, kinds, pp, setup.virtual, setup.recompute.mode)
+    _, ops = activation_collectives(rk, sp, setup.capacity, None, sp_regather)
+    for dim, on in (("tp", tp > 1), ("pp", pp > 1), ("ep", ep > 1), ("cp", cp > 1)):
+        if on:
+            count[dim] += int(ops[dim].xreplace({sym.m_mb: m, sym.N_cp: cp}))
     return count
+
+
+@dataclass(frozen=True)
+class Composition:
+    """What one pipeline rank runs that the activation collectives count, per micro-batch: TP
+    blocks (and those full recomputation reruns), model-chunk boundaries it sends across, MoE
+    all-to-alls, and the context-parallel ring's rounds (Σ over attention layers; ``cp_width``
+    weights each by its K/V width). Numbers, or symbols for ``train --search``."""
+
+    blocks: object
+    blocks_again: object
+    sends: object
+    n_moe: object
+    a2a: object
+    cp_rounds: object
+    cp_width: object
+
+
+def composition(i: int, layers: dict, again: dict, kinds, pp: int, virtual: int, recompute: str) -> Composition:
+    """Pipeline rank i of ``pp`` 's ``Composition`` (``layers``: its units per group; ``again``: those
+    it recomputes; ``virtual`` model chunks per rank; ``recompute``: the mode)."""
+    blocks = sum(c * kinds[n].tp_blocks for n, c in layers.items())
+    blocks_again = sum(c * kinds[n].tp_blocks for n, c in again.items())
+    sends = 2 * virtual - (i == 0) - (i == pp - 1) if pp > 1 else 0  # each chunk's boundary, both ways
+    n_moe = sum(c for n, c in layers.items() if kinds[n].moe)
+    a2a = 4 * n_moe + 2 * sum(c for n, c in again.items() if kinds[n].moe)  # dispatch + combine, fwd + bwd
+    rounds = {n: 3 * c + (c if recompute == "selective" else again.get(n, 0))
+              for n, c in layers.items() if kinds[n].attention}
+    return Composition(blocks, blocks_again, sends, n_moe, a2a, sum(rounds.values()),
+                       sum(r * kinds[n].cp_width for n, r in rounds.items()))
+
+
+def activation_collectives(rk: Composition, sp: bool, capacity, values, regather: bool = True):
+    """({dim: bytes}, {dim: ops}) one GPU sends per step on the activation dimensions (tp, pp, ep,
+    cp) for a rank of composition ``rk``, in N_tp, N_ep, N_cp, m_mb, B, T, b_a (``values``: the
+    model's, for d, k and E; None when only the ops are wanted)."""
+    from .activations import routed_rows
+    Ntp, Nep, Ncp, M, B, T, a = sym.N_tp, sym.N_ep, sym.N_cp, sym.m_mb, sym.B, sym.T, sym.b_a
+    tp_ops = tp_collectives(rk.blocks, 0, Ntp, sp, rk.blocks_again, regather)[1]
+    ops = {"tp": M * (sum(tp_ops.values()) + 2), "pp": M * rk.sends, "ep": M * rk.a2a,
+           "cp": M * rk.cp_rounds * (Ncp - 1)}
+    ops = {k: sympy.sympify(e) for k, e in ops.items()}
+    if values is None:
+        return None, ops
+    d = values[sym.d]
+    block = T / Ncp * B * d * a  # one micro-batch's hidden states on a GPU, s·b·d·b_a
+    vol = {"tp": M * (tp_collectives(rk.blocks, block, Ntp, sp, rk.blocks_again, regather)[0]
+                      + 2 * ring_allreduce_bytes(Ntp, block)),  # + the embedding's fwd, the head's bwd
+           "pp": M * rk.sends * block / (Ntp if sp else 1),
+           "ep": (M * rk.a2a * (Nep - 1) / Nep * routed_rows(values[sym.k], values[sym.E], T / Ncp * B, capacity)
+                  * d * a) if sym.E in values else sympy.Integer(0),
+           "cp": M * rk.cp_width * (Ncp - 1) * T / Ncp * B * a}
+    return vol, ops
 
 
 def dp_collectives(psi, n, zero: int, m, bg, bw, grad_sync: str = "every"):

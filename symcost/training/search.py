@@ -54,7 +54,8 @@ from ..numeric import compile_exprs, integer_ratio
 from ..terms import exact
 from .activations import activations, dispatch_buffers, per_layer
 from .memory import ACT_BYTES
-from .comm import tp_collectives
+from .comm import composition
+from .recompute import Recompute, add_up, recomputed_units
 from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, layer_kinds, rank_stages
 from .states import OFFLOAD
 
@@ -219,11 +220,6 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
     return np.array(keep, dtype=np.int64)
 
 
-#: ops of one TP block per micro-batch, by (sequence parallel, recomputed): ``comm.tp_collectives``
-TP_OPS = {(sp, again): sum(tp_collectives(1, 1, 2, sp, int(again))[1].values())
-          for sp in (False, True) for again in (False, True)}
-
-
 def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch):
     """The activation terms ``train_memory`` sums, per layer group ("g:" + name, all its layers),
     the embedding side ("pre", with the shared tables), the head side ("post"), one layer's saved
@@ -294,6 +290,26 @@ class _ExactSum:
                 tot += quo
             out[key] = tot
         return out, wholes
+
+
+_COMPOSITION = ("blocks", "blocks_again", "sends", "n_moe", "a2a", "cp_rounds", "cp_width")
+_RANK = tuple(sympy.Dummy(k) for k in _COMPOSITION)
+
+
+@functools.lru_cache(maxsize=None)
+def _r_terms(sp: bool, capacity, values: tuple):
+    """``comm.activation_collectives`` compiled: bytes and ops per step on tp, pp, ep and cp of a
+    rank whose ``Composition`` is given (the arguments ``_COMPOSITION``, then N_tp, N_ep, N_cp, B,
+    m_mb as float arrays), with d, k, E, T and b_a bound (``values``)."""
+    from .comm import Composition, activation_collectives
+    vals = dict(values)
+    vol, ops = activation_collectives(Composition(*_RANK), sp, capacity, vals)
+    bound = {sym.T: vals[sym.T], sym.b_a: vals[sym.b_a]}
+    exprs = {}
+    for dim in vol:
+        exprs[dim] = sympy.sympify(vol[dim]).xreplace(bound)
+        exprs[dim + "_ops"] = ops[dim]
+    return compile_exprs(exprs, (*_RANK, sym.N_tp, sym.N_ep, sym.N_cp, sym.B, sym.m_mb), exact_int=True)
 
 
 _PSI = (sympy.Dummy("S"), sympy.Dummy("W"), sympy.Dummy("X"))  # a rank's TP-split, replicated, expert params
@@ -422,7 +438,7 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     z_dp, z_tp, z_ep, z_cp = (lay[k][zL] for k in ("dp", "tp", "ep", "cp"))
     b, m, rc, spf = R["b"], R["m"], R["rc"], R["sp"]
     rc_name = np.array(space.recomputes)[rc]
-    full, none_rc = rc_name == "full", rc_name == "none"
+    full = rc_name == "full"
     s_tok = seq // r_cp
     # -- activations of every R row, per group (exact integers) -----------------------------------
     acts = {}  # key -> int64 array over R rows
@@ -475,6 +491,8 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
         step_flops = f0 + fe * (m * r_dp * r_cp * rows)
     compute = step_flops / G / peak
     bub = np.where(r_pp > 1, (r_pp - 1) / (r_v * m + r_pp - 1), 0.0)
+    r_values = tuple((k, sympy.Integer(x)) for k, x in
+                     ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
     # -- per (pp, v) group: ranks, memory tables, traffic ----------------------------------------
     mem = np.zeros(len(space), dtype=np.int64)
     R_bytes = {k: np.zeros(nR) for k in ("tp", "pp", "ep", "cp")}
@@ -538,31 +556,35 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
             for g in st["layers"]:
                 wk = np.maximum(wk, work[g][rs])
             H.append(held + wk)
-        # R side traffic: the busiest rank of each dimension is fixed by the rank's composition
-        blocks = [sum(c * kinds[g].tp_blocks for g, c in ranks[i]["layers"].items()) for i in range(p_val)]
-        nmoe = [sum(c for g, c in ranks[i]["layers"].items() if kinds[g].moe) for i in range(p_val)]
-        cpw = [sum(c * kinds[g].cp_width for g, c in ranks[i]["layers"].items()) for i in range(p_val)]
-        natt = [sum(c for g, c in ranks[i]["layers"].items() if kinds[g].attention) for i in range(p_val)]
-        icp = int(np.argmax(cpw))
-        block = (s_tok[rs] * bb * d * a).astype(float)
-        spr = spf[rs]
-        rtp = (tt - 1) / tt
-        nb = max(blocks)  # TP collectives of the busiest rank: comm.tp_collectives' ops per block, times nb
-        ops_sp = nb * np.where(full[rs], TP_OPS[True, True], TP_OPS[True, False])
-        ops_ar = nb * np.where(full[rs], TP_OPS[False, True], TP_OPS[False, False])
-        R_bytes["tp"][rs] = np.where(tt > 1, mm * rtp * block * np.where(spr, ops_sp + 4, 2 * ops_ar + 4), 0)
-        R_cnt["tp"][rs] = mm * (np.where(spr, ops_sp, ops_ar) + 2)
-        if p_val > 1:
-            sends = max(2 * v_val - (i == 0) - (i == p_val - 1) for i in range(p_val))
-            R_bytes["pp"][rs] = mm * sends * block / np.where(spr, tt, 1)
-            R_cnt["pp"][rs] = mm * sends
-        n_a2a = np.where(full[rs], 6, 4)
-        R_bytes["ep"][rs] = np.where(ee > 1, mm * max(nmoe) * n_a2a * (ee - 1) / ee
-                                     * rows[rs] * d * a, 0)
-        R_cnt["ep"][rs] = mm * max(nmoe) * n_a2a
-        rounds = 3 + np.where(none_rc[rs], 0, 1)
-        R_bytes["cp"][rs] = np.where(cc > 1, mm * cpw[icp] * rounds * (cc - 1) * s_tok[rs] * bb * a, 0)
-        R_cnt["cp"][rs] = mm * natt[icp] * rounds * (cc - 1)
+        # R side traffic: ``comm.activation_collectives`` compiled with the rank's composition as
+        # symbols (``_r_terms``), per kept rank; the busiest rank of each dimension (first on ties)
+        tt_f, ee_f, cc_f, bb_f, mm_f = (x.astype(float) for x in (tt, ee, cc, bb, mm))
+        rc_rs, sp_rs = rc[rs], spf[rs]
+        for ri, rname in enumerate(space.recomputes):
+            for s_ in (False, True):
+                sel = (rc_rs == ri) & (sp_rs == s_)
+                if not sel.any():
+                    continue
+                fn = _r_terms(s_, capacity, r_values)
+                args = (tt_f[sel], ee_f[sel], cc_f[sel], bb_f[sel], mm_f[sel])
+                top = None
+                for i in keep:
+                    st = ranks[i]
+                    chunks = st.get("chunks", [st])
+                    again = add_up(recomputed_units(model, Recompute(rname), chunks))
+                    rk = composition(i, st["layers"], again, kinds, p_val, v_val, rname)
+                    f = fn(*(getattr(rk, k) for k in _COMPOSITION), *args)
+                    if top is None:
+                        top = {dim: [np.broadcast_to(f[dim], args[0].shape).copy(),
+                                     np.broadcast_to(f[dim + "_ops"], args[0].shape).copy()] for dim in R_bytes}
+                        continue
+                    for dim in R_bytes:
+                        up = f[dim] > top[dim][0]
+                        top[dim][0] = np.where(up, f[dim], top[dim][0])
+                        top[dim][1] = np.where(up, f[dim + "_ops"], top[dim][1])
+                idx = np.flatnonzero(sel) + r_start[gi]
+                for dim in R_bytes:
+                    R_bytes[dim][idx], R_cnt[dim][idx] = top[dim]
         # Z side: model states (exact) and DP / HSDP / PCIe traffic, per kept rank: the states'
         # and the collectives' formulas (``_z_terms``), compiled once per (ZeRO, offload)
         zt, ze, zcp, zdp = z_tp[zs], z_ep[zs], z_cp[zs], z_dp[zs]
