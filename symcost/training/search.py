@@ -58,6 +58,7 @@ from .comm import composition
 from .recompute import Recompute, add_up, recomputed_units
 from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, layer_kinds, rank_stages
 from .states import OFFLOAD
+from .steptime import Links, bubble, collective_seconds, link_bytes_s, spans
 
 RECOMPUTES = ("none", "selective", "full")
 ZEROS = (0, 1, 2, 3)
@@ -490,7 +491,7 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
         rows = E * _ceil_div(cf.numerator * k_route * s_tok * b, cf.denominator * E)
         step_flops = f0 + fe * (m * r_dp * r_cp * rows)
     compute = step_flops / G / peak
-    bub = np.where(r_pp > 1, (r_pp - 1) / (r_v * m + r_pp - 1), 0.0)
+    bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
     # -- per (pp, v) group: ranks, memory tables, traffic ----------------------------------------
@@ -641,18 +642,22 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
         for Sk, Hk in zip(S[1:], H[1:]):
             np.maximum(acc, Sk[iz] + Hk[ir], out=acc)
         mem[cs] = acc
-    # -- step time: (compute + exposed traffic) / (1 − bubble) -----------------------------------
-    def t(nbytes, cnt, span):
-        beta = np.where(span <= gpus_per_node, nvl, ib_bytes_s) if span is not None else pcie_bytes_s
-        return np.where(nbytes > 0, cnt * alpha_s + nbytes / beta, 0.0)
+    # -- step time: steptime's α–β collectives, bubble and step, on arrays -------------------------
+    links = Links(nvlink_bytes_s=nvl, ib_bytes_s=ib_bytes_s, gpus_per_node=gpus_per_node, alpha_s=alpha_s,
+                  pcie_bytes_s=pcie_bytes_s)
 
-    spans_r = {"tp": r_tp, "pp": r_dp * r_tp * r_pp * r_cp, "ep": r_tp * r_ep, "cp": r_tp * r_cp}
-    tr = sum(t(R_bytes[k], R_cnt[k], spans_r[k]) for k in spans_r)
-    spans_z = {"dp": z_tp * z_cp * Z["sh"], "dp_replicate": z_tp * z_cp * z_dp, "host": None}
+    def t(dim, nbytes, cnt, span):
+        return collective_seconds(nbytes, cnt, link_bytes_s(dim, span, links), alpha_s)
+
+    span_r = spans(r_dp, r_tp, r_pp, r_ep, r_cp)
+    tr = sum(t(k, R_bytes[k], R_cnt[k], span_r[k]) for k in R_bytes)
+    span_z = spans(z_dp, z_tp, 1, z_ep, z_cp, shard=Z["sh"])
     tz0, tz1 = np.zeros(nZ), np.zeros(nZ)
-    for kd, span in spans_z.items():
-        tz0 += t(Z_bytes[kd][0], Z_cnt[kd][0], span)
-        tz1 += t(Z_bytes[kd][1], Z_cnt[kd][1], span)
+    for kd in Z_bytes:
+        tz0 += t(kd, Z_bytes[kd][0], Z_cnt[kd][0], span_z.get(kd))
+        tz1 += t(kd, Z_bytes[kd][1], Z_cnt[kd][1], span_z.get(kd))
+    # ``steptime.step_seconds`` distributed over the two tables: (compute + (1 − overlap)·(t_R + t_Z0
+    # + m·t_Z1)) / (1 − bubble), the R part formed once per R row
     ov = 1 - overlap
     inv = 1 / (1 - bub)
     P = (compute + ov * tr) * inv
