@@ -57,6 +57,7 @@ from .memory import ACT_BYTES
 from .comm import composition
 from .recompute import Recompute, add_up, recomputed_units
 from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, layer_kinds, rank_stages
+from .setup import TrainSetup, check_capacity
 from .states import OFFLOAD
 from .steptime import Links, bubble, collective_seconds, link_bytes_s, spans
 
@@ -413,11 +414,16 @@ class Result:
         return {"micro_batches": m, "bubble": float(t["bubble"][ir]), "bytes": out}
 
 
-def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: float = 0.4, kernel="flash",
-             act_dtype="bf16", grad_dtype="bf16", optimizer="adamw", ib_bytes_s=50e9, gpus_per_node=8,
-             alpha_s=10e-6, overlap=0.0, pcie_bytes_s=63e9, capacity=None, scan="fused") -> Result:
-    """Per-GPU bytes (exact) and step time of every candidate."""
+def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None = None, mfu: float = 0.4,
+             overlap: float = 0.0) -> Result:
+    """Per-GPU bytes (exact) and step time of every candidate. ``setup`` gives what is not swept
+    (the batch: seq and global batch; the optimizer and gradient dtype; the backward conventions;
+    the capacity factor); ``links`` the α–β model (default: ``gpu``'s NVLink, ``Links``' others)."""
     from .flops import train_flops
+    seq, global_batch, capacity = setup.seq, setup.batch.global_batch, setup.capacity
+    kernel, act_dtype, scan = setup.backward.kernel, setup.backward.act_dtype, setup.backward.scan
+    grad_dtype, optimizer = setup.states.grad_dtype, setup.states.optimizer
+    links = links or Links(nvlink_bytes_s=gpu.link_gbs * 1e9)
     v = model.values
     lay, R, Z = space.lay, space.R, space.Z
     a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
@@ -430,7 +436,7 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     E = exact(sym.E, v) if has_moe else 1
     cf = None if capacity is None else Fraction(capacity)
     counts = {g.name: exact(g.count, v) for g in model.groups}
-    nvl, G = gpu.link_gbs * 1e9, int(lay["dp"][0] * lay["tp"][0] * lay["pp"][0] * lay["cp"][0])
+    G = int(lay["dp"][0] * lay["tp"][0] * lay["pp"][0] * lay["cp"][0])
     peak = gpu.bf16_tflops * 1e12 * mfu
     nR, nZ = len(R["L"]), len(Z["L"])
     # layout columns on the rows of each table
@@ -643,11 +649,8 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
             np.maximum(acc, Sk[iz] + Hk[ir], out=acc)
         mem[cs] = acc
     # -- step time: steptime's α–β collectives, bubble and step, on arrays -------------------------
-    links = Links(nvlink_bytes_s=nvl, ib_bytes_s=ib_bytes_s, gpus_per_node=gpus_per_node, alpha_s=alpha_s,
-                  pcie_bytes_s=pcie_bytes_s)
-
     def t(dim, nbytes, cnt, span):
-        return collective_seconds(nbytes, cnt, link_bytes_s(dim, span, links), alpha_s)
+        return collective_seconds(nbytes, cnt, link_bytes_s(dim, span, links), links.alpha_s)
 
     span_r = spans(r_dp, r_tp, r_pp, r_ep, r_cp)
     tr = sum(t(k, R_bytes[k], R_cnt[k], span_r[k]) for k in R_bytes)
@@ -666,17 +669,18 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
                   whole[space.r])
 
 
-def search(model, *, gpus: int, seq: int, global_batch: int, gpu, top: int = 5, zero=None, recompute=None,
-           sp=None, virtual=None, hsdp=None, offload=None, gpus_per_node: int = 8, **kw) -> dict:
-    """The ``top`` fastest candidates that fit (ties: less memory first). ``zero``, ``recompute``,
-    ``sp``, ``virtual``, ``hsdp`` (int or "none"), ``offload``: None sweeps, a value pins."""
-    if kw.get("capacity") is not None:
-        from .memory import check_capacity
-        check_capacity(model, kw["capacity"])
-    space = candidates(model, gpus, seq, global_batch, zeros=ZEROS if zero is None else (zero,),
+def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
+           virtual=None, hsdp=None, offload=None, links: Links | None = None, mfu: float = 0.4,
+           overlap: float = 0.0) -> dict:
+    """The ``top`` fastest candidates that fit (ties: less memory first). ``setup``: what is not
+    swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
+    ``offload``: None sweeps, a value pins."""
+    check_capacity(model, setup.capacity)
+    links = links or Links(nvlink_bytes_s=gpu.link_gbs * 1e9)
+    space = candidates(model, gpus, setup.seq, setup.batch.global_batch, zeros=ZEROS if zero is None else (zero,),
                        recomputes=RECOMPUTES if recompute is None else (recompute,), sp=sp, virtual=virtual,
-                       hsdp=hsdp, offload=offload, max_tp=gpus_per_node)
-    r = evaluate(model, space, seq=seq, global_batch=global_batch, gpu=gpu, gpus_per_node=gpus_per_node, **kw)
+                       hsdp=hsdp, offload=offload, max_tp=links.gpus_per_node)
+    r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap)
     mem, step = r.per_gpu_bytes, r.step_time_s
     fits = (mem <= gpu.memory_bytes) & r.valid
     fit = np.flatnonzero(fits)

@@ -70,19 +70,23 @@ def spans(dp, tp, pp, ep, cp, shard=None) -> dict[str, int]:
             "pp": tp * cp * dp * pp}
 
 
-def step_time(flops_per_gpu: int, comm: dict, counts: dict, *, peak_flops: float, mfu: float,
-              links: Links, layout: dict, overlap: float = 0.0, m: int = 1, virtual: int = 1) -> dict:
+def step_time(flops_per_gpu: int, cm: dict, setup, *, peak_flops: float, mfu: float, links: Links,
+              overlap: float = 0.0) -> dict:
+    """One step's time for ``setup`` (``setup.TrainSetup``: its layout, HSDP shard, micro-batches
+    and virtual stages) from ``comm.comm``'s answer ``cm`` (bytes and collectives per dimension)."""
     if not 0 < mfu <= 1:
         raise SymcostError(f"--mfu must be in (0, 1], got {mfu}")
     if not 0 <= overlap <= 1:
         raise SymcostError(f"--overlap must be in [0, 1], got {overlap}")
     compute = flops_per_gpu / (peak_flops * mfu)
-    span = spans(**layout)
+    p = setup.plan
+    span = spans(p.dp, p.tp, p.pp, p.ep, p.cp, setup.states.shard)
+    counts = cm["collectives"]
     per_dim = {dim: float(collective_seconds(nbytes, counts.get(dim, 0), link_bytes_s(dim, span.get(dim), links),
                                              links.alpha_s))
-               for dim, nbytes in comm.items()}
+               for dim, nbytes in cm["bytes"].items()}
     exposed = (1 - overlap) * sum(per_dim.values())
-    b = float(bubble(layout["pp"], m, virtual))
+    b = float(bubble(p.pp, cm["micro_batches"], setup.virtual))
     total = step_seconds(compute, sum(per_dim.values()), overlap, b)
     return {"step_time_s": total, "compute_s": compute, "comm_s": per_dim, "exposed_comm_s": exposed,
             "bubble": b, "mfu": mfu, "overlap": overlap}
