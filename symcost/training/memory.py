@@ -121,7 +121,7 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
     """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here)."""
     from .activations import dispatch_buffers, shared_tensors
     from .recompute import add_up, recomputed_units
-    from .schedule import peak
+    from .schedule import in_flight, peak
     setup.check(model)
     plan, states_opt, rc, bw = setup.plan, setup.states, setup.recompute, setup.backward
     seq, micro_batch, virtual, capacity = setup.seq, setup.micro_batch, setup.virtual, setup.capacity
@@ -205,7 +205,7 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
     rows = []
     for s, st in enumerate(states):
         if virtual == 1 or chunk_acts is None:
-            inflight = min(m, pp - s)
+            inflight = in_flight(pp, s, m)
             counts = [inflight]
             held = inflight * per_stage_acts[s]
         else:

@@ -33,6 +33,15 @@ def warmup(p: int, r: int, v: int, m: int) -> int:
     return min(w, total)
 
 
+def in_flight(p, r, m):
+    """1F1B (v = 1): micro-batches rank r of p holds at its peak, min(p − r, m) (numbers or arrays:
+    ``train --search`` calls it with NumPy arrays of m)."""
+    if hasattr(m, "shape"):
+        import numpy  # arrays only come from train --search, which has numpy loaded
+        return numpy.minimum(m, p - r)
+    return min(m, p - r)
+
+
 def peak(p: int, r: int, v: int, m: int, chunk_bytes) -> list[int]:
     """In-flight count of each of rank r's v local chunks when its activation bytes peak."""
     total = m * v

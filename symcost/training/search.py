@@ -59,6 +59,7 @@ from .recompute import Recompute, add_up, recomputed_units
 from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, layer_kinds, rank_stages
 from .setup import TrainSetup, check_capacity
 from .states import OFFLOAD
+from .schedule import in_flight
 from .steptime import Links, bubble, collective_seconds, link_bytes_s, spans
 
 RECOMPUTES = ("none", "selective", "full")
@@ -391,10 +392,6 @@ def _per_micro_batch(key: str, e) -> dict:
     return {f"{key}_0": e0, f"{key}_1": e1}
 
 
-def _ceil_div(num, den):
-    return -((-num) // den)
-
-
 @dataclass
 class Result:
     per_gpu_bytes: np.ndarray  # int64, exact
@@ -419,7 +416,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     """Per-GPU bytes (exact) and step time of every candidate. ``setup`` gives what is not swept
     (the batch: seq and global batch; the optimizer and gradient dtype; the backward conventions;
     the capacity factor); ``links`` the α–β model (default: ``gpu``'s NVLink, ``Links``' others)."""
-    from .flops import train_flops
+    from .activations import routed_rows
+    from .flops import padded_parts, train_flops
     seq, global_batch, capacity = setup.seq, setup.batch.global_batch, setup.capacity
     kernel, act_dtype, scan = setup.backward.kernel, setup.backward.act_dtype, setup.backward.scan
     grad_dtype, optimizer = setup.states.grad_dtype, setup.states.optimizer
@@ -477,14 +475,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         if cf is None:
             F[rname] = (float(tree.total_at(model.values_with(T=seq, B=global_batch))), 0.0)
         else:  # padded experts (flops.padded_expert_flops): F0 + per-row cost × the step's rows
-            v1, vall = model.values_with(T=seq, B=1), model.values_with(T=seq, B=global_batch)
-            f0 = fe = Fraction(0)
-            for path, expr in tree.flatten().items():
-                if path.rsplit("/", 1)[-1].startswith("experts_"):
-                    fe += Fraction(exact(expr, v1), k_route * seq)
-                else:
-                    f0 += exact(expr, vall)
-            F[rname] = (float(f0), float(fe))
+            F[rname] = tuple(float(x) for x in padded_parts(model, tree, seq=seq, batch=global_batch))
     f0 = np.zeros(nR)
     fe = np.zeros(nR)
     for rname, (x0, x1) in F.items():
@@ -494,7 +485,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         rows = k_route * s_tok * b  # routed rows of one MoE layer on one rank (activations.routed_rows)
         step_flops = f0.copy()
     else:
-        rows = E * _ceil_div(cf.numerator * k_route * s_tok * b, cf.denominator * E)
+        rows = compile_exprs({"rows": routed_rows(k_route, E, seq / sym.N_cp * sym.B, cf)}, (sym.N_cp, sym.B),
+                             exact_int=True)(r_cp, b)["rows"]  # activations.routed_rows, padded
         step_flops = f0 + fe * (m * r_dp * r_cp * rows)
     compute = step_flops / G / peak
     bub = bubble(r_pp, m, r_v)
@@ -552,7 +544,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                     x = x + acts["post"][rs]
                 chunk_a.append(x)
             if v_val == 1:
-                held = np.minimum(mm, p_val - i) * chunk_a[0]
+                held = in_flight(p_val, i, mm) * chunk_a[0]
             else:
                 held = np.zeros(len(bb), dtype=np.int64)
                 CA = np.stack(chunk_a, axis=1)
