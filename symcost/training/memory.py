@@ -6,15 +6,16 @@ keeps in flight there.
 
 with m micro-batches per step, A_s the bytes one micro-batch's backward keeps on stage s (its
 layers, plus the embedding on the first stage and the final norm, head and loss on the last;
-``activations``) and states_s its weights, gradients and optimizer state (``plan``). Under 1F1B
+``activations``) and states_s its weights, gradients and optimizer state (``state_formula``: the
+ZeRO rule ``states.zero_terms`` in the layout symbols, substituted per stage). Under 1F1B
 the first stage has started N_pp micro-batches (or all m) before the first backward frees one.
 Interleaved 1F1B (``virtual`` = v model chunks per stage): the in-flight chunks at each rank's
 peak come from replaying Megatron's schedule (``schedule.peak``): p·(1 + (p−1)/(p·v))
 micro-batches' worth on the first stage when the chunks are alike (Korthikanti et al. 2022).
 Working memory on top: one recomputed layer's saved set under full recompute, and with EP > 1 one
-MoE layer's dispatch/combine buffers (``activations.dispatch_buffers``). Model states follow
-``plan`` / ``states`` (ZeRO, HSDP, CPU offload: offloaded bytes are reported as ``host``, not in
-the GPU total).
+MoE layer's dispatch/combine buffers (``activations.dispatch_buffers``). Offloaded states are
+reported as ``host``, not in the GPU total. ``train_memory(model, setup)`` takes one
+``setup.TrainSetup``.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import sympy
 
 from ..errors import SymcostError
 from ..notation import sym
-from ..terms import Terms, exact
+from ..terms import exact
 from .activations import activations, korthikanti, per_layer
 from .flops import train_flops
 from .plan import rank_stages, stages

@@ -7,7 +7,7 @@ the CLI's ``--zero``, ``--recompute``, ``--sp/--no-sp``, ``--virtual-stages``, `
   layout     N_tp·N_cp·N_pp·N_dp = G with N_tp dividing the heads and ≤ the GPUs of a node,
              N_cp dividing the sequence, N_pp ≤ L, N_ep dividing both N_dp·N_cp and E;
   v          interleaved 1F1B's model chunks per stage: 1, or v > 1 with N_pp > 1, N_pp·v dividing
-             L and m a multiple of N_pp (``memory.check_pipeline``; Megatron-LM's
+             L and m a multiple of N_pp (``setup.check_pipeline``; Megatron-LM's
              ``forward_backward_pipelining_with_interleaving`` runs micro-batches in groups of
              ``microbatch_group_size_per_vp_stage`` = N_pp by default and raises unless the last
              group is empty or at least N_pp long, i.e. unless N_pp divides m);
@@ -20,22 +20,24 @@ the CLI's ``--zero``, ``--recompute``, ``--sp/--no-sp``, ``--virtual-stages``, `
 The MoE capacity factor is a modelling input (it changes what is computed: padded expert rows,
 dropped tokens), so it is not swept; every candidate is costed with it.
 
-How: per-GPU bytes and step time separate into a part that depends on the layout and the
-model-state options (ZeRO, HSDP, offload: weights, gradients, optimizer state, the DP / HSDP /
-PCIe traffic; the ``Z`` table) and a part that depends on the layout, the micro-batch and the
-activation options (recompute, SP: activations in flight and working memory, compute, TP / PP /
-EP / CP traffic, the bubble; the ``R`` table). Each table is computed with NumPy once per pipeline
-rank whose composition differs (``plan.rank_stages``; of identical 1F1B stages the first holds the
-most); a candidate is a pair of rows, one of each table, of the same layout, and only the per-rank
-sums, the max over ranks and the step time are formed over all candidates. The formulas are the
-ones ``train_memory`` / ``comm`` / ``steptime`` evaluate, with the same exact integers for memory
-(int64: the states' ceilings; the activation terms compiled once per (recompute, SP) by
-``symcost.numeric`` as integer numerator / denominator pairs; the interleaved schedule's
-in-flight chunks from its replay, ``schedule``) and the same collectives' α and β terms for the
-time. A setup where an activation term is not a whole number of bytes (a vocabulary- or
+How: the search evaluates the same term trees ``train`` and ``comm`` substitute, compiled with
+``symcost.numeric`` and evaluated on arrays. Per-GPU bytes and step time separate into a part
+that depends on the layout and the model-state options (ZeRO, HSDP, offload: the ZeRO rule
+``states.zero_terms`` and the DP / HSDP / PCIe collective rules of ``comm``, compiled once for the
+(ZeRO, offload) pairs asked, with the rank's parameter counts as symbols; the ``Z`` table) and a
+part that depends on the layout, the micro-batch and the activation options (recompute, SP: the
+``activations`` tree compiled once per (recompute, SP) as exact integer numerator / denominator
+pairs, ``comm.activation_collectives`` compiled once per SP with the rank's ``Composition`` as
+symbols, compute, the bubble; the ``R`` table). What is discrete per candidate is computed once
+per distinct key, as serving does per layout: the pipeline ranks whose composition differs
+(``plan.rank_stages``; of identical 1F1B stages the first holds the most), the interleaved
+schedule's in-flight chunks (its replay, ``schedule``), the recomputed units. A candidate is a pair
+of rows, one of each table, of the same layout; only the per-rank sums, the max over ranks and the
+step time (``steptime``'s functions, on arrays) are formed over all candidates. Memory is exact
+(int64). A setup where an activation term is not a whole number of bytes (a vocabulary- or
 sequence-parallel split that N_tp does not divide: GPT-2's 50,257-token vocabulary over N_tp = 3)
 cannot be costed by ``train_memory`` (``terms.exact`` raises); such candidates are left out, and
-counted.
+counted, never rounded.
 ``tests/test_train_search.py`` checks sampled candidates and the best one against ``train``.
 """
 from __future__ import annotations
