@@ -205,21 +205,11 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
 # -- the schedule's in-flight chunks, for every m at once ------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
-    """The in-flight chunk counts rank r of p can hold under interleaved 1F1B (``schedule.peak``'s
-    replay): the state after the warmup and after each steady forward. The steady states repeat
-    with period p·v (each chunk runs p forwards and p backwards per period), so p·v steady steps
-    give them all; warmup and cooldown states are dominated. Only maximal states are kept, so
-    max over states of (counts · chunk bytes) is the rank's peak."""
-    from .schedule import forward_chunk, warmup
-    w = warmup(p, r, v, m)
-    held = [0] * v
-    for k in range(w):
-        held[forward_chunk(k, p, v)] += 1
-    states = {tuple(held)}
-    for i in range(min(m * v - w, p * v)):
-        held[forward_chunk(w + i, p, v)] += 1
-        states.add(tuple(held))
-        held[v - 1 - forward_chunk(i, p, v)] -= 1
+    """The in-flight chunk counts rank r of p can hold under interleaved 1F1B (``schedule.held_states``,
+    the replay ``schedule.peak`` takes its maximum over). Only maximal states are kept, so max over
+    states of (counts · chunk bytes) is the rank's peak."""
+    from .schedule import held_states
+    states = set(held_states(p, r, v, m))
     S = sorted(states)
     keep = [s for s in S if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in S)]
     return np.array(keep, dtype=np.int64)
