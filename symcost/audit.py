@@ -39,7 +39,7 @@ from .serving.gpus import gpu
 from .serving.memory import cache_bytes_total, inference_memory, leaf_bytes, weight_bytes
 from .notation import sym
 from .terms import exact
-from .training import train_memory
+from .training import TrainSetup, train_memory
 
 GiB, GB, MiB, TiB = 2**30, 10**9, 2**20, 2**40
 M1 = 10**6  # "1M" in the seeds' FLOPs arithmetic
@@ -237,7 +237,7 @@ def params_under(key: str, *prefixes: str) -> int:
 
 def train_state_bytes(key: str) -> int:
     """Training bytes of weights + gradients + optimizer state (AdamW mixed precision)."""
-    tm = train_memory(model(key), seq=4096, micro_batch=1)
+    tm = train_memory(model(key), TrainSetup.of(seq=4096, micro_batch=1))
     return tm.weights + tm.gradients + tm.optimizer
 
 

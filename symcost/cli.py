@@ -562,7 +562,7 @@ def _recompute_label(args) -> str:
     return Recompute(args.recompute, args.recompute_method, args.recompute_layers).describe()
 
 
-def _step_time(m, args, tm, cm):
+def _step_time(m, args, tm, cm, setup):
     from .gpus import gpu as find_gpu
     from .training.steptime import Links, step_time
     g = find_gpu(args.gpu)
@@ -570,25 +570,23 @@ def _step_time(m, args, tm, cm):
     links = Links(nvlink_bytes_s=g.link_gbs * 1e9, ib_bytes_s=args.ib_gbs * 1e9,
                   gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6,
                   pcie_bytes_s=args.pcie_gbs * 1e9)
-    return g, step_time(tm.flops_per_step // world, cm["bytes"], cm["collectives"],
-                        peak_flops=g.bf16_tflops * 1e12, mfu=args.mfu, links=links,
-                        layout={**_parallel(args), "shard": args.hsdp_shard}, overlap=args.overlap,
-                        m=cm["micro_batches"],
-                        virtual=args.virtual_stages)
+    return g, step_time(tm.flops_per_step // world, cm, setup, peak_flops=g.bf16_tflops * 1e12, mfu=args.mfu,
+                        links=links, overlap=args.overlap)
 
 
 def cmd_train(args):
     from .gpus import gpu as find_gpu
-    from .training import train_memory
+    from .training import TrainSetup, train_memory
     m = loader.build(args.model)
     _check_positions(m, args.seq, "--seq")
     if args.search:
         return _train_search(m, args)
     _train_defaults(args)
     g = find_gpu(args.gpu) if args.gpu else None
-    tm = train_memory(m, optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
-                      act_dtype=args.act_dtype, activation_model=args.activations, scan=args.scan,
-                      **_train_options(args))
+    setup = TrainSetup.of(optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
+                          act_dtype=args.act_dtype, activation_model=args.activations, scan=args.scan,
+                          **_train_options(args))
+    tm = train_memory(m, setup)
     fits = None if g is None else tm.per_gpu <= g.memory_bytes
     formula = {k: str((v.total if isinstance(v, Terms) else v).xreplace(m.values))
                for k, v in tm.formula.items()}
@@ -616,10 +614,9 @@ def cmd_train(args):
                **_parallel(args)}
     if g is not None:
         from .training.comm import comm
-        cm = comm(m, grad_dtype=args.grad_dtype, act_dtype=args.act_dtype, **{
-            **_train_options(args), "recompute": "none" if args.recompute == "selective" and args.cp == 1
-            else args.recompute})
-        payload["step"] = _step_time(m, args, tm, cm)[1]
+        cm = comm(m, setup.replace(recompute="none") if args.recompute == "selective" and args.cp == 1
+                  else setup)
+        payload["step"] = _step_time(m, args, tm, cm, setup)[1]
     lines = [f"{m.name}: training memory per GPU (heaviest pipeline stage {tm.stage}), seq={args.seq}, "
              f"micro-batch={args.micro_batch}, ZeRO-{args.zero}, {_recompute_label(args)}, {args.optimizer}"]
     for k, v in payload["breakdown"].items():
@@ -640,7 +637,9 @@ def cmd_train(args):
 def _train_search(m, args):
     import time
     from .gpus import gpu as find_gpu
+    from .training import TrainSetup
     from .training.search import search
+    from .training.steptime import Links
     if not (args.gpus and args.gpu and args.global_batch):
         raise SymcostError("--search needs --gpus, --gpu and --global-batch")
     if args.activations != "engine":
@@ -649,13 +648,15 @@ def _train_search(m, args):
         raise SymcostError("--search sweeps --recompute none|selective|full with every layer its own "
                            "checkpoint; --recompute-method / --recompute-layers apply to one layout (drop --search)")
     t0, c0 = time.perf_counter(), time.process_time()
-    r = search(m, gpus=args.gpus, seq=args.seq, global_batch=args.global_batch, gpu=find_gpu(args.gpu),
-               zero=args.zero, recompute=args.recompute, sp=args.sp, virtual=args.virtual_stages,
-               hsdp=args.hsdp_shard, offload=args.offload, capacity=args.capacity_factor,
-               mfu=args.mfu, kernel=args.attention_kernel, act_dtype=args.act_dtype, scan=args.scan,
-               grad_dtype=args.grad_dtype, optimizer=args.optimizer, ib_bytes_s=args.ib_gbs * 1e9,
-               gpus_per_node=args.gpus_per_node, alpha_s=args.alpha_us * 1e-6, overlap=args.overlap,
-               pcie_bytes_s=args.pcie_gbs * 1e9)
+    g = find_gpu(args.gpu)
+    base = TrainSetup.of(seq=args.seq, global_batch=args.global_batch, capacity=args.capacity_factor,
+                         kernel=args.attention_kernel, act_dtype=args.act_dtype, scan=args.scan,
+                         grad_dtype=args.grad_dtype, optimizer=args.optimizer)
+    links = Links(nvlink_bytes_s=g.link_gbs * 1e9, ib_bytes_s=args.ib_gbs * 1e9, gpus_per_node=args.gpus_per_node,
+                  alpha_s=args.alpha_us * 1e-6, pcie_bytes_s=args.pcie_gbs * 1e9)
+    r = search(m, base, gpus=args.gpus, gpu=g, zero=args.zero, recompute=args.recompute, sp=args.sp,
+               virtual=args.virtual_stages, hsdp=args.hsdp_shard, offload=args.offload, links=links,
+               mfu=args.mfu, overlap=args.overlap)
     r["seconds"] = time.perf_counter() - t0
     r["cpu_seconds"] = time.process_time() - c0
     payload = {"model": m.name, "gpus": args.gpus, "gpu": args.gpu, "seq": args.seq,
@@ -685,7 +686,7 @@ def _train_search(m, args):
 
 
 def cmd_comm(args):
-    from .training import train_memory
+    from .training import TrainSetup, train_memory
     from .training.comm import comm
     m = loader.build(args.model)
     _check_positions(m, args.seq, "--seq")
@@ -695,13 +696,14 @@ def cmd_comm(args):
     if args.capacity_factor is not None and args.ep == 1 and not args.gpu:
         raise SymcostError("--capacity-factor changes communication only with --ep > 1 (the all-to-all) "
                            "or --gpu (the padded expert FLOPs in the step time)")
-    cm = comm(m, grad_dtype=args.grad_dtype, act_dtype=args.act_dtype, **_train_options(args))
+    setup = TrainSetup.of(optimizer=args.optimizer, grad_dtype=args.grad_dtype, kernel=args.attention_kernel,
+                          act_dtype=args.act_dtype, **_train_options(args))
+    cm = comm(m, setup)
     per = cm["bytes"]
     t, g, step = None, None, None
     if args.gpu:
-        tm = train_memory(m, optimizer=args.optimizer, grad_dtype=args.grad_dtype,
-                          kernel=args.attention_kernel, act_dtype=args.act_dtype, **_train_options(args))
-        g, step = _step_time(m, args, tm, cm)
+        tm = train_memory(m, setup)
+        g, step = _step_time(m, args, tm, cm, setup)
         t = step["step_time_s"]
     formula = {k: str(e) for k, e in cm["formula"].items()}
     formula["total"] = str(sum(cm["formula"].values(), sympy.Integer(0)))

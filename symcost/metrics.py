@@ -132,13 +132,14 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
 
 def training_terms(model, name: str, o: Options) -> Terms:
     from .training.memory import ACT_BYTES, train_memory
+    from .training.setup import TrainSetup
     ep = o.ep or 1
     cp = o.cp or 1
     # a layout that passes the constraints for the sizes not given (they stay symbols in the formula)
     dp = o.dp if o.dp is not None else max(1, ep // cp)
     seq = o.T or 4096 * cp  # the heaviest stage is chosen at this T; the formula keeps T unless --T
-    tm = train_memory(model, seq=seq, micro_batch=1, dp=dp, tp=o.tp or 1, pp=o.pp or 1, ep=ep, cp=cp,
-                      zero=o.zero, recompute=o.recompute, optimizer=o.optimizer)
+    tm = train_memory(model, TrainSetup.of(seq=seq, micro_batch=1, dp=dp, tp=o.tp or 1, pp=o.pp or 1, ep=ep,
+                                           cp=cp, zero=o.zero, recompute=o.recompute, optimizer=o.optimizer))
     bound = {**model.values, sym.b_a: sympy.Integer(ACT_BYTES["bf16"])}
     if o.T is not None:
         bound[sym.T] = sympy.Integer(o.T)

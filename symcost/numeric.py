@@ -16,6 +16,34 @@ import sympy
 from sympy.printing.numpy import NumPyPrinter
 
 
+def _integer_polynomial(e) -> bool:
+    """Whether ``e`` is visibly a polynomial with integer coefficients (integers, symbols, sums,
+    products, positive integer powers): the cheap test; ``integer_ratio`` falls back to ``Poly``."""
+    if e.is_Integer or e.is_Symbol:
+        return True
+    if e.is_Add or e.is_Mul:
+        return all(_integer_polynomial(a) for a in e.args)
+    if e.is_Pow:
+        return e.exp.is_Integer and e.exp > 0 and _integer_polynomial(e.base)
+    return False
+
+
+def integer_ratio(expr):
+    """(numerator, denominator) of ``expr`` as polynomials with integer coefficients in its
+    symbols, or None when it is not such a ratio (a ``Min``, a float, a non-integer power)."""
+    num, den = sympy.fraction(sympy.together(expr))
+    if _integer_polynomial(num) and _integer_polynomial(den):
+        return num, den
+    syms = sorted(expr.free_symbols, key=str)
+    try:
+        if not all(sympy.Poly(x, *syms).domain.is_ZZ for x in (num, den)) if syms else not (
+                num.is_Integer and den.is_Integer):
+            return None
+    except sympy.PolynomialError:
+        return None
+    return num, den
+
+
 class _Printer(NumPyPrinter):
     """NumPy printer whose ``Min`` / ``Max`` fold pairwise into ``numpy.minimum`` / ``maximum``;
     with ``exact_int`` a ``ceiling`` / ``floor`` of a ratio of integer polynomials is printed as
@@ -29,15 +57,8 @@ class _Printer(NumPyPrinter):
     def _ratio(self, arg):
         if not self._exact_int:
             return None
-        num, den = sympy.fraction(sympy.together(arg))
-        syms = sorted(arg.free_symbols, key=str)
-        try:
-            if not all(sympy.Poly(x, *syms).domain.is_ZZ for x in (num, den)) if syms else not (
-                    num.is_Integer and den.is_Integer):
-                return None
-        except sympy.PolynomialError:
-            return None
-        return self._print(num), self._print(den)
+        r = integer_ratio(arg)
+        return None if r is None else (self._print(r[0]), self._print(r[1]))
 
     def _print_ceiling(self, expr):
         r = self._ratio(expr.args[0])
@@ -67,7 +88,7 @@ def source(exprs: dict, symbols: Iterable[sympy.Symbol], name: str = "compiled",
     import numpy
     printer = _Printer({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False},
                        exact_int=exact_int)
-    args = [s.name for s in symbols]
+    args = [printer.doprint(s) for s in symbols]  # a Dummy prints with its index, as in the body
     body = [f"        {k!r}: {printer.doprint(sympy.sympify(e))}," for k, e in exprs.items()]
     src = f"def {name}({', '.join(args)}):\n    return {{\n" + "\n".join(body) + "\n    }\n"
     ns = {"numpy": numpy, "functools": functools}

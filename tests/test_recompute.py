@@ -6,6 +6,7 @@ import pytest
 
 import symcost
 from symcost.cli import main
+from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm
 from symcost.training.flops import train_flops
 from symcost.training.memory import train_memory
@@ -37,9 +38,9 @@ def test_block_method_equals_measured(module, model_type, kernel, dtype):
         for i, layer in enumerate(layers):
             layer.gradient_checkpointing = i < n
         for B, T in ((1, 5), (2, 7)):
-            tm = train_memory(m, seq=T, micro_batch=B, recompute="full", recompute_method="block",
+            tm = train_memory(m, TrainSetup.of(seq=T, micro_batch=B, recompute="full", recompute_method="block",
                               recompute_layers=n, kernel=engine_kernel(m, kernel), act_dtype=dtype,
-                              scan="reference")
+                              scan="reference"))
             assert tm.stages[0]["activations_per_micro_batch"] == measure(model, model_type, B, T), (n, B, T)
 
 
@@ -48,9 +49,9 @@ def test_block_of_every_layer_is_full_and_uniform_sums():
     group of N layers and recomputes a whole group at once (its saved sets alive together)."""
     m = symcost.build("llama-3.1-8b")
     kw = dict(seq=4096, micro_batch=1, pp=2)
-    full = train_memory(m, recompute="full", **kw)
+    full = train_memory(m, TrainSetup.of(recompute="full", **kw))
     for n in (16, 40):
-        blk = train_memory(m, recompute="full", recompute_method="block", recompute_layers=n, **kw)
+        blk = train_memory(m, TrainSetup.of(recompute="full", recompute_method="block", recompute_layers=n, **kw))
         assert (blk.activations, blk.recompute_working, blk.flops_per_step) == \
             (full.activations, full.recompute_working, full.flops_per_step)
     rc = Recompute("full", "uniform", 3)
@@ -69,10 +70,10 @@ def test_block_flops_and_collectives_count_the_recomputed_layers_once_more():
     none = train_flops(m).total_at(v)
     assert train_flops(m, recompute="full").total_at(v) == none + 32 * per_layer
     kw = dict(seq=4096, micro_batch=1, pp=2, tp=2, global_batch=16)
-    tm = train_memory(m, recompute="full", recompute_method="block", recompute_layers=4, **kw)
+    tm = train_memory(m, TrainSetup.of(recompute="full", recompute_method="block", recompute_layers=4, **kw))
     assert tm.flops_per_step == 16 * (none + 8 * per_layer)  # 4 layers on each of the 2 stages
-    base = comm(m, **kw)["collectives"]["tp"]
-    blk = comm(m, recompute="full", recompute_method="block", recompute_layers=4, **kw)["collectives"]["tp"]
+    base = comm(m, TrainSetup.of(**kw))["collectives"]["tp"]
+    blk = comm(m, TrainSetup.of(recompute="full", recompute_method="block", recompute_layers=4, **kw))["collectives"]["tp"]
     assert blk - base == 16 * 4 * 2  # per micro-batch: 4 recomputed layers × 2 TP blocks
 
 

@@ -18,6 +18,7 @@ from symcost.cli import main
 from symcost.errors import SymcostError
 from symcost.gpus import gpu
 from symcost.terms import exact
+from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm
 from symcost.training.memory import check_pipeline, micro_batches, train_memory
 from symcost.training.plan import Plan
@@ -45,14 +46,13 @@ def _reference(m, c, *, seq, gb, g, capacity=None, mfu=0.4):
     kw = dict(seq=seq, global_batch=gb, capacity=capacity, micro_batch=c["micro_batch"], dp=c["dp"], tp=c["tp"],
               pp=c["pp"], ep=c["ep"], cp=c["cp"], zero=c["zero"], sp=c["sp"], hsdp_shard=c["hsdp_shard"],
               offload=c["offload"], virtual=c["virtual_stages"])
-    tm = train_memory(m, recompute=c["recompute"], **kw)
+    tm = train_memory(m, TrainSetup.of(recompute=c["recompute"], **kw))
     rc = "none" if c["recompute"] == "selective" and c["cp"] == 1 else c["recompute"]
-    cm = comm(m, recompute=rc, **kw)
+    cm = comm(m, TrainSetup.of(recompute=rc, **kw))
     world = c["dp"] * c["tp"] * c["pp"] * c["cp"]
-    st = step_time(tm.flops_per_step // world, cm["bytes"], cm["collectives"], peak_flops=g.bf16_tflops * 1e12,
-                   mfu=mfu, links=Links(nvlink_bytes_s=g.link_gbs * 1e9), overlap=0.0, m=cm["micro_batches"],
-                   layout={k: c[k] for k in ("dp", "tp", "pp", "ep", "cp")} | {"shard": c["hsdp_shard"]},
-                   virtual=c["virtual_stages"])
+    st = step_time(tm.flops_per_step // world, cm, TrainSetup.of(recompute=c["recompute"], **kw),
+                   peak_flops=g.bf16_tflops * 1e12, mfu=mfu, links=Links(nvlink_bytes_s=g.link_gbs * 1e9),
+                   overlap=0.0)
     return tm, cm, st
 
 
@@ -77,7 +77,7 @@ def test_candidates_equal_train_and_comm(name, gpus, gb, capacity):
     every dimension's bytes comm's, the step time step_time's on comm's collectives."""
     m, g = symcost.build(name), gpu("H100")
     space = candidates(m, gpus, 4096, gb)
-    r = evaluate(m, space, seq=4096, global_batch=gb, gpu=g, capacity=capacity)
+    r = evaluate(m, space, TrainSetup.of(seq=4096, global_batch=gb, capacity=capacity), gpu=g)
     picks = _sample(space, 4)
     seen = {f for i in picks for f, pred in FEATURES.items() if pred(space[i])}
     expect = set(FEATURES) - ({"ep"} if name.startswith("llama") else set())
@@ -104,7 +104,7 @@ def test_candidates_equal_train_and_comm(name, gpus, gb, capacity):
 def test_candidates_equal_train_other_families(name, gpus, gb, capacity):
     m, g = symcost.build(name), gpu("H100")
     space = candidates(m, gpus, 4096, gb)
-    r = evaluate(m, space, seq=4096, global_batch=gb, gpu=g, capacity=capacity)
+    r = evaluate(m, space, TrainSetup.of(seq=4096, global_batch=gb, capacity=capacity), gpu=g)
     assert r.valid.all()
     for i in random.Random(2).sample(range(len(space)), 10):
         c = space[i]
@@ -187,7 +187,7 @@ def test_sp_is_swept_and_can_lose():
     tp > 1 setup runs without it, and SP holds less activation memory in the same layout."""
     m, g = symcost.build("llama-3.1-8b"), gpu("H100")
     space = candidates(m, 8, 4096, 8, zeros=(1,), recomputes=("none",))
-    r = evaluate(m, space, seq=4096, global_batch=8, gpu=g)
+    r = evaluate(m, space, TrainSetup.of(seq=4096, global_batch=8), gpu=g)
     by = {}
     for i in range(len(space)):
         c = space[i]
@@ -262,8 +262,8 @@ def test_cli_pins_and_interleaving(capsys):
 
 def test_capacity_factor_is_honoured_not_swept():
     m = symcost.build("mixtral-8x7b-v0.1")
-    r1 = search(m, gpus=32, seq=4096, global_batch=64, gpu=gpu("H100"))
-    r2 = search(m, gpus=32, seq=4096, global_batch=64, gpu=gpu("H100"), capacity=Fraction(2))
+    r1 = search(m, TrainSetup.of(seq=4096, global_batch=64), gpus=32, gpu=gpu("H100"))
+    r2 = search(m, TrainSetup.of(seq=4096, global_batch=64, capacity=Fraction(2)), gpus=32, gpu=gpu("H100"))
     assert r1["candidates"] == r2["candidates"]  # the same setups, costed differently
     assert r2["best"][0]["step_time_s"] > r1["best"][0]["step_time_s"]  # padded experts compute more
 

@@ -15,9 +15,11 @@ from symcost.cli import main
 from symcost.conventions import Backward
 from symcost.notation import sym
 from symcost.training.activations import activations, korthikanti
+from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm, ring_allreduce_bytes
-from symcost.training.memory import train_memory
-from symcost.training.plan import OPTIMIZER_BYTES, Plan, model_states, zero_formula
+from symcost.training.memory import model_states, train_memory
+from symcost.training.plan import OPTIMIZER_BYTES, Plan
+from symcost.training.states import States, zero_terms
 from symcost.training.steptime import bubble, budget
 
 
@@ -25,15 +27,15 @@ from symcost.training.steptime import bubble, budget
 @pytest.mark.parametrize("stage,gb", [(0, 120), (1, 31.4), (2, 16.6), (3, 1.9)])
 def test_zero_figure_1(stage, gb):
     psi, n = 7.5e9, 64
-    assert round(float(zero_formula(psi, 12, n, stage)) / 1e9, 1) == gb
+    assert round(float(sum(zero_terms(((psi, n),), stage, 12, 2, 2).values())) / 1e9, 1) == gb
 
 
 @pytest.mark.parametrize("zero", [0, 1, 2, 3])
 def test_dense_states_are_the_zero_formula(zero):
     m = symcost.build("llama-3.1-8b")
     psi = m.params().total_at(m.values)
-    st = model_states(m, Plan(dp=64, zero=zero))[0]
-    expect = zero_formula(Fraction(psi), 12, 64, zero)
+    st = model_states(m, TrainSetup(Batch(1), plan=Plan(dp=64, zero=zero)))[0]
+    expect = sum(zero_terms(((Fraction(psi), 64),), zero, 12, 2, 2).values())
     w, g, o = (Fraction(2 * psi, 64 if zero >= 3 else 1), Fraction(2 * psi, 64 if zero >= 2 else 1),
                Fraction(12 * psi, 64 if zero >= 1 else 1))
     assert st["weights"] + st["gradients"] + st["optimizer"] >= expect
@@ -47,7 +49,7 @@ def test_experts_shard_over_their_own_data_parallel_size():
     total = m.params().total_at(m.values)
     routed = m.routed_params().total_at(m.values)
     dense = total - routed
-    st = model_states(m, Plan(dp=8, ep=8, zero=1))[0]
+    st = model_states(m, TrainSetup(Batch(1), plan=Plan(dp=8, ep=8, zero=1)))[0]
     assert st["optimizer"] == 12 * dense // 8 + 12 * routed // 8
     old = Fraction(12 * (dense + Fraction(routed, 8)), 8)
     assert round(float(st["optimizer"] / old), 2) == 6.45
@@ -57,7 +59,7 @@ def test_experts_shard_over_their_own_data_parallel_size():
 def test_optimizer_bytes(opt):
     m = symcost.build("llama-3.1-8b")
     psi = m.params().total_at(m.values)
-    st = model_states(m, Plan(), optimizer=opt, grad_dtype="fp32")[0]
+    st = model_states(m, TrainSetup(Batch(1), states=States(optimizer=opt, grad_dtype="fp32")))[0]
     assert st["optimizer"] == -(-OPTIMIZER_BYTES[opt] * psi // 1) and st["gradients"] == 4 * psi
 
 
@@ -87,12 +89,12 @@ def test_zero3_is_one_and_a_half_data_parallel():
     m = symcost.build("llama-3.1-8b")
     psi = m.params().total_at(m.values)
     n = 16
-    ddp = comm(m, seq=1024, micro_batch=1, dp=n, zero=0)["bytes"]["dp"]
-    z3 = comm(m, seq=1024, micro_batch=1, dp=n, zero=3)["bytes"]["dp"]
+    ddp = comm(m, TrainSetup.of(seq=1024, micro_batch=1, dp=n, zero=0))["bytes"]["dp"]
+    z3 = comm(m, TrainSetup.of(seq=1024, micro_batch=1, dp=n, zero=3))["bytes"]["dp"]
     assert ddp == -(-ring_allreduce_bytes(n, 2 * psi) // 1)
     assert z3 == -(-Fraction(3 * (n - 1), n) * 2 * psi // 1)
-    z3_acc = comm(m, seq=1024, micro_batch=1, global_batch=4 * n, dp=n, zero=3)["bytes"]["dp"]
-    ddp_acc = comm(m, seq=1024, micro_batch=1, global_batch=4 * n, dp=n, zero=0)["bytes"]["dp"]
+    z3_acc = comm(m, TrainSetup.of(seq=1024, micro_batch=1, global_batch=4 * n, dp=n, zero=3))["bytes"]["dp"]
+    ddp_acc = comm(m, TrainSetup.of(seq=1024, micro_batch=1, global_batch=4 * n, dp=n, zero=0))["bytes"]["dp"]
     assert ddp_acc == ddp and z3_acc == -(-4 * Fraction(3 * (n - 1), n) * 2 * psi // 1)
 
 
@@ -103,11 +105,11 @@ def test_tp_and_sp_volumes():
     v = m.values
     d, L, s, t = int(v[sym.d]), int(v[sym.L]), 2048, 4
     blk = s * d * 2
-    tp = comm(m, seq=s, micro_batch=1, tp=t)
-    sp = comm(m, seq=s, micro_batch=1, tp=t, sp=True)
+    tp = comm(m, TrainSetup.of(seq=s, micro_batch=1, tp=t))
+    sp = comm(m, TrainSetup.of(seq=s, micro_batch=1, tp=t, sp=True))
     assert tp["bytes"]["tp"] == (L * 4 + 2) * 2 * (t - 1) * blk // t
     assert sp["bytes"]["tp"] == tp["bytes"]["tp"] + L * 2 * (t - 1) * blk // t
-    full = comm(m, seq=s, micro_batch=1, tp=t, recompute="full")
+    full = comm(m, TrainSetup.of(seq=s, micro_batch=1, tp=t, recompute="full"))
     assert full["bytes"]["tp"] == (L * 6 + 2) * 2 * (t - 1) * blk // t  # the forward's 2 run again
 
 
@@ -115,14 +117,14 @@ def test_cp_ring_and_ep_all_to_all():
     m = symcost.build("llama-3.1-8b")
     v = m.values
     L, kv, s, c = int(v[sym.L]), 2 * int(v[sym.H_kv]) * int(v[sym.D_h]), 8192, 4
-    out = comm(m, seq=s, micro_batch=1, cp=c)["bytes"]["cp"]
+    out = comm(m, TrainSetup.of(seq=s, micro_batch=1, cp=c))["bytes"]["cp"]
     assert out == L * 3 * (c - 1) * (s // c) * kv * 2
     ds = symcost.build("deepseek-v3")
     w = int(ds.values[sym.H_q]) * (int(ds.values[sym.D_nope]) + int(ds.values[sym.D_rope]) + int(ds.values[sym.D_v]))
-    one = comm(ds, seq=4096, micro_batch=1, cp=2, dp=1)["bytes"]["cp"]
+    one = comm(ds, TrainSetup.of(seq=4096, micro_batch=1, cp=2, dp=1))["bytes"]["cp"]
     assert one == 61 * 3 * 1 * 2048 * w * 2  # MLA exchanges the expanded per-head K and V
     mx = symcost.build("mixtral-8x7b-v0.1")
-    e = comm(mx, seq=4096, micro_batch=1, dp=8, ep=8)["bytes"]["ep"]
+    e = comm(mx, TrainSetup.of(seq=4096, micro_batch=1, dp=8, ep=8))["bytes"]["ep"]
     k, d = int(mx.values[sym.k]), int(mx.values[sym.d])
     assert e == -(-32 * 4 * Fraction(7, 8) * 4096 * k * d * 2 // 1)
 
@@ -135,9 +137,9 @@ def test_bubble(p, m_, v):
 
 def test_1f1b_in_flight_and_heaviest_stage():
     m = symcost.build("llama-3.1-8b")
-    tm = train_memory(m, seq=2048, micro_batch=1, dp=1, pp=4, global_batch=8)
+    tm = train_memory(m, TrainSetup.of(seq=2048, micro_batch=1, dp=1, pp=4, global_batch=8))
     assert [r["in_flight"] for r in tm.stages] == [4, 3, 2, 1]
-    few = train_memory(m, seq=2048, micro_batch=1, dp=1, pp=4, global_batch=2)
+    few = train_memory(m, TrainSetup.of(seq=2048, micro_batch=1, dp=1, pp=4, global_batch=2))
     assert [r["in_flight"] for r in few.stages] == [2, 2, 2, 1]
     assert tm.per_gpu == max(r["per_gpu"] for r in tm.stages)
     # the head and the embedding sit on the last and first stages: their weights are not averaged

@@ -13,9 +13,10 @@ import sympy
 import symcost
 from symcost.cli import main
 from symcost.notation import sym
+from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm
-from symcost.training.memory import train_memory
-from symcost.training.plan import Plan, model_states
+from symcost.training.memory import model_states, train_memory
+from symcost.training.plan import Plan
 from symcost.training.schedule import forward_chunk, peak, warmup
 from symcost.training.states import States
 
@@ -40,10 +41,10 @@ def test_zero_offload_single_gpu(llama):
     12Ψ optimizer state and the 2Ψ gradients live on the host; 2Ψ gradients down and 2Ψ weights
     up per step, the paper's 4M communication volume."""
     psi = llama.params().total_at(llama.values)
-    tm = train_memory(llama, seq=2048, micro_batch=1, zero=2, offload="optimizer")
+    tm = train_memory(llama, TrainSetup.of(seq=2048, micro_batch=1, zero=2, offload="optimizer"))
     assert (tm.weights, tm.gradients, tm.optimizer) == (2 * psi, 0, 0)
     assert tm.host == 14 * psi
-    c = comm(llama, seq=2048, micro_batch=1, zero=2, offload="optimizer")
+    c = comm(llama, TrainSetup.of(seq=2048, micro_batch=1, zero=2, offload="optimizer"))
     assert c["bytes"]["host"] == 4 * psi and c["bytes"]["dp"] == 0
 
 
@@ -51,13 +52,13 @@ def test_zero_offload_single_gpu(llama):
 def test_offload_optimizer_shards_over_dp(llama, zero):
     psi = llama.params().total_at(llama.values)
     n = 8
-    st = model_states(llama, Plan(dp=n, zero=zero), states=States(offload="optimizer"))[0]
+    st = model_states(llama, TrainSetup(Batch(1), plan=Plan(dp=n, zero=zero), states=States(offload="optimizer")))[0]
     assert st["weights"] == up(Fraction(2 * psi, n if zero == 3 else 1))
     assert (st["gradients"], st["optimizer"]) == (0, 0)
     assert st["host"] == up(Fraction(14 * psi, n))
     # the data-parallel traffic is what it is without offload; PCIe moves only this rank's shard
-    c = comm(llama, seq=1024, micro_batch=1, dp=n, zero=zero, offload="optimizer")
-    assert c["bytes"]["dp"] == comm(llama, seq=1024, micro_batch=1, dp=n, zero=zero)["bytes"]["dp"]
+    c = comm(llama, TrainSetup.of(seq=1024, micro_batch=1, dp=n, zero=zero, offload="optimizer"))
+    assert c["bytes"]["dp"] == comm(llama, TrainSetup.of(seq=1024, micro_batch=1, dp=n, zero=zero))["bytes"]["dp"]
     assert c["bytes"]["host"] == up(Fraction(4 * psi, n))
 
 
@@ -67,12 +68,12 @@ def test_offload_params_zero3_per_micro_batch(llama):
     the gradient shard out."""
     psi = llama.params().total_at(llama.values)
     n, mb = 8, 4
-    tm = train_memory(llama, seq=1024, micro_batch=1, global_batch=n * mb, dp=n, zero=3, offload="params")
+    tm = train_memory(llama, TrainSetup.of(seq=1024, micro_batch=1, global_batch=n * mb, dp=n, zero=3, offload="params"))
     assert (tm.weights, tm.gradients, tm.optimizer) == (0, 0, 0)
     assert tm.host == up(Fraction(16 * psi, n))
-    c = comm(llama, seq=1024, micro_batch=1, global_batch=n * mb, dp=n, zero=3, offload="params")
+    c = comm(llama, TrainSetup.of(seq=1024, micro_batch=1, global_batch=n * mb, dp=n, zero=3, offload="params"))
     assert c["bytes"]["host"] == up(Fraction((2 * 2 * mb + 2 * mb) * psi, n))
-    last = comm(llama, seq=1024, micro_batch=1, global_batch=n * mb, dp=n, zero=3, offload="params",
+    last = comm(llama, TrainSetup.of(seq=1024, micro_batch=1, global_batch=n * mb, dp=n, zero=3, offload="params"),
                 grad_sync="last")
     assert last["bytes"]["host"] == up(Fraction((2 * 2 * mb + 2) * psi, n))
 
@@ -99,13 +100,13 @@ def test_hsdp_is_sharding_inside_the_group(llama, zero):
     2·(r−1)/r·b_g·Ψ/8 (every micro-batch at ZeRO-3, once per step at ZeRO-1/2)."""
     psi = llama.params().total_at(llama.values)
     mb = 2
-    hs = model_states(llama, Plan(dp=32, zero=zero), states=States(shard=8))[0]
-    flat = model_states(llama, Plan(dp=8, zero=zero))[0]
+    hs = model_states(llama, TrainSetup(Batch(1), plan=Plan(dp=32, zero=zero), states=States(shard=8)))[0]
+    flat = model_states(llama, TrainSetup(Batch(1), plan=Plan(dp=8, zero=zero)))[0]
     assert [hs[k] for k in ("weights", "gradients", "optimizer")] == \
            [flat[k] for k in ("weights", "gradients", "optimizer")]
     kw = dict(seq=1024, micro_batch=1, zero=zero)
-    h = comm(llama, dp=32, hsdp_shard=8, global_batch=32 * mb, **kw)
-    f = comm(llama, dp=8, global_batch=8 * mb, **kw)
+    h = comm(llama, TrainSetup.of(dp=32, hsdp_shard=8, global_batch=32 * mb, **kw))
+    f = comm(llama, TrainSetup.of(dp=8, global_batch=8 * mb, **kw))
     assert h["bytes"]["dp"] == f["bytes"]["dp"]
     times = mb if zero == 3 else 1
     assert h["bytes"]["dp_replicate"] == up(times * 2 * Fraction(3, 4) * 2 * Fraction(psi, 8))
@@ -115,7 +116,7 @@ def test_hsdp_experts_shard_inside_the_group(mixtral):
     """Experts are sharded over hsdp-shard·cp/ep ranks: dp = 16, shard 8, ep 8 → expert shard 1."""
     total = mixtral.params().total_at(mixtral.values)
     routed = mixtral.routed_params().total_at(mixtral.values)
-    st = model_states(mixtral, Plan(dp=16, ep=8, zero=1), states=States(shard=8))[0]
+    st = model_states(mixtral, TrainSetup(Batch(1), plan=Plan(dp=16, ep=8, zero=1), states=States(shard=8)))[0]
     assert st["optimizer"] == up(Fraction(12 * (total - routed), 8) + Fraction(12 * routed, 8))
 
 
@@ -144,17 +145,17 @@ def test_capacity_scales_the_expert_rows(mixtral):
     """Only the per-assignment tensors change: at c_f = 1 with E | k·tokens they equal dropless,
     at c_f = 5/4 they are 5/4 of it, and the EP all-to-all grows by the same factor."""
     kw = dict(seq=4096, micro_batch=1, dp=8, ep=8)
-    drop = train_memory(mixtral, **kw)
-    one = train_memory(mixtral, capacity=Fraction(1), **kw)
-    big = train_memory(mixtral, capacity=Fraction(5, 4), **kw)
+    drop = train_memory(mixtral, TrainSetup.of(**kw))
+    one = train_memory(mixtral, TrainSetup.of(capacity=Fraction(1), **kw))
+    big = train_memory(mixtral, TrainSetup.of(capacity=Fraction(5, 4), **kw))
     assert one.activations == drop.activations
     v = mixtral.values_with(T=4096, B=1)
     v[sym.b_a] = 2
     routed = sum(x for path, x in drop.formula["activations_per_micro_batch"].at(v).items()
                  if "/experts/" in f"/{path}/")
     assert big.activations - drop.activations == routed // 4
-    e0 = comm(mixtral, **kw)["bytes"]["ep"]
-    e1 = comm(mixtral, capacity=Fraction(5, 4), **kw)["bytes"]["ep"]
+    e0 = comm(mixtral, TrainSetup.of(**kw))["bytes"]["ep"]
+    e1 = comm(mixtral, TrainSetup.of(capacity=Fraction(5, 4), **kw))["bytes"]["ep"]
     assert Fraction(e1, e0) == Fraction(5, 4)
 
 
@@ -163,11 +164,11 @@ def test_capacity_pads_the_expert_flops(mixtral, capsys):
     backward) grow by E·cap/(k·tokens), everything else stays."""
     from symcost.training import train_flops
     kw = dict(seq=4096, micro_batch=1, dp=8, ep=8, global_batch=16)
-    drop = train_memory(mixtral, **kw).flops_per_step
-    assert train_memory(mixtral, capacity=Fraction(1), **kw).flops_per_step == drop
+    drop = train_memory(mixtral, TrainSetup.of(**kw)).flops_per_step
+    assert train_memory(mixtral, TrainSetup.of(capacity=Fraction(1), **kw)).flops_per_step == drop
     routed = sum(x for p, x in train_flops(mixtral).at(mixtral.values_with(T=4096, B=16)).items()
                  if p.rsplit("/", 1)[-1].startswith("experts_"))
-    assert train_memory(mixtral, capacity=Fraction(5, 4), **kw).flops_per_step == drop + routed // 4
+    assert train_memory(mixtral, TrainSetup.of(capacity=Fraction(5, 4), **kw)).flops_per_step == drop + routed // 4
     assert main(["comm", "mixtral-8x7b-v0.1", "--seq", "512", "--micro-batch", "1", "--capacity-factor", "1.25",
                  "--json"]) == 2
     assert "--ep > 1" in json.loads(capsys.readouterr().out)["error"]
@@ -177,10 +178,10 @@ def test_dispatch_buffers_are_working_memory(mixtral):
     """With EP > 1 one MoE layer's send and receive buffers (k·tokens rows × d × b_a each) are alive
     during its dispatch; under sequence parallelism each TP rank dispatches its own tokens."""
     k, d = int(mixtral.values[sym.k]), int(mixtral.values[sym.d])
-    assert train_memory(mixtral, seq=4096, micro_batch=1, dp=8).recompute_working == 0
-    tm = train_memory(mixtral, seq=4096, micro_batch=1, dp=8, ep=8)
+    assert train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8)).recompute_working == 0
+    tm = train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8, ep=8))
     assert tm.recompute_working == 2 * k * 4096 * d * 2
-    sp = train_memory(mixtral, seq=4096, micro_batch=1, dp=4, ep=4, tp=2, sp=True)
+    sp = train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=4, ep=4, tp=2, sp=True))
     assert sp.recompute_working == 2 * k * 4096 * d * 2 // 2
 
 
@@ -198,7 +199,7 @@ def test_interleaved_schedule_order():
 def test_interleaved_first_stage_holds_korthikanti(llama, p, v):
     """Korthikanti et al. 2022 §4.2.3: the first stage holds p·(1 + (p−1)/(p·v)) micro-batches'
     worth of activations under the interleaved schedule (m ≥ p)."""
-    tm = train_memory(llama, seq=1024, micro_batch=1, global_batch=2 * p, pp=p, virtual=v)
+    tm = train_memory(llama, TrainSetup.of(seq=1024, micro_batch=1, global_batch=2 * p, pp=p, virtual=v))
     expect = p * (1 + Fraction(p - 1, p * v))
     got = tm.stages[0]["in_flight"]
     assert Fraction(got) == expect
@@ -231,8 +232,8 @@ def test_interleaved_pp_traffic_and_bubble(llama, capsys):
     """Every model chunk sends its activation forward and its gradient back: 2v per micro-batch on
     an interior rank (v× plain 1F1B); the bubble is (p−1)/(v·m) of the ideal time."""
     d = int(llama.values[sym.d])
-    plain = comm(llama, seq=1024, micro_batch=1, global_batch=8, pp=4)
-    inter = comm(llama, seq=1024, micro_batch=1, global_batch=8, pp=4, virtual=2)
+    plain = comm(llama, TrainSetup.of(seq=1024, micro_batch=1, global_batch=8, pp=4))
+    inter = comm(llama, TrainSetup.of(seq=1024, micro_batch=1, global_batch=8, pp=4, virtual=2))
     assert plain["bytes"]["pp"] == 8 * 2 * 1024 * d * 2
     assert inter["bytes"]["pp"] == 8 * 4 * 1024 * d * 2
     assert main(["comm", "llama-3.1-8b", "--seq", "1024", "--micro-batch", "1", "--global-batch", "8", "--pp", "4",
@@ -322,10 +323,10 @@ def test_sheet_sections_are_the_train_and_comm_formulas(name):
     lay, dropped = default_layout(m, 4096)
     assert not dropped and lay["dp"] == LAYOUT["dp"] and lay["ep"] == (2 if sym.E in m.values else 1)
     kw = dict(seq=4096, micro_batch=1, global_batch=MICRO_BATCHES * lay["dp"], zero=1, sp=True, **lay)
-    tm = train_memory(m, **kw)
+    tm = train_memory(m, TrainSetup.of(**kw))
     assert ctx["memory"]["total"] == tm.per_gpu
     assert [r["value"] for r in ctx["memory"]["states"]] == [tm.weights, tm.gradients, tm.optimizer, tm.activations]
-    c = comm(m, **kw)
+    c = comm(m, TrainSetup.of(**kw))
     assert {r["name"]: r["value"] for r in ctx["comm"]} == {k: x for k, x in c["bytes"].items() if x}
     for r in ctx["memory"]["states"] + ctx["comm"]:
         assert r["lines"][-1].endswith(f"{r['value']:,}".replace(",", "{,}") + r"\ \text{bytes}")
@@ -355,7 +356,7 @@ def test_sheet_without_activation_declarations_keeps_states_and_comm(monkeypatch
     ctx = training_context(m, seq=4096, lines_for=lines_for)
     assert "declares no saved-for-backward tensors" in ctx["memory"]["act_error"]
     assert [r["name"] for r in ctx["memory"]["states"]] == ["weights", "gradients", "optimizer"]
-    st = model_states(m, Plan(dp=2, tp=2, pp=2, cp=2, zero=1, sp=True))
+    st = model_states(m, TrainSetup(Batch(1), plan=Plan(dp=2, tp=2, pp=2, cp=2, zero=1, sp=True)))
     heavy = max(st, key=lambda r: r["weights"] + r["gradients"] + r["optimizer"])
     assert ctx["memory"]["total"] == heavy["weights"] + heavy["gradients"] + heavy["optimizer"]
     assert ctx["comm"] and not ctx["memory"]["per_layer"]

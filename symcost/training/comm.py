@@ -42,200 +42,184 @@ and the MoE router's load-balancing reductions are not counted.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
-from math import ceil
 
 import sympy
 
 from ..errors import SymcostError
 from ..notation import sym
-from ..terms import exact
-from .memory import ACT_BYTES, micro_batches
-from .plan import GRAD_BYTES, WEIGHT_BYTES, Plan, model_states, layer_kinds, rank_stages
+from .memory import layout_values, model_states
+from .plan import WEIGHT_BYTES, layer_kinds, rank_stages
+from .setup import TrainSetup, check_capacity, check_pipeline
 
 
-def comm(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
-         dp=1, tp=1, pp=1, ep=1, cp=1, zero=0, sp=False, recompute="none",
-         grad_dtype="bf16", act_dtype="bf16", grad_sync="every", sp_regather=True,
-         hsdp_shard=None, offload="none", virtual=1, capacity=None, recompute_method="uniform",
-         recompute_layers=1) -> dict:
+def _ratio(num, den):
+    """num/den: an exact Fraction for integers, the expression for symbols."""
+    if isinstance(num, int) and isinstance(den, int):
+        return Fraction(num, den)
+    return sympy.sympify(num) / den
+
+
+def comm(model, setup: TrainSetup, *, grad_sync="every", sp_regather=True) -> dict:
     """Bytes each GPU sends per step, and the collectives it takes part in, by dimension
     (``dp_replicate`` with HSDP, ``host`` — PCIe, both directions — with CPU offload). A layer that
     full recomputation reruns (``recompute.Recompute``: all of them, or Megatron's ``block`` of the
-    first N per chunk) repeats its forward collectives."""
-    from .memory import check_capacity, check_pipeline
-    from .recompute import Recompute, add_up, recomputed_units
-    from .states import States
-    plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp)
-    plan.check(model, seq)
-    states_opt = States(shard=hsdp_shard, offload=offload)
+    first N per chunk) repeats its forward collectives. The bytes are ``formulas`` (one expression
+    per dimension and pipeline rank, in the layout symbols) substituted with the setup's layout;
+    the busiest rank of each dimension is reported."""
+    from .recompute import add_up, recomputed_units
+    plan, states_opt, rc = setup.plan, setup.states, setup.recompute
+    plan.check(model, setup.seq)
     states_opt.check(plan)
-    check_capacity(model, capacity)
-    if recompute == "selective" and cp == 1:
+    check_capacity(model, setup.capacity)
+    if rc.mode == "selective" and plan.cp == 1:
         raise SymcostError("--recompute selective does not change communication unless --cp > 1 "
                            "(the attention core it recomputes has no collectives otherwise)")
-    m = micro_batches(global_batch, micro_batch, dp)
-    check_pipeline(model, plan, m, virtual)
-    rc = Recompute(recompute, recompute_method, recompute_layers)
+    m = setup.micro_batches
+    check_pipeline(model, plan, m, setup.virtual)
     rc.check()
-    all_stages = rank_stages(model, pp, virtual)
+    all_stages = rank_stages(model, plan.pp, setup.virtual)
     again = [add_up(recomputed_units(model, rc, st.get("chunks", [st]))) for st in all_stages]
-    ctx = {"states": states_opt, "virtual": virtual, "capacity": capacity, "again": again}
-    v = model.values
-    a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
-    s, b, d = seq // cp, micro_batch, exact(sym.d, v)
-    out = {k: Fraction(0) for k in ("dp", "tp", "pp", "ep", "cp")}
-    count = {k: 0 for k in out}
-    states = model_states(model, plan, grad_dtype=grad_dtype, states=states_opt, virtual=virtual)
+    states = model_states(model, setup)
     kinds = layer_kinds(model)
-    best, where = None, {}
-    for i in range(pp):
-        o, c = _stage(i, states[i], all_stages[i]["layers"], kinds, plan, m, s, b, d, a, bg, bw, v,
-                      recompute, grad_sync, sp_regather, ctx)
+    vals = {k: sympy.Integer(x) if isinstance(x, int) else x for k, x in layout_values(model, setup).items()}
+    vals[sym.m_mb] = sympy.Integer(m)
+    best = where = None
+    for i, st in enumerate(all_stages):
+        f = formulas(model, setup, i, st, again[i], kinds, grad_sync=grad_sync, sp_regather=sp_regather)
+        o = {k: sympy.sympify(e).xreplace(vals) for k, e in f.items()}
+        c = _counts(i, states[i], st["layers"], again[i], kinds, setup, m, grad_sync, sp_regather)
         if best is None:
-            best, where = (o, c), {k: 0 for k in o}
+            best, where, fs = (o, c), {k: 0 for k in o}, dict(f)
         else:  # the busiest GPU of each dimension
             for key in o:
                 if o[key] > best[0][key]:
-                    best[0][key], best[1][key], where[key] = o[key], c[key], i
+                    best[0][key], best[1][key], where[key], fs[key] = o[key], c[key], i, f[key]
     out, count = best
-    formula = {k: _formula(k, where[k], all_stages[where[k]], kinds, plan, zero, bg, bw, recompute,
-                           grad_sync, sp_regather, v, ctx) for k in out}
-    return {"bytes": {k: ceil(x) for k, x in out.items()}, "collectives": count, "micro_batches": m,
-            "formula": formula}
+    return {"bytes": {k: int(sympy.ceiling(x)) for k, x in out.items()}, "collectives": count, "micro_batches": m,
+            "formula": fs}
 
 
-def _formula(dim, i, st, kinds, plan, zero, bg, bw, recompute, grad_sync, sp_regather, v, ctx):
-    """The busiest stage's bytes on one dimension as an expression in N_dp, N_tp, N_cp, N_ep, m_mb,
-    B (micro-batch), T, b_a (and N_sh under HSDP), with the stage's parameter and layer counts as
-    numbers."""
-    import sympy
-    from .activations import routed_rows
-    again = ctx["again"][i]  # the units of each group this rank recomputes
-    Ndp, Ntp, Ncp, Nep, M, B, T, a = (sym.N_dp, sym.N_tp, sym.N_cp, sym.N_ep, sym.m_mb, sym.B, sym.T, sym.b_a)
-    d = v[sym.d]
-    block = T / Ncp * B * d * a
-    blocks = sum(c * kinds[n].tp_blocks for n, c in st["layers"].items())
-    blocks_again = sum(c * kinds[n].tp_blocks for n, c in again.items())
+def formulas(model, setup, i, st, again, kinds, *, grad_sync="every", sp_regather=True) -> dict:
+    """Pipeline rank i's bytes on each dimension as expressions in N_dp, N_tp, N_cp, N_ep, m_mb,
+    B (micro-batch), T, b_a (and N_sh under HSDP), with the rank's parameter and layer counts as
+    numbers (``again``: the units of each group it recomputes). Every volume is the collective
+    rule below, called with symbols."""
+    from .states import host_traffic, param_groups
+    plan, states_opt = setup.plan, setup.states
+    zero, bg, bw = plan.zero, states_opt.bg, WEIGHT_BYTES["bf16"]
+    v = model.values
+    Ndp, M = sym.N_dp, sym.m_mb
     zero_ = sympy.Integer(0)
-    hsdp = ctx["states"].shard is not None
-    shard = sym.N_sh if hsdp else Ndp
-    (n_dense, rep), (n_exp, _) = ctx["states"].groups(plan)
-    dense = sympy.Integer(st["split"]) / Ntp + st["whole"]
-    experts = sympy.Integer(st["experts"]) / (Nep * Ntp)
-    groups = ((dense, shard * Ncp, n_dense), (experts, shard * Ncp / Nep, n_exp))
-    rs = M if grad_sync == "every" else 1
-    if dim == "dp":
-        out = zero_
-        for psi, n, n_val in groups:
-            if n_val == 1 or psi == 0:
-                continue
-            r = (n - 1) / n
-            if zero == 0:
-                out += 2 * r * bg * psi
-            elif zero in (1, 2):
-                out += r * (bg + bw) * psi
-            else:
-                out += r * (2 * M * bw + rs * bg) * psi
-        return out
-    if dim == "dp_replicate":
-        R = Ndp / sym.N_sh
-        return sum(((rs if zero == 3 else 1) * 2 * (R - 1) / R * bg * psi / n for psi, n, _ in groups
-                    if psi != 0), zero_)
-    if dim == "host":
-        off = ctx["states"].offload
-        per = (bg + bw) if off == "optimizer" else (2 * M * bw + rs * bg)
-        return sum((per * psi / n for psi, n, _ in groups if psi != 0), zero_)
-    if dim == "tp":
-        if plan.tp == 1:
-            return zero_
-        r = (Ntp - 1) / Ntp
-        _, ops = tp_collectives(blocks, 1, plan.tp, plan.sp, blocks_again, sp_regather)
-        n_ops = sum(ops.values()) if plan.sp else 2 * ops["all_reduce"]
-        return M * (r * block * n_ops + 2 * 2 * r * block)
-    if dim == "pp":
-        if plan.pp == 1:
-            return zero_
-        sends = 2 * ctx["virtual"] - (i == 0) - (i == plan.pp - 1)
-        return M * sends * block / (Ntp if plan.sp else 1)
-    if dim == "ep":
-        n_moe = sum(c for n, c in st["layers"].items() if kinds[n].moe)
-        if plan.ep == 1 or not n_moe:
-            return zero_
-        rows = routed_rows(v[sym.k], v[sym.E], T / Ncp * B, ctx["capacity"])
-        n_a2a = 4 * n_moe + 2 * sum(c for n, c in again.items() if kinds[n].moe)
-        return M * n_a2a * (Nep - 1) / Nep * rows * d * a
-    if plan.cp == 1:
-        return zero_
-    out = zero_
-    for n, c in st["layers"].items():
-        if kinds[n].attention:
-            rounds = 3 * c + (c if recompute == "selective" else again.get(n, 0))
-            out += M * rounds * (Ncp - 1) * T / Ncp * B * kinds[n].cp_width * a
+    hsdp = states_opt.shard is not None
+    (n_dense, rep), (n_exp, _) = states_opt.groups(plan)
+    groups = [(psi, n, n_val) for (psi, n), n_val in
+              zip(param_groups(st["split"], st["whole"], st["experts"], sym.N_sh if hsdp else None),
+                  (n_dense, n_exp))]
+    out = {}
+    dp = zero_
+    for psi, n, n_val in groups:
+        if n_val != 1 and psi != 0:
+            dp += dp_collectives(psi, n, zero, M, bg, bw, grad_sync)[0]
+    out["dp"] = dp
+    rk = composition(i, st["layers"], again, kinds, plan.pp, setup.virtual, setup.recompute.mode)
+    vol, _ = activation_collectives(rk, setup.plan.sp, setup.capacity, v, sp_regather)
+    # a dimension the layout does not split sends nothing (its formula prints 0)
+    out["tp"] = vol["tp"] if plan.tp > 1 else zero_
+    out["pp"] = vol["pp"] if plan.pp > 1 else zero_
+    out["ep"] = vol["ep"] if plan.ep > 1 and rk.n_moe else zero_
+    out["cp"] = vol["cp"] if plan.cp > 1 else zero_
+    if hsdp:
+        out["dp_replicate"] = sum((replicate_collectives(psi / n, Ndp / sym.N_sh, zero, M, bg, grad_sync)[0]
+                                   for psi, n, _ in groups if psi != 0), zero_)
+    if states_opt.offload != "none":
+        out["host"] = sum((host_traffic(psi, n, M, bg, bw, states_opt.offload, grad_sync)
+                           for psi, n, _ in groups if psi != 0), zero_)
     return out
 
 
-def _stage(i, st, stage_layers, kinds, plan, m, s, b, d, a, bg, bw, v, recompute, grad_sync, sp_regather,
-           ctx):
-    from .activations import routed_rows
-    from .states import host_ops, host_traffic
-    dp, tp, pp, ep, cp, zero, sp = plan.dp, plan.tp, plan.pp, plan.ep, plan.cp, plan.zero, plan.sp
-    states_opt, virtual = ctx["states"], ctx["virtual"]
-    dims = ["dp", "tp", "pp", "ep", "cp"]
+def _counts(i, st, stage_layers, again, kinds, setup, m, grad_sync, sp_regather) -> dict:
+    """The collectives rank i takes part in per step, by dimension (the α term)."""
+    from .states import host_ops
+    plan, states_opt = setup.plan, setup.states
+    tp, pp, ep, cp, zero, sp = plan.tp, plan.pp, plan.ep, plan.cp, plan.zero, plan.sp
+    count = {k: 0 for k in ("dp", "tp", "pp", "ep", "cp")}
     if states_opt.shard is not None:
-        dims.append("dp_replicate")
+        count["dp_replicate"] = 0
     if states_opt.offload != "none":
-        dims.append("host")
-    out = {k: Fraction(0) for k in dims}
-    count = {k: 0 for k in out}
-
-    # -- data parallel: each parameter group over its own ZeRO group (and its replicas with HSDP) ------
+        count["host"] = 0
     (n_dense, rep), (n_exp, _) = states_opt.groups(plan)
     for psi, n in ((st["params_dense"], n_dense), (st["params_experts"], n_exp)):
-        nbytes, ops = dp_collectives(psi, n, zero, m, bg, bw, grad_sync)
-        out["dp"] += nbytes
-        count["dp"] += sum(ops.values())
+        count["dp"] += sum(dp_collectives(psi, n, zero, m, 0, 0, grad_sync)[1].values())
         if states_opt.shard is not None and psi:
-            nbytes, ops = replicate_collectives(psi / n, rep, zero, m, bg, grad_sync)
-            out["dp_replicate"] += nbytes
-            count["dp_replicate"] += sum(ops.values())
+            count["dp_replicate"] += sum(replicate_collectives(psi / n, rep, zero, m, 0, grad_sync)[1].values())
         if states_opt.offload != "none" and psi:
-            out["host"] += host_traffic(psi, n, m, bg, bw, states_opt.offload, grad_sync)
             count["host"] += host_ops(m, states_opt.offload, grad_sync)
-    # -- per-layer activations collectives on the heaviest stage --------------------------------------
-    again = ctx["again"][i]  # the units of each group this rank recomputes
-    if tp > 1:
-        blocks = sum(c * kinds[n].tp_blocks for n, c in stage_layers.items())
-        blocks_again = sum(c * kinds[n].tp_blocks for n, c in again.items())
-        nbytes, ops = tp_collectives(blocks, s * b * d * a, tp, sp, blocks_again, sp_regather)
-        out["tp"] += m * nbytes + m * 2 * (2 * Fraction(tp - 1, tp) * s * b * d * a)  # + embedding fwd, head bwd
-        count["tp"] += m * (sum(ops.values()) + 2)
-    if pp > 1:
-        msg = Fraction(s * b * d * a, tp if sp else 1)
-        sends = 2 * virtual - (i == 0) - (i == pp - 1)  # each model chunk's boundary, both ways
-        out["pp"] += m * sends * msg
-        count["pp"] += m * sends
-    if ep > 1:
-        rows = int(routed_rows(sympy.Integer(exact(sym.k, v)), sympy.Integer(exact(sym.E, v)),
-                               sympy.Integer(s * b), ctx["capacity"]))
-        r = Fraction(ep - 1, ep)
-        for name, c in stage_layers.items():
-            if kinds[name].moe:
-                n_a2a = 4 * c + 2 * again.get(name, 0)  # dispatch + combine, forward and backward
-                out["ep"] += m * n_a2a * r * rows * d * a
-                count["ep"] += m * n_a2a
-    if cp > 1:
-        for name, c in stage_layers.items():
-            if not kinds[name].attention:
-                continue
-            rounds = 3 * c + (c if recompute == "selective" else again.get(name, 0))
-            out["cp"] += m * rounds * (cp - 1) * s * b * kinds[name].cp_width * a
-            count["cp"] += m * rounds * (cp - 1)
-    return out, count
+    rk = composition(i, stage_layers, again, kinds, pp, setup.virtual, setup.recompute.mode)
+    _, ops = activation_collectives(rk, sp, setup.capacity, None, sp_regather)
+    for dim, on in (("tp", tp > 1), ("pp", pp > 1), ("ep", ep > 1), ("cp", cp > 1)):
+        if on:
+            count[dim] += int(ops[dim].xreplace({sym.m_mb: m, sym.N_cp: cp}))
+    return count
 
 
-def dp_collectives(psi, n: int, zero: int, m: int, bg, bw, grad_sync: str = "every"):
-    """Bytes one GPU sends for ``psi`` parameters over ``n`` data-parallel ranks, and the ops.
+@dataclass(frozen=True)
+class Composition:
+    """What one pipeline rank runs that the activation collectives count, per micro-batch: TP
+    blocks (and those full recomputation reruns), model-chunk boundaries it sends across, MoE
+    all-to-alls, and the context-parallel ring's rounds (Σ over attention layers; ``cp_width``
+    weights each by its K/V width). Numbers, or symbols for ``train --search``."""
+
+    blocks: object
+    blocks_again: object
+    sends: object
+    n_moe: object
+    a2a: object
+    cp_rounds: object
+    cp_width: object
+
+
+def composition(i: int, layers: dict, again: dict, kinds, pp: int, virtual: int, recompute: str) -> Composition:
+    """Pipeline rank i of ``pp`` 's ``Composition`` (``layers``: its units per group; ``again``: those
+    it recomputes; ``virtual`` model chunks per rank; ``recompute``: the mode)."""
+    blocks = sum(c * kinds[n].tp_blocks for n, c in layers.items())
+    blocks_again = sum(c * kinds[n].tp_blocks for n, c in again.items())
+    sends = 2 * virtual - (i == 0) - (i == pp - 1) if pp > 1 else 0  # each chunk's boundary, both ways
+    n_moe = sum(c for n, c in layers.items() if kinds[n].moe)
+    a2a = 4 * n_moe + 2 * sum(c for n, c in again.items() if kinds[n].moe)  # dispatch + combine, fwd + bwd
+    rounds = {n: 3 * c + (c if recompute == "selective" else again.get(n, 0))
+              for n, c in layers.items() if kinds[n].attention}
+    return Composition(blocks, blocks_again, sends, n_moe, a2a, sum(rounds.values()),
+                       sum(r * kinds[n].cp_width for n, r in rounds.items()))
+
+
+def activation_collectives(rk: Composition, sp: bool, capacity, values, regather: bool = True):
+    """({dim: bytes}, {dim: ops}) one GPU sends per step on the activation dimensions (tp, pp, ep,
+    cp) for a rank of composition ``rk``, in N_tp, N_ep, N_cp, m_mb, B, T, b_a (``values``: the
+    model's, for d, k and E; None when only the ops are wanted)."""
+    from .activations import routed_rows
+    Ntp, Nep, Ncp, M, B, T, a = sym.N_tp, sym.N_ep, sym.N_cp, sym.m_mb, sym.B, sym.T, sym.b_a
+    tp_ops = tp_collectives(rk.blocks, 0, Ntp, sp, rk.blocks_again, regather)[1]
+    ops = {"tp": M * (sum(tp_ops.values()) + 2), "pp": M * rk.sends, "ep": M * rk.a2a,
+           "cp": M * rk.cp_rounds * (Ncp - 1)}
+    ops = {k: sympy.sympify(e) for k, e in ops.items()}
+    if values is None:
+        return None, ops
+    d = values[sym.d]
+    block = T / Ncp * B * d * a  # one micro-batch's hidden states on a GPU, s·b·d·b_a
+    vol = {"tp": M * (tp_collectives(rk.blocks, block, Ntp, sp, rk.blocks_again, regather)[0]
+                      + 2 * ring_allreduce_bytes(Ntp, block)),  # + the embedding's fwd, the head's bwd
+           "pp": M * rk.sends * block / (Ntp if sp else 1),
+           "ep": (M * rk.a2a * (Nep - 1) / Nep * routed_rows(values[sym.k], values[sym.E], T / Ncp * B, capacity)
+                  * d * a) if sym.E in values else sympy.Integer(0),
+           "cp": M * rk.cp_width * (Ncp - 1) * T / Ncp * B * a}
+    return vol, ops
+
+
+def dp_collectives(psi, n, zero: int, m, bg, bw, grad_sync: str = "every"):
+    """Bytes one GPU sends for ``psi`` parameters over ``n`` data-parallel ranks, and the ops
+    (numbers or expressions).
 
     ZeRO-0: one all-reduce; ZeRO-1/2: reduce-scatter + all-gather; ZeRO-3/FSDP: per micro-batch
     an all-gather for the forward and one for the backward, and a reduce-scatter per micro-batch
@@ -243,7 +227,7 @@ def dp_collectives(psi, n: int, zero: int, m: int, bg, bw, grad_sync: str = "eve
     ``set_requires_gradient_sync(False)`` on the others, gradients kept unsharded meanwhile)."""
     if n == 1 or psi == 0:
         return Fraction(0), {}
-    r = Fraction(n - 1, n)
+    r = _ratio(n - 1, n)
     if zero == 0:
         return 2 * r * bg * psi, {"all_reduce": 1}
     if zero in (1, 2):
@@ -252,24 +236,24 @@ def dp_collectives(psi, n: int, zero: int, m: int, bg, bw, grad_sync: str = "eve
     return r * (2 * m * bw + rs * bg) * psi, {"all_gather": 2 * m, "reduce_scatter": rs}
 
 
-def replicate_collectives(shard_psi, r: int, zero: int, m: int, bg, grad_sync: str = "every"):
+def replicate_collectives(shard_psi, r, zero: int, m, bg, grad_sync: str = "every"):
     """HSDP's second level: the gradient shard (``shard_psi`` parameters) all-reduced over the r
     replicas, 2·(r−1)/r·b_g·Ψ/n — once per step at ZeRO-1/2 (Megatron's distributed-optimizer
     instances, after the reduce-scatter), after every reduce-scatter at ZeRO-3 (FSDP2 HSDP)."""
     if r == 1 or shard_psi == 0:
         return Fraction(0), {}
     times = (m if grad_sync == "every" else 1) if zero == 3 else 1
-    return times * 2 * Fraction(r - 1, r) * bg * shard_psi, {"all_reduce": times}
+    return times * 2 * _ratio(r - 1, r) * bg * shard_psi, {"all_reduce": times}
 
 
-def tp_collectives(blocks: int, block_bytes, tp: int, sp: bool, recomputed: int = 0, regather: bool = True):
+def tp_collectives(blocks: int, block_bytes, tp, sp: bool, recomputed: int = 0, regather: bool = True):
     """Bytes one GPU sends for the TP collectives of ``blocks`` TP blocks (``parallel.tp_blocks``:
     two per Llama layer), ``recomputed`` of which run their forward twice (full recomputation),
     over one micro-batch of ``block_bytes`` = s·b·d·b_a, and the ops. Without SP: an all-reduce
     after each block's forward and one in its backward; with SP an all-gather + a reduce-scatter
     in their place, and (Megatron, ``regather``) an all-gather of each block's saved input again
     in backward."""
-    r = Fraction(tp - 1, tp)
+    r = _ratio(tp - 1, tp)
     forwards = blocks + recomputed
     if sp:
         ops = {"all_gather": forwards + blocks + (blocks if regather else 0), "reduce_scatter": forwards + blocks}
@@ -278,6 +262,6 @@ def tp_collectives(blocks: int, block_bytes, tp: int, sp: bool, recomputed: int 
     return 2 * r * block_bytes * ops["all_reduce"], ops
 
 
-def ring_allreduce_bytes(n: int, nbytes: int) -> Fraction:
+def ring_allreduce_bytes(n, nbytes):
     """Bytes one GPU sends in a ring all-reduce of ``nbytes`` over ``n`` ranks: 2·(n−1)/n·nbytes."""
-    return Fraction(2 * (n - 1), n) * nbytes
+    return 2 * _ratio(n - 1, n) * nbytes

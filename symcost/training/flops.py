@@ -74,17 +74,26 @@ def padded_expert_flops(model, tree: Terms, capacity, *, seq: int, micro_batch: 
     Megatron runs its grouped GEMMs on the padding). Other leaves at B = routings·micro_batch."""
     from .activations import routed_rows
     v1 = model.values_with(T=seq, B=1)
-    vall = model.values_with(T=seq, B=micro_batch * routings)
     k, E = v1[sym.k], v1[sym.E]
     rows = routings * cp * int(routed_rows(sympy.Integer(k), sympy.Integer(E),
                                            sympy.Integer(micro_batch * seq // cp), capacity))
-    total = sympy.Integer(0)
+    rest, per_row = padded_parts(model, tree, seq=seq, batch=micro_batch * routings)
+    return int(rest + per_row * rows)
+
+
+def padded_parts(model, tree: Terms, *, seq: int, batch: int) -> tuple[sympy.Rational, sympy.Rational]:
+    """(FLOPs of the leaves other than the routed experts' at B = ``batch``, the routed experts'
+    FLOPs per token row): ``padded_expert_flops`` is rest + per_row · the step's padded rows."""
+    v1 = model.values_with(T=seq, B=1)
+    vall = model.values_with(T=seq, B=batch)
+    k = v1[sym.k]
+    rest = per_row = sympy.Integer(0)
     for path, expr in tree.flatten().items():
         if path.rsplit("/", 1)[-1].startswith("experts_"):
-            total += sympy.Rational(exact(expr, v1)) / (k * seq) * rows
+            per_row += sympy.Rational(exact(expr, v1)) / (k * seq)
         else:
-            total += exact(expr, vall)
-    return int(total)
+            rest += exact(expr, vall)
+    return rest, per_row
 
 
 # -- presets -------------------------------------------------------------------------------------

@@ -6,15 +6,16 @@ keeps in flight there.
 
 with m micro-batches per step, A_s the bytes one micro-batch's backward keeps on stage s (its
 layers, plus the embedding on the first stage and the final norm, head and loss on the last;
-``activations``) and states_s its weights, gradients and optimizer state (``plan``). Under 1F1B
+``activations``) and states_s its weights, gradients and optimizer state (``state_formula``: the
+ZeRO rule ``states.zero_terms`` in the layout symbols, substituted per stage). Under 1F1B
 the first stage has started N_pp micro-batches (or all m) before the first backward frees one.
 Interleaved 1F1B (``virtual`` = v model chunks per stage): the in-flight chunks at each rank's
 peak come from replaying Megatron's schedule (``schedule.peak``): p·(1 + (p−1)/(p·v))
 micro-batches' worth on the first stage when the chunks are alike (Korthikanti et al. 2022).
 Working memory on top: one recomputed layer's saved set under full recompute, and with EP > 1 one
-MoE layer's dispatch/combine buffers (``activations.dispatch_buffers``). Model states follow
-``plan`` / ``states`` (ZeRO, HSDP, CPU offload: offloaded bytes are reported as ``host``, not in
-the GPU total).
+MoE layer's dispatch/combine buffers (``activations.dispatch_buffers``). Offloaded states are
+reported as ``host``, not in the GPU total. ``train_memory(model, setup)`` takes one
+``setup.TrainSetup``.
 """
 from __future__ import annotations
 
@@ -24,15 +25,14 @@ from math import ceil
 
 import sympy
 
-from ..conventions import Backward
 from ..errors import SymcostError
 from ..notation import sym
-from ..terms import Terms, exact
+from ..terms import exact
 from .activations import activations, korthikanti, per_layer
 from .flops import train_flops
-from .plan import Plan, model_states, stages
-
-ACT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+from .plan import rank_stages, stages
+from .setup import ACT_BYTES, TrainSetup, check_capacity, check_pipeline, micro_batches  # noqa: F401
+from .states import WEIGHT_BYTES, param_groups, zero_terms
 
 
 @dataclass
@@ -53,35 +53,46 @@ class TrainMemory:
     host: int = 0  # offloaded states on the host (per GPU), not in per_gpu
 
 
-def micro_batches(global_batch: int | None, micro_batch: int, dp: int) -> int:
-    gb = global_batch or micro_batch * dp
-    if gb % (micro_batch * dp):
-        raise SymcostError(f"--global-batch {gb} is not a multiple of micro-batch × dp "
-                           f"({micro_batch} × {dp})")
-    return gb // (micro_batch * dp)
-
-
-def _values(model, seq, micro_batch, plan, act_dtype):
-    v = model.values_with(T=seq, B=micro_batch)
-    v.update({sym.b_a: ACT_BYTES[act_dtype], sym.N_tp: plan.tp, sym.N_cp: plan.cp,
-              sym.N_dp: plan.dp, sym.N_pp: plan.pp, sym.N_ep: plan.ep})
+def layout_values(model, setup) -> dict:
+    """The model's values with the setup's layout symbols (N_dp, N_tp, N_pp, N_ep, N_cp, N_sh under
+    HSDP), B, T, m_mb and b_a: what every training formula is substituted with."""
+    p = setup.plan
+    v = model.values_with(T=setup.seq, B=setup.micro_batch)
+    v.update({sym.b_a: setup.act_bytes, sym.N_tp: p.tp, sym.N_cp: p.cp, sym.N_dp: p.dp, sym.N_pp: p.pp,
+              sym.N_ep: p.ep})
+    if setup.states.shard is not None:
+        v[sym.N_sh] = setup.states.shard
     return v
 
 
-def check_pipeline(model, plan: Plan, m: int, virtual: int) -> None:
-    """Interleaved 1F1B's constraints (Megatron-LM): v > 1 needs a pipeline, the layers split
-    evenly into N_pp·v chunks, and m a multiple of N_pp (micro-batch groups of N_pp)."""
-    if virtual == 1:
-        return
-    if plan.pp == 1:
-        raise SymcostError(f"--virtual-stages {virtual} needs --pp > 1 (interleaving splits pipeline stages)")
-    L = model.n_layers()
-    if L % (plan.pp * virtual):
-        raise SymcostError(f"--virtual-stages {virtual}: pp × v = {plan.pp} × {virtual} = {plan.pp * virtual} "
-                           f"must divide the layers L={L} (equal model chunks)")
-    if m % plan.pp:
-        raise SymcostError(f"--virtual-stages {virtual}: the micro-batches per step ({m}) must be a multiple "
-                           f"of --pp {plan.pp} (Megatron's interleaved schedule runs them in groups of pp)")
+def state_formula(stage: dict, setup) -> dict:
+    """One pipeline rank's model states as expressions in the layout symbols, its parameter counts
+    as numbers: ``states.zero_terms`` (THE ZeRO rule) over ``states.param_groups``."""
+    st = setup.states
+    groups = param_groups(stage["split"], stage["whole"], stage["experts"],
+                          None if st.shard is None else sym.N_sh)
+    return {k: sympy.sympify(x) for k, x in
+            zero_terms(groups, setup.plan.zero, st.K, st.bg, WEIGHT_BYTES["bf16"], st.offload).items()}
+
+
+def model_states(model, setup) -> list[dict]:
+    """Bytes of weights, gradients and optimizer state (and ``host``: offloaded) on one GPU of each
+    pipeline rank: ``state_formula`` substituted with the setup's layout, rounded up per kind.
+    With ``virtual`` > 1 rank r holds the model chunks r, r + N_pp, ... of the N_pp·v chunks."""
+    setup.states.check_dtypes()
+    p = setup.plan
+    vals = {sym.N_dp: p.dp, sym.N_tp: p.tp, sym.N_cp: p.cp, sym.N_ep: p.ep}
+    if setup.states.shard is not None:
+        vals[sym.N_sh] = setup.states.shard
+    vals = {k: sympy.Integer(x) for k, x in vals.items()}
+    rows = []
+    for st in rank_stages(model, p.pp, setup.virtual):
+        f = state_formula(st, setup)
+        rows.append({**{k: int(sympy.ceiling(x.xreplace(vals))) for k, x in f.items()},
+                     "params_dense": Fraction(st["split"], p.tp) + st["whole"],
+                     "params_experts": Fraction(st["experts"], p.ep * p.tp), "layers": st["layers"],
+                     "chunks": st.get("chunks", [st])})
+    return rows
 
 
 def measured_note(model) -> str:
@@ -107,35 +118,21 @@ def measured_note(model) -> str:
             f"other families")
 
 
-def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None = None,
-                 dp=1, tp=1, pp=1, ep=1, cp=1, zero=0, sp=False, recompute="none",
-                 optimizer="adamw", grad_dtype="bf16", kernel="flash", act_dtype="bf16",
-                 activation_model="engine", hsdp_shard=None, offload="none", virtual=1,
-                 capacity=None, scan="fused", recompute_method="uniform", recompute_layers=1) -> TrainMemory:
-    """``recompute_method`` / ``recompute_layers``: Megatron's full-recompute method and its N
-    (``recompute.Recompute``; uniform, 1 = every layer its own checkpoint)."""
+def train_memory(model, setup: TrainSetup) -> TrainMemory:
+    """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here)."""
     from .activations import dispatch_buffers, shared_tensors
-    from .recompute import Recompute, add_up, recomputed_units
-    from .schedule import peak
-    from .states import States
-    plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp)
-    plan.check(model, seq)
-    states_opt = States(shard=hsdp_shard, offload=offload)
-    states_opt.check(plan)
-    rc = Recompute(recompute, recompute_method, recompute_layers)
-    rc.check()
-    if activation_model == "korthikanti" and not (rc.per_layer or rc.mode != "full"):
-        raise SymcostError("--recompute-method / --recompute-layers need --activations engine "
-                           "(the preset has no per-layer split)")
-    check_capacity(model, capacity)
-    m = micro_batches(global_batch, micro_batch, dp)
-    check_pipeline(model, plan, m, virtual)
+    from .recompute import add_up, recomputed_units
+    from .schedule import in_flight, peak
+    setup.check(model)
+    plan, states_opt, rc, bw = setup.plan, setup.states, setup.recompute, setup.backward
+    seq, micro_batch, virtual, capacity = setup.seq, setup.micro_batch, setup.virtual, setup.capacity
+    dp, tp, pp, ep, cp, sp = plan.dp, plan.tp, plan.pp, plan.ep, plan.cp, plan.sp
+    recompute, activation_model, hsdp_shard, offload = rc.mode, setup.activations, states_opt.shard, states_opt.offload
+    m = setup.micro_batches
     chunks = stages(model, pp * virtual)  # the model chunks, in order (one per stage without interleaving)
     rerun = add_up(recomputed_units(model, rc, chunks))  # units of each group full recomputation reruns
-    bw = Backward(kernel=kernel, recompute=recompute, act_dtype=act_dtype, scan=scan)
-    vals = _values(model, seq, micro_batch, plan, act_dtype)
-    states = model_states(model, plan, optimizer=optimizer, grad_dtype=grad_dtype, states=states_opt,
-                          virtual=virtual)
+    vals = layout_values(model, setup)
+    states = model_states(model, setup)
     (n_dense, rep), (n_exp, _) = states_opt.groups(plan)
     notes = [bw.describe(), f"layout {plan.dp}×{plan.tp}×{plan.pp}×{plan.cp} (dp×tp×pp×cp) = {plan.world} "
              f"GPUs; experts over ep={plan.ep}, their data-parallel size dp·cp/ep = {plan.expert_dp}",
@@ -209,7 +206,7 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
     rows = []
     for s, st in enumerate(states):
         if virtual == 1 or chunk_acts is None:
-            inflight = min(m, pp - s)
+            inflight = in_flight(pp, s, m)
             counts = [inflight]
             held = inflight * per_stage_acts[s]
         else:
@@ -231,12 +228,11 @@ def train_memory(model, *, seq: int, micro_batch: int, global_batch: int | None 
         from .flops import padded_expert_flops
         flops = padded_expert_flops(model, ftree, capacity, seq=seq, micro_batch=micro_batch, cp=cp,
                                     routings=m * dp)
-    formula = {"activations_per_micro_batch": tree,
-               **_state_formula(model, plan, heavy, optimizer, grad_dtype, bw, sp,
-                                activation_model == "engine", states_opt, virtual, capacity)}
+    formulas = {"activations_per_micro_batch": tree,
+               **formula(model, setup, heavy, activation_model == "engine")}
     out = TrainMemory(heavy["weights"], heavy["gradients"], heavy["optimizer"], heavy["activations"],
                       heavy["per_gpu"], flops, notes, heavy["stage"], m, heavy["in_flight"],
-                      heavy["recompute_working"], formula, rows)
+                      heavy["recompute_working"], formulas, rows)
     out.host = heavy["host"]
     return out
 
@@ -246,44 +242,18 @@ def _is_moe(c) -> bool:
     return isinstance(c, MoE)
 
 
-def check_capacity(model, capacity) -> None:
-    if capacity is None:
-        return
-    if not any(_is_moe(c) for g in model.groups for c in g.components):
-        raise SymcostError("--capacity-factor: the model has no routed experts")
-    if capacity <= 0:
-        raise SymcostError(f"--capacity-factor must be > 0, got {capacity}")
-
-
-def _state_formula(model, plan: Plan, heavy: dict, optimizer, grad_dtype, bw, sp, engine,
-                   states_opt=None, virtual=1, capacity=None) -> dict:
+def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
     """The heaviest stage's per-GPU bytes as expressions in the parallel sizes (N_dp, N_tp, N_cp,
-    N_ep, and N_sh under HSDP), B, T and b_a, with the stage's parameter counts as numbers."""
-    from .plan import GRAD_BYTES, OPTIMIZER_BYTES, rank_stages
-    from .states import States
-    states_opt = states_opt or States()
+    N_ep, and N_sh under HSDP), B, T and b_a, with the stage's parameter counts as numbers: its
+    model states (``state_formula``) and, with the engine's activations, the chunks in flight."""
+    plan, virtual = setup.plan, setup.virtual
     st = rank_stages(model, plan.pp, virtual)[heavy["stage"]]
-    shard = sym.N_dp if states_opt.shard is None else sym.N_sh
-    n_dense, n_exp = shard * sym.N_cp, shard * sym.N_cp / sym.N_ep
-    dense = sympy.Integer(st["split"]) / sym.N_tp + st["whole"]
-    experts = sympy.Integer(st["experts"]) / (sym.N_ep * sym.N_tp)
-    K = sympy.Rational(OPTIMIZER_BYTES[optimizer].numerator, OPTIMIZER_BYTES[optimizer].denominator)
-    bg = GRAD_BYTES[grad_dtype]
-    z, off = plan.zero, states_opt.offload
-    groups = ((dense, n_dense), (experts, n_exp))
-    w = sum(2 * psi / (n if z >= 3 else 1) for psi, n in groups)
-    g = sum(bg * psi / (n if z >= 2 else 1) for psi, n in groups)
-    o = sum(K * psi / (n if z >= 1 else 1) for psi, n in groups)
-    host = sympy.Integer(0)
-    if off != "none":
-        host = o + sum(bg * psi / n for psi, n in groups)
-        o, g = sympy.Integer(0), sympy.Integer(0)
-    if off == "params":
-        host, w = host + w, sympy.Integer(0)
-    out = {"weights": w, "gradients": g, "optimizer": o}
-    if off != "none":
-        out["host"] = host
+    f = state_formula(st, setup)
+    out = {k: f[k] for k in ("weights", "gradients", "optimizer")}
+    if setup.states.offload != "none":
+        out["host"] = f["host"]
     if engine:
+        bw, sp, capacity = setup.backward, plan.sp, setup.capacity
         tree = activations(model, bw, sp=sp, capacity=capacity)
         n_chunks = plan.pp * virtual
         counts = heavy["in_flight_chunks"]

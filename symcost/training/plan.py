@@ -1,21 +1,12 @@
-"""A training layout (DP × TP × PP × CP, EP folded into DP × CP) and the model states it shards.
+"""A training layout (DP × TP × PP × CP, EP folded into DP × CP) and each pipeline stage's parameters.
 
 Layout (Megatron-LM's, with MoE parallel folding): world = N_dp·N_tp·N_pp·N_cp GPUs. Dense
 parameters are split by TP (the primitives' ``tp`` tags) and PP (whole layers per stage) and
 replicated over the N_dp·N_cp data-parallel ranks; routed experts are split by EP (whole experts)
 and, like Megatron's default expert-tensor-parallel size, by TP, and replicated over the
 expert-data-parallel size N_dp·N_cp / N_ep. Each group is sharded over its own data-parallel
-size:
-
-    weights   b_w·Ψ_g / (N_g if ZeRO-3/FSDP)
-    gradients b_g·Ψ_g / (N_g if ZeRO ≥ 2)          b_g = 2 (bf16) or 4 (fp32 main grads)
-    optimizer K·Ψ_g / (N_g if ZeRO ≥ 1)            K = 12 AdamW (fp32 master, m, v), 8 SGD with
-                                                    momentum (master, momentum), 6 + 1/256 8-bit
-                                                    Adam (master, two int8 moments, an fp32
-                                                    absmax per 2048-element block and moment)
-with N_g = N_dp·N_cp for dense parameters and N_dp·N_cp/N_ep for experts (Rajbhandari et al.
-2020, ZeRO; Megatron's distributed optimizer is ZeRO-1 with ``--grad-dtype fp32``); hybrid
-sharding (HSDP) and CPU offload change N_g and where the bytes live (``states``).
+size, N_g = N_dp·N_cp for dense parameters and N_dp·N_cp/N_ep for experts, by the ZeRO rule of
+``states`` (``states.zero_terms``, with hybrid sharding and CPU offload).
 Pipeline: L/N_pp layers per stage, taken in the model's own layer order (``Model.layers()``:
 Jamba's attention every 8th layer, Gemma's local/global pattern, Nemotron-H's pattern string; when
 N_pp does not divide L, the extra layers go to interior stages, one each), vision/audio tower
@@ -27,19 +18,12 @@ figure is the heaviest stage's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
-from math import ceil
-
-import sympy
 
 from ..errors import SymcostError
 from ..notation import sym
 from ..parallel import Layout, tp_blocks
 from ..terms import exact
-
-OPTIMIZER_BYTES = {"adamw": Fraction(12), "sgd": Fraction(8), "adam8bit": Fraction(6) + Fraction(2 * 4, 2048)}
-GRAD_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
-WEIGHT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+from .states import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES  # noqa: F401 (the states' own constants)
 
 
 @dataclass(frozen=True)
@@ -186,34 +170,6 @@ def stage_sizes(L: int, pp: int) -> list[int]:
     return sizes
 
 
-def model_states(model, plan: Plan, *, optimizer: str = "adamw", grad_dtype: str = "bf16",
-                 weight_dtype: str = "bf16", states=None, virtual: int = 1) -> list[dict]:
-    """Bytes of weights, gradients and optimizer state on one GPU of each pipeline stage (GPU
-    bytes, and ``host`` bytes offloaded to the CPU; ``states.States`` says how they are sharded
-    and where they live). With ``virtual`` > 1 (interleaved 1F1B) rank r holds the model chunks
-    r, r + N_pp, ... of the N_pp·v chunks."""
-    from .states import States, shard_bytes
-    if optimizer not in OPTIMIZER_BYTES:
-        raise SymcostError(f"--optimizer: unknown optimizer {optimizer!r} ({', '.join(OPTIMIZER_BYTES)})")
-    if grad_dtype not in GRAD_BYTES:
-        raise SymcostError(f"--grad-dtype: unknown dtype {grad_dtype!r} (bf16, fp16, fp32)")
-    states = states or States()
-    K, bg, bw = OPTIMIZER_BYTES[optimizer], GRAD_BYTES[grad_dtype], WEIGHT_BYTES[weight_dtype]
-    (n_dense, _), (n_exp, _) = states.groups(plan)
-    rows = []
-    for st in rank_stages(model, plan.pp, virtual):
-        dense = Fraction(st["split"], plan.tp) + st["whole"]
-        experts = Fraction(st["experts"], plan.ep * plan.tp)
-        acc = {"weights": Fraction(0), "gradients": Fraction(0), "optimizer": Fraction(0), "host": Fraction(0)}
-        for psi, n in ((dense, n_dense), (experts, n_exp)):
-            for key, x in shard_bytes(psi, n, plan.zero, K, bg, bw, states.offload).items():
-                acc[key] += x
-        rows.append({**{k: ceil(x) for k, x in acc.items()},
-                     "params_dense": dense, "params_experts": experts, "layers": st["layers"],
-                     "chunks": st.get("chunks", [st])})
-    return rows
-
-
 def rank_stages(model, pp: int, virtual: int = 1) -> list[dict]:
     """Each pipeline rank's parameters; with ``virtual`` > 1 the sum of its model chunks
     r, r + pp, ..., r + (v−1)·pp of ``stages(model, pp·v)`` (Megatron's interleaved placement),
@@ -231,9 +187,3 @@ def rank_stages(model, pp: int, virtual: int = 1) -> list[dict]:
         out.append({"split": sum(c["split"] for c in mine), "whole": sum(c["whole"] for c in mine),
                     "experts": sum(c["experts"] for c in mine), "layers": layers, "chunks": mine})
     return out
-
-
-def zero_formula(psi, K, n, z: int, bw=2, bg=2) -> sympy.Expr:
-    """The ZeRO paper's per-GPU model-state bytes for Ψ parameters over N_d ranks (Fig. 1)."""
-    return (bw * psi / (n if z >= 3 else 1) + bg * psi / (n if z >= 2 else 1)
-            + K * psi / (n if z >= 1 else 1))

@@ -33,28 +33,41 @@ def warmup(p: int, r: int, v: int, m: int) -> int:
     return min(w, total)
 
 
-def peak(p: int, r: int, v: int, m: int, chunk_bytes) -> list[int]:
-    """In-flight count of each of rank r's v local chunks when its activation bytes peak."""
-    total = m * v
+def in_flight(p, r, m):
+    """1F1B (v = 1): micro-batches rank r of p holds at its peak, min(p − r, m) (numbers or arrays:
+    ``train --search`` calls it with NumPy arrays of m)."""
+    if hasattr(m, "shape"):
+        import numpy  # arrays only come from train --search, which has numpy loaded
+        return numpy.minimum(m, p - r)
+    return min(m, p - r)
+
+
+def held_states(p: int, r: int, v: int, m: int) -> list[tuple[int, ...]]:
+    """In-flight count of each of rank r's v local chunks after each forward, in schedule order:
+    the warmup's forwards, then one forward and one backward per steady step (the backwards of the
+    cooldown only free). The steady states repeat with period p·v (each chunk runs p forwards and
+    p backwards per period), so p·v steady steps give them all, each first where it first occurs."""
     w = warmup(p, r, v, m)
     held = [0] * v
-    best, best_held = -1, list(held)
-
-    def fwd(k):
-        nonlocal best, best_held
+    out = []
+    for k in range(w):
         held[forward_chunk(k, p, v)] += 1
+        out.append(tuple(held))
+    for i in range(min(m * v - w, p * v)):
+        held[forward_chunk(w + i, p, v)] += 1
+        out.append(tuple(held))
+        held[v - 1 - forward_chunk(i, p, v)] -= 1
+    return out
+
+
+def peak(p: int, r: int, v: int, m: int, chunk_bytes) -> list[int]:
+    """In-flight count of each of rank r's v local chunks when its activation bytes peak (the first
+    such moment of ``held_states``)."""
+    best, best_held = -1, [0] * v
+    for held in held_states(p, r, v, m):
         now = sum(h * b for h, b in zip(held, chunk_bytes))
         if now > best:
             best, best_held = now, list(held)
-
-    def bwd(k):
-        held[v - 1 - forward_chunk(k, p, v)] -= 1
-
-    for k in range(w):
-        fwd(k)
-    for i in range(total - w):
-        fwd(w + i)
-        bwd(i)
     return best_held
 
 

@@ -7,7 +7,7 @@ the CLI's ``--zero``, ``--recompute``, ``--sp/--no-sp``, ``--virtual-stages``, `
   layout     N_tp·N_cp·N_pp·N_dp = G with N_tp dividing the heads and ≤ the GPUs of a node,
              N_cp dividing the sequence, N_pp ≤ L, N_ep dividing both N_dp·N_cp and E;
   v          interleaved 1F1B's model chunks per stage: 1, or v > 1 with N_pp > 1, N_pp·v dividing
-             L and m a multiple of N_pp (``memory.check_pipeline``; Megatron-LM's
+             L and m a multiple of N_pp (``setup.check_pipeline``; Megatron-LM's
              ``forward_backward_pipelining_with_interleaving`` runs micro-batches in groups of
              ``microbatch_group_size_per_vp_stage`` = N_pp by default and raises unless the last
              group is empty or at least N_pp long, i.e. unless N_pp divides m);
@@ -20,22 +20,24 @@ the CLI's ``--zero``, ``--recompute``, ``--sp/--no-sp``, ``--virtual-stages``, `
 The MoE capacity factor is a modelling input (it changes what is computed: padded expert rows,
 dropped tokens), so it is not swept; every candidate is costed with it.
 
-How: per-GPU bytes and step time separate into a part that depends on the layout and the
-model-state options (ZeRO, HSDP, offload: weights, gradients, optimizer state, the DP / HSDP /
-PCIe traffic; the ``Z`` table) and a part that depends on the layout, the micro-batch and the
-activation options (recompute, SP: activations in flight and working memory, compute, TP / PP /
-EP / CP traffic, the bubble; the ``R`` table). Each table is computed with NumPy once per pipeline
-rank whose composition differs (``plan.rank_stages``; of identical 1F1B stages the first holds the
-most); a candidate is a pair of rows, one of each table, of the same layout, and only the per-rank
-sums, the max over ranks and the step time are formed over all candidates. The formulas are the
-ones ``train_memory`` / ``comm`` / ``steptime`` evaluate, with the same exact integers for memory
-(int64: the states' ceilings; the activation terms compiled once per (recompute, SP) by
-``symcost.numeric`` as integer numerator / denominator pairs; the interleaved schedule's
-in-flight chunks from its replay, ``schedule``) and the same collectives' α and β terms for the
-time. A setup where an activation term is not a whole number of bytes (a vocabulary- or
+How: the search evaluates the same term trees ``train`` and ``comm`` substitute, compiled with
+``symcost.numeric`` and evaluated on arrays. Per-GPU bytes and step time separate into a part
+that depends on the layout and the model-state options (ZeRO, HSDP, offload: the ZeRO rule
+``states.zero_terms`` and the DP / HSDP / PCIe collective rules of ``comm``, compiled once for the
+(ZeRO, offload) pairs asked, with the rank's parameter counts as symbols; the ``Z`` table) and a
+part that depends on the layout, the micro-batch and the activation options (recompute, SP: the
+``activations`` tree compiled once per (recompute, SP) as exact integer numerator / denominator
+pairs, ``comm.activation_collectives`` compiled once per SP with the rank's ``Composition`` as
+symbols, compute, the bubble; the ``R`` table). What is discrete per candidate is computed once
+per distinct key, as serving does per layout: the pipeline ranks whose composition differs
+(``plan.rank_stages``; of identical 1F1B stages the first holds the most), the interleaved
+schedule's in-flight chunks (its replay, ``schedule``), the recomputed units. A candidate is a pair
+of rows, one of each table, of the same layout; only the per-rank sums, the max over ranks and the
+step time (``steptime``'s functions, on arrays) are formed over all candidates. Memory is exact
+(int64). A setup where an activation term is not a whole number of bytes (a vocabulary- or
 sequence-parallel split that N_tp does not divide: GPT-2's 50,257-token vocabulary over N_tp = 3)
 cannot be costed by ``train_memory`` (``terms.exact`` raises); such candidates are left out, and
-counted.
+counted, never rounded.
 ``tests/test_train_search.py`` checks sampled candidates and the best one against ``train``.
 """
 from __future__ import annotations
@@ -50,13 +52,17 @@ import sympy
 from ..conventions import Backward
 from ..errors import SymcostError
 from ..notation import sym
-from ..numeric import compile_exprs
+from ..numeric import compile_exprs, integer_ratio
 from ..terms import exact
 from .activations import activations, dispatch_buffers, per_layer
 from .memory import ACT_BYTES
-from .comm import tp_collectives
+from .comm import composition
+from .recompute import Recompute, add_up, recomputed_units
 from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, layer_kinds, rank_stages
+from .setup import TrainSetup, check_capacity
 from .states import OFFLOAD
+from .schedule import in_flight
+from .steptime import Links, bubble, collective_seconds, link_bytes_s, spans
 
 RECOMPUTES = ("none", "selective", "full")
 ZEROS = (0, 1, 2, 3)
@@ -199,29 +205,14 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
 # -- the schedule's in-flight chunks, for every m at once ------------------------------------------
 @functools.lru_cache(maxsize=None)
 def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
-    """The in-flight chunk counts rank r of p can hold under interleaved 1F1B (``schedule.peak``'s
-    replay): the state after the warmup and after each steady forward. The steady states repeat
-    with period p·v (each chunk runs p forwards and p backwards per period), so p·v steady steps
-    give them all; warmup and cooldown states are dominated. Only maximal states are kept, so
-    max over states of (counts · chunk bytes) is the rank's peak."""
-    from .schedule import forward_chunk, warmup
-    w = warmup(p, r, v, m)
-    held = [0] * v
-    for k in range(w):
-        held[forward_chunk(k, p, v)] += 1
-    states = {tuple(held)}
-    for i in range(min(m * v - w, p * v)):
-        held[forward_chunk(w + i, p, v)] += 1
-        states.add(tuple(held))
-        held[v - 1 - forward_chunk(i, p, v)] -= 1
+    """The in-flight chunk counts rank r of p can hold under interleaved 1F1B (``schedule.held_states``,
+    the replay ``schedule.peak`` takes its maximum over). Only maximal states are kept, so max over
+    states of (counts · chunk bytes) is the rank's peak."""
+    from .schedule import held_states
+    states = set(held_states(p, r, v, m))
     S = sorted(states)
     keep = [s for s in S if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in S)]
     return np.array(keep, dtype=np.int64)
-
-
-#: ops of one TP block per micro-batch, by (sequence parallel, recomputed): ``comm.tp_collectives``
-TP_OPS = {(sp, again): sum(tp_collectives(1, 1, 2, sp, int(again))[1].values())
-          for sp in (False, True) for again in (False, True)}
 
 
 def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch):
@@ -265,14 +256,9 @@ class _ExactSum:
             items = []
             for e in es:
                 j = len(exprs)
-                num, den = sympy.fraction(sympy.together(e))
-                gens = sorted(e.free_symbols, key=str)
-                try:
-                    integral = all((sympy.Poly(x, *gens).domain.is_ZZ if gens else x.is_Integer) for x in (num, den))
-                except sympy.PolynomialError:
-                    integral = False
-                if integral:
-                    exprs[f"n{j}"], exprs[f"q{j}"] = num, den
+                ratio = integer_ratio(e)
+                if ratio is not None:
+                    exprs[f"n{j}"], exprs[f"q{j}"] = ratio
                     items.append((f"n{j}", f"q{j}"))
                 else:
                     exprs[f"f{j}"] = e
@@ -301,8 +287,101 @@ class _ExactSum:
         return out, wholes
 
 
-def _ceil_div(num, den):
-    return -((-num) // den)
+_COMPOSITION = ("blocks", "blocks_again", "sends", "n_moe", "a2a", "cp_rounds", "cp_width")
+_RANK = tuple(sympy.Dummy(k) for k in _COMPOSITION)
+
+
+@functools.lru_cache(maxsize=None)
+def _r_terms(sp: bool, capacity, values: tuple):
+    """``comm.activation_collectives`` compiled: bytes and ops per step on tp, pp, ep and cp of a
+    rank whose ``Composition`` is given (the arguments ``_COMPOSITION``, then N_tp, N_ep, N_cp, B,
+    m_mb as float arrays), with d, k, E, T and b_a bound (``values``)."""
+    from .comm import Composition, activation_collectives
+    vals = dict(values)
+    vol, ops = activation_collectives(Composition(*_RANK), sp, capacity, vals)
+    bound = {sym.T: vals[sym.T], sym.b_a: vals[sym.b_a]}
+    exprs = {}
+    for dim in vol:
+        exprs[dim] = sympy.sympify(vol[dim]).xreplace(bound)
+        exprs[dim + "_ops"] = ops[dim]
+    return compile_exprs(exprs, (*_RANK, sym.N_tp, sym.N_ep, sym.N_cp, sym.B, sym.m_mb), exact_int=True)
+
+
+_PSI = (sympy.Dummy("S"), sympy.Dummy("W"), sympy.Dummy("X"))  # a rank's TP-split, replicated, expert params
+
+
+@functools.lru_cache(maxsize=None)
+def _z_terms(pairs: tuple, K, bg: int, bw: int):
+    """The model-state side of the candidates, compiled once for every (ZeRO, offload) pair asked:
+    per pair, ``weights`` / ``gradients`` / ``optimizer`` (a GPU's bytes, exact:
+    ``states.zero_terms``, rounded up per kind as ``train``) and, per parameter group j, the bytes
+    of ``comm``'s collective rules (``dp_collectives``, ``replicate_collectives``, ``host_traffic``)
+    split into the part without m_mb (``_0``) and the part per micro-batch (``_1``), with their op
+    counts. Returns (the compiled function, {pair: {key: name of its value}}); equal expressions
+    of several pairs are computed once. Arguments: the rank's three parameter counts, then N_tp,
+    N_ep, N_cp, N_sh (N_dp when not HSDP) and N_dp."""
+    from .comm import dp_collectives, replicate_collectives
+    from .states import host_ops, host_traffic, param_groups, zero_terms
+    M = sym.m_mb
+    groups = param_groups(*_PSI, sym.N_sh)
+    rep = sym.N_dp / sym.N_sh
+    Kq = sympy.Rational(K.numerator, K.denominator)
+    exprs, names, per = {}, {}, {}
+
+    def name(e):
+        if e not in names:
+            names[e] = f"e{len(names)}"
+            exprs[names[e]] = e
+        return names[e]
+
+    cache = {}
+
+    def once(key, build):  # a volume depends on the ZeRO stage or on the offload, not on both
+        if key not in cache:
+            cache[key] = {k: name(e) for k, e in build().items()}
+        return cache[key]
+
+    for zero, offload in pairs:
+        st = zero_terms(groups, zero, Kq, bg, bw, offload)
+        out = {k: name(sympy.ceiling(sympy.sympify(st[k]), evaluate=False))
+               for k in ("weights", "gradients", "optimizer")}
+
+        def dp(zero=zero):
+            d = {}
+            for j, (psi, n) in enumerate(groups):
+                b_dp, ops_dp = dp_collectives(psi, n, zero, M, bg, bw)
+                b_rep, ops_rep = replicate_collectives(psi / n, rep, zero, M, bg)
+                d.update(_per_micro_batch(f"dp{j}", b_dp))
+                d.update(_per_micro_batch(f"dp_replicate{j}", b_rep))
+            d.update(_per_micro_batch("dp_ops", sum(ops_dp.values(), sympy.Integer(0))))
+            d.update(_per_micro_batch("dp_replicate_ops", sum(ops_rep.values(), sympy.Integer(0))))
+            return d
+
+        def host(offload=offload):
+            d = {}
+            for j, (psi, n) in enumerate(groups):
+                d.update(_per_micro_batch(f"host{j}", host_traffic(psi, n, M, bg, bw, offload)))
+            d.update(_per_micro_batch("host_ops", host_ops(M, offload)))
+            return d
+
+        out.update(once(("zero", zero), dp))
+        out.update(once(("offload", offload), host))
+        per[zero, offload] = out
+    fn = compile_exprs(exprs, (*_PSI, sym.N_tp, sym.N_ep, sym.N_cp, sym.N_sh, sym.N_dp), exact_int=True)
+    return fn, per
+
+
+def _per_micro_batch(key: str, e) -> dict:
+    """``e`` = e_0 + m_mb·e_1 (a step's volume: per step and per micro-batch), as {key_0: e_0, key_1: e_1};
+    the split is checked at one point (m_mb = 2, every other symbol 3)."""
+    e = sympy.sympify(e)
+    M = sym.m_mb
+    e0 = e.xreplace({M: sympy.Integer(0)})
+    e1 = e.xreplace({M: sympy.Integer(1)}) - e0
+    pt = {s: sympy.Integer(3) for s in e.free_symbols if s != M}
+    if e.xreplace({**pt, M: sympy.Integer(2)}) != (e0 + 2 * e1).xreplace(pt):
+        raise SymcostError(f"--search: {key} is not linear in the micro-batches")
+    return {f"{key}_0": e0, f"{key}_1": e1}
 
 
 @dataclass
@@ -320,20 +399,26 @@ class Result:
         m = int(self.space.R["m"][ir])
         out = {dim: float(t["R_bytes"][dim][ir]) for dim in ("tp", "pp", "ep", "cp")}
         for dim in ("dp", "dp_replicate", "host"):
-            out[dim] = float(t["Z_bytes"][dim][iz]) * (m if t["Z_scaled"][dim][iz] else 1)
+            out[dim] = float(t["Z_bytes"][dim][0, iz] + m * t["Z_bytes"][dim][1, iz])
         return {"micro_batches": m, "bubble": float(t["bubble"][ir]), "bytes": out}
 
 
-def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: float = 0.4, kernel="flash",
-             act_dtype="bf16", grad_dtype="bf16", optimizer="adamw", ib_bytes_s=50e9, gpus_per_node=8,
-             alpha_s=10e-6, overlap=0.0, pcie_bytes_s=63e9, capacity=None, scan="fused") -> Result:
-    """Per-GPU bytes (exact) and step time of every candidate."""
-    from .flops import train_flops
+def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None = None, mfu: float = 0.4,
+             overlap: float = 0.0) -> Result:
+    """Per-GPU bytes (exact) and step time of every candidate. ``setup`` gives what is not swept
+    (the batch: seq and global batch; the optimizer and gradient dtype; the backward conventions;
+    the capacity factor); ``links`` the α–β model (default: ``gpu``'s NVLink, ``Links``' others)."""
+    from .activations import routed_rows
+    from .flops import padded_parts, train_flops
+    seq, global_batch, capacity = setup.seq, setup.batch.global_batch, setup.capacity
+    kernel, act_dtype, scan = setup.backward.kernel, setup.backward.act_dtype, setup.backward.scan
+    grad_dtype, optimizer = setup.states.grad_dtype, setup.states.optimizer
+    links = links or Links(nvlink_bytes_s=gpu.link_gbs * 1e9)
     v = model.values
     lay, R, Z = space.lay, space.R, space.Z
     a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
     Kf = OPTIMIZER_BYTES[optimizer]
-    Kn, Kd = Kf.numerator, Kf.denominator
+    Kn = Kf.numerator
     d = exact(sym.d, v)
     kinds = layer_kinds(model)
     has_moe = any(x.moe for x in kinds.values())
@@ -341,7 +426,7 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     E = exact(sym.E, v) if has_moe else 1
     cf = None if capacity is None else Fraction(capacity)
     counts = {g.name: exact(g.count, v) for g in model.groups}
-    nvl, G = gpu.link_gbs * 1e9, int(lay["dp"][0] * lay["tp"][0] * lay["pp"][0] * lay["cp"][0])
+    G = int(lay["dp"][0] * lay["tp"][0] * lay["pp"][0] * lay["cp"][0])
     peak = gpu.bf16_tflops * 1e12 * mfu
     nR, nZ = len(R["L"]), len(Z["L"])
     # layout columns on the rows of each table
@@ -350,7 +435,7 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
     z_dp, z_tp, z_ep, z_cp = (lay[k][zL] for k in ("dp", "tp", "ep", "cp"))
     b, m, rc, spf = R["b"], R["m"], R["rc"], R["sp"]
     rc_name = np.array(space.recomputes)[rc]
-    full, none_rc = rc_name == "full", rc_name == "none"
+    full = rc_name == "full"
     s_tok = seq // r_cp
     # -- activations of every R row, per group (exact integers) -----------------------------------
     acts = {}  # key -> int64 array over R rows
@@ -382,14 +467,7 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
         if cf is None:
             F[rname] = (float(tree.total_at(model.values_with(T=seq, B=global_batch))), 0.0)
         else:  # padded experts (flops.padded_expert_flops): F0 + per-row cost × the step's rows
-            v1, vall = model.values_with(T=seq, B=1), model.values_with(T=seq, B=global_batch)
-            f0 = fe = Fraction(0)
-            for path, expr in tree.flatten().items():
-                if path.rsplit("/", 1)[-1].startswith("experts_"):
-                    fe += Fraction(exact(expr, v1), k_route * seq)
-                else:
-                    f0 += exact(expr, vall)
-            F[rname] = (float(f0), float(fe))
+            F[rname] = tuple(float(x) for x in padded_parts(model, tree, seq=seq, batch=global_batch))
     f0 = np.zeros(nR)
     fe = np.zeros(nR)
     for rname, (x0, x1) in F.items():
@@ -399,17 +477,24 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
         rows = k_route * s_tok * b  # routed rows of one MoE layer on one rank (activations.routed_rows)
         step_flops = f0.copy()
     else:
-        rows = E * _ceil_div(cf.numerator * k_route * s_tok * b, cf.denominator * E)
+        rows = compile_exprs({"rows": routed_rows(k_route, E, seq / sym.N_cp * sym.B, cf)}, (sym.N_cp, sym.B),
+                             exact_int=True)(r_cp, b)["rows"]  # activations.routed_rows, padded
         step_flops = f0 + fe * (m * r_dp * r_cp * rows)
     compute = step_flops / G / peak
-    bub = np.where(r_pp > 1, (r_pp - 1) / (r_v * m + r_pp - 1), 0.0)
+    bub = bubble(r_pp, m, r_v)
+    r_values = tuple((k, sympy.Integer(x)) for k, x in
+                     ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
     # -- per (pp, v) group: ranks, memory tables, traffic ----------------------------------------
     mem = np.zeros(len(space), dtype=np.int64)
     R_bytes = {k: np.zeros(nR) for k in ("tp", "pp", "ep", "cp")}
     R_cnt = {k: np.zeros(nR) for k in ("tp", "pp", "ep", "cp")}
-    Z_bytes = {k: np.zeros(nZ) for k in ("dp", "dp_replicate", "host")}
-    Z_cnt = {k: np.zeros(nZ) for k in ("dp", "dp_replicate", "host")}
-    Z_scaled = {"dp": Z["zero"] == 3, "dp_replicate": Z["zero"] == 3, "host": Z["off"] == OFFLOAD.index("params")}
+    # the Z side's bytes and collectives per step: [the part independent of m, the part per micro-batch]
+    Z_bytes = {k: np.zeros((2, nZ)) for k in ("dp", "dp_replicate", "host")}
+    Z_cnt = {k: np.zeros((2, nZ)) for k in ("dp", "dp_replicate", "host")}
+    zo_pairs = sorted({(int(x), int(y)) for x, y in zip(Z["zero"], Z["off"])})
+    zo_code = np.array([z_ * 3 + o_ for z_, o_ in zo_pairs])
+    z_fn, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw)
+    z_names = {(z_, o_): z_names[z_, OFFLOAD[o_]] for z_, o_ in zo_pairs}
     key = lay["pp"] * 10**6 + lay["v"]
     bounds = np.flatnonzero(np.diff(key)) + 1
     starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(key)]])
@@ -451,7 +536,7 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
                     x = x + acts["post"][rs]
                 chunk_a.append(x)
             if v_val == 1:
-                held = np.minimum(mm, p_val - i) * chunk_a[0]
+                held = in_flight(p_val, i, mm) * chunk_a[0]
             else:
                 held = np.zeros(len(bb), dtype=np.int64)
                 CA = np.stack(chunk_a, axis=1)
@@ -462,35 +547,47 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
             for g in st["layers"]:
                 wk = np.maximum(wk, work[g][rs])
             H.append(held + wk)
-        # R side traffic: the busiest rank of each dimension is fixed by the rank's composition
-        blocks = [sum(c * kinds[g].tp_blocks for g, c in ranks[i]["layers"].items()) for i in range(p_val)]
-        nmoe = [sum(c for g, c in ranks[i]["layers"].items() if kinds[g].moe) for i in range(p_val)]
-        cpw = [sum(c * kinds[g].cp_width for g, c in ranks[i]["layers"].items()) for i in range(p_val)]
-        natt = [sum(c for g, c in ranks[i]["layers"].items() if kinds[g].attention) for i in range(p_val)]
-        icp = int(np.argmax(cpw))
-        block = (s_tok[rs] * bb * d * a).astype(float)
-        spr = spf[rs]
-        rtp = (tt - 1) / tt
-        nb = max(blocks)  # TP collectives of the busiest rank: comm.tp_collectives' ops per block, times nb
-        ops_sp = nb * np.where(full[rs], TP_OPS[True, True], TP_OPS[True, False])
-        ops_ar = nb * np.where(full[rs], TP_OPS[False, True], TP_OPS[False, False])
-        R_bytes["tp"][rs] = np.where(tt > 1, mm * rtp * block * np.where(spr, ops_sp + 4, 2 * ops_ar + 4), 0)
-        R_cnt["tp"][rs] = mm * (np.where(spr, ops_sp, ops_ar) + 2)
-        if p_val > 1:
-            sends = max(2 * v_val - (i == 0) - (i == p_val - 1) for i in range(p_val))
-            R_bytes["pp"][rs] = mm * sends * block / np.where(spr, tt, 1)
-            R_cnt["pp"][rs] = mm * sends
-        n_a2a = np.where(full[rs], 6, 4)
-        R_bytes["ep"][rs] = np.where(ee > 1, mm * max(nmoe) * n_a2a * (ee - 1) / ee
-                                     * rows[rs] * d * a, 0)
-        R_cnt["ep"][rs] = mm * max(nmoe) * n_a2a
-        rounds = 3 + np.where(none_rc[rs], 0, 1)
-        R_bytes["cp"][rs] = np.where(cc > 1, mm * cpw[icp] * rounds * (cc - 1) * s_tok[rs] * bb * a, 0)
-        R_cnt["cp"][rs] = mm * natt[icp] * rounds * (cc - 1)
-        # Z side: model states (exact) and DP / HSDP / PCIe traffic, per kept rank
+        # R side traffic: ``comm.activation_collectives`` compiled with the rank's composition as
+        # symbols (``_r_terms``), per kept rank; the busiest rank of each dimension (first on ties)
+        tt_f, ee_f, cc_f, bb_f, mm_f = (x.astype(float) for x in (tt, ee, cc, bb, mm))
+        rc_rs, sp_rs = rc[rs], spf[rs]
+        for ri, rname in enumerate(space.recomputes):
+            for s_ in (False, True):
+                sel = (rc_rs == ri) & (sp_rs == s_)
+                if not sel.any():
+                    continue
+                fn = _r_terms(s_, capacity, r_values)
+                args = (tt_f[sel], ee_f[sel], cc_f[sel], bb_f[sel], mm_f[sel])
+                top = None
+                for i in keep:
+                    st = ranks[i]
+                    chunks = st.get("chunks", [st])
+                    again = add_up(recomputed_units(model, Recompute(rname), chunks))
+                    rk = composition(i, st["layers"], again, kinds, p_val, v_val, rname)
+                    f = fn(*(getattr(rk, k) for k in _COMPOSITION), *args)
+                    if top is None:
+                        top = {dim: [np.broadcast_to(f[dim], args[0].shape).copy(),
+                                     np.broadcast_to(f[dim + "_ops"], args[0].shape).copy()] for dim in R_bytes}
+                        continue
+                    for dim in R_bytes:
+                        up = f[dim] > top[dim][0]
+                        top[dim][0] = np.where(up, f[dim], top[dim][0])
+                        top[dim][1] = np.where(up, f[dim + "_ops"], top[dim][1])
+                idx = np.flatnonzero(sel) + r_start[gi]
+                for dim in R_bytes:
+                    R_bytes[dim][idx], R_cnt[dim][idx] = top[dim]
+        # Z side: model states (exact) and DP / HSDP / PCIe traffic, per kept rank: the states'
+        # and the collectives' formulas (``_z_terms``), compiled once per (ZeRO, offload)
         zt, ze, zcp, zdp = z_tp[zs], z_ep[zs], z_cp[zs], z_dp[zs]
         zz, off, sh = Z["zero"][zs], Z["off"][zs], Z["sh"][zs]
-        nd, ne = sh * zcp, sh * zcp // ze
+        n_of = (sh * zcp, sh * zcp // ze)  # the two groups' ZeRO ranks
+        hs = sh < zdp
+        pidx = np.searchsorted(zo_code, zz * 3 + off)  # each row's (ZeRO, offload) pair
+        nz = len(zz)
+        z_pick = {}  # key -> (its distinct compiled values, each row's index among them)
+        for key in z_names[zo_pairs[0]]:
+            names = sorted({z_names[p][key] for p in zo_pairs})
+            z_pick[key] = names, np.array([names.index(z_names[p][key]) for p in zo_pairs])[pidx]
         S = []
         best = None
         for i in keep:
@@ -498,80 +595,76 @@ def evaluate(model, space: Space, *, seq: int, global_batch: int, gpu, mfu: floa
             Y = st["experts"]
             if ((st["split"] + st["whole"] * int(zt.max())) * int(ze.max()) + Y) * max(Kn, 4) > 2**62:
                 raise SymcostError("--search: a stage's parameter count overflows the int64 sweep")
-            Xr = st["split"] + st["whole"] * zt  # TP-split + replicated parameters, × N_tp
+            nonzero = (st["split"] + st["whole"] > 0, Y > 0)
+            f = z_fn(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
 
-            def q(cn, cd, f):
-                num = np.where(f, Xr + Y, Xr * ze + Y) * cn
-                den = np.where(f, zt * nd, zt * ze) * cd
-                return _ceil_div(num, den)
+            def pick(key, dtype=float):
+                names, idx = z_pick[key]
+                if len(names) == 1:
+                    return np.asarray(f[names[0]], dtype=dtype)
+                return np.choose(idx, [np.broadcast_to(np.asarray(f[n], dtype=dtype), (nz,)) for n in names])
 
-            wq, gq, oq = q(bw, 1, zz >= 3), q(bg, 1, zz >= 2), q(Kn, Kd, zz >= 1)
-            S.append(np.where(off == 2, 0, wq) + np.where(off == 0, gq + oq, 0))
-            # traffic (float), the busiest rank per dimension (first on ties, as comm)
-            psi_d, psi_e = Xr / zt, Y / (ze * zt)
-            o = {k: np.zeros(len(zz)) for k in Z_bytes}
-            c = {k: np.zeros(len(zz)) for k in Z_bytes}
-            coef = np.where(zz == 0, 2 * bg, np.where(zz < 3, bg + bw, 2 * bw + bg))
-            nops = np.where(zz == 0, 1, np.where(zz < 3, 2, 3))
-            hs = sh < zdp
-            rep = zdp / sh
-            for psi, n, nonzero in ((psi_d, nd, st["split"] + st["whole"] > 0), (psi_e, ne, Y > 0)):
-                if not nonzero:
-                    continue
-                act = n > 1
-                o["dp"] += np.where(act, (n - 1) / n * coef * psi, 0)
-                c["dp"] += np.where(act, nops, 0)
-                o["dp_replicate"] += np.where(hs, 2 * (rep - 1) / rep * bg * psi / n, 0)
-                c["dp_replicate"] += hs
-                o["host"] += np.where(off == 1, (bg + bw) * psi / n, np.where(off == 2, (2 * bw + bg) * psi / n, 0))
-                c["host"] += np.where(off == 1, 2, np.where(off == 2, 3, 0))
-            if best is None:
+            mem_i = sum(pick(k, np.int64) for k in ("weights", "gradients", "optimizer"))
+            o = {k: np.zeros((2, nz)) for k in Z_bytes}  # [part without m, part × m]
+            c = {k: np.zeros((2, nz)) for k in Z_bytes}
+            for kd in Z_bytes:
+                ops = [pick(f"{kd}_ops_{part}") for part in (0, 1)]
+                for j in (0, 1):
+                    if not nonzero[j]:
+                        continue
+                    on = n_of[j] > 1 if kd == "dp" else hs if kd == "dp_replicate" else True
+                    for part in (0, 1):
+                        o[kd][part] += np.where(on, pick(f"{kd}{j}_{part}"), 0)
+                        c[kd][part] += np.where(on, ops[part], 0)
+            S.append(mem_i)
+            if best is None:  # the busiest rank per dimension (first on ties, as comm), at m = 1
                 best = (o, c)
             else:
                 for kd in o:
-                    up = o[kd] > best[0][kd]
+                    up = o[kd].sum(axis=0) > best[0][kd].sum(axis=0)
                     best[0][kd] = np.where(up, o[kd], best[0][kd])
                     best[1][kd] = np.where(up, c[kd], best[1][kd])
         for kd in Z_bytes:
-            Z_bytes[kd][zs], Z_cnt[kd][zs] = best[0][kd], best[1][kd]
+            Z_bytes[kd][:, zs], Z_cnt[kd][:, zs] = best[0][kd], best[1][kd]
         # every candidate of the group: the heaviest rank's states + activations
         ir, iz = space.r[cs] - r_start[gi], space.z[cs] - z_start[gi]
         acc = S[0][iz] + H[0][ir]
         for Sk, Hk in zip(S[1:], H[1:]):
             np.maximum(acc, Sk[iz] + Hk[ir], out=acc)
         mem[cs] = acc
-    # -- step time: (compute + exposed traffic) / (1 − bubble) -----------------------------------
-    def t(nbytes, cnt, span):
-        beta = np.where(span <= gpus_per_node, nvl, ib_bytes_s) if span is not None else pcie_bytes_s
-        return np.where(nbytes > 0, cnt * alpha_s + nbytes / beta, 0.0)
+    # -- step time: steptime's α–β collectives, bubble and step, on arrays -------------------------
+    def t(dim, nbytes, cnt, span):
+        return collective_seconds(nbytes, cnt, link_bytes_s(dim, span, links), links.alpha_s)
 
-    spans_r = {"tp": r_tp, "pp": r_dp * r_tp * r_pp * r_cp, "ep": r_tp * r_ep, "cp": r_tp * r_cp}
-    tr = sum(t(R_bytes[k], R_cnt[k], spans_r[k]) for k in spans_r)
-    spans_z = {"dp": z_tp * z_cp * Z["sh"], "dp_replicate": z_tp * z_cp * z_dp, "host": None}
+    span_r = spans(r_dp, r_tp, r_pp, r_ep, r_cp)
+    tr = sum(t(k, R_bytes[k], R_cnt[k], span_r[k]) for k in R_bytes)
+    span_z = spans(z_dp, z_tp, 1, z_ep, z_cp, shard=Z["sh"])
     tz0, tz1 = np.zeros(nZ), np.zeros(nZ)
-    for kd, span in spans_z.items():
-        x = t(Z_bytes[kd], Z_cnt[kd], span)
-        tz0 += np.where(Z_scaled[kd], 0, x)
-        tz1 += np.where(Z_scaled[kd], x, 0)
+    for kd in Z_bytes:
+        tz0 += t(kd, Z_bytes[kd][0], Z_cnt[kd][0], span_z.get(kd))
+        tz1 += t(kd, Z_bytes[kd][1], Z_cnt[kd][1], span_z.get(kd))
+    # ``steptime.step_seconds`` distributed over the two tables: (compute + (1 − overlap)·(t_R + t_Z0
+    # + m·t_Z1)) / (1 − bubble), the R part formed once per R row
     ov = 1 - overlap
     inv = 1 / (1 - bub)
     P = (compute + ov * tr) * inv
     step = P[space.r] + (ov * tz0)[space.z] * inv[space.r] + (ov * tz1)[space.z] * (m * inv)[space.r]
-    return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "Z_scaled": Z_scaled, "bubble": bub},
+    return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "bubble": bub},
                   whole[space.r])
 
 
-def search(model, *, gpus: int, seq: int, global_batch: int, gpu, top: int = 5, zero=None, recompute=None,
-           sp=None, virtual=None, hsdp=None, offload=None, gpus_per_node: int = 8, **kw) -> dict:
-    """The ``top`` fastest candidates that fit (ties: less memory first). ``zero``, ``recompute``,
-    ``sp``, ``virtual``, ``hsdp`` (int or "none"), ``offload``: None sweeps, a value pins."""
-    if kw.get("capacity") is not None:
-        from .memory import check_capacity
-        check_capacity(model, kw["capacity"])
-    space = candidates(model, gpus, seq, global_batch, zeros=ZEROS if zero is None else (zero,),
+def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
+           virtual=None, hsdp=None, offload=None, links: Links | None = None, mfu: float = 0.4,
+           overlap: float = 0.0) -> dict:
+    """The ``top`` fastest candidates that fit (ties: less memory first). ``setup``: what is not
+    swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
+    ``offload``: None sweeps, a value pins."""
+    check_capacity(model, setup.capacity)
+    links = links or Links(nvlink_bytes_s=gpu.link_gbs * 1e9)
+    space = candidates(model, gpus, setup.seq, setup.batch.global_batch, zeros=ZEROS if zero is None else (zero,),
                        recomputes=RECOMPUTES if recompute is None else (recompute,), sp=sp, virtual=virtual,
-                       hsdp=hsdp, offload=offload, max_tp=gpus_per_node)
-    r = evaluate(model, space, seq=seq, global_batch=global_batch, gpu=gpu, gpus_per_node=gpus_per_node, **kw)
+                       hsdp=hsdp, offload=offload, max_tp=links.gpus_per_node)
+    r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap)
     mem, step = r.per_gpu_bytes, r.step_time_s
     fits = (mem <= gpu.memory_bytes) & r.valid
     fit = np.flatnonzero(fits)

@@ -63,16 +63,17 @@ def training_context(model, *, seq: int, lines_for) -> dict:
     """Everything the two sections print (``lines_for`` is ``report.lines_for``)."""
     from .comm import comm
     from .memory import train_memory
+    from .setup import TrainSetup
     try:
         lay, dropped = default_layout(model, seq)
-        kw = dict(seq=seq, micro_batch=1, global_batch=MICRO_BATCHES * lay["dp"], zero=1, sp=lay["tp"] > 1,
-                  **lay)
-        cm = comm(model, **kw)
+        setup = TrainSetup.of(seq=seq, micro_batch=1, global_batch=MICRO_BATCHES * lay["dp"], zero=1,
+                              sp=lay["tp"] > 1, **lay)
+        cm = comm(model, setup)
     except SymcostError as e:
         return {"error": str(e)}
     act_error = ""
     try:
-        tm = train_memory(model, **kw)
+        tm = train_memory(model, setup)
     except SymcostError as e:  # a mechanism without saved-tensor declarations yet: states only
         act_error = str(e).split(" (use --activations")[0]
         tm = None
@@ -88,13 +89,11 @@ def training_context(model, *, seq: int, lines_for) -> dict:
                      f"sequence of $T = " + f"{seq:,}".replace(",", "{,}") + "$ tokens")
     # -- memory: model states and activations of the heaviest stage ------------------------------------
     if tm is None:
-        from .memory import _state_formula
-        from .plan import Plan, model_states
-        plan = Plan(dp=lay["dp"], tp=lay["tp"], pp=lay["pp"], cp=lay["cp"], ep=lay["ep"], zero=1, sp=lay["tp"] > 1)
-        rows = model_states(model, plan)
+        from .memory import formula as memory_formula, model_states
+        rows = model_states(model, setup)
         stage = max(range(len(rows)), key=lambda i: rows[i]["weights"] + rows[i]["gradients"] + rows[i]["optimizer"])
         heavy = {**rows[stage], "stage": stage}
-        formula = _state_formula(model, plan, heavy, "adamw", "bf16", Backward(), lay["tp"] > 1, False)
+        formula = memory_formula(model, setup, heavy, engine=False)
         figures = {k: heavy[k] for k in ("weights", "gradients", "optimizer")}
         per_gpu, working, in_flight = sum(figures.values()), 0, min(MICRO_BATCHES, lay["pp"])
     else:

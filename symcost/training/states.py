@@ -11,7 +11,13 @@ r = N_dp/N_sh groups. Per GPU, with Ψ_g the group's parameters on that GPU:
 
     weights   b_w·Ψ_g / (n_g if ZeRO-3)
     gradients b_g·Ψ_g / (n_g if ZeRO ≥ 2)
-    optimizer K·Ψ_g / (n_g if ZeRO ≥ 1)        K = 12 AdamW, 8 SGD+momentum, 6 + 1/256 8-bit Adam
+    optimizer K·Ψ_g / (n_g if ZeRO ≥ 1)
+
+b_g = 2 (bf16) or 4 (fp32 main grads); K = 12 AdamW (fp32 master, m, v), 8 SGD with momentum
+(master, momentum), 6 + 1/256 8-bit Adam (master, two int8 moments, an fp32 absmax per
+2048-element block and moment) (Rajbhandari et al. 2020, ZeRO; Megatron's distributed optimizer is
+ZeRO-1 with ``--grad-dtype fp32``). This rule is written once, ``zero_terms``: ``train``
+substitutes it for one layout (``memory.state_formula``), ``train --search`` compiles it.
 
 CPU offload (``--offload``) moves states to host memory; what leaves the GPU is the GPU's own
 shard, so host bytes are per GPU (a node's host holds the sum over its GPUs):
@@ -35,19 +41,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+import sympy
+
 from ..errors import SymcostError
+from ..notation import sym
 
 OFFLOAD = ("none", "optimizer", "params")
 #: PCIe 5.0 x16 per direction: 32 GT/s × 16 lanes × 128/130 encoding / 8 bits ≈ 63.0 GB/s
 PCIE_GBS = 63.0
+OPTIMIZER_BYTES = {"adamw": Fraction(12), "sgd": Fraction(8), "adam8bit": Fraction(6) + Fraction(2 * 4, 2048)}
+GRAD_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+WEIGHT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 
 
 @dataclass(frozen=True)
 class States:
-    """How the model states are sharded and where they live (the layout is ``plan.Plan``)."""
+    """How the model states are sharded and where they live (the layout is ``plan.Plan``), and what
+    they are: the optimizer (K bytes per parameter) and the gradients' dtype (b_g)."""
 
     shard: int | None = None  # HSDP: ZeRO shard group in data-parallel ranks (N_sh); None = all N_dp
     offload: str = "none"
+    optimizer: str = "adamw"
+    grad_dtype: str = "bf16"
 
     def check(self, plan) -> None:
         if self.offload not in OFFLOAD:
@@ -72,36 +87,75 @@ class States:
             raise SymcostError(f"--ep {plan.ep} must divide hsdp-shard × cp = {n} × {plan.cp} = {n * plan.cp} "
                                f"(experts are sharded inside a shard group)")
 
+    def check_dtypes(self) -> None:
+        if self.optimizer not in OPTIMIZER_BYTES:
+            raise SymcostError(f"--optimizer: unknown optimizer {self.optimizer!r} ({', '.join(OPTIMIZER_BYTES)})")
+        if self.grad_dtype not in GRAD_BYTES:
+            raise SymcostError(f"--grad-dtype: unknown dtype {self.grad_dtype!r} (bf16, fp16, fp32)")
+
+    @property
+    def K(self) -> sympy.Rational:
+        """Optimizer bytes per parameter, exact."""
+        k = OPTIMIZER_BYTES[self.optimizer]
+        return sympy.Rational(k.numerator, k.denominator)
+
+    @property
+    def bg(self) -> int:
+        return GRAD_BYTES[self.grad_dtype]
+
     def groups(self, plan) -> tuple[tuple[int, int], tuple[int, int]]:
         """((n_dense, r), (n_experts, r)): ZeRO group sizes and replicas of the two parameter groups."""
         sh = plan.dp if self.shard is None else self.shard
         r = plan.dp // sh
         return (sh * plan.cp, r), (sh * plan.cp // plan.ep, r)
 
+    def shard_symbol(self):
+        """The data-parallel ranks one copy of the states spans: N_dp, or N_sh under HSDP."""
+        return sym.N_dp if self.shard is None else sym.N_sh
 
-def shard_bytes(psi, n: int, zero: int, K, bg, bw, offload: str) -> dict:
-    """GPU and host bytes of ``psi`` parameters of one group sharded over ``n`` ZeRO ranks."""
-    w = Fraction(bw) * psi / (n if zero >= 3 else 1)
-    g = Fraction(bg) * psi / (n if zero >= 2 else 1)
-    o = K * psi / (n if zero >= 1 else 1)
-    host = Fraction(0)
+
+def param_groups(split, whole, experts, shard=None):
+    """The two parameter groups of a stage on one GPU, ((Ψ_dense, n_dense), (Ψ_experts, n_experts)),
+    in the layout symbols: Ψ_dense = split/N_tp + whole over n = N_sh·N_cp ranks (N_sh is N_dp
+    without HSDP), Ψ_experts = experts/(N_ep·N_tp) over N_sh·N_cp/N_ep."""
+    shard = sym.N_dp if shard is None else shard
+    n = shard * sym.N_cp
+    return ((sympy.sympify(split) / sym.N_tp + whole, n),
+            (sympy.sympify(experts) / (sym.N_ep * sym.N_tp), n / sym.N_ep))
+
+
+def zero_terms(groups, zero: int, K, bg, bw, offload: str = "none") -> dict:
+    """THE ZeRO rule: GPU bytes (weights, gradients, optimizer) and host bytes of parameter groups
+    ``((Ψ_g, n_g), ...)``, each sharded over its own n_g ranks (the module docstring). Ψ and n may be
+    numbers or expressions; the result is of the same kind."""
+    w = g = o = host = 0
+    for psi, n in groups:
+        w += bw * psi / (n if zero >= 3 else 1)
+        g += bg * psi / (n if zero >= 2 else 1)
+        o += K * psi / (n if zero >= 1 else 1)
+        if offload in ("optimizer", "params"):
+            host += bg * psi / n  # the gradient shard goes to the host with the optimizer partition
     if offload in ("optimizer", "params"):
-        host += o + Fraction(bg) * psi / n  # the optimizer partition and its gradient shard
-        o, g = Fraction(0), Fraction(0)
+        host, o, g = host + o, 0, 0
     if offload == "params":
-        host += w
-        w = Fraction(0)
+        host, w = host + w, 0
     return {"weights": w, "gradients": g, "optimizer": o, "host": host}
 
 
-def host_traffic(psi, n: int, m: int, bg, bw, offload: str, grad_sync: str = "every") -> Fraction:
-    """PCIe bytes per step (both directions) one GPU moves for ``psi`` parameters over ``n`` ranks."""
+def shard_bytes(psi, n: int, zero: int, K, bg, bw, offload: str) -> dict:
+    """GPU and host bytes of ``psi`` parameters of one group sharded over ``n`` ZeRO ranks."""
+    return {k: Fraction(x) for k, x in zero_terms(((Fraction(psi), n),), zero, K, bg, bw, offload).items()}
+
+
+def host_traffic(psi, n, m, bg, bw, offload: str, grad_sync: str = "every"):
+    """PCIe bytes per step (both directions) one GPU moves for ``psi`` parameters over ``n`` ranks
+    (numbers or expressions)."""
     if offload == "optimizer":
-        return Fraction(bg + bw) * psi / n
+        return (bg + bw) * psi / n
     if offload == "params":
         rs = m if grad_sync == "every" else 1
-        return Fraction(2 * m * bw + rs * bg) * psi / n
-    return Fraction(0)
+        return (2 * m * bw + rs * bg) * psi / n
+    return 0
 
 
 def host_ops(m: int, offload: str, grad_sync: str = "every") -> int:

@@ -22,11 +22,35 @@ from dataclasses import dataclass
 from ..errors import SymcostError
 
 
-def bubble(pp: int, m: int, virtual: int = 1) -> float:
-    """Pipeline bubble as a share of the step: (p − 1)/(v·m + p − 1)."""
-    if pp <= 1:
-        return 0.0
+def bubble(pp, m, virtual=1):
+    """Pipeline bubble as a share of the step: (p − 1)/(v·m + p − 1), 0 without a pipeline
+    (numbers or NumPy arrays)."""
     return (pp - 1) / (virtual * m + pp - 1)
+
+
+def _select(cond, a, b):
+    if isinstance(cond, bool):
+        return a if cond else b
+    import numpy  # arrays only come from train --search, which has numpy loaded
+    return numpy.where(cond, a, b)
+
+
+def link_bytes_s(dim: str, span, links: "Links"):
+    """β of a dimension's group: NVLink when its ``span`` fits in a node, else the scale-out
+    link; CPU offload's host traffic over PCIe."""
+    if dim == "host":
+        return links.pcie_bytes_s
+    return _select(span <= links.gpus_per_node, links.nvlink_bytes_s, links.ib_bytes_s)
+
+
+def collective_seconds(nbytes, count, beta, alpha):
+    """t_dim = n_dim·α + bytes_dim/β, 0 when the dimension sends nothing (numbers or arrays)."""
+    return _select(nbytes > 0, count * alpha + nbytes / beta, 0.0)
+
+
+def step_seconds(compute, comm_s, overlap, bubble_share):
+    """t_step = (t_compute + (1 − overlap)·Σ t_dim) / (1 − bubble share)."""
+    return (compute + (1 - overlap) * comm_s) / (1 - bubble_share)
 
 
 @dataclass(frozen=True)
@@ -46,27 +70,24 @@ def spans(dp, tp, pp, ep, cp, shard=None) -> dict[str, int]:
             "pp": tp * cp * dp * pp}
 
 
-def step_time(flops_per_gpu: int, comm: dict, counts: dict, *, peak_flops: float, mfu: float,
-              links: Links, layout: dict, overlap: float = 0.0, m: int = 1, virtual: int = 1) -> dict:
+def step_time(flops_per_gpu: int, cm: dict, setup, *, peak_flops: float, mfu: float, links: Links,
+              overlap: float = 0.0) -> dict:
+    """One step's time for ``setup`` (``setup.TrainSetup``: its layout, HSDP shard, micro-batches
+    and virtual stages) from ``comm.comm``'s answer ``cm`` (bytes and collectives per dimension)."""
     if not 0 < mfu <= 1:
         raise SymcostError(f"--mfu must be in (0, 1], got {mfu}")
     if not 0 <= overlap <= 1:
         raise SymcostError(f"--overlap must be in [0, 1], got {overlap}")
     compute = flops_per_gpu / (peak_flops * mfu)
-    span = spans(**layout)
-    per_dim = {}
-    for dim, nbytes in comm.items():
-        if not nbytes:
-            per_dim[dim] = 0.0
-            continue
-        if dim == "host":  # CPU offload: PCIe, the two directions counted together
-            beta = links.pcie_bytes_s
-        else:
-            beta = links.nvlink_bytes_s if span[dim] <= links.gpus_per_node else links.ib_bytes_s
-        per_dim[dim] = counts.get(dim, 0) * links.alpha_s + nbytes / beta
+    p = setup.plan
+    span = spans(p.dp, p.tp, p.pp, p.ep, p.cp, setup.states.shard)
+    counts = cm["collectives"]
+    per_dim = {dim: float(collective_seconds(nbytes, counts.get(dim, 0), link_bytes_s(dim, span.get(dim), links),
+                                             links.alpha_s))
+               for dim, nbytes in cm["bytes"].items()}
     exposed = (1 - overlap) * sum(per_dim.values())
-    b = bubble(layout["pp"], m, virtual)
-    total = (compute + exposed) / (1 - b)
+    b = float(bubble(p.pp, cm["micro_batches"], setup.virtual))
+    total = step_seconds(compute, sum(per_dim.values()), overlap, b)
     return {"step_time_s": total, "compute_s": compute, "comm_s": per_dim, "exposed_comm_s": exposed,
             "bubble": b, "mfu": mfu, "overlap": overlap}
 

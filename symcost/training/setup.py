@@ -1,0 +1,159 @@
+"""One training setup: the settings every training cost reads, as one frozen value.
+
+    TrainSetup(batch, plan, states, recompute, backward, virtual, activations, capacity)
+
+  batch      ``Batch``: seq T, micro-batch B, global batch (m = global / (B·N_dp) micro-batches)
+  plan       ``plan.Plan``: N_dp, N_tp, N_pp, N_ep, N_cp, the ZeRO stage and sequence parallelism
+  virtual    interleaved 1F1B's model chunks per pipeline stage (v)
+  states     ``states.States``: HSDP shard group N_sh, CPU offload, optimizer, gradient dtype
+  recompute  ``recompute.Recompute``: none | selective | full, Megatron's method and N
+  backward   ``conventions.Backward``: attention kernel, activation dtype, recurrent scans (its
+             ``recompute`` mirrors ``recompute.mode``)
+  activations  engine (each component's declaration) | korthikanti (the 2022 paper's preset)
+  capacity   the MoE capacity factor (an exact Fraction), None = dropless
+
+``TrainSetup.of(**options)`` builds one from the command line's flat option names (the one place
+they are taken apart); ``check(model)`` rejects a setup that does not fit the model, once, with the
+command line's messages. ``train_memory(model, setup)``, ``comm(model, setup)`` and the search take
+it whole.
+
+>>> s = TrainSetup.of(seq=4096, micro_batch=1, global_batch=64, dp=8, tp=2, zero=1)
+>>> s.plan.dp, s.plan.zero, s.micro_batches
+(8, 1, 8)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ..conventions import Backward
+from ..errors import SymcostError
+from .plan import Plan
+from .recompute import Recompute
+from .states import States
+
+ACT_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Tokens of one step: sequences of ``seq`` tokens, ``micro_batch`` per micro-batch, and the
+    global batch (None: one micro-batch per data-parallel rank)."""
+
+    seq: int
+    micro_batch: int = 1
+    global_batch: int | None = None
+
+    def micro_batches(self, dp: int) -> int:
+        return micro_batches(self.global_batch, self.micro_batch, dp)
+
+
+@dataclass(frozen=True)
+class TrainSetup:
+    """Everything one training step's costs depend on besides the model (module docstring)."""
+
+    batch: Batch
+    plan: Plan = field(default_factory=Plan)
+    states: States = field(default_factory=States)
+    recompute: Recompute = field(default_factory=Recompute)
+    backward: Backward = field(default_factory=Backward)
+    virtual: int = 1
+    activations: str = "engine"
+    capacity: Fraction | None = None
+
+    @classmethod
+    def of(cls, *, seq: int, micro_batch: int = 1, global_batch: int | None = None, dp=1, tp=1, pp=1, ep=1,
+           cp=1, zero=0, sp=False, virtual=1, hsdp_shard=None, offload="none", optimizer="adamw",
+           grad_dtype="bf16", recompute="none", recompute_method="uniform", recompute_layers=1,
+           kernel="flash", act_dtype="bf16", scan="fused", activation_model="engine",
+           capacity=None) -> "TrainSetup":
+        """A setup from the command line's option names (``symcost train`` / ``comm``)."""
+        return cls(batch=Batch(seq, micro_batch, global_batch),
+                   plan=Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp),
+                   states=States(shard=hsdp_shard, offload=offload, optimizer=optimizer, grad_dtype=grad_dtype),
+                   recompute=Recompute(recompute, recompute_method, recompute_layers),
+                   backward=Backward(kernel=kernel, recompute=recompute, act_dtype=act_dtype, scan=scan),
+                   virtual=virtual, activations=activation_model, capacity=capacity)
+
+    def replace(self, **options) -> "TrainSetup":
+        """This setup with some options (``of``'s names) changed."""
+        return TrainSetup.of(**{**self.options(), **options})
+
+    def options(self) -> dict:
+        """``of``'s keywords for this setup."""
+        p, s, r, b = self.plan, self.states, self.recompute, self.backward
+        return dict(seq=self.batch.seq, micro_batch=self.batch.micro_batch, global_batch=self.batch.global_batch,
+                    dp=p.dp, tp=p.tp, pp=p.pp, ep=p.ep, cp=p.cp, zero=p.zero, sp=p.sp, virtual=self.virtual,
+                    hsdp_shard=s.shard, offload=s.offload, optimizer=s.optimizer, grad_dtype=s.grad_dtype,
+                    recompute=r.mode, recompute_method=r.method, recompute_layers=r.layers, kernel=b.kernel,
+                    act_dtype=b.act_dtype, scan=b.scan, activation_model=self.activations,
+                    capacity=self.capacity)
+
+    # -- derived -------------------------------------------------------------------------------------
+    @property
+    def seq(self) -> int:
+        return self.batch.seq
+
+    @property
+    def micro_batch(self) -> int:
+        return self.batch.micro_batch
+
+    @property
+    def micro_batches(self) -> int:
+        """m, the micro-batches per step (raises when the global batch does not split)."""
+        return self.batch.micro_batches(self.plan.dp)
+
+    @property
+    def act_bytes(self) -> int:
+        return ACT_BYTES[self.backward.act_dtype]
+
+    # -- validation ----------------------------------------------------------------------------------
+    def check(self, model) -> None:
+        """Reject a setup the model cannot train with, naming the constraint (the CLI's messages)."""
+        self.plan.check(model, self.seq)
+        self.states.check(self.plan)
+        self.recompute.check()
+        if self.activations == "korthikanti" and not (self.recompute.per_layer or self.recompute.mode != "full"):
+            raise SymcostError("--recompute-method / --recompute-layers need --activations engine "
+                               "(the preset has no per-layer split)")
+        check_capacity(model, self.capacity)
+        check_pipeline(model, self.plan, self.micro_batches, self.virtual)
+        self.states.check_dtypes()
+
+
+def micro_batches(global_batch: int | None, micro_batch: int, dp: int) -> int:
+    gb = global_batch or micro_batch * dp
+    if gb % (micro_batch * dp):
+        raise SymcostError(f"--global-batch {gb} is not a multiple of micro-batch × dp "
+                           f"({micro_batch} × {dp})")
+    return gb // (micro_batch * dp)
+
+
+def check_pipeline(model, plan: Plan, m: int, virtual: int) -> None:
+    """Interleaved 1F1B's constraints (Megatron-LM): v > 1 needs a pipeline, the layers split
+    evenly into N_pp·v chunks, and m a multiple of N_pp (micro-batch groups of N_pp)."""
+    if virtual == 1:
+        return
+    if plan.pp == 1:
+        raise SymcostError(f"--virtual-stages {virtual} needs --pp > 1 (interleaving splits pipeline stages)")
+    L = model.n_layers()
+    if L % (plan.pp * virtual):
+        raise SymcostError(f"--virtual-stages {virtual}: pp × v = {plan.pp} × {virtual} = {plan.pp * virtual} "
+                           f"must divide the layers L={L} (equal model chunks)")
+    if m % plan.pp:
+        raise SymcostError(f"--virtual-stages {virtual}: the micro-batches per step ({m}) must be a multiple "
+                           f"of --pp {plan.pp} (Megatron's interleaved schedule runs them in groups of pp)")
+
+
+def has_experts(model) -> bool:
+    from ..components.moe import MoE
+    return any(isinstance(c, MoE) for g in model.groups for c in g.components)
+
+
+def check_capacity(model, capacity) -> None:
+    if capacity is None:
+        return
+    if not has_experts(model):
+        raise SymcostError("--capacity-factor: the model has no routed experts")
+    if capacity <= 0:
+        raise SymcostError(f"--capacity-factor must be > 0, got {capacity}")
