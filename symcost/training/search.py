@@ -570,31 +570,33 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         # symbols (``_r_terms``), per kept rank; the busiest rank of each dimension (first on ties)
         tt_f, ee_f, cc_f, bb_f, mm_f = (x.astype(float) for x in (tt, ee, cc, bb, mm))
         rc_rs, sp_rs = rc[rs], spf[rs]
-        for ri, rname in enumerate(space.recomputes):
-            for s_ in (False, True):
-                sel = (rc_rs == ri) & (sp_rs == s_)
-                if not sel.any():
+        rcs = [Recompute(rname) for rname in space.recomputes]
+        for s_ in (False, True):
+            sel = sp_rs == s_
+            if not sel.any():
+                continue
+            fn = _r_terms(s_, capacity, r_values)
+            args = (tt_f[sel], ee_f[sel], cc_f[sel], bb_f[sel], mm_f[sel])
+            rsel = rc_rs[sel]
+            top = None
+            for i in keep:
+                st = ranks[i]
+                chunks = st.get("chunks", [st])
+                # the rank's composition under each recompute mode, on the rows of that mode
+                comps = [composition(i, st["layers"], add_up(recomputed_units(model, r_, chunks)), kinds, p_val, v_val,
+                                     r_.mode) for r_ in rcs]
+                f = fn(*(np.array([getattr(c_, k) for c_ in comps], dtype=float)[rsel] for k in _COMPOSITION), *args)
+                if top is None:
+                    top = {dim: [np.broadcast_to(f[dim], rsel.shape).copy(),
+                                 np.broadcast_to(f[dim + "_ops"], rsel.shape).copy()] for dim in R_bytes}
                     continue
-                fn = _r_terms(s_, capacity, r_values)
-                args = (tt_f[sel], ee_f[sel], cc_f[sel], bb_f[sel], mm_f[sel])
-                top = None
-                for i in keep:
-                    st = ranks[i]
-                    chunks = st.get("chunks", [st])
-                    again = add_up(recomputed_units(model, Recompute(rname), chunks))
-                    rk = composition(i, st["layers"], again, kinds, p_val, v_val, rname)
-                    f = fn(*(getattr(rk, k) for k in _COMPOSITION), *args)
-                    if top is None:
-                        top = {dim: [np.broadcast_to(f[dim], args[0].shape).copy(),
-                                     np.broadcast_to(f[dim + "_ops"], args[0].shape).copy()] for dim in R_bytes}
-                        continue
-                    for dim in R_bytes:
-                        up = f[dim] > top[dim][0]
-                        top[dim][0] = np.where(up, f[dim], top[dim][0])
-                        top[dim][1] = np.where(up, f[dim + "_ops"], top[dim][1])
-                idx = np.flatnonzero(sel) + r_start[gi]
                 for dim in R_bytes:
-                    R_bytes[dim][idx], R_cnt[dim][idx] = top[dim]
+                    up = f[dim] > top[dim][0]
+                    top[dim][0] = np.where(up, f[dim], top[dim][0])
+                    top[dim][1] = np.where(up, f[dim + "_ops"], top[dim][1])
+            idx = np.flatnonzero(sel) + r_start[gi]
+            for dim in R_bytes:
+                R_bytes[dim][idx], R_cnt[dim][idx] = top[dim]
         # Z side: model states (exact) and DP / HSDP / PCIe traffic, per kept rank: the states'
         # and the collectives' formulas (``_z_terms``), compiled once per (ZeRO, offload)
         zt, ze, zcp, zdp = z_tp[zs], z_ep[zs], z_cp[zs], z_dp[zs]
@@ -624,6 +626,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                   for kd in Z_bytes for j in (0, 1)}
         S = []
         best = None
+        counts_by = {}
         for i in keep:
             st = ranks[i]
             Y = st["experts"]
@@ -634,17 +637,19 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             f = z_mem(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
             mem_i = sum(pick(f, k, np.int64) for k in ("weights", "gradients", "optimizer"))
             o = {k: np.zeros((2, nz)) for k in Z_bytes}  # [part without m, part × m]
-            c = {k: np.zeros((2, nz)) for k in Z_bytes}
             for kd in Z_bytes:
                 for j in (0, 1):
-                    if not nonzero[j]:
-                        continue
-                    for part in (0, 1):
-                        o[kd][part] += per_param[kd, j, part] * psi[j]
-                        c[kd][part] += np.where(on_ops[kd, j], ops[kd][part], 0)
+                    if nonzero[j]:
+                        for part in (0, 1):
+                            o[kd][part] += per_param[kd, j, part] * psi[j]
+            if nonzero not in counts_by:  # the ops depend on the rank only through which groups it holds
+                counts_by[nonzero] = {kd: np.stack([sum((np.where(on_ops[kd, j], ops[kd][part], 0)
+                                                         for j in (0, 1) if nonzero[j]), np.zeros(nz))
+                                                    for part in (0, 1)]) for kd in Z_bytes}
+            c = counts_by[nonzero]
             S.append(mem_i)
             if best is None:  # the busiest rank per dimension (first on ties, as comm), at m = 1
-                best = (o, c)
+                best = (o, dict(c))
             else:
                 for kd in o:
                     up = o[kd].sum(axis=0) > best[0][kd].sum(axis=0)
