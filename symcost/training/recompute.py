@@ -69,23 +69,35 @@ class Recompute:
             return [True] * n
         return [i < self.layers for i in range(n)]
 
-    def chunk(self, kept_in: list[int], saved: list[int], extra: list[int]) -> tuple[int, int]:
+    def chunk(self, kept_in: list, saved: list, extra: list) -> tuple:
         """(bytes held for backward, working bytes at the backward's peak) of one model chunk whose
         layers, in order, keep ``kept_in`` as a checkpoint, ``saved`` without recomputation and
         ``extra`` in transient buffers (the formulas of the module docstring; under none or
-        selective every layer keeps ``saved``)."""
+        selective every layer keeps ``saved``). Numbers, or NumPy arrays (``train --search``)."""
         n = len(saved)
         if self.mode != "full":
-            return sum(saved), max(extra, default=0)
+            return sum(saved), _largest(extra)
         if self.method == "block":
             r = self.recomputed(n)
             held = sum(kept_in[i] if r[i] else saved[i] for i in range(n))
-            work = max(((saved[i] if r[i] else 0) + extra[i] for i in range(n)), default=0)
+            work = _largest((saved[i] if r[i] else 0) + extra[i] for i in range(n))
             return held, work
         groups = [range(i, min(i + self.layers, n)) for i in range(0, n, self.layers)]
         held = sum(kept_in[g[0]] for g in groups)
-        work = max((sum(saved[i] for i in g) + max(extra[i] for i in g) for g in groups), default=0)
+        work = _largest(sum(saved[i] for i in g) + _largest(extra[i] for i in g) for g in groups)
         return held, work
+
+
+def _largest(xs):
+    """The largest of non-negative numbers (0 for none), elementwise for NumPy arrays."""
+    out = 0
+    for x in xs:
+        if hasattr(x, "shape") or hasattr(out, "shape"):
+            import numpy  # arrays only come from train --search, which has numpy loaded
+            out = numpy.maximum(out, x)
+        else:
+            out = max(out, x)
+    return out
 
 
 def recomputed_units(model, rc: Recompute, chunks: list[dict]) -> list[dict[str, int]]:

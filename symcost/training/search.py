@@ -314,41 +314,44 @@ _PSI = (sympy.Dummy("S"), sympy.Dummy("W"), sympy.Dummy("X"))  # a rank's TP-spl
 def _z_terms(pairs: tuple, K, bg: int, bw: int):
     """The model-state side of the candidates, compiled once for every (ZeRO, offload) pair asked:
     per pair, ``weights`` / ``gradients`` / ``optimizer`` (a GPU's bytes, exact:
-    ``states.zero_terms``, rounded up per kind as ``train``) and, per parameter group j, the bytes
-    of ``comm``'s collective rules (``dp_collectives``, ``replicate_collectives``, ``host_traffic``)
-    split into the part without m_mb (``_0``) and the part per micro-batch (``_1``), with their op
-    counts. Returns (the compiled function, {pair: {key: name of its value}}); equal expressions
-    of several pairs are computed once. Arguments: the rank's three parameter counts, then N_tp,
-    N_ep, N_cp, N_sh (N_dp when not HSDP) and N_dp."""
+    ``states.zero_terms``, rounded up per kind as ``train``; the function ``mem`` of the rank's
+    three parameter counts, then N_tp, N_ep, N_cp, N_sh — N_dp when not HSDP — and N_dp) and, per
+    parameter group j, the bytes of ``comm``'s collective rules (``dp_collectives``,
+    ``replicate_collectives``, ``host_traffic``) per parameter of the group (each moves its Ψ_g:
+    the bytes are proportional to it), split into the part without m_mb (``_0``) and the part per
+    micro-batch (``_1``), with their op counts (the function ``traffic`` of N_tp ... N_dp).
+    Returns (mem, traffic, {pair: {key: name of its value}}); equal expressions are computed once."""
     from .comm import dp_collectives, replicate_collectives
     from .states import host_ops, host_traffic, param_groups, zero_terms
     M = sym.m_mb
     groups = param_groups(*_PSI, sym.N_sh)
+    unit = [(sympy.Integer(1), n) for _, n in groups]  # one parameter of each group
     rep = sym.N_dp / sym.N_sh
     Kq = sympy.Rational(K.numerator, K.denominator)
-    exprs, names, per = {}, {}, {}
+    exprs = {"mem": {}, "traffic": {}}
+    names, per = {}, {}
 
-    def name(e):
+    def name(e, kind):
         if e not in names:
             names[e] = f"e{len(names)}"
-            exprs[names[e]] = e
+            exprs[kind][names[e]] = e
         return names[e]
 
     cache = {}
 
     def once(key, build):  # a volume depends on the ZeRO stage or on the offload, not on both
         if key not in cache:
-            cache[key] = {k: name(e) for k, e in build().items()}
+            cache[key] = {k: name(e, "traffic") for k, e in build().items()}
         return cache[key]
 
     for zero, offload in pairs:
         st = zero_terms(groups, zero, Kq, bg, bw, offload)
-        out = {k: name(sympy.ceiling(sympy.sympify(st[k]), evaluate=False))
+        out = {k: name(sympy.ceiling(sympy.sympify(st[k]), evaluate=False), "mem")
                for k in ("weights", "gradients", "optimizer")}
 
         def dp(zero=zero):
             d = {}
-            for j, (psi, n) in enumerate(groups):
+            for j, (psi, n) in enumerate(unit):
                 b_dp, ops_dp = dp_collectives(psi, n, zero, M, bg, bw)
                 b_rep, ops_rep = replicate_collectives(psi / n, rep, zero, M, bg)
                 d.update(_per_micro_batch(f"dp{j}", b_dp))
@@ -359,7 +362,7 @@ def _z_terms(pairs: tuple, K, bg: int, bw: int):
 
         def host(offload=offload):
             d = {}
-            for j, (psi, n) in enumerate(groups):
+            for j, (psi, n) in enumerate(unit):
                 d.update(_per_micro_batch(f"host{j}", host_traffic(psi, n, M, bg, bw, offload)))
             d.update(_per_micro_batch("host_ops", host_ops(M, offload)))
             return d
@@ -367,21 +370,19 @@ def _z_terms(pairs: tuple, K, bg: int, bw: int):
         out.update(once(("zero", zero), dp))
         out.update(once(("offload", offload), host))
         per[zero, offload] = out
-    fn = compile_exprs(exprs, (*_PSI, sym.N_tp, sym.N_ep, sym.N_cp, sym.N_sh, sym.N_dp), exact_int=True)
-    return fn, per
+    layout = (sym.N_tp, sym.N_ep, sym.N_cp, sym.N_sh, sym.N_dp)
+    return (compile_exprs(exprs["mem"], (*_PSI, *layout), exact_int=True),
+            compile_exprs(exprs["traffic"], layout, exact_int=True), per)
 
 
 def _per_micro_batch(key: str, e) -> dict:
-    """``e`` = e_0 + m_mb·e_1 (a step's volume: per step and per micro-batch), as {key_0: e_0, key_1: e_1};
-    the split is checked at one point (m_mb = 2, every other symbol 3)."""
+    """``e`` = e_0 + m_mb·e_1 (a step's volume: per step and per micro-batch; ``comm``'s rules take
+    m_mb as a factor of their per-micro-batch collectives), as {key_0: e_0, key_1: e_1}."""
     e = sympy.sympify(e)
-    M = sym.m_mb
-    e0 = e.xreplace({M: sympy.Integer(0)})
-    e1 = e.xreplace({M: sympy.Integer(1)}) - e0
-    pt = {s: sympy.Integer(3) for s in e.free_symbols if s != M}
-    if e.xreplace({**pt, M: sympy.Integer(2)}) != (e0 + 2 * e1).xreplace(pt):
-        raise SymcostError(f"--search: {key} is not linear in the micro-batches")
-    return {f"{key}_0": e0, f"{key}_1": e1}
+    if sym.m_mb not in e.free_symbols:
+        return {f"{key}_0": e, f"{key}_1": sympy.Integer(0)}
+    e0 = e.xreplace({sym.m_mb: sympy.Integer(0)})
+    return {f"{key}_0": e0, f"{key}_1": e.xreplace({sym.m_mb: sympy.Integer(1)}) - e0}
 
 
 @dataclass
@@ -454,12 +455,11 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                 # train_memory takes every leaf exactly, the dispatch buffers only with EP
                 whole[idx] &= ok[key] | ((r_ep[idx] == 1) if key.startswith("d:") else False)
     layer = {g: acts["g:" + g] // counts[g] for g in counts if "g:" + g in acts}  # train: total // count
-    work = {}
-    for g in counts:
-        w_ = np.where(full, acts.get("w:" + g, 0), 0)
-        if kinds[g].moe and "d:" + g in acts:
-            w_ = w_ + np.where(r_ep > 1, acts["d:" + g], 0)
-        work[g] = w_
+    # per unit of each group: the saved set without recomputation (full: "w:"; otherwise what the
+    # checkpoint keeps is all of it) and the transient EP dispatch buffers (train: only with EP)
+    saved = {g: np.where(full, acts["w:" + g], layer[g]) if "w:" + g in acts else layer[g] for g in layer}
+    extra = {g: np.where(r_ep > 1, acts["d:" + g], 0) for g in counts if kinds[g].moe and "d:" + g in acts}
+    order = model.layers()
     # -- compute and the R-side communication ----------------------------------------------------
     F = {}
     for rname in set(rc_name):
@@ -491,9 +491,9 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     # the Z side's bytes and collectives per step: [the part independent of m, the part per micro-batch]
     Z_bytes = {k: np.zeros((2, nZ)) for k in ("dp", "dp_replicate", "host")}
     Z_cnt = {k: np.zeros((2, nZ)) for k in ("dp", "dp_replicate", "host")}
-    zo_pairs = sorted({(int(x), int(y)) for x, y in zip(Z["zero"], Z["off"])})
-    zo_code = np.array([z_ * 3 + o_ for z_, o_ in zo_pairs])
-    z_fn, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw)
+    zo_code = np.unique(Z["zero"] * 3 + Z["off"])  # the (ZeRO, offload) pairs present, as 3·zero + offload
+    zo_pairs = [(int(c) // 3, int(c) % 3) for c in zo_code]
+    z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw)
     z_names = {(z_, o_): z_names[z_, OFFLOAD[o_]] for z_, o_ in zo_pairs}
     key = lay["pp"] * 10**6 + lay["v"]
     bounds = np.flatnonzero(np.diff(key)) + 1
@@ -521,15 +521,34 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         # R side: activations in flight + working memory, per kept rank
         bb, mm, tt, cc, ee = b[rs], m[rs], r_tp[rs], r_cp[rs], r_ep[rs]
         H = []
+        rc_sel = []  # per recompute mode: its rows, and each unit's (kept, saved, extra) on them
+        for ri, rname in enumerate(space.recomputes):
+            sel = rc[rs] == ri
+            if not sel.any():
+                continue
+            on = {name: {g: t[g][rs][sel] for g in t} for name, t in (("kept", layer), ("saved", saved),
+                                                                        ("extra", extra))}
+            cache: dict = {}
+
+            def unit(u, on=on, cache=cache):
+                key = tuple(g.name for g in u)
+                if key not in cache:
+                    cache[key] = tuple(sum(on[k][g] for g in key if g in on[k]) for k in ("kept", "saved", "extra"))
+                return cache[key]
+            rc_sel.append((Recompute(rname), sel, unit))
         for i in keep:
             st = ranks[i]
-            chunk_a = []
+            chunk_a, wk = [], np.zeros(len(bb), dtype=np.int64)
             for j, ch in enumerate(st.get("chunks", [st])):
+                # the chunk's layers in order, as ``train_memory`` assembles them (``Recompute.chunk``)
                 gid = i + j * p_val
+                units = [order[u] for u in ch["layer_ids"]]
                 x = np.zeros(len(bb), dtype=np.int64)
-                for g, cnt in ch["layers"].items():
-                    if g in layer:
-                        x = x + cnt * layer[g][rs]
+                for rco, sel, unit in rc_sel:
+                    per = [unit(u) for u in units]
+                    held_j, work_j = rco.chunk([x[0] for x in per], [x[1] for x in per], [x[2] for x in per])
+                    x[sel] = held_j
+                    wk[sel] = np.maximum(wk[sel], work_j)
                 if gid == 0:
                     x = x + acts["pre"][rs]
                 if gid == n_chunks - 1:
@@ -543,39 +562,38 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                 for mu in np.unique(mm):
                     sel = mm == mu
                     held[sel] = (CA[sel] @ _held_states(p_val, i, v_val, int(mu)).T).max(axis=1)
-            wk = np.zeros(len(bb), dtype=np.int64)
-            for g in st["layers"]:
-                wk = np.maximum(wk, work[g][rs])
             H.append(held + wk)
         # R side traffic: ``comm.activation_collectives`` compiled with the rank's composition as
         # symbols (``_r_terms``), per kept rank; the busiest rank of each dimension (first on ties)
         tt_f, ee_f, cc_f, bb_f, mm_f = (x.astype(float) for x in (tt, ee, cc, bb, mm))
         rc_rs, sp_rs = rc[rs], spf[rs]
-        for ri, rname in enumerate(space.recomputes):
-            for s_ in (False, True):
-                sel = (rc_rs == ri) & (sp_rs == s_)
-                if not sel.any():
+        rcs = [Recompute(rname) for rname in space.recomputes]
+        for s_ in (False, True):
+            sel = sp_rs == s_
+            if not sel.any():
+                continue
+            fn = _r_terms(s_, capacity, r_values)
+            args = (tt_f[sel], ee_f[sel], cc_f[sel], bb_f[sel], mm_f[sel])
+            rsel = rc_rs[sel]
+            top = None
+            for i in keep:
+                st = ranks[i]
+                chunks = st.get("chunks", [st])
+                # the rank's composition under each recompute mode, on the rows of that mode
+                comps = [composition(i, st["layers"], add_up(recomputed_units(model, r_, chunks)), kinds, p_val, v_val,
+                                     r_.mode) for r_ in rcs]
+                f = fn(*(np.array([getattr(c_, k) for c_ in comps], dtype=float)[rsel] for k in _COMPOSITION), *args)
+                if top is None:
+                    top = {dim: [np.broadcast_to(f[dim], rsel.shape).copy(),
+                                 np.broadcast_to(f[dim + "_ops"], rsel.shape).copy()] for dim in R_bytes}
                     continue
-                fn = _r_terms(s_, capacity, r_values)
-                args = (tt_f[sel], ee_f[sel], cc_f[sel], bb_f[sel], mm_f[sel])
-                top = None
-                for i in keep:
-                    st = ranks[i]
-                    chunks = st.get("chunks", [st])
-                    again = add_up(recomputed_units(model, Recompute(rname), chunks))
-                    rk = composition(i, st["layers"], again, kinds, p_val, v_val, rname)
-                    f = fn(*(getattr(rk, k) for k in _COMPOSITION), *args)
-                    if top is None:
-                        top = {dim: [np.broadcast_to(f[dim], args[0].shape).copy(),
-                                     np.broadcast_to(f[dim + "_ops"], args[0].shape).copy()] for dim in R_bytes}
-                        continue
-                    for dim in R_bytes:
-                        up = f[dim] > top[dim][0]
-                        top[dim][0] = np.where(up, f[dim], top[dim][0])
-                        top[dim][1] = np.where(up, f[dim + "_ops"], top[dim][1])
-                idx = np.flatnonzero(sel) + r_start[gi]
                 for dim in R_bytes:
-                    R_bytes[dim][idx], R_cnt[dim][idx] = top[dim]
+                    up = f[dim] > top[dim][0]
+                    top[dim][0] = np.where(up, f[dim], top[dim][0])
+                    top[dim][1] = np.where(up, f[dim + "_ops"], top[dim][1])
+            idx = np.flatnonzero(sel) + r_start[gi]
+            for dim in R_bytes:
+                R_bytes[dim][idx], R_cnt[dim][idx] = top[dim]
         # Z side: model states (exact) and DP / HSDP / PCIe traffic, per kept rank: the states'
         # and the collectives' formulas (``_z_terms``), compiled once per (ZeRO, offload)
         zt, ze, zcp, zdp = z_tp[zs], z_ep[zs], z_cp[zs], z_dp[zs]
@@ -588,37 +606,47 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         for key in z_names[zo_pairs[0]]:
             names = sorted({z_names[p][key] for p in zo_pairs})
             z_pick[key] = names, np.array([names.index(z_names[p][key]) for p in zo_pairs])[pidx]
+
+        def pick(f, key, dtype=float):
+            names, idx = z_pick[key]
+            if len(names) == 1:
+                return np.asarray(f[names[0]], dtype=dtype)
+            return np.choose(idx, [np.broadcast_to(np.asarray(f[n], dtype=dtype), (nz,)) for n in names])
+
+        # the collectives per parameter of each group, and their ops, for this group's rows
+        tf = z_traffic(zt, ze, zcp, sh, zdp)
+        ops = {kd: [pick(tf, f"{kd}_ops_{part}") for part in (0, 1)] for kd in Z_bytes}
+        per_param = {(kd, j, part): np.where(on, pick(tf, f"{kd}{j}_{part}"), 0)
+                     for kd in Z_bytes for j in (0, 1) for part in (0, 1)
+                     for on in [n_of[j] > 1 if kd == "dp" else hs if kd == "dp_replicate" else True]}
+        on_ops = {(kd, j): (n_of[j] > 1 if kd == "dp" else hs if kd == "dp_replicate" else np.ones(nz, bool))
+                  for kd in Z_bytes for j in (0, 1)}
         S = []
         best = None
+        counts_by = {}
         for i in keep:
             st = ranks[i]
             Y = st["experts"]
             if ((st["split"] + st["whole"] * int(zt.max())) * int(ze.max()) + Y) * max(Kn, 4) > 2**62:
                 raise SymcostError("--search: a stage's parameter count overflows the int64 sweep")
+            psi = ((st["split"] + st["whole"] * zt) / zt, Y / (ze * zt))  # a GPU's parameters of each group
             nonzero = (st["split"] + st["whole"] > 0, Y > 0)
-            f = z_fn(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
-
-            def pick(key, dtype=float):
-                names, idx = z_pick[key]
-                if len(names) == 1:
-                    return np.asarray(f[names[0]], dtype=dtype)
-                return np.choose(idx, [np.broadcast_to(np.asarray(f[n], dtype=dtype), (nz,)) for n in names])
-
-            mem_i = sum(pick(k, np.int64) for k in ("weights", "gradients", "optimizer"))
+            f = z_mem(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
+            mem_i = sum(pick(f, k, np.int64) for k in ("weights", "gradients", "optimizer"))
             o = {k: np.zeros((2, nz)) for k in Z_bytes}  # [part without m, part × m]
-            c = {k: np.zeros((2, nz)) for k in Z_bytes}
             for kd in Z_bytes:
-                ops = [pick(f"{kd}_ops_{part}") for part in (0, 1)]
                 for j in (0, 1):
-                    if not nonzero[j]:
-                        continue
-                    on = n_of[j] > 1 if kd == "dp" else hs if kd == "dp_replicate" else True
-                    for part in (0, 1):
-                        o[kd][part] += np.where(on, pick(f"{kd}{j}_{part}"), 0)
-                        c[kd][part] += np.where(on, ops[part], 0)
+                    if nonzero[j]:
+                        for part in (0, 1):
+                            o[kd][part] += per_param[kd, j, part] * psi[j]
+            if nonzero not in counts_by:  # the ops depend on the rank only through which groups it holds
+                counts_by[nonzero] = {kd: np.stack([sum((np.where(on_ops[kd, j], ops[kd][part], 0)
+                                                         for j in (0, 1) if nonzero[j]), np.zeros(nz))
+                                                    for part in (0, 1)]) for kd in Z_bytes}
+            c = counts_by[nonzero]
             S.append(mem_i)
             if best is None:  # the busiest rank per dimension (first on ties, as comm), at m = 1
-                best = (o, c)
+                best = (o, dict(c))
             else:
                 for kd in o:
                     up = o[kd].sum(axis=0) > best[0][kd].sum(axis=0)
