@@ -39,6 +39,7 @@ from ..notation import sym
 from ..primitives import Linear, Matmul, Norm, Param, Saved, is_one
 from ..terms import Terms
 from .base import Component
+from .norm import pow_rms_saved
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,6 @@ class AltUp(Component):
         ``b_a·n_alt·d`` and the coefficients + 1 ``b_a·n_alt`` (their product); with
         ``altup_coef_clip`` (training) the clamped correction weight [n_alt, n_alt] per layer; with
         ``altup_correct_scale`` the active stream's clone ``b_a·d`` (× correct_output_scale)."""
-        from .norm import pow_rms_saved
         a, d, n, one = sym.b_a, self.d, self.n, sympy.Integer(1)
         out = [Saved("streams", n * d, a, "seq", doc="the layer's input [n_alt, B, T, d]"),
                Saved("router_input_scale", one, a, "none", one, "the [] buffer both routers multiply by")]

@@ -35,6 +35,7 @@ Family quirks live with the family. What one ``transformers`` implementation kee
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 
 import sympy
 
@@ -42,8 +43,9 @@ from ..conventions import Phase
 from ..notation import sym
 from ..elementwise import COST
 from ..primitives import Linear, Matmul, Norm, Param, Saved, is_one, saved_norm
-from ..terms import Terms
+from ..terms import Terms, exact
 from .base import Component
+from .norm import pow_rms_saved
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,6 @@ class Attention(Component):
         a, H_q, H_kv, D_h, kind = sym.b_a, self.H_q, self.H_kv, self.D_h, self.saves.qk_norm
         out = []
         if self.qk_norm and kind == "pow_rstd":
-            from .norm import pow_rms_saved
             out += pow_rms_saved("q_norm", D_h, bw, heads=H_q, split="tp")
             out += pow_rms_saved("k_norm", D_h, bw, heads=H_kv, split="tp")
         elif self.qk_norm:
@@ -308,8 +309,6 @@ class Attention(Component):
 
     def cache_tp_share(self, tp: int, values: dict):
         """⌈H_kv/tp⌉ of the H_kv KV heads per rank (replicated once tp exceeds H_kv)."""
-        from fractions import Fraction
-        from ..terms import exact
         H_kv = exact(self.H_kv, values)
         return Fraction(-(-H_kv // tp), H_kv)
 

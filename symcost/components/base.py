@@ -10,11 +10,13 @@ primitives and are declared by the components that hold any.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import ClassVar
 
 import sympy
 
 from ..conventions import Phase
+from ..elementwise import norm_terms
 from ..primitives import Primitive
 from ..terms import Terms
 
@@ -71,7 +73,6 @@ class Component:
         Default: the norms among the primitives, each over the phase's token rows. Components with
         more elementwise work (activations, softmax, RoPE, residual adds) override this.
         """
-        from ..elementwise import norm_terms
         return norm_terms(self.primitives(ph), ph.tokens)
 
     def saved(self, bw) -> list:
@@ -108,7 +109,6 @@ class Component:
     def cache_tp_share(self, tp: int, values: dict):
         """Fraction of this component's cache one of ``tp`` tensor-parallel ranks holds
         (default: split evenly by heads)."""
-        from fractions import Fraction
         return Fraction(1, tp)
 
     def buffers(self) -> Terms:

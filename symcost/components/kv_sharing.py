@@ -45,6 +45,7 @@ from ..primitives import is_one
 from ..terms import Terms
 from .attention import Attention, AttentionSaves
 from .base import Component
+from .norm import pow_rms_saved
 
 _CONSUMER_DROPS = {"k_proj", "v_proj", "k_norm"}
 
@@ -88,7 +89,6 @@ class SharedKVAttention(Attention):
         the scale-free ``v_norm`` over H_kv heads of D_h (``pow_rms_saved(scale=False)``: its
         output is the v attention keeps). With K = V in fp32 the v_norm's input is the k_proj output
         the k_norm already keeps (``.float()`` is the tensor itself): not counted twice."""
-        from .norm import pow_rms_saved
         out = super().saved(bw)
         if self.consumer:
             return self._consumer_saved(out, bw)

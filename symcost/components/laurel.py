@@ -20,6 +20,7 @@ from ..notation import sym
 from ..primitives import Linear, Norm, Saved
 from ..terms import Terms
 from .base import Component
+from .norm import pow_rms_saved
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,6 @@ class Laurel(Component):
         """Per token: linear_left's input is the attention's (input_layernorm's output, counted there);
         linear_right's input ``b_a·r_lau`` and post_laurel_norm, a Gemma RMSNorm of d with the
         mean square kept (``norm.pow_rms_saved``); the residual add and the averaging keep nothing."""
-        from .norm import pow_rms_saved
         return [Saved("right_input", self.r, sym.b_a, "seq", doc="linear_left output")] + pow_rms_saved(
             "post_laurel_norm", self.d, bw)
 

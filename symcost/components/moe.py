@@ -46,6 +46,7 @@ from ..elementwise import COST, act_cost
 from ..primitives import Linear, Saved
 from ..terms import Terms
 from .base import Component
+from .ffn import clamped_glu_saved, clamped_silu_saved
 
 
 #: how the experts' SwiGLU is written, ``MoESaves.glu`` (the math of ``act`` is the same; saved tensors only)
@@ -249,10 +250,8 @@ class MoE(Component):
         out += [Saved("experts/index_pairs", 2, 8, "seq", rows, "torch.where(expert_mask): int64 pairs"),
                 Saved("experts/input", d_x, a, "seq", rows, "hidden_states[token_idx]")]
         if impl.glu == "clamped":
-            from .ffn import clamped_glu_saved
             out += clamped_glu_saved("experts/", f, rows)
         elif impl.glu == "clamped_silu":
-            from .ffn import clamped_silu_saved
             out += clamped_silu_saved("experts/", f, rows)
         elif self.gated:
             out += [Saved("experts/gate_up", 2 * f, a, rows=rows), Saved("experts/act", f, a, rows=rows),
@@ -270,10 +269,8 @@ class MoE(Component):
         a, d = sym.b_a, self.d
         out = []
         if self.d_sh is not None and self.saves.glu == "clamped":
-            from .ffn import clamped_glu_saved
             out += clamped_glu_saved("shared/", self.d_sh)
         elif self.d_sh is not None and self.saves.glu == "clamped_silu":
-            from .ffn import clamped_silu_saved
             out += clamped_silu_saved("shared/", self.d_sh)
         elif self.d_sh is not None:
             sh = self.d_sh

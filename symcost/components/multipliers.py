@@ -35,6 +35,7 @@ import sympy
 
 from ..conventions import Phase
 from ..notation import sym
+from ..primitives import Saved
 from ..terms import Terms
 from .base import Component
 
@@ -75,7 +76,6 @@ class Multipliers(Component):
     def saved(self, bw) -> list:
         """A product with a Python scalar keeps nothing for backward; Falcon-H1's ``mup_vector`` is a
         tensor (a buffer, not a parameter), kept once per layer in the compute dtype."""
-        from ..primitives import Saved
         if self.kind != "falcon_h1_layer":
             return []
         width = next(w for name, w, _ in self.scales if name == "mup_vector")

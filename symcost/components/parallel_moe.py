@@ -27,6 +27,7 @@ from ..notation import sym
 from ..primitives import Param, Saved
 from ..terms import Terms
 from .moe import MoE
+from .norm import pow_rms_saved
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,6 @@ class ParallelMoE(MoE):
         fp32 softmax and top-k, the in-place renormalisation ``/=`` keeps a clone of the top-k
         weights 4·k, and the product with ``per_expert_scale[top_k_index]`` keeps that gathered
         scale ``b_a·k`` beside the renormalised weights."""
-        from .norm import pow_rms_saved
         a, d, k = sym.b_a, self.d, self.k
         norm = pow_rms_saved("router/norm", d, bw, scale=False)
         if not bw.upcast:  # x.float() is x: pre_feedforward_layernorm's input

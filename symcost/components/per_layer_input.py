@@ -33,6 +33,7 @@ from ..notation import sym
 from ..primitives import Linear, Norm, Param, Saved, saved_norm
 from ..terms import Terms
 from .base import Component
+from .norm import pow_rms_saved
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,6 @@ class PerLayerEmbedding(Component):
         False: always its own); ``own_ids_and_scales`` (Gemma 3n): the table's clamped int64 ids and
         the two one-element scale buffers; projection_norm, a Gemma4RMSNorm over L slices of d_pl (``norm.pow_rms_saved``); the
         combined per-layer inputs ``b_a·L·d_pl``, read by every layer's gate product."""
-        from .norm import pow_rms_saved
         a = sym.b_a
         out = [Saved("embed_scale", 1, a, "none", sympy.Integer(1), "√d_pl scale []")]
         if not self.first_layer_input or (bw.upcast and bw.recompute != "full"):
@@ -109,7 +109,6 @@ class PerLayerInputGate(Component):
         ``b_a·d_pl`` each, the product (per_layer_projection's input) ``b_a·d_pl``, and
         post_per_layer_input_norm, a Gemma4RMSNorm of d (``norm.pow_rms_saved``); the per-layer
         input slice is a view of ``PerLayerEmbedding``'s tensor, counted there."""
-        from .norm import pow_rms_saved
         a = sym.b_a
         return ([Saved("input", self.d, a, "seq"), Saved("gate", self.d_pl, a, "seq"),
                  Saved("act", self.d_pl, a, "seq"), Saved("projection_input", self.d_pl, a, "seq")]

@@ -56,7 +56,9 @@ from ..elementwise import COST, act_cost
 from ..notation import sym
 from ..primitives import ONE, ZERO, Linear, Matmul, Param, Saved, saved_norm
 from ..terms import Terms
+from .attention import Attention
 from .base import Component
+from .ffn import FFN
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,6 @@ class SharedBlockCall(_SharedBlock, Component):
         return t
 
     def _attention(self):
-        from .attention import Attention
         return Attention(d=self.d_att, H_q=self.H_q, H_kv=self.H_kv, D_h=self.D_h, rope=self.rope)
 
     def saved(self, bw) -> list:
@@ -188,7 +189,6 @@ class SharedBlockCall(_SharedBlock, Component):
         pre_ff_layernorm over d, the gated MLP of ``components.ffn`` (with the fused gate_up_proj
         the gate and up halves are views of one 2·d_ff output: the same bytes), and the input of
         the hybrid layer's own ``linear`` ``b_a·d``."""
-        from .ffn import FFN
         a = sym.b_a
         out = saved_norm("input_layernorm", self.d_att)
         out += [Saved(f"self_attn/{s.name}", s.width, s.nbytes, s.split, s.rows, s.doc)
