@@ -17,7 +17,8 @@ import sympy
 from .components.base import Component
 from .conventions import Phase
 from .notation import sym
-from .terms import Terms
+from .terms import Terms, exact
+from .units import dtype_bytes
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,6 @@ class Model:
         per unit: a LongCat layer is two ``sublayers`` and one ``shortcut_moe``). Checks that the
         order names exactly the non-tower groups, each as many times as its count (ValueError:
         an adapter's internal inconsistency, not bad input)."""
-        from .terms import exact
         by_name = {g.name: g for g in self.groups}
         stack = [g for g in self.groups if not g.tower]
         if len(by_name) != len(self.groups):
@@ -199,7 +199,6 @@ class Model:
         >>> m.cache_bytes().bound[sym.b_kv]
         2
         """
-        from .units import dtype_bytes
         state = {dtype_bytes(dt) for dt in self.state_dtype.values()}
         if len(state) > 1:  # one symbol per dtype would be needed; no family has two yet
             raise ValueError(f"{self.name}: cache state leaves in several dtypes {sorted(state)}")
@@ -241,6 +240,5 @@ def _whole(b, name: str) -> sympy.Integer:
 
 
 def _rational_bytes(dtype: str) -> sympy.Rational:
-    from .units import dtype_bytes
     b = dtype_bytes(dtype, "--weights-dtype")
     return sympy.Rational(b.numerator, b.denominator)

@@ -96,7 +96,7 @@ def export(expr: sympy.Expr, values: Mapping, *, keep: Iterable[str] = (), to: s
     args = [s.name for s in free_symbols(e)]
     doc = doc or f"{name}: exported by symcost"
     if to == "latex":
-        from .latex import latex
+        from .latex import latex  # lazy: only --to latex loads the printer
         return latex(e)
     if to == "json":
         return json.dumps({"name": name, "formula": to_text(e), "arguments": args, "doc": doc})

@@ -38,6 +38,8 @@ import sympy
 
 from .errors import SymcostError
 from .notation import sym
+from .primitives import Linear
+from .terms import exact
 
 
 @dataclass(frozen=True)
@@ -145,13 +147,11 @@ def tp_blocks(components) -> int:
     collective forward and one backward (Megatron's f/g operators: all-reduce, or with sequence
     parallelism all-gather + reduce-scatter). A Llama layer has two (attention, MLP), a Nemotron-H
     layer one (its one mixer), a replicated mixer none."""
-    from .components.moe import MoE
-    from .primitives import Linear
+    from .components.moe import MoE  # lazy: `memory` loads parallel but counts no TP blocks
     return sum(1 for c in components
                if isinstance(c, MoE) or any(isinstance(p, Linear) and p.tp == "row" for p in c.primitives(None)))
 
 
 def text_tp_blocks(model) -> int:
     """TP blocks of all the decoder layers (tower blocks run none on text tokens)."""
-    from .terms import exact
     return sum(exact(g.count, model.values) * tp_blocks(g.components) for g in model.groups if not g.tower)

@@ -12,6 +12,8 @@ from typing import Literal
 
 import sympy
 
+from .notation import sym
+
 Expr = sympy.Expr
 ONE = sympy.Integer(1)
 ZERO = sympy.Integer(0)
@@ -137,7 +139,6 @@ def saved_norm(name: str, dim: Expr, layer: bool = False, split: str = "seq", ro
     ``x̂·(1 + w)`` in fp32: Qwen3-Next, Qwen3.5, Gemma): the fp32 input, rstd and normed ``x̂`` and,
     once per norm, the fp32 ``1 + w``.
     """
-    from .notation import sym
     if offset:  # Qwen3-Next / Gemma: (x̂ · (1 + weight.float())).type_as(x), all in fp32
         return [Saved(f"{name}/input_fp32", heads * dim, 4, split, rows, "x.float() [.., dim]"),
                 Saved(f"{name}/rstd", heads, 4, split, rows, "fp32 rsqrt(mean(x²)+ε) [.., 1]"),

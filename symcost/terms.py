@@ -19,9 +19,13 @@ remain to give: ``m.flops(phase).total_at(T=4096, B=1)``.
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Iterator, Mapping, Union
 
 import sympy
+
+from .errors import SymcostError
+from .notation import by_name
 
 Leaf = sympy.Expr
 Node = Union[Leaf, "Terms"]
@@ -214,7 +218,7 @@ class Terms:
         return "\n".join(out)
 
     def _repr_latex_(self) -> str:
-        from .latex import latex  # the project's printer (upright multi-letter subscripts)
+        from .latex import latex  # lazy: Jupyter display only; params and flops never load the printer
         rows = self._rows()
         total = sum(v for _, _, v in rows) if rows and rows[0][2] is not None else None
         name = lambda p: "\\texttt{" + p.replace("_", "\\_") + "}"  # noqa: E731
@@ -232,8 +236,6 @@ def _share(v: int, total: int) -> str:
 
 
 def _symbol(key) -> sympy.Symbol:
-    from .errors import SymcostError
-    from .notation import by_name
     if isinstance(key, sympy.Symbol):
         return key
     if isinstance(key, str):
@@ -246,9 +248,7 @@ def _symbol(key) -> sympy.Symbol:
 
 
 def _number(key, v) -> sympy.Expr:
-    from .errors import SymcostError
     if isinstance(v, bool) or not isinstance(v, (int, sympy.Rational)):
-        from fractions import Fraction
         if isinstance(v, Fraction):
             return sympy.Rational(v.numerator, v.denominator)
         raise SymcostError(f"value of {key}: expected an integer, got {type(v).__name__}")
@@ -267,7 +267,6 @@ def exact(expr, values: Mapping) -> int:
     if not value.is_Integer:
         free = sorted(str(s) for s in getattr(value, "free_symbols", ()))
         if free:
-            from .errors import SymcostError
             raise SymcostError(f"no value for {', '.join(free)}: give them, e.g. total_at("
                                + ", ".join(f"{n}=..." for n in free[:4]) + ")")
         raise ValueError(f"expression did not evaluate to an integer: {value}")

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from ..errors import SymcostError
+from .base import quote
 
 _REGISTRY: dict[str, type] = {}
 _DECORATOR = re.compile(r"^@register\(([^)]*)\)", re.M)
@@ -79,7 +80,6 @@ def get(model_type: str, raw: dict | None = None):
     if model_type in NOT_MODELLED and model_type not in _MODULE_OF:
         raise SymcostError(f"field 'model_type': {model_type!r} is not supported: {NOT_MODELLED[model_type]}")
     if model_type not in _MODULE_OF:
-        from .base import quote
         near = f"closest by config fields: {', '.join(closest(raw))}; " if raw else ""
         raise SymcostError(f"field 'model_type': unsupported architecture {quote(model_type)} "
                            f"({near}{len(_MODULE_OF)} types are supported, listed in the README's "

@@ -34,6 +34,7 @@ from ..components.base import Component
 from ..components.embedding import Embedding, LMHead
 from ..components.norm import Norms
 from ..errors import SymcostError
+from ..exprparse import parse
 from ..notation import ENTRIES, by_name
 from . import register
 from .base import Adapter, Int, NonNegInt, quote
@@ -56,7 +57,6 @@ def _expr(value, where: str):
     if isinstance(value, int):
         return sympy.Integer(value)
     if isinstance(value, str):
-        from ..exprparse import parse
         try:
             return parse(value)
         except SymcostError as e:

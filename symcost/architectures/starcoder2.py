@@ -13,6 +13,7 @@ from pydantic import model_validator
 
 from ..components.attention import Attention
 from ..components.ffn import FFN
+from ..elementwise import ACT_ALIASES
 from . import register
 from .base import LayerCount, PosInt
 from .llama import MistralAdapter
@@ -35,7 +36,6 @@ class Starcoder2Adapter(MistralAdapter):
 
     @model_validator(mode="after")
     def _act_known(self):
-        from ..elementwise import ACT_ALIASES
         if self.hidden_act not in ACT_ALIASES:
             self.fail("hidden_act", f"unknown activation {self.hidden_act!r}")
         return self
