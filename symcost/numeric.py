@@ -85,7 +85,7 @@ class _Printer(NumPyPrinter):
 def source(exprs: dict, symbols: Iterable[sympy.Symbol], name: str = "compiled",
            exact_int: bool = False) -> tuple[str, dict]:
     """(Python source of ``def name(<symbols>)`` returning ``{key: value}``, the namespace it needs)."""
-    import numpy
+    import numpy  # lazy: optional; check, scale and memory load numeric without it
     printer = _Printer({"fully_qualified_modules": True, "inline": True, "allow_unknown_functions": False},
                        exact_int=exact_int)
     args = [printer.doprint(s) for s in symbols]  # a Dummy prints with its index, as in the body

@@ -16,6 +16,7 @@ from typing import ClassVar
 import sympy
 
 from ..conventions import Phase
+from ..elementwise import norm_terms
 from ..primitives import Primitive
 from ..terms import Terms
 
@@ -72,7 +73,6 @@ class Component:
         Default: the norms among the primitives, each over the phase's token rows. Components with
         more elementwise work (activations, softmax, RoPE, residual adds) override this.
         """
-        from ..elementwise import norm_terms  # lazy: `gpus` loads components.base, never elementwise
         return norm_terms(self.primitives(ph), ph.tokens)
 
     def saved(self, bw) -> list:

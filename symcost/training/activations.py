@@ -34,6 +34,7 @@ from dataclasses import replace
 
 import sympy
 
+from ..components.moe import MoE
 from ..conventions import Backward
 from ..errors import SymcostError
 from ..notation import sym
@@ -64,7 +65,6 @@ def _records(c, bw: Backward, capacity=None) -> list[Saved]:
     except NotImplementedError as e:
         raise SymcostError(f"activation memory: {e} (use --activations korthikanti for a dense "
                            f"GPT estimate)") from None
-    from ..components.moe import MoE
     if capacity is not None and isinstance(c, MoE):
         # the routed-assignment rows (k·B·T, dropless) become the capacity-padded E·cap
         dropless = c.k * B * T

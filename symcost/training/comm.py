@@ -49,9 +49,12 @@ import sympy
 
 from ..errors import SymcostError
 from ..notation import sym
+from .activations import routed_rows
 from .memory import layout_values, model_states
 from .plan import WEIGHT_BYTES, layer_kinds, rank_stages
+from .recompute import add_up, recomputed_units
 from .setup import TrainSetup, check_capacity, check_pipeline
+from .states import host_ops, host_traffic, param_groups
 
 
 def _ratio(num, den):
@@ -68,7 +71,6 @@ def comm(model, setup: TrainSetup, *, grad_sync="every", sp_regather=True) -> di
     first N per chunk) repeats its forward collectives. The bytes are ``formulas`` (one expression
     per dimension and pipeline rank, in the layout symbols) substituted with the setup's layout;
     the busiest rank of each dimension is reported."""
-    from .recompute import add_up, recomputed_units
     plan, states_opt, rc = setup.plan, setup.states, setup.recompute
     plan.check(model, setup.seq)
     states_opt.check(plan)
@@ -106,7 +108,6 @@ def formulas(model, setup, i, st, again, kinds, *, grad_sync="every", sp_regathe
     B (micro-batch), T, b_a (and N_sh under HSDP), with the rank's parameter and layer counts as
     numbers (``again``: the units of each group it recomputes). Every volume is the collective
     rule below, called with symbols."""
-    from .states import host_traffic, param_groups
     plan, states_opt = setup.plan, setup.states
     zero, bg, bw = plan.zero, states_opt.bg, WEIGHT_BYTES["bf16"]
     v = model.values
@@ -141,7 +142,6 @@ def formulas(model, setup, i, st, again, kinds, *, grad_sync="every", sp_regathe
 
 def _counts(i, st, stage_layers, again, kinds, setup, m, grad_sync, sp_regather) -> dict:
     """The collectives rank i takes part in per step, by dimension (the α term)."""
-    from .states import host_ops
     plan, states_opt = setup.plan, setup.states
     tp, pp, ep, cp, zero, sp = plan.tp, plan.pp, plan.ep, plan.cp, plan.zero, plan.sp
     count = {k: 0 for k in ("dp", "tp", "pp", "ep", "cp")}
@@ -198,7 +198,6 @@ def activation_collectives(rk: Composition, sp: bool, capacity, values, regather
     """({dim: bytes}, {dim: ops}) one GPU sends per step on the activation dimensions (tp, pp, ep,
     cp) for a rank of composition ``rk``, in N_tp, N_ep, N_cp, m_mb, B, T, b_a (``values``: the
     model's, for d, k and E; None when only the ops are wanted)."""
-    from .activations import routed_rows
     Ntp, Nep, Ncp, M, B, T, a = sym.N_tp, sym.N_ep, sym.N_cp, sym.m_mb, sym.B, sym.T, sym.b_a
     tp_ops = tp_collectives(rk.blocks, 0, Ntp, sp, rk.blocks_again, regather)[1]
     ops = {"tp": M * (sum(tp_ops.values()) + 2), "pp": M * rk.sends, "ep": M * rk.a2a,

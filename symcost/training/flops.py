@@ -26,10 +26,15 @@ from __future__ import annotations
 
 import sympy
 
+from ..components.attention import Attention
+from ..components.embedding import Embedding, LMHead, PositionEmbedding
+from ..components.ffn import FFN
+from ..components.moe import MoE
 from ..conventions import Phase
 from ..errors import SymcostError
 from ..notation import sym
 from ..terms import Terms, exact
+from .activations import routed_rows
 
 B, T = sym.B, sym.T
 
@@ -72,7 +77,6 @@ def padded_expert_flops(model, tree: Terms, capacity, *, seq: int, micro_batch: 
     step's rows — ``routings`` = m·N_dp micro-batches, each routed by N_cp ranks of B·T/N_cp
     tokens, each rank's experts padded to E·⌈c_f·k·(B·T/N_cp)/E⌉ rows (``activations.routed_rows``;
     Megatron runs its grouped GEMMs on the padding). Other leaves at B = routings·micro_batch."""
-    from .activations import routed_rows
     v1 = model.values_with(T=seq, B=1)
     k, E = v1[sym.k], v1[sym.E]
     rows = routings * cp * int(routed_rows(sympy.Integer(k), sympy.Integer(E),
@@ -107,7 +111,6 @@ def _count(model, *syms):
 
 def _non_embedding_active(model) -> sympy.Expr:
     """Active parameters minus the lookup tables (token and learned position embeddings)."""
-    from ..components.embedding import Embedding, PositionEmbedding
     emb = sum((c.params().total for c in model.pre if isinstance(c, (Embedding, PositionEmbedding))),
               sympy.Integer(0))
     return model.active_params().total - emb
@@ -122,9 +125,7 @@ def preset_torchtitan(model) -> sympy.Expr:
     """torchtitan: per token 6·N_non-embedding + 12·L_attn·H_q·D_h·T (MLA: 6·L·H_q·(D_nope+D_rope+D_v)·T,
     torchtitan's DeepSeek-V3 term); a tied head's 6·d·V GEMM, which torchtitan loses by excluding
     the shared table as "embedding", is added back; × B·T tokens."""
-    from ..components.attention import Attention
-    from ..components.embedding import LMHead
-    from ..components.mla import MLA
+    from ..components.mla import MLA  # lazy: presets only; train loads just its family
     attn = sympy.Integer(0)
     for g in model.groups:
         for c in g.components:
@@ -174,7 +175,7 @@ def preset_megatron(model) -> sympy.Expr:
       MoE as above at 4·(3/2 | 1), logits 2·d·V·(1 + L_mtp); all × B·T.
     The router, norms, indexers and convolutions outside GDN are not counted.
     """
-    from ..components.mamba2 import Mamba2
+    from ..components.mamba2 import Mamba2  # lazy: presets only; train loads just its family
     if any(isinstance(c, Mamba2) for c in model.components()):
         return _megatron_hybrid(model)
     mtp = _megatron_mtp(model)
@@ -193,12 +194,9 @@ def preset_megatron(model) -> sympy.Expr:
 
 def _megatron_standard_term(c) -> sympy.Expr:
     """One layer's component, per token, before the 3·2 factor (Megatron's standard path)."""
-    from ..components.attention import Attention
-    from ..components.ffn import FFN
-    from ..components.gated_deltanet import GatedDeltaNet
-    from ..components.mla import MLA
-    from ..components.moe import MoE
-    from ..components.sparse_index import Indexer
+    from ..components.gated_deltanet import GatedDeltaNet  # lazy: presets only; train loads just its family
+    from ..components.mla import MLA  # lazy: presets only; train loads just its family
+    from ..components.sparse_index import Indexer  # lazy: presets only; train loads just its family
     if isinstance(c, Attention):
         q, kv = c.H_q * c.D_h, c.H_kv * c.D_h
         gate = q if c.output_gate else 0
@@ -208,7 +206,7 @@ def _megatron_standard_term(c) -> sympy.Expr:
         q_term = c.d * H * (Dn + Dr) if c.d_q is None else c.d_q * (c.d + H * (Dn + Dr) + 1)
         return (q_term + c.d_kv * (c.d + H * (Dn + Dv) + 1) + c.d * Dr + H * Dv * c.d
                 + T * H * (Dn + Dr) / 2 + T * H * Dv / 2)
-    from ..components.kda import KDA
+    from ..components.kda import KDA  # lazy: presets only; train loads just its family
     if isinstance(c, GatedDeltaNet) and not isinstance(c, KDA):  # Megatron's GDN term is not KDA's
         qk, v = c.H_lk * c.D_lk, c.H_lv * c.D_lv
         return (c.d * (2 * qk + 2 * v + 2 * c.H_lv) + c.K_c * (2 * qk + v)
@@ -227,11 +225,8 @@ def _megatron_standard_term(c) -> sympy.Expr:
 
 
 def _megatron_hybrid(model) -> sympy.Expr:
-    from ..components.attention import Attention
-    from ..components.ffn import FFN
-    from ..components.gated_deltanet import GatedDeltaNet
-    from ..components.mamba2 import Mamba2
-    from ..components.moe import MoE
+    from ..components.gated_deltanet import GatedDeltaNet  # lazy: presets only; train loads just its family
+    from ..components.mamba2 import Mamba2  # lazy: presets only; train loads just its family
     d = sym.d
     fwd = sympy.Integer(0)
     for g in model.groups:
@@ -267,9 +262,6 @@ def preset_maxtext(model) -> sympy.Expr:
     qkv = 2·B·T·d·(H_q + 2·H_kv)·D_h, proj = 2·B·T·d·H_q·D_h; causal attention halved; a
     sliding-window layer's attention is 4·B·T·min(T, W)·H_q·D_h (MaxText's local-attention term).
     """
-    from ..components.attention import Attention
-    from ..components.ffn import FFN
-    from ..components.moe import MoE
     weights = sympy.Integer(0)
     attention = sympy.Integer(0)
     for g in model.groups:

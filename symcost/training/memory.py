@@ -19,18 +19,23 @@ reported as ``host``, not in the GPU total. ``train_memory(model, setup)`` takes
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from fractions import Fraction
+from importlib.resources import files
 from math import ceil
 
 import sympy
 
+from ..components.moe import MoE
 from ..errors import SymcostError
 from ..notation import sym
 from ..terms import exact
-from .activations import activations, korthikanti, per_layer
-from .flops import train_flops
+from .activations import activations, dispatch_buffers, korthikanti, per_layer, shared_tensors
+from .flops import padded_expert_flops, train_flops
 from .plan import rank_stages, stages
+from .recompute import add_up, recomputed_units
+from .schedule import in_flight, peak
 from .setup import ACT_BYTES, TrainSetup, check_capacity, check_pipeline, micro_batches  # noqa: F401
 from .states import WEIGHT_BYTES, param_groups, zero_terms
 
@@ -98,8 +103,6 @@ def model_states(model, setup) -> list[dict]:
 def measured_note(model) -> str:
     """How far this model's activation count is proven (``symcost/data/activations_measured.json``,
     kept equal to the families tests/test_activations.py measures)."""
-    import json
-    from importlib.resources import files
     data = json.loads(files("symcost.data").joinpath("activations_measured.json").read_text())
     mt = model.model_type
     if mt not in data["exact"] + data["bounded"] and model.text_model_type:
@@ -120,9 +123,6 @@ def measured_note(model) -> str:
 
 def train_memory(model, setup: TrainSetup) -> TrainMemory:
     """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here)."""
-    from .activations import dispatch_buffers, shared_tensors
-    from .recompute import add_up, recomputed_units
-    from .schedule import in_flight, peak
     setup.check(model)
     plan, states_opt, rc, bw = setup.plan, setup.states, setup.recompute, setup.backward
     seq, micro_batch, virtual, capacity = setup.seq, setup.micro_batch, setup.virtual, setup.capacity
@@ -225,7 +225,6 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
     if capacity is None:
         flops = exact(ftree.total, model.values_with(T=seq, B=micro_batch * m * dp))
     else:  # the experts also compute on the padding
-        from .flops import padded_expert_flops
         flops = padded_expert_flops(model, ftree, capacity, seq=seq, micro_batch=micro_batch, cp=cp,
                                     routings=m * dp)
     formulas = {"activations_per_micro_batch": tree,
@@ -238,7 +237,6 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
 
 
 def _is_moe(c) -> bool:
-    from ..components.moe import MoE
     return isinstance(c, MoE)
 
 

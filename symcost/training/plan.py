@@ -19,9 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..components.attention import Attention
+from ..components.embedding import Embedding
+from ..components.moe import MoE
 from ..errors import SymcostError
 from ..notation import sym
 from ..parallel import Layout, tp_blocks
+from ..primitives import Linear
 from ..terms import exact
 from .states import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES  # noqa: F401 (the states' own constants)
 
@@ -57,8 +61,6 @@ def _split(components, v) -> tuple[int, int, int]:
     A ``Linear`` with a ``tp`` tag is split (column / row parallel, the vocab-parallel head); the
     embedding table is vocab-parallel (split); norms, routers and untagged projections (MLA's
     down-projections) are replicated on every TP rank."""
-    from ..components.embedding import Embedding
-    from ..primitives import Linear
     split = whole = routed = 0
     for c in components:
         for p in c.primitives(None):
@@ -87,9 +89,7 @@ class LayerKind:
 
 def layer_kinds(model) -> dict[str, LayerKind]:
     """Each layer group's ``LayerKind``, by group name (what ``comm`` and ``train --search`` count)."""
-    from ..components.attention import Attention
-    from ..components.mla import MLA
-    from ..components.moe import MoE
+    from ..components.mla import MLA  # lazy: comm, --search; train (non-MLA) loads no mla
     v = model.values
     out = {}
     for g in model.groups:

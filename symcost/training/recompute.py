@@ -93,7 +93,7 @@ def _largest(xs):
     out = 0
     for x in xs:
         if hasattr(x, "shape") or hasattr(out, "shape"):
-            import numpy  # arrays only come from train --search, which has numpy loaded
+            import numpy  # lazy: only train --search passes arrays (numpy is optional)
             out = numpy.maximum(out, x)
         else:
             out = max(out, x)

@@ -22,6 +22,8 @@ of per-chunk formulas.
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 
 def forward_chunk(k: int, p: int, v: int) -> int:
     return (k % (p * v)) // p
@@ -37,7 +39,7 @@ def in_flight(p, r, m):
     """1F1B (v = 1): micro-batches rank r of p holds at its peak, min(p − r, m) (numbers or arrays:
     ``train --search`` calls it with NumPy arrays of m)."""
     if hasattr(m, "shape"):
-        import numpy  # arrays only come from train --search, which has numpy loaded
+        import numpy  # lazy: only train --search passes arrays (numpy is optional)
         return numpy.minimum(m, p - r)
     return min(m, p - r)
 
@@ -74,5 +76,4 @@ def peak(p: int, r: int, v: int, m: int, chunk_bytes) -> list[int]:
 def first_stage_microbatches(p: int, v: int):
     """Korthikanti et al. 2022 §4.2.3: micro-batches' worth of activations the first stage holds
     under interleaved 1F1B, p·(1 + (p − 1)/(p·v)), as a fraction."""
-    from fractions import Fraction
     return p * (1 + Fraction(p - 1, p * v))

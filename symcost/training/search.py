@@ -49,19 +49,22 @@ from fractions import Fraction
 import numpy as np
 import sympy
 
+from ..components.moe import MoE
 from ..conventions import Backward
 from ..errors import SymcostError
 from ..notation import sym
 from ..numeric import compile_exprs, integer_ratio
 from ..terms import exact
-from .activations import activations, dispatch_buffers, per_layer
+from .activations import activations, dispatch_buffers, per_layer, routed_rows
+from .flops import padded_parts, train_flops
 from .memory import ACT_BYTES
-from .comm import composition
+from .comm import (Composition, activation_collectives, composition, dp_collectives,
+                   replicate_collectives)
 from .recompute import Recompute, add_up, recomputed_units
 from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, layer_kinds, rank_stages
 from .setup import TrainSetup, check_capacity
-from .states import OFFLOAD
-from .schedule import in_flight
+from .states import OFFLOAD, host_ops, host_traffic, param_groups, zero_terms
+from .schedule import held_states, in_flight
 from .steptime import Links, bubble, collective_seconds, link_bytes_s, spans
 
 RECOMPUTES = ("none", "selective", "full")
@@ -208,7 +211,6 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
     """The in-flight chunk counts rank r of p can hold under interleaved 1F1B (``schedule.held_states``,
     the replay ``schedule.peak`` takes its maximum over). Only maximal states are kept, so max over
     states of (counts · chunk bytes) is the rank's peak."""
-    from .schedule import held_states
     states = set(held_states(p, r, v, m))
     S = sorted(states)
     keep = [s for s in S if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in S)]
@@ -220,7 +222,6 @@ def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want
     the embedding side ("pre", with the shared tables), the head side ("post"), one layer's saved
     set while it is recomputed ("w:") and its EP dispatch buffers ("d:"): {key: [leaf formula, ...]}
     in (B, N_tp, N_cp), each leaf a term ``train_memory`` takes exactly (``terms.exact``)."""
-    from ..components.moe import MoE
     bw = Backward(kernel=kernel, recompute=rc, act_dtype=act_dtype, scan=scan)
     tree = activations(model, bw, sp=sp, capacity=capacity)
 
@@ -296,7 +297,6 @@ def _r_terms(sp: bool, capacity, values: tuple):
     """``comm.activation_collectives`` compiled: bytes and ops per step on tp, pp, ep and cp of a
     rank whose ``Composition`` is given (the arguments ``_COMPOSITION``, then N_tp, N_ep, N_cp, B,
     m_mb as float arrays), with d, k, E, T and b_a bound (``values``)."""
-    from .comm import Composition, activation_collectives
     vals = dict(values)
     vol, ops = activation_collectives(Composition(*_RANK), sp, capacity, vals)
     bound = {sym.T: vals[sym.T], sym.b_a: vals[sym.b_a]}
@@ -321,8 +321,6 @@ def _z_terms(pairs: tuple, K, bg: int, bw: int):
     the bytes are proportional to it), split into the part without m_mb (``_0``) and the part per
     micro-batch (``_1``), with their op counts (the function ``traffic`` of N_tp ... N_dp).
     Returns (mem, traffic, {pair: {key: name of its value}}); equal expressions are computed once."""
-    from .comm import dp_collectives, replicate_collectives
-    from .states import host_ops, host_traffic, param_groups, zero_terms
     M = sym.m_mb
     groups = param_groups(*_PSI, sym.N_sh)
     unit = [(sympy.Integer(1), n) for _, n in groups]  # one parameter of each group
@@ -409,8 +407,6 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     """Per-GPU bytes (exact) and step time of every candidate. ``setup`` gives what is not swept
     (the batch: seq and global batch; the optimizer and gradient dtype; the backward conventions;
     the capacity factor); ``links`` the α–β model (default: ``gpu``'s NVLink, ``Links``' others)."""
-    from .activations import routed_rows
-    from .flops import padded_parts, train_flops
     seq, global_batch, capacity = setup.seq, setup.batch.global_batch, setup.capacity
     kernel, act_dtype, scan = setup.backward.kernel, setup.backward.act_dtype, setup.backward.scan
     grad_dtype, optimizer = setup.states.grad_dtype, setup.states.optimizer

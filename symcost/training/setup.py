@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from ..components.moe import MoE
 from ..conventions import Backward
 from ..errors import SymcostError
 from .plan import Plan
@@ -146,7 +147,6 @@ def check_pipeline(model, plan: Plan, m: int, virtual: int) -> None:
 
 
 def has_experts(model) -> bool:
-    from ..components.moe import MoE
     return any(isinstance(c, MoE) for g in model.groups for c in g.components)
 
 

@@ -19,6 +19,11 @@ from ..conventions import Backward
 from ..errors import SymcostError
 from ..notation import sym
 from ..units import human_bytes
+from .activations import activations
+from .comm import comm
+from .memory import formula as memory_formula, model_states, train_memory
+from .plan import Plan, stages
+from .setup import TrainSetup
 
 LAYOUT = {"dp": 2, "tp": 2, "pp": 2, "cp": 2, "ep": 2}
 MICRO_BATCHES = 4
@@ -41,7 +46,6 @@ DIM_TEXT = {
 
 def default_layout(model, seq: int) -> tuple[dict, list[str]]:
     """The sheet's layout for ``model``, and the dimensions that fell back to 1 (with why)."""
-    from .plan import Plan
     lay = dict(LAYOUT)
     moe = sym.E in model.values
     if not moe:
@@ -61,9 +65,6 @@ def default_layout(model, seq: int) -> tuple[dict, list[str]]:
 
 def training_context(model, *, seq: int, lines_for) -> dict:
     """Everything the two sections print (``lines_for`` is ``report.lines_for``)."""
-    from .comm import comm
-    from .memory import train_memory
-    from .setup import TrainSetup
     try:
         lay, dropped = default_layout(model, seq)
         setup = TrainSetup.of(seq=seq, micro_batch=1, global_batch=MICRO_BATCHES * lay["dp"], zero=1,
@@ -89,7 +90,6 @@ def training_context(model, *, seq: int, lines_for) -> dict:
                      f"sequence of $T = " + f"{seq:,}".replace(",", "{,}") + "$ tokens")
     # -- memory: model states and activations of the heaviest stage ------------------------------------
     if tm is None:
-        from .memory import formula as memory_formula, model_states
         rows = model_states(model, setup)
         stage = max(range(len(rows)), key=lambda i: rows[i]["weights"] + rows[i]["gradients"] + rows[i]["optimizer"])
         heavy = {**rows[stage], "stage": stage}
@@ -108,7 +108,6 @@ def training_context(model, *, seq: int, lines_for) -> dict:
                                                            sympy.factor_terms(expr)], vals, value, "bytes")})
     per_layer = []
     if tm is not None:
-        from .activations import activations
         tree = activations(model, Backward(), sp=lay["tp"] > 1)
         for g in model.groups:
             if g.name not in tree:
@@ -118,7 +117,6 @@ def training_context(model, *, seq: int, lines_for) -> dict:
             per_layer.append({"name": g.name, "lines": lines_for(
                 r"A_{\text{" + g.name.replace("_", r"\_") + "}}", [e], vals, v, "bytes"), "value": v,
                 "human": human_bytes(v)})
-    from .plan import stages
     st = stages(model, lay["pp"])[stage]
     memory = {"states": states, "per_layer": per_layer, "total": per_gpu, "total_human": human_bytes(per_gpu),
               "recompute_working": working, "stage": stage, "in_flight": in_flight,

@@ -31,7 +31,7 @@ def bubble(pp, m, virtual=1):
 def _select(cond, a, b):
     if isinstance(cond, bool):
         return a if cond else b
-    import numpy  # arrays only come from train --search, which has numpy loaded
+    import numpy  # lazy: only train --search passes arrays (numpy is optional)
     return numpy.where(cond, a, b)
 
 
