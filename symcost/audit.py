@@ -35,11 +35,12 @@ from typing import Callable
 from . import loader
 from .conventions import Phase
 from .errors import SymcostError
+from .latex import texescape
 from .serving.gpus import gpu
 from .serving.memory import cache_bytes_total, inference_memory, leaf_bytes, weight_bytes
 from .notation import sym
 from .terms import exact
-from .training import TrainSetup, train_memory
+from .training import TrainSetup, train_flops, train_memory
 
 GiB, GB, MiB, TiB = 2**30, 10**9, 2**20, 2**40
 M1 = 10**6  # "1M" in the seeds' FLOPs arithmetic
@@ -185,7 +186,6 @@ def elementwise(key: str, *, kind: str = "decode", T: int, B: int = 1,
 
 def training_flops(key: str, *, T: int, B: int = 1, keep: Callable[[str], bool] = lambda p: True) -> int:
     """Training FLOPs (forward + backward, ``symcost.training.train_flops``) of one sequence of T tokens."""
-    from .training import train_flops
     m = model(key)
     vals = m.values_with(T=T, B=B)
     return sum(exact(e, vals) for p, e in train_flops(m).flatten().items() if keep(p))
@@ -552,18 +552,17 @@ def _section_key(row) -> tuple:
 
 def _md_to_tex(text: str) -> str:
     """INTRO's light Markdown as LaTeX: escaped text, **bold**, `code`, powers such as 2^30."""
-    from .latex import texescape as esc
     out = []
     for i, part in enumerate(re.split(r"(\*\*.+?\*\*|`.+?`|\b\d+\^\d+\b)", text)):
         if part.startswith("**"):
-            out.append(r"\textbf{" + esc(part[2:-2]) + "}")
+            out.append(r"\textbf{" + texescape(part[2:-2]) + "}")
         elif part.startswith("`"):
-            out.append(r"\texttt{" + esc(part[1:-1]) + "}")
+            out.append(r"\texttt{" + texescape(part[1:-1]) + "}")
         elif re.fullmatch(r"\d+\^\d+", part):
             base, exp = part.split("^")
             out.append(f"${base}^{{{exp}}}$")
         else:
-            out.append(esc(part))
+            out.append(texescape(part))
     return "".join(out)
 
 
@@ -621,7 +620,6 @@ _TEX_UNITS = {"万": 4, "亿": 8, "x10^14": 14}
 
 def render_tex() -> str:
     """The same table as a LaTeX document (English only: pdflatex has no CJK fonts by default)."""
-    from .latex import texescape
 
     def esc(text: str) -> str:
         for word, power in _TEX_UNITS.items():

@@ -10,10 +10,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import loader
+from . import audit, loader, scenario
+from .docs import fill
 from .errors import SymcostError
 from .notation import sym
 from .report import mechanisms, render_mechanism, render_overview, render_sheet, render_sheet_md
+from .serving import seed_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the context of every bundled report (capped at a model's learned positions P)
@@ -49,14 +51,14 @@ def render_all() -> dict[str, str]:
         out[f"reports/{name}.tex"] = render_sheet(model, T_prefill=T, T_decode=T)
         out[f"reports/{name}.md"] = render_sheet_md(model, T_prefill=T, T_decode=T)
         index.append(f"| {name} | {model.model_type} | [md]({name}.md), [tex]({name}.tex) |")
-    from . import audit  # the seeds' worked examples against the engine (issue 6)
+    # the seeds' worked examples against the engine (issue 6)
     out["reports/seeds-audit.md"] = audit.render_markdown()
     out["reports/seeds-audit.tex"] = audit.render_tex()
     index.append("\nThe seeds' numeric claims, checked: [seeds-audit.md](seeds-audit.md), "
                  "[seeds-audit.tex](seeds-audit.tex).")
-    from . import scenario  # the seeds' 1M-context decode scenario for the flagship models (issue 7)
+    # the seeds' 1M-context decode scenario for the flagship models (issue 7)
     out["reports/flagships-1m.md"] = scenario.render_markdown()
-    from .serving import seed_cases  # the seeds' CH5/CH6 serving cases, every layout of 8xH200
+    # the seeds' CH5/CH6 serving cases, every layout of 8xH200
     out["reports/serving-1m.md"] = seed_cases.render_markdown()
     index.append("\nThe seeds' 1M-context serving cases (Nemotron 3 Ultra, MiniMax M3 on 8×H200, "
                  "BF16 and FP8), layout by layout: [serving-1m.md](serving-1m.md).")
@@ -64,7 +66,6 @@ def render_all() -> dict[str, str]:
                  "[flagships-1m.md](flagships-1m.md).")
     readme = ROOT / "README.md"
     if readme.is_file():  # its generated tables (families, notation); the prose is hand-written
-        from .docs import fill
         out["README.md"] = fill(readme.read_text(encoding="utf-8"))
     out["reports/README.md"] = "\n".join(index) + "\n"
     return out

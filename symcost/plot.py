@@ -51,12 +51,12 @@ SHEET_SIZE = (4.4, 3.3)
 def _pyplot():
     """matplotlib's pyplot on the Agg backend, or a one-line SymcostError when it is missing."""
     try:
-        import matplotlib
+        import matplotlib  # lazy: optional; missing, it is the one-line error below
     except ImportError:
         raise SymcostError("plotting needs matplotlib, which is not installed: "
                            "pip install 'symcost[plot]' (or pip install matplotlib)") from None
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: only after matplotlib.use("Agg")
     return plt
 
 
@@ -191,8 +191,8 @@ SAME_CURVE = 0.01
 def _draw(curves: list[Series], metric: str, path: Path, *, title: str | None,
           ylabel: str | None = None, figsize=(6.4, 4.4), footer: str = ""):
     plt = _pyplot()
-    from matplotlib.lines import Line2D
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    from matplotlib.lines import Line2D  # lazy: matplotlib is optional (_pyplot checks it)
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # lazy: as Line2D
 
     fig, ax = plt.subplots(figsize=figsize, layout="constrained")
     any_window = any_cross = False

@@ -12,7 +12,10 @@ Templates live in ``symcost/templates`` and use LaTeX-safe jinja delimiters: ``\
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
+import inspect
+import pkgutil
 import re
 import shutil
 import subprocess
@@ -23,13 +26,15 @@ from pathlib import Path
 import jinja2
 import sympy
 
-from . import conventions
+from . import components, conventions
 from .assembly import Model
+from .components.base import Component
 from .conventions import Phase
 from .latex import (group_digits, latex, mdescape, plugged, rst_to_md, rst_to_tex, split_lines,
                     texescape, texbreak, ttescape)
 from .notation import TABLE, sym
 from .terms import Terms, exact
+from .training.sheet import training_context  # the Training and Communication sections
 from .units import dtype_bytes, human_bytes, human_count
 
 #: printed width (characters) of one line of a display derivation before it is split
@@ -361,7 +366,6 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
         for e in t.flatten().values():
             used |= e.free_symbols
     inputs = [sym.T, sym.B] + ([sym.b_kv] if cache_sec else []) + [sym.b_w]
-    from .training.sheet import training_context  # the Training and Communication sections
     training = training_context(model, seq=T_prefill, lines_for=lines_for)
     return {
         "training": training,
@@ -476,7 +480,7 @@ def write_sheet(model: Model, path: str | Path, pdf: bool = False, plots: bool =
     info = None
     if plots:
         if have_matplotlib():
-            from .plot import sheet_plots
+            from .plot import sheet_plots  # lazy: plot loads numpy; only a sheet with figures needs it
             ctx_phases = sheet_phases(kw.get("prefill_phase"), kw.get("decode_phase"), kw.get("mla"))
             figs = sheet_plots(model, _plot_stem(tex_path), batch=kw.get("batch", 1),
                                dtype=kw.get("dtype", "bf16"), prefill_phase=ctx_phases[0],
@@ -498,13 +502,6 @@ def write_sheet(model: Model, path: str | Path, pdf: bool = False, plots: bool =
 # -- mechanism sheets (formulas/) ----------------------------------------------------------------
 def mechanisms() -> list[dict]:
     """Every component module with its ``Component`` classes, found by walking the package."""
-    import importlib
-    import inspect
-    import pkgutil
-
-    from . import components
-    from .components.base import Component
-
     out = []
     for info in sorted(pkgutil.iter_modules(components.__path__), key=lambda i: i.name):
         if info.name == "base":
