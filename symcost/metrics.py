@@ -11,7 +11,7 @@ gives them, so ``scale --wrt N_dp`` differentiates in a layout size like it does
     kv_capacity      tokens the KV pages of one rank hold (vLLM's "GPU KV cache size"); in M_gpu, N_*, M
     max_concurrency  requests of T tokens those pages hold at once (vLLM's "Maximum concurrency")
     ttft             roofline time of the prefill of one prompt of T tokens, N_pp stages in turn
-                     (``roofline_formulas``: max(FLOPs/F_gpu, bytes/BW_hbm) + communication)
+                     (``serving.roofline.Latency``: max(FLOPs/F_gpu, bytes/BW_hbm) + communication)
     tpot             roofline time of one decode step of B sequences at context T, N_pp stages
     train_memory     per-GPU training bytes of the heaviest pipeline stage (``training.memory``:
                      weights, gradients, optimizer state, 1F1B activations); in N_dp, N_tp, N_cp,
@@ -97,7 +97,8 @@ def _checkpoint(model, raw, o: Options):
 
 
 def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
-    from .serving.formulas import compute_dtype, gpu_values, roofline_formulas, serve_formulas, step_max
+    from .serving.formulas import compute_dtype, gpu_values, serve_formulas
+    from .serving.roofline import Latency
     ck = _checkpoint(model, raw, o)
     bound = dict(model.values)
     bound[sym.M] = sympy.Integer(o.max_batched_tokens)
@@ -108,18 +109,17 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
         from .serving.gpus import gpu as find_gpu
         gv, _ = gpu_values(find_gpu(o.gpu), compute_dtype(ck), o.mem_util)
         bound.update(gv)
-    if name in ("ttft", "tpot"):
-        rf = roofline_formulas(model, ck, "prefill" if name == "ttft" else "decode", kv_dtype=o.kv_dtype,
-                               mla=o.mla)
-        one = {sym.B: sympy.Integer(1)} if name == "ttft" else {}
-        if o.T is not None and any(sym.T in q.exp.free_symbols for q in rf.step_time.atoms(sympy.Pow)):
+    if name in Latency.STEPS:
+        lat = Latency(model, ck, kv_dtype=o.kv_dtype, mla=o.mla)
+        if o.T is not None and any(sym.T in q.exp.free_symbols for q in lat.step(name).step_time.atoms(sympy.Pow)):
             raise SymcostError(f"--T {o.T}: the {name} of a MoE model reads the experts B·T prompt tokens "
                                f"touch, E·(1 − (1 − k/E)^(B·T)), a rational of ~T digits once T is a "
                                f"number; leave T a symbol")
+        parts = lat.parts(name)
         t = Terms(bound=bound)
-        t.add("compute_or_memory", (sym.N_pp * step_max(rf.compute_time, rf.memory_time)).xreplace(one),
+        t.add("compute_or_memory", parts["compute_or_memory"],
               "N_pp · max(FLOPs / F_gpu, bytes / BW_hbm) of one step on one rank")
-        t.add("communication", (sym.N_pp * rf.comm_time).xreplace(one),
+        t.add("communication", parts["communication"],
               "N_pp · (TP all-reduce + EP all-to-all bytes) / BW_link, not overlapped")
         return t
     over = int(Fraction(str(o.overhead_gib)) * 2**30)

@@ -17,9 +17,16 @@ import sympy
 
 from ..errors import SymcostError
 from ..notation import sym
-from .formulas import (compile_exprs, compute_dtype, gpu_values, roofline_formulas, serve_formulas)
-from .plan import Layout, check_layout
+from .formulas import compile_exprs, compute_dtype, gpu_values, serve_formulas
+from .plan import NOTE as SERVE_NOTE, Layout, ServeSetup, check_layout
 from .quant import checkpoint
+from .roofline import NOTE as ROOF_NOTE, Latency
+
+#: what ``deploy`` states with every answer
+NOTE = (SERVE_NOTE + "; " + ROOF_NOTE + "; layouts evaluated in float64 from formulas compiled once (symcost "
+        "memory/roofline give one layout exactly)")
+#: the GPU counts tried when none is given: the smallest that fits is the answer
+POWERS = (1, 2, 4, 8, 16, 32, 64)
 
 SYMS = (sym.N_tp, sym.N_ep, sym.N_pp, sym.N_dp, sym.T, sym.B, sym.M, sym.M_gpu, sym.F_gpu, sym.BW_hbm, sym.BW_link)
 
@@ -59,11 +66,10 @@ def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dt
                   overhead_bytes=2**30, mla="auto", compute=None, gpu=None) -> Compiled:
     ck = checkpoint(model, raw, weights_dtype, quant_fallback, experts_dtype)
     f = serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=overhead_bytes, lazy=True)
-    dec = roofline_formulas(model, ck, "decode", kv_dtype=kv_dtype, mla=mla, weights=f.weights)
-    pre = roofline_formulas(model, ck, "prefill", kv_dtype=kv_dtype, mla=mla, weights=f.weights)
+    lat = Latency(model, ck, kv_dtype=kv_dtype, mla=mla, weights=f.weights)
     exprs = {"weights": f.weights.total, "activation": f.activation, "fixed": f.fixed,
              "num_blocks": f.num_blocks, "groups": f.kv.groups, "block": f.kv.block, "need": f.kv.need,
-             "decode_step": dec.step_time, "prefill_step": pre.step_time}
+             "decode_step": lat.decode.step_time, "prefill_step": lat.prefill.step_time}
     numpy()  # the compiled functions need it: a clear error instead of an ImportError
     fn = compile_exprs(exprs, SYMS)
     cdt = compute_dtype(ck, compute)
@@ -94,9 +100,9 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     args = (tp, ee, pp, dp, T * ones, batch * ones, max_batched_tokens * ones, float(gv[sym.M_gpu]) * ones,
             float(gv[sym.F_gpu]) * ones, float(gv[sym.BW_hbm]) * ones, float(gv[sym.BW_link]) * ones)
     ev = {k: np.broadcast_to(np.asarray(v, dtype=float), tp.shape) for k, v in comp.fn(*args).items()}
-    one = (tp, ee, pp, dp, T * ones, ones, max_batched_tokens * ones) + args[7:]
-    ttft = np.asarray(comp.fn(*one)["prefill_step"], dtype=float) * pp
-    tpot = ev["decode_step"] * pp
+    one = (tp, ee, pp, dp, T * ones, ones, max_batched_tokens * ones) + args[7:]  # B = 1: TTFT's one prompt
+    ttft = Latency.pipelined(np.asarray(comp.fn(*one)["prefill_step"], dtype=float), pp)
+    tpot = Latency.pipelined(ev["decode_step"], pp)
     blocks = np.maximum(ev["num_blocks"], 0)
     conc = blocks / np.maximum(ev["need"], 1)
     tokens = np.floor(blocks / ev["groups"]) * ev["block"]
@@ -112,16 +118,21 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     return rows
 
 
-def deploy(model, raw, *, gpu, gpus: list[int], T: int, batch: int, smallest: bool = False, **kw) -> dict:
-    """Every valid layout on each GPU count of ``gpus`` (``smallest``: only the first count with a
-    layout that fits). The formulas are built and compiled once, whatever the counts."""
-    mbt = kw.pop("max_batched_tokens", 8192)
-    mem_util = kw.pop("mem_util", 0.9)
-    comp = compile_model(model, raw, gpu=gpu, **kw)
+def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, batch: int) -> dict:
+    """Every valid layout on each GPU count of ``gpus`` for ``setup`` (its GPU, dtypes and engine
+    settings; the layouts are swept, ``setup.layout`` is not used); ``gpus`` None: the smallest power of
+    two (up to 64) with a layout that fits. The formulas are built and compiled once, whatever the counts."""
+    smallest = gpus is None
+    # float GiB, as deploy has always summed them; plan sums their decimal texts exactly (the two can
+    # differ by a byte when the float sum falls just under a whole byte)
+    over = int((setup.overhead_gib + setup.cudagraph_gib) * 2**30)
+    comp = compile_model(model, raw, gpu=setup.gpu, kv_dtype=setup.kv_dtype, weights_dtype=setup.weights_dtype,
+                         experts_dtype=setup.experts_dtype, quant_fallback=setup.quant_fallback,
+                         overhead_bytes=over, mla=setup.mla)
     rows = []
-    for n in gpus:
-        got = evaluate(comp, layouts(model, n), gpu=gpu, T=T, batch=batch, max_batched_tokens=mbt,
-                       mem_util=mem_util)
+    for n in POWERS if smallest else gpus:
+        got = evaluate(comp, layouts(model, n), gpu=setup.gpu, T=T, batch=batch,
+                       max_batched_tokens=setup.max_batched_tokens, mem_util=setup.mem_util)
         if smallest:
             rows = got
             if any(r["fits"] for r in got):

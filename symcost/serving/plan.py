@@ -25,10 +25,13 @@ Per rank (the most-loaded one):
     kv available  = budget − weights − activations − overhead
 KV capacity in tokens and the maximum concurrency at a context follow from vLLM's block and page
 rules (``vllm.kv_capacity``).
+
+The serving options travel as one ``ServeSetup``; ``memory`` (``symcost memory``) adds the KV cache of
+a batch and the smallest tensor-parallel size that holds it (``gpus_needed``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import sympy
@@ -38,7 +41,8 @@ from ..notation import sym
 from ..parallel import Layout
 from ..terms import exact
 from .gpus import GPU
-from .quant import checkpoint
+from .memory import cache_bytes_total
+from .quant import checkpoint, scheme
 from .vllm import KVConfig
 
 GiB = 2**30
@@ -102,20 +106,43 @@ def activation_peak(model, tokens: int, lay: Layout) -> int:
     return _int(activation_per_gpu(model), _values(lay, {sym.M: sympy.Integer(tokens)}))
 
 
-def plan(model, raw: dict, *, lay: Layout = Layout(), gpu: GPU | None = None, T: int, mem_util: float = 0.9,
-         max_batched_tokens: int = 8192, kv_dtype: str = "bf16", weights_dtype: str | None = None,
-         experts_dtype: str | None = None, quant_fallback: bool = False, overhead_gib: float = 1.0,
-         cudagraph_gib: float = 0.0, block_size: int | None = None, state_dtype: str | None = None,
-         gpus: int | None = None) -> Plan:
+@dataclass(frozen=True)
+class ServeSetup:
+    """What the serving options say (``symcost memory``, ``roofline``, ``deploy``), passed whole to
+    ``plan``, ``roofline.roofline`` and ``deploy.deploy``: the layout, the GPU (None: no budget), the
+    checkpoint's dtypes, the engine's settings. ``deploy`` sweeps the layouts itself (``layout`` unused)."""
+
+    layout: Layout = Layout()
+    gpu: GPU | None = None
+    kv_dtype: str = "bf16"
+    weights_dtype: str | None = None
+    experts_dtype: str | None = None
+    quant_fallback: bool = False
+    mem_util: float = 0.9
+    max_batched_tokens: int = 8192
+    overhead_gib: float = 1.0
+    cudagraph_gib: float = 0.0
+    block_size: int | None = None
+    state_dtype: str | None = None
+    mla: str = "auto"
+
+    def checkpoint(self, model, raw: dict):
+        """The checkpoint's weight bytes as these options cost them (``quant.checkpoint``)."""
+        return checkpoint(model, raw, self.weights_dtype, self.quant_fallback, self.experts_dtype)
+
+
+def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: int | None = None) -> Plan:
+    """``setup.layout`` on ``setup.gpu`` serving requests of ``T`` tokens, as vLLM accounts for it."""
+    lay, gpu, mem_util = setup.layout, setup.gpu, setup.mem_util
     check_layout(model, lay, gpus)
     if not 0 < mem_util <= 1:
         raise SymcostError(f"--mem-util must be in (0, 1], got {mem_util}")
     from .formulas import serve_formulas
-    ck = checkpoint(model, raw, weights_dtype, quant_fallback, experts_dtype)
-    over = int((Fraction(str(overhead_gib)) + Fraction(str(cudagraph_gib))) * GiB)
-    f = serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=over, block_size=block_size,
-                       state_dtype=state_dtype)
-    vals = _values(lay, {sym.M: sympy.Integer(max_batched_tokens), sym.T: sympy.Integer(T)})
+    ck = setup.checkpoint(model, raw)
+    over = int((Fraction(str(setup.overhead_gib)) + Fraction(str(setup.cudagraph_gib))) * GiB)
+    f = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=over, block_size=setup.block_size,
+                       state_dtype=setup.state_dtype)
+    vals = _values(lay, {sym.M: sympy.Integer(setup.max_batched_tokens), sym.T: sympy.Integer(T)})
     w_total = ck.total(model.values, served=True)
     w_rank = _int(f.weights.total, vals)
     act = _int(f.activation, vals)
@@ -140,3 +167,67 @@ def plan(model, raw: dict, *, lay: Layout = Layout(), gpu: GPU | None = None, T:
     p.values = vals
     return p
 
+
+
+#: the accounting ``memory`` states with every answer
+NOTE = ("vLLM accounting per GPU: budget = usable memory x --mem-util; weights = checkpoint bytes "
+        "(quantization_config, scales included) split by the layout; activations = the peak of one "
+        "chunked-prefill step of --max-batched-tokens tokens (an estimate); overhead = a stated "
+        "allowance (--overhead-gib non-torch + --cudagraph-gib); the rest holds KV pages "
+        "(vLLM block sizes, hybrid page alignment)")
+
+
+def gpus_needed(model, raw: dict, setup: ServeSetup, *, T: int, batch: int, max_tp: int = 64) -> int | None:
+    """The smallest tensor-parallel size (a power of two up to ``max_tp``, nothing else split) whose
+    plan holds ``batch`` requests of ``T`` tokens on ``setup.gpu``; None without a GPU or if none does."""
+    if setup.gpu is None:
+        return None
+    tp = 1
+    while tp <= max_tp:
+        try:
+            check_layout(model, Layout(tp=tp))
+            q = plan(model, raw, replace(setup, layout=Layout(tp=tp)), T=T)
+            if q.max_batch is not None and q.max_batch >= batch:
+                return tp
+        except SymcostError:
+            pass
+        tp *= 2
+    return None
+
+
+def quantization(raw: dict, setup: ServeSetup) -> str:
+    """How the weights are costed, in words: the dtype asked for, or the checkpoint's scheme."""
+    if setup.weights_dtype:
+        return setup.weights_dtype
+    s = scheme(raw, None, setup.quant_fallback)
+    return s.base.label if s.method == "none" else f"{s.method}: {s.layout.label}"
+
+
+@dataclass(frozen=True)
+class Memory:
+    """``symcost memory``: the plan of one layout, and what it means for ``batch`` requests of ``T``."""
+
+    plan: Plan
+    T: int
+    batch: int
+    cache_bytes: int  # the KV cache of the batch, whole model, in --kv-dtype
+    total_bytes: int  # weights + cache + every rank's activations and overhead
+    per_gpu_bytes: int
+    gpus_needed: int | None
+    quantization: str
+
+    @property
+    def fits(self) -> bool | None:
+        p = self.plan
+        return None if p.gpu is None else bool(p.max_batch and p.max_batch >= self.batch)
+
+
+def memory(model, raw: dict, setup: ServeSetup, *, T: int, batch: int) -> Memory:
+    """Serving memory per GPU of ``setup`` for ``batch`` requests of ``T`` tokens, and the smallest
+    tensor-parallel size that holds them (``gpus_needed``)."""
+    p = plan(model, raw, setup, T=T)
+    cache, _ = cache_bytes_total(model, setup.kv_dtype, model.values_with(T=T, B=batch))
+    per_gpu = p.per_gpu_bytes(batch)
+    needed = gpus_needed(model, raw, setup, T=T, batch=batch)
+    total = p.weights_total + cache + setup.layout.gpus * (p.activation_rank + p.overhead_rank)
+    return Memory(p, T, batch, cache, total, per_gpu, needed, quantization(raw, setup))

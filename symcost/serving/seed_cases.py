@@ -12,7 +12,7 @@ from .. import loader
 from ..units import human_bytes
 from .deploy import layouts
 from .gpus import gpu
-from .plan import plan
+from .plan import ServeSetup, plan
 
 CASES = ("nemotron-3-ultra-550b-a55b", "minimax-m3")
 GPU, GPUS, T = "H200", 8, 2**20
@@ -26,7 +26,7 @@ def rows(name: str, weights_dtype: str) -> list[dict]:
     g = gpu(GPU)
     out = []
     for lay in layouts(m, GPUS):
-        p = plan(m, raw, lay=lay, gpu=g, T=T, weights_dtype=weights_dtype)
+        p = plan(m, raw, ServeSetup(layout=lay, gpu=g, weights_dtype=weights_dtype), T=T)
         conc = (p.kv.num_blocks / p.kv.blocks_per_request
                 if p.kv and p.kv.blocks_per_request and p.kv_available_rank and p.kv_available_rank > 0 else 0.0)
         out.append({"layout": lay.label(), "fits": conc >= 1, "weights": p.weights_rank,

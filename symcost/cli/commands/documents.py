@@ -1,0 +1,48 @@
+"""Documents: ``sheet`` (a LaTeX derivation) and ``plot`` (cost vs T)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ... import loader
+from ...conventions import Phase
+from ...errors import SymcostError
+from ...plot import plot_vs_T
+from ...report import write_sheet
+from .. import options as o
+
+OPTIONS = {
+    "sheet": (o.MODEL, o.OUTPUT, o.PDF, o.T_PREFILL, o.T_DECODE, o.BATCH,
+              o.DTYPE.but(help="cache dtype of the memory section (default bf16)"), *o.CONVENTIONS),
+    "plot": (o.MODELS, o.PLOT_METRIC, o.OUTPUT.but(help="the .png or .pdf file to write"), o.T_MIN, o.T_MAX,
+             o.BATCH, o.DTYPE.but(help="cache dtype (cache_bytes)"), o.MLA),
+}
+
+
+def cmd_sheet(args, out):
+    m = loader.build(args.model)
+    _, source = loader.resolve(args.model)
+    path = Path(args.output)
+    if source is not None and path.exists() and path.resolve() == source.resolve():
+        raise SymcostError(f"-o {args.output}: that is the model's config.json; choose another file")
+    if path.suffix != ".tex":
+        raise SymcostError(f"-o {args.output}: the sheet is LaTeX; give a path ending in .tex")
+    phase = Phase(attention=args.attention, logits=args.logits, mla=args.mla, impl=args.impl)
+    try:
+        tex, pdf, message = write_sheet(m, args.output, pdf=args.pdf, T_prefill=args.T_prefill,
+                                        T_decode=args.T_decode, batch=args.batch, dtype=args.dtype,
+                                        prefill_phase=phase)
+    except (RuntimeError, OSError) as e:
+        raise SymcostError(f"sheet: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+    out.emit({"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message,
+              "mla": args.mla}, message)
+
+
+def cmd_plot(args, out):
+    models = [loader.build(name) for name in args.model]
+    try:
+        plot = plot_vs_T(models, args.metric, args.output, T_min=args.T_min, T_max=args.T_max,
+                         batch=args.batch, dtype=args.dtype, mla=args.mla)
+    except OSError as e:
+        raise SymcostError(f"plot: cannot write {args.output}: {e.strerror or e}") from None
+    out.emit({"path": str(plot.path), "models": plot.models, "metric": plot.metric, "mla": args.mla},
+             f"wrote {plot.path} ({plot.metric} vs T for {', '.join(plot.models)})")

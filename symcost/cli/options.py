@@ -1,0 +1,446 @@
+"""Every command-line option, declared once: one row per option (flags, type and range, default, help,
+an example value, a group), from which each command's parser is built.
+
+A command lists the rows it takes (``symcost.cli.commands.*``: ``OPTIONS``); where it needs the same
+option with another default or help text, it uses the row ``.but(...)`` — the flags, the type and the
+range stay those of the row. ``add`` turns a row into an argparse argument and applies the two rules
+every option follows: its help ends in its default (or says it is required), and a long option with a
+value and no choices shows ``N`` as its metavar.
+
+Groups: ``common`` (every command), ``model`` (the config, context and batch), ``phase``,
+``conventions`` (how FLOPs are counted), ``serve`` (the serving engine and GPU), ``parallel``
+(layout sizes), ``train``, ``metric`` (the symbolic commands) and ``document`` (sheet, plot).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from ..metrics import METRICS as LAYOUT_METRICS
+
+# -- types and ranges: a factory of the flag's name -> argparse type ---------------------------------
+#: size suffixes, binary as context lengths are quoted (128K = 131,072; 1M = 1,048,576)
+_SUFFIX = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+def parse_size(text: str) -> int:
+    """``"4096"``, ``"128K"`` (131,072), ``"1M"`` (1,048,576), ``"2G"``; ``ValueError`` otherwise.
+
+    >>> parse_size("128K"), parse_size("1M"), parse_size("4096")
+    (131072, 1048576, 4096)
+    """
+    t = text.strip().replace("_", "")
+    mult = _SUFFIX.get(t[-1:].upper(), 1)
+    digits = t[:-1] if mult > 1 else t
+    if not digits.isascii() or not digits.isdigit() or len(digits) > 30:
+        raise ValueError(text)
+    return int(digits) * mult
+
+
+def _shown(text: str) -> str:
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def real(low=0.0, high=None, *, open_low=False):
+    """A finite number in [low, high] (``open_low``: low excluded); never nan, inf or text."""
+    def kind(name):
+        def parse(text):
+            try:
+                value = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{name} must be a number, got {_shown(text)!r}") from None
+            if not math.isfinite(value) or value < low or (open_low and value == low) or \
+                    (high is not None and value > high):
+                where = f"{'(' if open_low else '['}{low:g}, {'∞)' if high is None else f'{high:g}]'}"
+                raise argparse.ArgumentTypeError(f"{name} must be in {where}, got {text}")
+            return value
+        return parse
+    return kind
+
+
+def ratio(name):
+    """A positive exact ratio: ``1.25`` or ``5/4`` (read as decimal text, never via a float)."""
+    def parse(text):
+        try:
+            value = Fraction(text.strip())
+        except (ValueError, ZeroDivisionError):
+            raise argparse.ArgumentTypeError(f"{name} must be a number such as 1.25 or 5/4, "
+                                             f"got {_shown(text)!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text}")
+        return value
+    return parse
+
+
+def shard(name):
+    """A positive integer, or ``none`` (no hybrid sharding, given explicitly)."""
+    def parse(text):
+        if text.strip().lower() == "none":
+            return "none"
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer or 'none', got {_shown(text)!r}")
+        return value
+    return parse
+
+
+def positive(name):
+    """A positive integer, with the size suffixes of ``parse_size``."""
+    def parse(text):
+        try:
+            value = parse_size(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer (suffixes K, M, G "
+                                             f"= 2^10, 2^20, 2^30), got {_shown(text)!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be positive, got {value}")
+        return value
+    return parse
+
+
+def integer(name):
+    """Python's ``int`` (any sign; a command checks the range it needs)."""
+    return int
+
+
+def gpu_counts(text: str) -> list[int]:
+    """``deploy --gpus``: ``N`` or ``MIN-MAX``, positive; [] when the text is neither."""
+    try:
+        if "-" in text:
+            lo, hi = (int(x) for x in text.split("-", 1))
+            return list(range(lo, hi + 1)) if 0 < lo <= hi else []
+        return [int(text)] if int(text) > 0 else []
+    except ValueError:
+        return []
+
+
+# -- the row -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Option:
+    """One option: ``kind`` is a factory of the flag's name returning the argparse type (its range
+    included); ``example`` a value a user would give (``tests/test_cli_options.py`` parses it)."""
+
+    flags: tuple[str, ...]
+    group: str
+    help: str = ""
+    kind: object = None
+    default: object = None
+    choices: tuple | None = None
+    required: bool = False
+    action: object = None  # "store_true", "append", argparse.BooleanOptionalAction
+    metavar: str | None = None
+    dest: str | None = None
+    nargs: str | None = None
+    example: str | None = None
+
+    def but(self, **changes) -> "Option":
+        """The same option (flags, type, range) with another default, help, requirement..."""
+        return replace(self, **changes)
+
+    @property
+    def flag(self) -> str:
+        return max(self.flags, key=len)
+
+
+@dataclass(frozen=True)
+class Section:
+    """Options shown under their own heading in ``--help``."""
+
+    title: str
+    options: tuple
+
+
+def _unset(default) -> bool:
+    """No default worth stating: None, a store_true's False, argparse's SUPPRESS (0 is a value)."""
+    return default is None or default is False or default == argparse.SUPPRESS
+
+
+def add(parser, row: Option) -> None:
+    """``row`` as an argument of ``parser`` (a parser or an argument group)."""
+    kw = {"help": row.help}
+    if row.default is not None:  # argparse's own: None, or False for a store_true
+        kw["default"] = row.default
+    if row.required:
+        kw["required"] = True
+    if row.action is not None:
+        kw["action"] = row.action
+    if row.kind is not None:
+        kw["type"] = row.kind(row.flag)
+    if row.choices is not None:
+        kw["choices"] = list(row.choices)
+    for key in ("metavar", "dest", "nargs"):
+        if getattr(row, key) is not None:
+            kw[key] = getattr(row, key)
+    a = parser.add_argument(*row.flags, **kw)
+    if not a.option_strings:
+        return
+    if a.metavar is None and a.choices is None and a.nargs is None and a.type is not None \
+            and len(a.dest) > 6:  # --max-batched-tokens N, not MAX_BATCHED_TOKENS
+        a.metavar = "X" if a.type is float else "N"
+    text = a.help or ""
+    if a.required and "required" not in text:
+        text += " (required)"
+    elif not _unset(a.default) and "default" not in text and f"{a.default})" not in text:
+        text += f" (default {a.default})"
+    a.help = text.strip()
+
+
+def build(parser, rows) -> None:
+    """Every row (or ``Section`` of rows) of a command, in order."""
+    for row in rows:
+        if isinstance(row, Section):
+            group = parser.add_argument_group(row.title)
+            for r in row.options:
+                add(group, r)
+        else:
+            add(parser, row)
+
+
+# -- the table ---------------------------------------------------------------------------------
+DTYPES = ("bf16", "fp16", "fp32", "fp8")
+DTYPES_W = ("bf16", "fp16", "fp32", "fp8", "int4", "fp4")
+TRAIN_DTYPES = ("bf16", "fp16", "fp32")
+
+#: what `check` and `scale` compare, and the unit each counts (+ the serving and training metrics of
+#: ``symcost.metrics``)
+METRICS = {"params": "parameters", "active": "active parameters per token",
+           "flops": "forward matmul FLOPs (--phase, conventions)", "cache": "cache elements",
+           "cache_bytes": "cache bytes (b_kv per KV element, b_state per fp32 state element)",
+           "weights_bytes": "weight bytes (b_w per parameter)", **LAYOUT_METRICS}
+METRICS_HELP = "; ".join(f"{k}: {v}" for k, v in METRICS.items())
+METRICS_LAYOUT = tuple(LAYOUT_METRICS)
+WRT_CHOICES = ("T", "E", "B", "N_dp", "N_tp", "N_pp", "N_ep", "N_cp", "dp", "tp", "pp", "ep", "cp")
+IMAGES_HELP = ("N images per sequence at the config's default image size (vision models): the context "
+               "becomes T = T_text + N x tokens per image, --T being T_text (JSON: T, T_text, vision_tokens)")
+SWEEPS = "; --search sweeps it unless given"
+
+# common
+JSON = Option(("--json",), "common", "print one JSON object", action="store_true")
+VERBOSE = Option(("--verbose",), "common", "also list every config field symcost does not read (a warning)",
+                 action="store_true")
+
+# model: the config, the context, the batch
+MODEL = Option(("model",), "model", "config.json path, its directory, or a bundled name", example="llama-3.1-8b")
+MODELS = MODEL.but(nargs="+", help="config.json paths, directories, or bundled names")
+T = Option(("--T",), "model", "tokens: prompt length (prefill) or cached context (decode); suffixes K, M = "
+           "2^10, 2^20", kind=positive, example="128K")
+BATCH = Option(("--batch",), "model", "sequences B in the batch", kind=positive, default=1, example="8")
+SEQ = Option(("--seq",), "model", "sequence length in tokens; suffixes K, M = 2^10, 2^20", kind=positive,
+             example="8K")
+IMAGES = Option(("--images",), "model", IMAGES_HELP, kind=integer, default=0, metavar="N", example="2")
+ELEMENTWISE = Option(("--elementwise",), "model", "also report elementwise FLOPs (norms, activations, softmax, "
+                     "RoPE, residual adds) as a separate group under symcost.elementwise's convention",
+                     action="store_true")
+DTYPE = Option(("--dtype",), "model", "element dtype of the cache (bytes per element: bf16/fp16 2, fp32 4, "
+               "fp8 1)", choices=DTYPES, default="bf16", example="fp8")
+LAYOUT = Option(("--layout",), "model", "hf: the tensors transformers' cache holds; vllm: paged blocks",
+                choices=("hf", "vllm"), default="hf", example="vllm")
+
+# phase and the counting conventions (``conventions.Phase``)
+PHASE = Option(("--phase",), "phase", "prefill: T new tokens, context T; decode: 1 new token after T cached",
+               choices=("prefill", "decode"), example="decode")
+ATTENTION = Option(("--attention",), "conventions", "full: every (query, key) in the buffer, as eager attention "
+                   "computes; causal: only the pairs the masks keep (default full)", choices=("full", "causal"),
+                   default="full", example="causal")
+LOGITS = Option(("--logits",), "conventions", "LM head on every new position or only the last (default all)",
+                choices=("all", "last"), default="all", example="last")
+MLA = Option(("--mla",), "conventions", "MLA form: auto = expanded for prefill, absorbed for decode (vLLM/SGLang's "
+             "MLA backends); expand = re-expand the cached latents every pass (transformers); absorb = "
+             "up-projections folded into query and output (default auto)", choices=("auto", "expand", "absorb"),
+             default="auto", example="absorb")
+IMPL = Option(("--impl",), "conventions", "chunked scans: minimal counts what the math needs; reference what the "
+              "transformers torch path computes, padding included (default minimal)",
+              choices=("minimal", "reference"), default="minimal", example="reference")
+CONVENTIONS = (ATTENTION, LOGITS, MLA, IMPL)
+
+# serve: the engine, its memory accounting, the GPU
+GPU = Option(("--gpu",), "serve", "GPU from the catalogue (`symcost gpus` lists them)", example="H100")
+SERVE_GPU = GPU.but(help="GPU from the catalogue (symcost gpus)")
+WEIGHTS_DTYPE = Option(("--weights-dtype",), "serve", "cost every weight in this dtype, no scales (default: the "
+                       "checkpoint's quantization_config, scales included)", choices=DTYPES_W, example="fp8")
+EXPERTS_DTYPE = Option(("--experts-dtype",), "serve", "routed experts' dtype when it differs", choices=DTYPES_W,
+                       example="int4")
+QUANT_FALLBACK = Option(("--quant-fallback",), "serve", "an unknown quantization method falls back to the base "
+                        "dtype (default: error)", action="store_true")
+KV_DTYPE = Option(("--kv-dtype",), "serve", "KV-cache element dtype (bytes per element: bf16/fp16 2, fp32 4, "
+                  "fp8 1)", choices=DTYPES, default="bf16", example="fp8")
+MEM_UTIL = Option(("--mem-util",), "serve", "vLLM's gpu_memory_utilization (0.9)",
+                  kind=real(open_low=True, high=1.0), default=0.9, example="0.95")
+MAX_BATCHED_TOKENS = Option(("--max-batched-tokens",), "serve", "tokens per chunked-prefill step (vLLM's "
+                            "max_num_batched_tokens, 8192)", kind=positive, default=8192, example="16K")
+OVERHEAD_GIB = Option(("--overhead-gib",), "serve", "allowance for non-torch memory per GPU (CUDA context, NCCL, "
+                      "cuBLAS), GiB", kind=real(), default=1.0, example="1.5")
+CUDAGRAPH_GIB = Option(("--cudagraph-gib",), "serve", "allowance for CUDA graphs per GPU, GiB (0: captured after "
+                       "KV sizing, vLLM <= 0.10)", kind=real(), default=0.0, example="0.5")
+BLOCK_SIZE = Option(("--block-size",), "serve", "KV block tokens (default vLLM's: 16, 64 for MLA, raised for "
+                    "hybrids)", kind=positive, example="64")
+COMPUTE_DTYPE = Option(("--compute-dtype",), "serve", "dtype of the tensor-core peak (default: from the "
+                       "checkpoint: fp8/fp4/bf16)", choices=("bf16", "fp8", "fp4"), example="fp8")
+COMPUTE_EFF = Option(("--compute-eff",), "serve", "fraction of the dense peak reached",
+                     kind=real(open_low=True, high=1.0), default=1.0, example="0.7")
+BW_EFF = Option(("--bw-eff",), "serve", "fraction of the HBM bandwidth reached",
+                kind=real(open_low=True, high=1.0), default=1.0, example="0.8")
+DEPLOY_GPUS = Option(("--gpus",), "serve", "N, or MIN-MAX for every N in the range (default: the smallest power "
+                     "of two that fits)", example="8-16")
+TOP = Option(("--top",), "serve", "print only the best N layouts (0: all)", kind=integer, default=0, example="5")
+
+# parallel: layout sizes
+DP = Option(("--dp",), "parallel", "data-parallel replicas", kind=positive, default=1, example="8")
+TP = Option(("--tp",), "parallel", "tensor-parallel size (GPUs a layer's heads and FFN are split over)",
+            kind=positive, default=1, example="8")
+PP = Option(("--pp",), "parallel", "pipeline-parallel stages (layers split in order)", kind=positive, default=1,
+            example="4")
+EP = Option(("--ep",), "parallel", "expert-parallel size (GPUs the routed experts are split over)", kind=positive,
+            default=1, example="8")
+CP = Option(("--cp",), "parallel", "context-parallel size (sequence split over GPUs, ring attention)",
+            kind=positive, default=1, example="2")
+
+# train
+MICRO_BATCH = Option(("--micro-batch",), "train", "sequences per micro-batch on one data-parallel rank",
+                     kind=positive, example="1")
+GLOBAL_BATCH = Option(("--global-batch",), "train", "sequences per optimizer step over all ranks (default: "
+                      "micro-batch x dp)", kind=positive, example="512")
+SP = Option(("--sp",), "train", "sequence parallelism (needs --tp > 1; default off)",
+            action=argparse.BooleanOptionalAction)
+ZERO = Option(("--zero",), "train", "ZeRO stage (3 = FSDP full shard; 1 + --grad-dtype fp32 = Megatron's "
+              "distributed optimizer; default 0)", kind=integer, choices=(0, 1, 2, 3), example="1")
+RECOMPUTE = Option(("--recompute",), "train", "activation recomputation (default none)",
+                   choices=("none", "selective", "full"), example="selective")
+RECOMPUTE_METHOD = Option(("--recompute-method",), "train", "with --recompute full, Megatron's --recompute-method: "
+                          "uniform — groups of --recompute-layers consecutive layers per checkpoint; block — only "
+                          "the first --recompute-layers layers of each model chunk are recomputed, the rest keep "
+                          "their activations (default uniform)", choices=("uniform", "block"), default="uniform",
+                          example="block")
+RECOMPUTE_LAYERS = Option(("--recompute-layers",), "train", "Megatron's --recompute-num-layers: layers per "
+                          "checkpoint (uniform) or recomputed layers per model chunk (block) (default 1)",
+                          kind=positive, default=1, metavar="N", example="2")
+OPTIMIZER = Option(("--optimizer",), "train", "optimizer state bytes per parameter, fp32 master copy included: "
+                   "adamw 12 (two fp32 moments), sgd 8 (momentum), adam8bit 6 + 1/256 (two int8 moments, fp32 "
+                   "block scales)", choices=("adamw", "sgd", "adam8bit"), default="adamw", example="adam8bit")
+GRAD_DTYPE = Option(("--grad-dtype",), "train", choices=TRAIN_DTYPES, default="bf16", example="fp32")
+ACT_DTYPE = Option(("--act-dtype",), "train", choices=TRAIN_DTYPES, default="bf16", example="fp32")
+ATTENTION_KERNEL = Option(("--attention-kernel",), "train", choices=("flash", "eager"), default="flash",
+                          example="eager")
+SEARCH = Option(("--search",), "train", "sweep every valid setup on --gpus GPUs and print the five fastest that "
+                "fit: layout dp×tp×pp×cp and ep, micro-batch, ZeRO, recompute, sequence parallelism on/off, "
+                "virtual stages, HSDP shard groups, CPU offload; --zero, --recompute, --sp/--no-sp, "
+                "--virtual-stages, --hsdp-shard and --offload, when given, pin their dimension (--no-sp, "
+                "--virtual-stages 1, --hsdp-shard none, --offload none pin them off); --capacity-factor is "
+                "costed in every candidate, not swept; --micro-batch and --dp/--tp/--pp/--ep/--cp are ignored",
+                action="store_true")
+GPUS = Option(("--gpus",), "train", "GPUs in the job", kind=positive, example="64")
+ACTIVATIONS = Option(("--activations",), "train", "engine: each component's saved tensors; korthikanti: the 2022 "
+                     "dense-GPT closed form", choices=("engine", "korthikanti"), default="engine",
+                     example="korthikanti")
+SCAN = Option(("--scan",), "train", "what Mamba/DeltaNet/short-conv layers save: fused — the CUDA kernels a GPU "
+              "run dispatches to (mamba_ssm, fla, causal-conv1d); reference — transformers' torch path (chunked "
+              "scans), as the tests measure it", choices=("fused", "reference"), default="fused",
+              example="reference")
+MFU = Option(("--mfu",), "train", "model FLOPs utilisation for the step time", kind=real(open_low=True, high=1.0),
+             default=0.4, example="0.5")
+OVERLAP = Option(("--overlap",), "train", "share of communication hidden", kind=real(high=1.0), default=0.0,
+                 example="0.5")
+IB_GBS = Option(("--ib-gbs",), "train", "scale-out GB/s per GPU", kind=real(open_low=True), default=50.0,
+                example="25")
+GPUS_PER_NODE = Option(("--gpus-per-node",), "train", kind=positive, default=8, example="4")
+ALPHA_US = Option(("--alpha-us",), "train", "latency per collective, µs", kind=real(), default=10.0, example="5")
+VIRTUAL_STAGES = Option(("--virtual-stages",), "train", "interleaved 1F1B: model chunks per pipeline stage "
+                        "(activations of the schedule's peak, p2p per chunk, bubble (p-1)/(v*m+p-1); default 1)",
+                        kind=positive, example="2")
+OFFLOAD = Option(("--offload",), "train", "CPU offload: optimizer (ZeRO-Offload: optimizer state and gradients on "
+                 "the host, needs --zero >= 1) or params (also the weight shard, needs --zero 3; default none)",
+                 choices=("none", "optimizer", "params"), example="optimizer")
+HSDP_SHARD = Option(("--hsdp-shard",), "train", "hybrid sharding: ZeRO groups of N data-parallel ranks (x cp), "
+                    "replicated over dp/N groups (default none: shard over all of dp)", kind=shard,
+                    metavar="N|none", example="8")
+CAPACITY_FACTOR = Option(("--capacity-factor",), "train", "MoE expert capacity factor, padded to capacity "
+                         "(Megatron's --moe-expert-capacity-factor): E*ceil(X*k*tokens/E) expert rows (default: "
+                         "dropless, k*tokens)", kind=ratio, metavar="X", example="5/4")
+PCIE_GBS = Option(("--pcie-gbs",), "train", "host link GB/s per GPU and direction, for --offload (PCIe 5.0 x16)",
+                  kind=real(open_low=True), default=63.0, example="32")
+TOKENS = Option(("--tokens",), "train", "training tokens in all (suffixes K, M, G = 2^10, 2^20, 2^30; plain digits "
+                "for 15T-style counts)", kind=positive, example="14800000000000")
+GPU_HOURS = Option(("--gpu-hours",), "train", "a published budget: report its MFU", kind=real(open_low=True),
+                   example="2664000")
+FLOPS = Option(("--flops",), "train", "a published FLOPs figure instead of the engine's", kind=real(open_low=True),
+               example="3.8e24")
+
+# metric: the symbolic commands (check, export, scale, crossover)
+METRIC = Option(("--metric",), "metric", METRICS_HELP, choices=tuple(METRICS), required=True, example="params")
+EXPR = Option(("--expr",), "metric", "plain text (H_kv*D_h, ^ for powers) or LaTeX", required=True,
+              example="2*B*T*L*H_kv*D_h")
+STRICT = Option(("--strict", "--exit-code"), "metric", "exit with status 1 when the expressions are NOT EQUAL "
+                "(default: 0 either way)", action="store_true", dest="strict")
+MAP = Option(("--map",), "metric", "rename your symbols into the notation, e.g. --map m=d_ff --map c=2",
+             action="append", metavar="NAME=EXPR", example="m=d_ff")
+TO = Option(("--to",), "metric", "python: exact int arithmetic; numpy: vectorised, float64 by default (dtype=object "
+            "for exact); c: double; latex; sympy: code rebuilding the expression; json (default python)",
+            choices=("python", "numpy", "c", "latex", "sympy", "json"), default="python", example="numpy")
+KEEP = Option(("--keep",), "metric", "comma-separated notation symbols left as arguments instead of the config's "
+              "values, e.g. --keep d,L (default: only T, B and other inputs stay free)", default="",
+              metavar="SYMS", example="d,L")
+WRT = Option(("--wrt",), "metric", "T, E, B, or a parallel size N_dp, N_tp, N_pp, N_ep, N_cp (aliases dp, tp, pp, "
+             "ep, cp)", choices=WRT_CHOICES, required=True, example="T")
+A = Option(("--a",), "metric", "term path prefix (layers/self_attn, several joined by +) or 'total'", required=True,
+           example="layers/self_attn")
+B = Option(("--b",), "metric", "the other side: a term path prefix, 'total', or 'weights' (weight bytes)",
+           default="total", example="weights")
+VS = Option(("--vs",), "metric", "compare --a with another model's total instead", example="qwen3-8b")
+
+# document: sheet and plot
+OUTPUT = Option(("-o", "--output"), "document", "the .tex file to write", required=True, example="sheet.tex")
+PDF = Option(("--pdf",), "document", "also build the PDF (latexmk or pdflatex)", action="store_true")
+T_PREFILL = Option(("--T-prefill",), "document", "prompt tokens of the prefill section", kind=positive,
+                   default=4096, dest="T_prefill", example="8K")
+T_DECODE = Option(("--T-decode",), "document", "cached context of the decode section", kind=positive,
+                  default=4096, dest="T_decode", example="32K")
+T_MIN = Option(("--T-min",), "document", "smallest T on the x axis", kind=positive, default=2**8, dest="T_min",
+               example="1K")
+T_MAX = Option(("--T-max",), "document", "largest T on the x axis", kind=positive, default=2**21, dest="T_max",
+               example="1M")
+PLOT_METRIC = Option(("--metric",), "document", "prefill FLOPs / (B*T), FLOPs of one decode step, or cache bytes",
+                     choices=("flops_per_token", "decode_flops", "cache_bytes"), required=True,
+                     example="cache_bytes")
+
+
+def bind(row: Option, what: str) -> Option:
+    """A layout size of the serving and training metrics: given, it binds ``what``; else a symbol."""
+    return row.but(default=None, metavar="N", help=f"bind {what} (default: a symbol)")
+
+
+def metric_section(dtypes: bool = True) -> Section:
+    """What the serving and training metrics (``symcost.metrics``) take; a layout size not given
+    stays a symbol N_*."""
+    return Section("serving and training metrics (" + ", ".join(METRICS_LAYOUT) + ")", (
+        bind(TP, "N_tp"), bind(PP, "N_pp"), bind(DP, "N_dp"), bind(CP, "N_cp"),
+        bind(EP, "").but(help="serving: vLLM's expert-parallel group N_tp·N_ep; training: N_ep (default: a symbol)"),
+        GPU.but(help="bind M_gpu, F_gpu, BW_hbm, BW_link (default: symbols)"),
+        *((WEIGHTS_DTYPE.but(help="cost every weight in this dtype (default: the checkpoint's "
+                                  "quantization_config)"), KV_DTYPE) if dtypes else ()),
+        MEM_UTIL.but(help="vLLM's gpu_memory_utilization"),
+        MAX_BATCHED_TOKENS.but(help="M, tokens per chunked-prefill step"),
+        OVERHEAD_GIB.but(help="non-torch allowance per GPU, GiB"),
+        ZERO.but(choices=None, default=0, metavar="N", help="train_memory: ZeRO stage 0-3"),
+        RECOMPUTE.but(default="none", help="train_memory: activation recomputation")))
+
+
+def swept(row: Option) -> Option:
+    """``train``'s form of an option ``--search`` sweeps: the help says so."""
+    return row.but(help=row.help[:-1] + SWEEPS + ")")
+
+
+#: the serving options of memory, roofline and deploy (``serving.plan.ServeSetup``)
+SERVE = (SERVE_GPU, WEIGHTS_DTYPE, EXPERTS_DTYPE, QUANT_FALLBACK, KV_DTYPE, MEM_UTIL, MAX_BATCHED_TOKENS,
+         OVERHEAD_GIB, CUDAGRAPH_GIB, BLOCK_SIZE, TP, PP, DP, EP, MLA)
+#: the phase and conventions of the symbolic commands (a metric of FLOPs)
+SYMBOLIC_PHASE = (PHASE.but(default="prefill"), *CONVENTIONS)
+
+
+def table() -> dict[str, Option]:
+    """Every row of this module by its name (for tests and documentation)."""
+    return {k: v for k, v in globals().items() if isinstance(v, Option)}
