@@ -5,7 +5,7 @@ config, or a config dict built below from the seeds' own field tables and the pu
 config.json where no config is bundled), says what is measured and with which inputs, and holds
 the seed's number exactly as written with its unit as written (``"B"``, ``"GiB"``, ``"GB"``,
 ``"G"``). ``value()`` computes symcost's exact value through the public API (``symcost.build``,
-``Model.params/active_params/flops/cache``, ``symcost.memory``, ``symcost.training``).
+``Model.params/active_params/flops/cache``, ``symcost.serving.memory``, ``symcost.training``).
 
 Agreement is judged in the seed's own unit at the seed's own rounding: the exact value must round
 to the digits written (``rule="round"``; a tie at the half counts as agreeing), or truncate to

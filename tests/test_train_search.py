@@ -16,7 +16,7 @@ import pytest
 import symcost
 from symcost.cli import main
 from symcost.errors import SymcostError
-from symcost.gpus import gpu
+from symcost.serving.gpus import gpu
 from symcost.terms import exact
 from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm
