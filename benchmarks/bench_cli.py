@@ -45,7 +45,7 @@ def best(cmd: list[str]) -> tuple[float, float]:
 
 
 def largest_bundled() -> str:
-    from symcost import loader
+    from symcost.architectures import loader
     best_name, best_n = None, -1
     for name in loader.bundled_names():
         try:

@@ -49,7 +49,7 @@ def main():
     print(f"without --gpus (smallest fitting count): {min(runs)[0]:.2f} s wall, "
           f"{min(r[1] for r in runs):.2f} s CPU (best of 3)")
     c0 = time.process_time()
-    from symcost import loader
+    from symcost.architectures import loader
     from symcost.serving.deploy import compile_model, evaluate, layouts
     from symcost.serving.gpus import gpu
     c1 = time.process_time()

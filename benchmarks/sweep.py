@@ -1,7 +1,7 @@
 """Sweep benchmark: 10^6 context lengths through a compiled prefill-FLOPs formula.
 
 The formula is Llama-3.1-8B's prefill FLOPs (batch 1) with the config's values substituted,
-compiled once by ``symcost.analysis.lambdify_by_name`` (NumPy, arguments bound by name).
+compiled once by ``symcost.analysis.symbolic.symbolic.lambdify_by_name`` (NumPy, arguments bound by name).
 Target: under 0.1 s for the sweep. Run: ``python benchmarks/sweep.py [MODEL]``.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ import time
 import numpy as np
 
 import symcost
-from symcost.analysis import lambdify_by_name
-from symcost.conventions import Phase
-from symcost.notation import sym
+from symcost.analysis.symbolic.symbolic import lambdify_by_name
+from symcost.core.conventions import Phase
+from symcost.core.notation import sym
 
 N = 10**6
 

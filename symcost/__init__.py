@@ -12,14 +12,14 @@ True
 Read formula strings back with ``symcost.parse`` (the whitelist parser), never ``sympy.sympify``:
 SymPy reads ``E`` as Euler's number and ``N`` as its ``N()`` function.
 """
-from .assembly import Model
-from .conventions import Phase
-from .errors import SymcostError
-from .exprparse import parse
-from .loader import build, load_config
-from .notation import sym
-from .notation import sym as symbols
-from .terms import Terms
+from .model.assembly import Model
+from .core.conventions import Phase
+from .core.errors import SymcostError
+from .core.exprparse import parse
+from .architectures.loader import build, load_config
+from .core.notation import sym
+from .core.notation import sym as symbols
+from .core.terms import Terms
 from .architectures import register
 
 __all__ = ["load_config", "build", "Model", "Terms", "Phase", "sym", "symbols", "parse", "register",

@@ -17,8 +17,8 @@ import pytest
 import sympy
 
 import symcost
-from symcost.conventions import Backward
-from symcost.notation import sym
+from symcost.core.conventions import Backward
+from symcost.core.notation import sym
 from symcost.training.activations import activations, korthikanti
 
 saved = pytest.importorskip("tests.saved")

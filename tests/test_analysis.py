@@ -8,11 +8,11 @@ import pytest
 import sympy
 
 import symcost
-from symcost.analysis import compare, crossover, derivative, lambdify_by_name, polynomial_in, ratio
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
-from symcost.exprparse import parse, parse_map
-from symcost.notation import sym
+from symcost.analysis.symbolic import compare, crossover, derivative, lambdify_by_name, polynomial_in, ratio
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
+from symcost.core.exprparse import parse, parse_map
+from symcost.core.notation import sym
 
 # A Mistral-style model whose every layer has a 4096-token sliding window.
 SWA = {"model_type": "mistral", "hidden_size": 4096, "vocab_size": 32000, "num_hidden_layers": 32,

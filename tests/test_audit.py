@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from symcost import audit
+from symcost.documents import audit
 
 IDS = [f"{i}-{c.seed.replace(' ', '')}-{c.model}" for i, c in enumerate(audit.CLAIMS)]
 

@@ -152,7 +152,7 @@ def test_scale_prefill_quadratic_decode_linear(phase, degree, capsys):
 def test_formula_strings_parse_back(capsys):
     """INTERFACE: formula strings parse back with symcost's own parser to the same expression."""
     import symcost
-    from symcost.exprparse import parse
+    from symcost.core.exprparse import parse
     m = symcost.build("deepseek-v3")
     code, out, _ = run(["params", "deepseek-v3", "--json"], capsys)
     data = json.loads(out)
@@ -164,7 +164,7 @@ def test_formula_strings_parse_back(capsys):
                                   "minimax-m3", "nemotron-3-ultra-550b-a55b", "qwen3-next-80b-a3b-thinking"])
 def test_every_formula_string_parses_back_to_itself(name, capsys):
     """INTERFACE: formula strings are SymPy str() that symcost's parser reads back identically."""
-    from symcost.exprparse import parse
+    from symcost.core.exprparse import parse
     cases = [(["params", name], ("formula", "total")), (["params", name], ("formula", "active")),
              (["flops", name, "--phase", "prefill", "--T", "100", "--attention", "causal"], ("formula",)),
              (["flops", name, "--phase", "decode", "--T", "100"], ("formula",)),

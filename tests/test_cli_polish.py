@@ -161,7 +161,7 @@ def test_crossover_in_cache_bytes_against_another_model(capsys):
 
 
 def test_unsupported_model_type_names_the_closest_families(capsys, tmp_path):
-    from symcost import loader
+    from symcost.architectures import loader
     raw = dict(loader.read_json("deepseek-v3")[1], model_type="my_deepseek_fork")
     p = tmp_path / "config.json"
     p.write_text(json.dumps(raw))

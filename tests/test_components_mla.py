@@ -2,8 +2,8 @@
 import sympy
 
 from symcost.components.mla import MLA
-from symcost.conventions import Phase
-from symcost.notation import sym
+from symcost.core.conventions import Phase
+from symcost.core.notation import sym
 
 B, T, H, d_kv, Dn, Dr, Dv = sym.B, sym.T, sym.H_q, sym.d_kv, sym.D_nope, sym.D_rope, sym.D_v
 

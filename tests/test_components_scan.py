@@ -14,11 +14,11 @@ import pytest
 import sympy
 
 import symcost
-from symcost.analysis import polynomial_in
+from symcost.analysis.symbolic import polynomial_in
 from symcost.components.gated_deltanet import GatedDeltaNet
 from symcost.components.mamba2 import Mamba2
-from symcost.conventions import Phase
-from symcost.notation import sym
+from symcost.core.conventions import Phase
+from symcost.core.notation import sym
 
 B, T = sym.B, sym.T
 PRE, DEC = Phase(kind="prefill"), Phase(kind="decode")

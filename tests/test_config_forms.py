@@ -23,8 +23,8 @@ from transformers import AutoConfig
 
 import symcost
 from symcost import architectures
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from tests import oracle
 from tests.tiny import cases
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import symcost
 from symcost.cli import main
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from tests.tiny import cases
 
 BASES = {}

@@ -129,7 +129,7 @@ def test_mixtral_k_9_of_8_is_refused(capsys):
 
 def _bundled_with(name, **changes):
     import tempfile
-    from symcost import loader
+    from symcost.architectures import loader
     _, raw = loader.read_json(name)
     raw.update(changes)
     path = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
@@ -246,7 +246,7 @@ def test_use_sliding_window_false_leaves_the_window_unvalidated(model_type, wind
 
 
 def sym_W_absent(m) -> bool:
-    from symcost.notation import sym
+    from symcost.core.notation import sym
     return sym.W not in m.values
 
 

@@ -7,9 +7,9 @@ import torch
 from transformers.modeling_layers import MtpModel
 
 import symcost
-from symcost import loader
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.architectures import loader
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from tests import oracle
 from tests.tiny import deepseek
 

@@ -8,8 +8,8 @@ import pytest
 from transformers import AutoConfig
 
 import symcost
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from tests import oracle
 from tests.tiny import classic, dense, ernie, gemma, granite, moe_more, more_dense, olmo, phimoe, relu2_dense
 

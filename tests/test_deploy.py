@@ -68,7 +68,7 @@ def test_roofline_contract_and_fp8_peak(capsys):
         assert key in r
     assert r["compute_dtype"] == "fp8" and r["peak_flops"] == 1979 * 10**12  # the FP8 checkpoint
     assert r["bound"] == "memory" and r["mla"] == "auto"
-    from symcost.exprparse import parse
+    from symcost.core.exprparse import parse
     assert parse(r["formula"]["total"]).free_symbols  # parses back
 
 
@@ -91,8 +91,8 @@ def test_compiled_serving_formulas_equal_exact_substitution():
     import numpy as np
     import sympy
     import symcost
-    from symcost.loader import read_json
-    from symcost.notation import sym
+    from symcost.architectures.loader import read_json
+    from symcost.core.notation import sym
     from symcost.serving.formulas import compile_exprs, serve_formulas
     from symcost.serving.quant import checkpoint
     m = symcost.build("mixtral-8x7b-v0.1")

@@ -2,7 +2,7 @@
 import re
 from pathlib import Path
 
-from symcost import docs
+from symcost.documents import docs
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -24,4 +24,4 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 
 def test_generated_tables_are_current():
-    assert docs.fill(README) == README, "run: python -m symcost.generate"
+    assert docs.fill(README) == README, "run: python -m symcost.documents.generate"

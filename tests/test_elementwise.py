@@ -1,12 +1,12 @@
-"""The elementwise group (symcost.elementwise): separate from the matmul FLOPs, hand-checked on Llama."""
+"""The elementwise group (symcost.core.elementwise): separate from the matmul FLOPs, hand-checked on Llama."""
 import json
 
 import pytest
 
-from symcost import loader
+from symcost.architectures import loader
 from symcost.cli import main
-from symcost.conventions import Phase
-from symcost.elementwise import COST
+from symcost.core.conventions import Phase
+from symcost.core.elementwise import COST
 
 PHASES = [Phase(kind="prefill"), Phase(kind="decode"), Phase(kind="prefill", attention="causal"),
           Phase(kind="decode", mla="absorb"), Phase(kind="prefill", impl="reference")]

@@ -11,7 +11,7 @@ import pytest
 import symcost
 from symcost import Phase
 from symcost.cli import main
-from symcost.export import export
+from symcost.analysis.export import export
 
 CASES = [("llama-3.1-8b", "flops", ["--phase", "prefill", "--attention", "causal"]),
          ("gemma-2-9b-it", "flops", ["--phase", "prefill", "--attention", "causal"]),  # Piecewise windows
@@ -109,7 +109,7 @@ def test_hostile_keep_is_refused_fast(capsys, keep):
 
 
 def test_python_export_is_pure_code():
-    from symcost.notation import sym
+    from symcost.core.notation import sym
     code = export(sym.T * (sym.T + 1) / 2, {}, name="pairs")
     ns = {}
     exec(code, ns)

@@ -9,9 +9,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import symcost
-from symcost.errors import SymcostError
-from symcost.exprparse import ExprError, parse, parse_latex, parse_map, to_text
-from symcost.notation import names, sym
+from symcost.core.errors import SymcostError
+from symcost.core.exprparse import ExprError, parse, parse_latex, parse_map, to_text
+from symcost.core.notation import names, sym
 
 d, V, L, T, W = sym.d, sym.V, sym.L, sym.T, sym.W
 LLAMA = L * (2 * d**2 + 2 * d * sym.H_kv * sym.D_h + 3 * d * sym.d_ff + 2 * d) + d + 2 * V * d
@@ -135,7 +135,7 @@ def test_map_overrides_notation():
 
 def test_engine_formulas_round_trip():
     """Every formula the engine prints parses back to the same expression."""
-    from symcost.conventions import Phase
+    from symcost.core.conventions import Phase
     for name in ("llama-3.1-8b", "gemma-2-9b-it", "gpt-oss-20b", "mixtral-8x7b-v0.1",
                  "nemotron-h-56b-base-8k", "deepseek-v3"):
         try:

@@ -1,6 +1,6 @@
 """Config fields symcost does not read: listed with --verbose, a warning when switched on.
 
-``symcost.fields`` lists a config's keys that its adapter does not declare (nor know as unused by
+``symcost.architectures.fields`` lists a config's keys that its adapter does not declare (nor know as unused by
 the reference class), minus those read elsewhere (positions, quantization); a listed key that is
 switched on and not classed cost-neutral (symcost/data/unread_fields.json) is a warning.
 """
@@ -9,9 +9,10 @@ import json
 import pytest
 
 import symcost
-from symcost import fields, loader
+from symcost.architectures import fields
+from symcost.architectures import loader
 from symcost.cli import main
-from symcost.conventions import Phase
+from symcost.core.conventions import Phase
 from tests.tiny import cases
 
 TINY = cases()
@@ -56,7 +57,7 @@ def test_cost_neutral_fields_are_listed_only_with_verbose(tmp_path, capsys):
     for key in ("ffn_dropout", "pad_token_id", "layer_norm_eps", "bos_token_id"):
         assert key in listed
     for key in ("hidden_size", "num_key_value_heads", "max_position_embeddings", "rope_theta"):
-        assert key not in listed.split(", ")  # read by the adapter or by symcost.limits
+        assert key not in listed.split(", ")  # read by the adapter or by symcost.architectures.limits
 
 
 def test_nested_sub_config_fields_are_dotted():

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from symcost import loader, parse
+from symcost import parse
+from symcost.architectures import loader
 from symcost.cli import main
 
 COMMANDS = [

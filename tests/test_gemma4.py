@@ -10,8 +10,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import symcost
 from symcost.cli import main
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from tests import oracle
 from tests.tiny import gemma4 as tiny
 
@@ -70,7 +70,7 @@ def test_vision_image_flops_and_tokens(seed):
 def test_bundled_image_tokens_and_cli_images(capsys):
     m = symcost.build("gemma-4-26b-a4b")
     assert m.vision.image_tokens().subs(m.values) == 280
-    assert m.values[symcost.notation.sym.N_pat] == 280 * 9
+    assert m.values[symcost.core.notation.sym.N_pat] == 280 * 9
     code = main(["flops", "gemma-4-26b-a4b", "--phase", "prefill", "--T", "16", "--images", "1", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["total"] > 0

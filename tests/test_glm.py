@@ -12,8 +12,8 @@ from transformers import AutoConfig
 from transformers.modeling_layers import MtpModel
 
 import symcost
-from symcost import loader
-from symcost.errors import SymcostError
+from symcost.architectures import loader
+from symcost.core.errors import SymcostError
 from tests import oracle
 from tests.tiny import glm
 
@@ -196,7 +196,7 @@ def test_mtp_layer_count_as_transformers_resolves_it():
 @pytest.mark.parametrize("model_type", glm.MODEL_TYPES)
 def test_prefill_with_last_logits_only(model_type):
     """--logits last against the class run with logits_to_keep=1 (what generate() does)."""
-    from symcost.conventions import Phase
+    from symcost.core.conventions import Phase
     raw = glm.tiny(random.Random("last"), model_type)
     m, model = symcost.build(dict(raw)), oracle.build(raw)
     terms = m.flops(Phase(kind="prefill", attention="full", logits="last", impl="reference"))

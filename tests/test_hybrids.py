@@ -8,9 +8,9 @@ import pytest
 from transformers import AutoConfig
 
 import symcost
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
-from symcost.notation import sym
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
+from symcost.core.notation import sym
 from tests import oracle
 from tests.tiny import bamba, falcon_h1, granitemoehybrid
 

@@ -12,9 +12,9 @@ import symcost
 from symcost.components.gated_deltanet import GatedDeltaNet
 from symcost.components.kda import KDA
 from symcost.components.lightning_attention import LightningAttention
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
-from symcost.notation import sym
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
+from symcost.core.notation import sym
 from tests import oracle
 from tests.tiny import kimi_linear, minimax
 

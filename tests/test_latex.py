@@ -12,11 +12,11 @@ import shutil
 import pytest
 import sympy
 
-from symcost import loader
+from symcost.architectures import loader
 from tests.tex import need_tex
-from symcost.latex import latex, latex_plugged, split_lines, texescape
-from symcost.notation import sym
-from symcost.report import (build_pdf, environment, mechanisms, render_mechanism, render_sheet,
+from symcost.core.latex import latex, latex_plugged, split_lines, texescape
+from symcost.core.notation import sym
+from symcost.documents.report import (build_pdf, environment, mechanisms, render_mechanism, render_sheet,
                             render_sheet_md, write_sheet)
 
 NASTY = "a_&%$#{}\\~^b \\input{/etc/passwd} \\write18{touch pwned} \\immediate\\write18{x}"

@@ -16,9 +16,9 @@ import symcost
 from symcost.cli import main
 from symcost.components.chunked_attention import ChunkedAttention
 from symcost.components.moe import MoE
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
-from symcost.notation import sym
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
+from symcost.core.notation import sym
 from tests import oracle
 from tests.tiny import llama4 as tiny
 
@@ -83,7 +83,7 @@ def test_scale_derivative_of_chunked_pairs_is_clean_and_parses_back(capsys):
     d = symcost.parse(json.loads(capsys.readouterr().out)["derivative"])
     assert code == 0 and not d.has(sympy.Derivative, sympy.Subs)
     pairs = ChunkedAttention().pairs(Phase(attention="causal"))
-    assert sympy.expand(symcost.analysis.derivative(pairs, sym.T) - (sym.C_att + 1) / 2) == 0
+    assert sympy.expand(symcost.analysis.symbolic.derivative(pairs, sym.T) - (sym.C_att + 1) / 2) == 0
 
 
 @pytest.mark.parametrize("expr,equal", [
@@ -196,7 +196,7 @@ def test_config_forms_transformers_writes(mt, raw, tmp_path):
 
 
 def test_bundled_scout_in_the_wrapper_form_round_trips(tmp_path):
-    _, raw = symcost.loader.read_json("llama-4-scout-17b-16e-instruct")
+    _, raw = symcost.architectures.loader.read_json("llama-4-scout-17b-16e-instruct")
     cfg = AutoConfig.for_model("llama4", **{k: v for k, v in raw.items() if k != "model_type"})
     cfg.save_pretrained(tmp_path)
     m, bundled = symcost.build(str(tmp_path)), symcost.build("llama-4-scout-17b-16e-instruct")

@@ -6,8 +6,8 @@ import json
 import pytest
 
 import symcost
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from tests import oracle
 from tests.tiny import longcat_flash
 

@@ -8,8 +8,8 @@ import pytest
 from transformers import AutoConfig
 
 import symcost
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from tests import oracle
 from tests.tiny import jamba, lfm2, mamba
 
@@ -180,7 +180,7 @@ def test_defaults_equal_the_config_class(raw):
 def test_minimal_scan_is_linear_in_T_and_below_reference(mt):
     import sympy
 
-    from symcost.notation import sym
+    from symcost.core.notation import sym
     m = symcost.build(_tiny(mt, 2))
     minimal = m.flops(Phase(kind="prefill")).total
     ref = m.flops(Phase(kind="prefill", impl="reference")).total

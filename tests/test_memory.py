@@ -93,7 +93,7 @@ def test_quantized_checkpoint_is_the_default_and_deepseek_v3_fits_8_h200(capsys)
 
 
 def test_unknown_quantization_method_exits_2(tmp_path, capsys):
-    from symcost.loader import read_json
+    from symcost.architectures.loader import read_json
     raw = dict(read_json("llama-3.1-8b")[1], quantization_config={"quant_method": "hqq"})
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
@@ -135,7 +135,7 @@ def test_seed_mla_latent_cache_61_layers_256k():
 
 def test_vllm_data_point_gpt_oss_120b_73728_bytes_per_token():
     """vLLM: gpt-oss-120b holds 73,728 bytes of KV per token (36 layers × 2 × 8 × 64 × 2)."""
-    from symcost.loader import read_json
+    from symcost.architectures.loader import read_json
     _, raw = read_json("gpt-oss-20b")
     raw = {**raw, "num_hidden_layers": 36, "num_local_experts": 128,
            "layer_types": ["sliding_attention", "full_attention"] * 18}
@@ -161,7 +161,7 @@ def test_memory_formulas_parse_back_and_reproduce_the_numbers(capsys):
     """The JSON "formula" object: every term in N_tp, N_ep, N_pp, T, B, M, M_gpu parses back with
     symcost.parse, and substituting the call's values gives the printed integers."""
     import sympy
-    from symcost.exprparse import parse
+    from symcost.core.exprparse import parse
     assert main(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--tp", "8",
                  "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -181,8 +181,8 @@ def test_memory_formulas_parse_back_and_reproduce_the_numbers(capsys):
 def test_kv_formula_equals_vllm_rules(name, tp):
     """The symbolic page layout (formulas.kv_formula) substituted equals vllm.kv_capacity's numbers."""
     import sympy
-    from symcost.loader import read_json
-    from symcost.notation import sym
+    from symcost.architectures.loader import read_json
+    from symcost.core.notation import sym
     from symcost.serving.formulas import serve_formulas
     from symcost.serving.quant import checkpoint
     from symcost.serving.vllm import kv_capacity
@@ -198,7 +198,7 @@ def test_kv_formula_equals_vllm_rules(name, tp):
         assert int(f.kv.need.xreplace(v)) == kv.blocks_per_request
 
 
-@pytest.mark.parametrize("name", [n for n in symcost.loader.bundled_names() if n != "gpt2"])
+@pytest.mark.parametrize("name", [n for n in symcost.architectures.loader.bundled_names() if n != "gpt2"])
 def test_memory_answers_for_every_bundled_model(name, capsys):
     """Every bundled model gets a serving-memory answer with a KV capacity (DeepSeek V4's
     compressed caches once crashed the page layout: floor(T/m) entries and ring buffers)."""
@@ -213,10 +213,10 @@ def test_compressed_cache_pages_grow_as_the_cache_does():
     Σ per-token bytes of the unwindowed page kinds × their layers = b_kv · d(cache)/dT far past
     every window, with floor(T/m) read as T/m."""
     import sympy
-    from symcost.terms import relax_steps
-    from symcost.notation import sym
+    from symcost.core.terms import relax_steps
+    from symcost.core.notation import sym
     from symcost.serving.formulas import _FAR, kv_formula
-    from symcost.terms import exact
+    from symcost.core.terms import exact
     m = symcost.build("deepseek-v4-flash")
     f = kv_formula(m, kv_dtype="bf16")
     paged = sum(rate * n for kind, rate, window, n in f.kinds if kind == "full")

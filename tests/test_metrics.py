@@ -1,4 +1,4 @@
-"""The serving and training metrics of the symbolic commands (symcost.metrics): each metric's
+"""The serving and training metrics of the symbolic commands (symcost.analysis.metrics): each metric's
 formula substituted equals the exact numeric command, its derivative in a layout size equals a
 finite difference of exact substitutions, and hand formulas are checked like parameters are."""
 import json
@@ -8,10 +8,10 @@ import sympy
 
 import symcost
 from symcost.cli import main
-from symcost.exprparse import parse
-from symcost.loader import read_json
-from symcost.metrics import Options, metric_terms
-from symcost.notation import sym
+from symcost.core.exprparse import parse
+from symcost.architectures.loader import read_json
+from symcost.analysis.metrics import Options, metric_terms
+from symcost.core.notation import sym
 
 
 def _run(argv, capsys):
@@ -62,8 +62,8 @@ def test_scale_derivative_equals_finite_difference(name, metric, wrt, at, kw, ca
 def test_moe_ttft_derivative(capsys):
     """DeepSeek-V3's TTFT keeps (1 − k/E)^T (experts the prompt touches), which symcost's parser
     does not read back: the derivative is checked through the API against the finite difference."""
-    from symcost.analysis import derivative
-    from symcost.exprparse import to_text
+    from symcost.analysis.symbolic import derivative
+    from symcost.core.exprparse import to_text
     kw = dict(pp=1, ep=1, gpu="H200")
     data = _run(["scale", "deepseek-v3", "--metric", "ttft", "--wrt", "tp", "--pp", "1", "--ep", "1",
                  "--gpu", "H200"], capsys)

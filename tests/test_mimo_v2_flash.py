@@ -7,12 +7,12 @@ import pytest
 
 import symcost
 from symcost.cli import main
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from tests import oracle
 from tests.tiny import mimo_v2_flash as tiny_mimo
 
-BUNDLED = json.loads(symcost.loader.BUNDLED.joinpath("mimo-v2-flash.json").read_text())
+BUNDLED = json.loads(symcost.architectures.loader.BUNDLED.joinpath("mimo-v2-flash.json").read_text())
 
 
 def _tiny(seed=0, **change):

@@ -8,10 +8,10 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import symcost
-from symcost.components.minimax_vit import MiniMaxViT
+from symcost.components.towers.minimax_vit import MiniMaxViT
 from symcost.components.msa import msa_pairs_decode, msa_pairs_prefill
-from symcost.conventions import Phase
-from symcost.notation import sym
+from symcost.core.conventions import Phase
+from symcost.core.notation import sym
 from tests import oracle
 from tests.tiny import minimax_m3 as tiny_m3
 
@@ -100,9 +100,9 @@ def test_vision_image_flops_equal_transformers():
 import json  # noqa: E402
 
 from symcost.cli import main  # noqa: E402
-from symcost.errors import SymcostError  # noqa: E402
+from symcost.core.errors import SymcostError  # noqa: E402
 
-M3 = json.loads(symcost.loader.BUNDLED.joinpath("minimax-m3.json").read_text())
+M3 = json.loads(symcost.architectures.loader.BUNDLED.joinpath("minimax-m3.json").read_text())
 L = M3["num_hidden_layers"]
 SAC = M3["sparse_attention_config"]
 

@@ -20,7 +20,7 @@ from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 from transformers.models.deepseek_v3 import modeling_deepseek_v3 as hf  # noqa: E402
 
 import symcost  # noqa: E402
-from symcost.conventions import Phase  # noqa: E402
+from symcost.core.conventions import Phase  # noqa: E402
 from tests import oracle  # noqa: E402
 from tests.tiny import deepseek as tiny_deepseek  # noqa: E402
 

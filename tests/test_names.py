@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from symcost import loader
+from symcost.architectures import loader
 from symcost.cli import main
-from symcost.errors import SymcostError
+from symcost.core.errors import SymcostError
 
 LLAMA = loader.BUNDLED / "llama-3.1-8b.json"
 

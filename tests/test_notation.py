@@ -4,8 +4,8 @@ import re
 
 import sympy
 
-from symcost import notation
-from symcost.notation import sym
+from symcost.core import notation
+from symcost.core.notation import sym
 
 
 def test_symbols_are_positive_integers():

@@ -8,9 +8,9 @@ cache object they return. A polynomial that agrees at enough random points is th
 import pytest
 
 import symcost
-from symcost import loader
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.architectures import loader
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from tests import oracle
 
 

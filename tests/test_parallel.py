@@ -1,10 +1,10 @@
-"""One layout for serving and training (symcost.parallel): the constraints, each named, and the
+"""One layout for serving and training (symcost.model.parallel): the constraints, each named, and the
 serving flags' mapping onto N_tp·N_ep."""
 import pytest
 
 import symcost
-from symcost.errors import SymcostError
-from symcost.parallel import Layout
+from symcost.core.errors import SymcostError
+from symcost.model.parallel import Layout
 from symcost.training.plan import Plan
 
 
@@ -38,7 +38,7 @@ def test_dense_constraints(llama, kw, needle):
 def test_kv_heads_neither_split_nor_replicated():
     m = symcost.build("llama-3.1-70b")
     v = dict(m.values)
-    from symcost.notation import sym
+    from symcost.core.notation import sym
     v[sym.H_kv] = 6  # tp 4 divides H_q = 64, but neither 6 % 4 nor 4 % 6 is 0
 
     class M:  # the check reads only values and groups

@@ -20,10 +20,10 @@ import pytest
 import torch
 
 import symcost
-from symcost import loader
-from symcost.errors import SymcostError
+from symcost.architectures import loader
+from symcost.core.errors import SymcostError
 from symcost.training.plan import _split, stage_sizes, stages
-from symcost.terms import exact
+from symcost.core.terms import exact
 from tests import oracle
 from tests.tiny import cases
 

@@ -10,13 +10,14 @@ import sys
 import numpy as np
 import pytest
 
-from symcost import loader, report
+from symcost.architectures import loader
+from symcost.documents import report
 from symcost.cli import main
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from symcost.serving.memory import cache_bytes_total
-from symcost.notation import sym
-from symcost.plot import METRICS, plot_vs_T, series
+from symcost.core.notation import sym
+from symcost.documents.plot import METRICS, plot_vs_T, series
 from tests.tex import need_tex
 
 MODELS = ["llama-3.1-8b", "gemma-2-9b-it"]  # dense GQA; alternating sliding window (a breakpoint)
@@ -127,7 +128,7 @@ def test_sheet_without_matplotlib_keeps_tables(tmp_path, monkeypatch):
 
 
 def test_generated_reports_have_no_plots():
-    from symcost.generate import render_all
+    from symcost.documents.generate import render_all
     texts = render_all()
     assert not any("includegraphics" in t or "matplotlib" in t
                    for p, t in texts.items() if p.startswith("reports/"))
@@ -136,7 +137,7 @@ def test_generated_reports_have_no_plots():
 def test_coinciding_sheet_curves_are_drawn_once():
     """Under full attention a dense model's prefill per token and decode per step both see T keys:
     one curve, one legend entry. Under causal attention prefill sees (T+1)/2 keys on average: two."""
-    from symcost.plot import merge_close
+    from symcost.documents.plot import merge_close
     m = loader.build("llama-3.1-8b")
     for attention, n in (("full", 1), ("causal", 2)):
         ph = Phase(attention=attention)

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 import symcost
-from symcost import loader
-from symcost.errors import SymcostError
+from symcost.architectures import loader
+from symcost.core.errors import SymcostError
 from symcost.serving.quant import checkpoint, scheme
 
 DATA = json.loads((Path(__file__).parent / "data" / "checkpoint_sizes.json").read_text())["checkpoints"]
@@ -155,7 +155,7 @@ def test_fp8_and_fp4_experts_equal_transformers_allocation(scale_fmt, expert_dty
     fp8 = pytest.importorskip("transformers.integrations.finegrained_fp8")
     from types import SimpleNamespace
 
-    from symcost.primitives import Linear
+    from symcost.core.primitives import Linear
     from symcost.serving.quant import _matrix_parts
     E, d, f, block = 6, 320, 200, (128, 128)
     q = {"quant_method": "fp8", "weight_block_size": list(block), "scale_fmt": scale_fmt,

@@ -11,7 +11,7 @@ from transformers import AutoConfig
 
 import symcost
 from symcost.cli import main
-from symcost.errors import SymcostError
+from symcost.core.errors import SymcostError
 from tests import oracle
 from tests.tiny import qwen3_5 as tiny35
 from tests.tiny import qwen3_vl as tinyvl
@@ -35,9 +35,9 @@ def test_vision_image_flops_and_tokens(model_type, seed):
     m = symcost.build(dict(raw))
     model = oracle.build(raw)
     v = raw["vision_config"]
-    side = m.values[symcost.notation.sym.N_pat] ** 0.5
+    side = m.values[symcost.core.notation.sym.N_pat] ** 0.5
     side = int(side)
-    assert side * side == m.values[symcost.notation.sym.N_pat] and side % v["spatial_merge_size"] == 0
+    assert side * side == m.values[symcost.core.notation.sym.N_pat] and side % v["spatial_merge_size"] == 0
     pixels = torch.randn(side * side, v["in_channels"] * v["temporal_patch_size"] * v["patch_size"] ** 2)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         out = model.model.get_image_features(pixel_values=pixels, image_grid_thw=torch.tensor([[1, side, side]]))
@@ -57,7 +57,7 @@ def test_bundled_vision():
         names = m.params().flatten()
         assert any(k.startswith("visual/deepstack") for k in names) == bool(n_ds), name
         if n_ds:
-            assert m.values[symcost.notation.sym.n_ds] == n_ds
+            assert m.values[symcost.core.notation.sym.n_ds] == n_ds
 
 
 def test_cli_images(capsys):

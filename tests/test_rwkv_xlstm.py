@@ -2,8 +2,8 @@
 import pytest
 
 import symcost
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
 from tests import oracle
 
 

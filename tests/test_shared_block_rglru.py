@@ -9,10 +9,10 @@ import sympy
 import symcost
 from symcost.components.rglru import RecurrentBlock
 from symcost.components.shared_block import SharedBlockCall, SharedBlockWeights
-from symcost.conventions import Phase
-from symcost.errors import SymcostError
-from symcost.notation import sym
-from symcost.primitives import Linear
+from symcost.core.conventions import Phase
+from symcost.core.errors import SymcostError
+from symcost.core.notation import sym
+from symcost.core.primitives import Linear
 from tests import oracle
 from tests.tiny import olmo1, olmo_hybrid, recurrent_gemma, zamba, zamba2
 

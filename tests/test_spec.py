@@ -6,8 +6,8 @@ import sympy
 
 import symcost
 from symcost.cli import main
-from symcost.conventions import Phase
-from symcost.loader import read_json
+from symcost.core.conventions import Phase
+from symcost.architectures.loader import read_json
 
 EXAMPLE = "examples/llama-3.1-8b-all-sliding.json"
 

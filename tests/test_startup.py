@@ -23,7 +23,7 @@ def test_tensor_module_is_deferred_and_still_works():
     afterwards loads the real one, and a stand-in bound before then tests like the real class."""
     out = run("""
         import sys
-        from symcost import startup
+        from symcost.cli import startup
         startup.defer_sympy_tensor()
         import sympy
         from sympy.tensor.tensor import TensExpr          # bound while still the stand-in
@@ -51,7 +51,7 @@ def test_cli_output_is_the_same_without_the_shortcuts(argv):
     fast = run(f"import sys; from symcost.cli import main; sys.exit(main({argv!r}))")
     plain = run(f"""
         import sys
-        from symcost import startup
+        from symcost.cli import startup
         startup.defer_sympy_tensor = startup.no_pydantic_plugins = lambda: None
         from symcost.cli import main
         sys.exit(main({argv!r}))

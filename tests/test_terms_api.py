@@ -4,8 +4,8 @@ import sympy
 
 import symcost
 from symcost import Phase, sym
-from symcost.errors import SymcostError
-from symcost.terms import Terms
+from symcost.core.errors import SymcostError
+from symcost.core.terms import Terms
 
 M = symcost.build("llama-3.1-8b")
 

@@ -15,9 +15,9 @@ import pytest
 
 import symcost
 from symcost.cli import main
-from symcost.errors import SymcostError
+from symcost.core.errors import SymcostError
 from symcost.serving.gpus import gpu
-from symcost.terms import exact
+from symcost.core.terms import exact
 from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm
 from symcost.training.memory import check_pipeline, micro_batches, train_memory
@@ -289,8 +289,8 @@ def test_bad_search_input_exits_2(model, argv, needle, capsys):
 def test_exact_ceiling_compiles_to_integer_division():
     """numeric's exact_int: ceil(11/10·k·B·T/E) in integers, where the float quotient rounds up."""
     import sympy
-    from symcost.notation import sym
-    from symcost.numeric import compile_exprs
+    from symcost.core.notation import sym
+    from symcost.core.numeric import compile_exprs
     e = sympy.ceiling(sympy.Rational(11, 10) * 10 * sym.B / sym.N_cp)
     f = compile_exprs({"x": e}, (sym.B, sym.N_cp), exact_int=True)
     B, C = np.arange(1, 41), np.array([1, 2, 4, 5] * 10)

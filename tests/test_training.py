@@ -189,7 +189,7 @@ def test_a_multimodal_wrapper_quotes_its_text_models_measurement():
     from symcost.training.memory import measured_note
     data = json.loads(files("symcost.data").joinpath("activations_measured.json").read_text())
     wrappers = 0
-    for name in symcost.loader.bundled_names():
+    for name in symcost.architectures.loader.bundled_names():
         m = symcost.build(name)
         if not m.text_model_type or m.model_type in data["exact"]:
             continue

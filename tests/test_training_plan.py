@@ -12,8 +12,8 @@ import sympy
 
 import symcost
 from symcost.cli import main
-from symcost.conventions import Backward
-from symcost.notation import sym
+from symcost.core.conventions import Backward
+from symcost.core.notation import sym
 from symcost.training.activations import activations, korthikanti
 from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm, ring_allreduce_bytes
@@ -216,7 +216,7 @@ def test_deepseek_v3_budget_cli(capsys):
                      "--recompute", "full"]),
 ])
 def test_train_formula_round_trip(model, extra, capsys):
-    from symcost.exprparse import parse
+    from symcost.core.exprparse import parse
     assert main(["train", model, "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0
     r = json.loads(capsys.readouterr().out)
     v = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"], sym.B: 1,
@@ -235,7 +235,7 @@ def test_train_formula_round_trip(model, extra, capsys):
     ["--dp", "4", "--ep", "4", "--pp", "4", "--zero", "1", "--global-batch", "64"],
 ])
 def test_comm_formula_round_trip(extra, capsys):
-    from symcost.exprparse import parse
+    from symcost.core.exprparse import parse
     model = "mixtral-8x7b-v0.1" if "--ep" in extra else "llama-3.1-8b"
     assert main(["comm", model, "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0
     r = json.loads(capsys.readouterr().out)

@@ -13,7 +13,7 @@ import sympy
 import symcost
 import symcost.serving.gpus
 from symcost.cli import main
-from symcost.notation import sym
+from symcost.core.notation import sym
 from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm
 from symcost.training.memory import model_states, train_memory
@@ -216,7 +216,7 @@ def test_interleaved_first_stage_holds_korthikanti(llama, p, v):
 def peak_bytes(model, p, v, counts):
     """Stage 0's held bytes from the activation tree: counts of chunk j × (L/(p·v) layers, plus the
     embedding and shared tables on chunk 0)."""
-    from symcost.conventions import Backward
+    from symcost.core.conventions import Backward
     from symcost.training.activations import activations
     vals = model.values_with(T=1024, B=1)
     vals.update({sym.b_a: 2, sym.N_tp: 1, sym.N_cp: 1})
@@ -262,7 +262,7 @@ def test_peak_follows_the_heavier_chunk():
                            "--capacity-factor", "1.25"]),
 ])
 def test_formulas_round_trip(model, extra, capsys):
-    from symcost.exprparse import parse
+    from symcost.core.exprparse import parse
     assert main(["train", model, "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0
     r = json.loads(capsys.readouterr().out)
     v = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"], sym.B: 1,
@@ -316,7 +316,7 @@ def test_bad_moe_options_exit_2(capsys):
 def test_sheet_sections_are_the_train_and_comm_formulas(name):
     """The sections print train_memory / comm on the stated layout; each formula line evaluates to
     the exact figure printed beside it."""
-    from symcost.report import lines_for, render_sheet
+    from symcost.documents.report import lines_for, render_sheet
     from symcost.training.sheet import LAYOUT, MICRO_BATCHES, default_layout, training_context
     m = symcost.build(name)
     ctx = training_context(m, seq=4096, lines_for=lines_for)
@@ -347,7 +347,7 @@ def test_sheet_without_activation_declarations_keeps_states_and_comm(monkeypatch
     """A mechanism that declares no saved tensors: the section still derives the model states and
     the communication, and says the activations are not in the total."""
     from symcost.components.ffn import FFN
-    from symcost.report import lines_for
+    from symcost.documents.report import lines_for
     from symcost.training.sheet import training_context
 
     def nothing(self, bw):

@@ -64,10 +64,10 @@ def test_gemma3_image_tokens_config_dict():
            "vision_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
                              "image_size": 896, "patch_size": 14, "vision_use_head": False}}
     m = symcost.build(raw)
-    assert m.values[symcost.notation.sym.N_pat] == 64 * 64
+    assert m.values[symcost.core.notation.sym.N_pat] == 64 * 64
     assert m.vision.image_tokens().subs(m.values) == 256
     bad = {**raw, "mm_tokens_per_image": 81 * 81}
-    with pytest.raises(symcost.errors.SymcostError, match="mm_tokens_per_image"):
+    with pytest.raises(symcost.core.errors.SymcostError, match="mm_tokens_per_image"):
         symcost.build(bad)
 
 

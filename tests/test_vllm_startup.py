@@ -10,7 +10,7 @@ import pytest
 import symcost
 from symcost.serving.plan import Layout, activation_peak, weights_per_rank
 from symcost.serving.quant import checkpoint
-from symcost import loader
+from symcost.architectures import loader
 from symcost.serving.vllm import kv_capacity
 
 GiB = 2**30

@@ -13,7 +13,7 @@ import pkgutil
 import re
 from pathlib import Path
 
-from ..errors import SymcostError
+from ..core.errors import SymcostError
 from .base import quote
 
 _REGISTRY: dict[str, type] = {}

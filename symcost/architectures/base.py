@@ -23,8 +23,8 @@ from typing import Annotated, ClassVar
 import sympy
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import SymcostError
-from ..notation import values  # noqa: F401 (adapters import it beside the other helpers here)
+from ..core.errors import SymcostError
+from ..core.notation import values  # noqa: F401 (adapters import it beside the other helpers here)
 
 #: the largest size a config may state: int64, what torch shapes and checkpoint headers hold
 MAX_INT = 2**63 - 1
@@ -92,7 +92,7 @@ class Adapter(BaseModel):
     #: transformers drops the fields (e.g. ``use_sliding_window`` → ``sliding_window = None``), so
     #: they are read as None and not validated (``sliding_window: 0`` or ``null`` is fine then)
     switches: ClassVar[dict[str, tuple[str, ...]]] = {}
-    #: config fields the reference class does not use, each with the reason (``symcost.fields``
+    #: config fields the reference class does not use, each with the reason (``symcost.architectures.fields``
     #: lists every other undeclared field as unread; sub-config models may have their own)
     unused: ClassVar[dict[str, str]] = {}
 

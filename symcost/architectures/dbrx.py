@@ -14,12 +14,12 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..model.assembly import LayerGroup, Model
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .base import LayerCount, Adapter, PosInt, values
 

@@ -25,17 +25,17 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..assembly import LayerGroup, Model, layer_order
+from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mla import MLA
 from ..components.moe import MoE, MoESaves
 from ..components.mtp import add_mtp, mtp_module
-from ..components.moonvit import MoonViT, MoonViTBlock, MoonViTProjector, MoonViTStem
+from ..components.towers.moonvit import MoonViT, MoonViTBlock, MoonViTProjector, MoonViTStem
 from ..components.norm import Norms
 from ..components.sparse_index import Indexer
-from ..errors import SymcostError
-from ..notation import sym
+from ..core.errors import SymcostError
+from ..core.notation import sym
 from . import register
 from .base import Adapter, LayerCount, NonNegInt, PosInt, quote, validation_message, values
 
@@ -307,7 +307,7 @@ class MoonViTConfig(BaseModel):
     remote_code_names: ClassVar[frozenset] = frozenset({
         "vt_hidden_size", "vt_intermediate_size", "vt_num_hidden_layers", "init_pos_emb_height",
         "init_pos_emb_width"})
-    #: fields the tower's weights and FLOPs do not depend on (symcost.fields)
+    #: fields the tower's weights and FLOPs do not depend on (symcost.architectures.fields)
     unused: ClassVar[dict[str, str]] = {
         "num_attention_heads": "heads split the width; no weight or FLOP depends on their count",
         "vt_num_attention_heads": "the Hub file's name of num_attention_heads",

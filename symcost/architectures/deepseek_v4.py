@@ -29,7 +29,7 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model, layer_order
+from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.compressed_attention import CompressedAttention
 from ..components.compressed_indexer import CompressedIndexer
 from ..components.embedding import Embedding, LMHead
@@ -37,8 +37,8 @@ from ..components.hash_routing import RouterBuffers
 from ..components.hyper_connections import HyperConnections, HyperHead
 from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
-from ..notation import sym
-from ..terms import Terms
+from ..core.notation import sym
+from ..core.terms import Terms
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, quote, values
 

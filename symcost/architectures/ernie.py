@@ -18,15 +18,15 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import Model, kind_order
+from ..model.assembly import Model, kind_order
 from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
-from ..conventions import Phase
-from ..notation import sym
-from ..primitives import Param
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.primitives import Param
 from . import register
 from .base import LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter

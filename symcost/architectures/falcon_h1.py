@@ -32,14 +32,14 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..model.assembly import LayerGroup, Model
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mamba2 import Mamba2
 from ..components.multipliers import Multipliers
 from ..components.norm import Norms
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .bamba import MambaHybridAdapter
 from .base import PosInt, values

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import Model
+from ..model.assembly import Model
 from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.embedding import Embedding, LMHead
 from ..components.moe import MoE, MoESaves

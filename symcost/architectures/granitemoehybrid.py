@@ -24,14 +24,14 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model, layer_order
+from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.multipliers import Multipliers
 from ..components.norm import Norms
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .bamba import GROUPS, KINDS, MambaHybridAdapter
 from .base import NonNegInt, PosInt, values

@@ -15,12 +15,12 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model, kind_order
+from ..model.assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding
 from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .base import LayerCount, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter

@@ -29,14 +29,14 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import Model, kind_order
+from ..model.assembly import Model, kind_order
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.kda import KDA
 from ..components.mla import MLA
 from ..components.moe import MoE
 from ..components.norm import Norms
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, quote, values
 from .deepseek import LAYER_NORMS

@@ -27,15 +27,15 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import Model, kind_order
+from ..model.assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..components.short_conv import ShortConv
-from ..notation import sym
-from ..terms import Terms
+from ..core.notation import sym
+from ..core.terms import Terms
 from . import register
 from .base import Adapter, GQAHeads, LayerCount, NonNegInt, PosInt, values
 from .jamba import kind_groups

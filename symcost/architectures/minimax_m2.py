@@ -16,12 +16,12 @@ from typing import Any, ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..model.assembly import LayerGroup, Model
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.moe import MoE
 from ..components.norm import Norms
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .base import Int, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter
@@ -30,7 +30,7 @@ from .llama import LAYER_NORMS, LlamaAdapter
 @register("minimax_m2")
 class MiniMaxM2Adapter(LlamaAdapter):
     reference: ClassVar[str] = "MiniMaxM2ForCausalLM"
-    #: switches of the Hub file that MiniMaxM2ForCausalLM builds one way only (symcost.fields)
+    #: switches of the Hub file that MiniMaxM2ForCausalLM builds one way only (symcost.architectures.fields)
     unused: ClassVar[dict[str, str]] = {
         "use_qk_norm": "QK norm is always built", "qk_norm_type": "always per layer over all heads",
         "use_routing_bias": "the routing bias buffer is always built",

@@ -31,17 +31,17 @@ from typing import Annotated, ClassVar
 import sympy
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..assembly import LayerGroup, Model, kind_order
+from ..model.assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.minimax_vit import MiniMaxViT
+from ..components.towers.minimax_vit import MiniMaxViT
 from ..components.moe import MoE, MoESaves
 from ..components.mtp import add_mtp, mtp_module
 from ..components.msa import MSAAttention, MSAIndexer
 from ..components.norm import Norms
-from ..errors import SymcostError
-from ..notation import sym
+from ..core.errors import SymcostError
+from ..core.notation import sym
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, validation_message, values
 from .llama import LAYER_NORMS
@@ -111,7 +111,7 @@ class MiniMaxM3TextAdapter(Adapter):
     """The text decoder's fields and layout, shared by ``minimax_m3`` and ``minimax_m3_vl_text``."""
 
     reference: ClassVar[str] = "MiniMaxM3VLForCausalLM"
-    #: switches of the Hub file the reference class builds one way only (symcost.fields)
+    #: switches of the Hub file the reference class builds one way only (symcost.architectures.fields)
     unused: ClassVar[dict[str, str]] = {
         "use_gemma_norm": "a 1 + w norm scale: the same weights", "qk_norm_type": "one norm layout is built",
         "use_routing_bias": "the routing bias buffer is always built"}

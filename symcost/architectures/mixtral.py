@@ -14,7 +14,7 @@ from pydantic import AliasChoices, Field, model_validator
 from ..components.attention import Attention
 from ..components.embedding import LMHead
 from ..components.moe import MoE, MoESaves
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .base import LayerCount, Int, PosInt, values
 from .llama import MistralAdapter

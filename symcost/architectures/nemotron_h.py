@@ -22,15 +22,15 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model, layer_order
+from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mamba2 import Mamba2
 from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
-from ..notation import sym
-from ..terms import Terms
+from ..core.notation import sym
+from ..core.terms import Terms
 from . import register
 from .base import LEGACY_LAYER_TYPES, MAX_LAYERS, Adapter, LayerCount, NonNegInt, PosInt, quote, values
 

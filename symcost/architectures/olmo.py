@@ -28,7 +28,7 @@ from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.ffn import FFN
 from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .base import LayerCount, PosInt, values
 from .llama import LlamaAdapter

@@ -15,14 +15,14 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..assembly import Model, kind_order
+from ..model.assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.gated_deltanet import GatedDeltaNet
 from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, quote, values
 from .llama import LAYER_NORMS

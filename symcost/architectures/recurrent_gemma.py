@@ -21,13 +21,13 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..assembly import LayerGroup, Model, layer_order
+from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.norm import Norms
 from ..components.rglru import RecurrentBlock
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .gemma import gemma_saved
 from .base import Adapter, GQAHeads, LayerCount, PosInt, quote, values

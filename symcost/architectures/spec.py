@@ -20,22 +20,20 @@ attention?" is this file with one group where the real model has two.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
-import pkgutil
 from typing import Any, ClassVar
 
 import sympy
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import components as components_pkg
-from ..assembly import LayerGroup, Model
+from ..model.assembly import LayerGroup, Model
 from ..components.base import Component
 from ..components.embedding import Embedding, LMHead
 from ..components.norm import Norms
-from ..errors import SymcostError
-from ..exprparse import parse
-from ..notation import ENTRIES, by_name
+from ..core.errors import SymcostError
+from ..core.exprparse import parse
+from ..core.notation import ENTRIES, by_name
 from . import register
 from .base import Adapter, Int, NonNegInt, quote
 
@@ -43,8 +41,7 @@ from .base import Adapter, Int, NonNegInt, quote
 def component_classes() -> dict[str, type]:
     """Every concrete Component subclass in symcost.components, by class name."""
     found = {}
-    for mod in pkgutil.iter_modules(components_pkg.__path__):
-        module = importlib.import_module(f"{components_pkg.__name__}.{mod.name}")
+    for module in components_pkg.modules(base=True):
         for name, obj in inspect.getmembers(module, inspect.isclass):
             if issubclass(obj, Component) and obj is not Component and obj.__module__ == module.__name__:
                 found[name] = obj

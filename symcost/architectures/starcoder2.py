@@ -13,7 +13,7 @@ from pydantic import model_validator
 
 from ..components.attention import Attention
 from ..components.ffn import FFN
-from ..elementwise import ACT_ALIASES
+from ..core.elementwise import ACT_ALIASES
 from . import register
 from .base import LayerCount, PosInt
 from .llama import MistralAdapter

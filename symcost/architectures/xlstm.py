@@ -24,12 +24,12 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..model.assembly import LayerGroup, Model
 from ..components.embedding import Embedding
 from ..components.ffn import FFN
 from ..components.mlstm import MLSTMLayer, XlstmHead
 from ..components.norm import Norms
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
 

@@ -26,12 +26,12 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
-from ..assembly import LayerGroup, Model
+from ..model.assembly import LayerGroup, Model
 from ..components.embedding import Embedding, LMHead
 from ..components.mamba import Mamba
 from ..components.norm import Norms
 from ..components.shared_block import SharedBlockCall, SharedBlockWeights
-from ..notation import sym
+from ..core.notation import sym
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
 from .mamba import dt_rank

@@ -14,8 +14,9 @@ import os
 import re
 import sys
 
-from .. import loader, startup
-from ..errors import SymcostError
+from ..architectures import loader
+from . import startup
+from ..core.errors import SymcostError
 from . import options
 from .output import Output, error, warnings
 

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from ..metrics import METRICS as LAYOUT_METRICS
+from ..analysis.metrics import METRICS as LAYOUT_METRICS
 
 # -- types and ranges: a factory of the flag's name -> argparse type ---------------------------------
 #: size suffixes, binary as context lengths are quoted (128K = 131,072; 1M = 1,048,576)
@@ -207,7 +207,7 @@ DTYPES_W = ("bf16", "fp16", "fp32", "fp8", "int4", "fp4")
 TRAIN_DTYPES = ("bf16", "fp16", "fp32")
 
 #: what `check` and `scale` compare, and the unit each counts (+ the serving and training metrics of
-#: ``symcost.metrics``)
+#: ``symcost.analysis.metrics``)
 METRICS = {"params": "parameters", "active": "active parameters per token",
            "flops": "forward matmul FLOPs (--phase, conventions)", "cache": "cache elements",
            "cache_bytes": "cache bytes (b_kv per KV element, b_state per fp32 state element)",
@@ -234,7 +234,7 @@ SEQ = Option(("--seq",), "model", "sequence length in tokens; suffixes K, M = 2^
              example="8K")
 IMAGES = Option(("--images",), "model", IMAGES_HELP, kind=integer, default=0, metavar="N", example="2")
 ELEMENTWISE = Option(("--elementwise",), "model", "also report elementwise FLOPs (norms, activations, softmax, "
-                     "RoPE, residual adds) as a separate group under symcost.elementwise's convention",
+                     "RoPE, residual adds) as a separate group under symcost.core.elementwise's convention",
                      action="store_true")
 DTYPE = Option(("--dtype",), "model", "element dtype of the cache (bytes per element: bf16/fp16 2, fp32 4, "
                "fp8 1)", choices=DTYPES, default="bf16", example="fp8")
@@ -414,7 +414,7 @@ def bind(row: Option, what: str) -> Option:
 
 
 def metric_section(dtypes: bool = True) -> Section:
-    """What the serving and training metrics (``symcost.metrics``) take; a layout size not given
+    """What the serving and training metrics (``symcost.analysis.metrics``) take; a layout size not given
     stays a symbol N_*."""
     return Section("serving and training metrics (" + ", ".join(METRICS_LAYOUT) + ")", (
         bind(TP, "N_tp"), bind(PP, "N_pp"), bind(DP, "N_dp"), bind(CP, "N_cp"),

@@ -7,11 +7,12 @@ import json
 import sys
 from dataclasses import dataclass
 
-from .. import fields, loader
-from ..errors import SymcostError
-from ..limits import context_warnings
-from ..terms import Terms, exact
-from ..units import human_count
+from ..architectures import fields
+from ..architectures import loader
+from ..core.errors import SymcostError
+from ..architectures.limits import context_warnings
+from ..core.terms import Terms, exact
+from ..core.units import human_count
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ def warnings(args) -> list[str]:
 
 
 def _context_warnings(args) -> list[str]:
-    """A context beyond what the config supports (``symcost.limits``), from the raw config only."""
+    """A context beyond what the config supports (``symcost.architectures.limits``), from the raw config only."""
     model = getattr(args, "model", None)
     T = max((v for v in (getattr(args, a, None) for a in ("T", "seq", "T_prefill", "T_decode"))
              if isinstance(v, int)), default=None)
@@ -79,7 +80,7 @@ def _context_warnings(args) -> list[str]:
 
 
 def _field_warnings(args) -> list[str]:
-    """Config fields the model's adapter does not read (``symcost.fields``): those switched on
+    """Config fields the model's adapter does not read (``symcost.architectures.fields``): those switched on
     and not classed cost-neutral always; with ``--verbose``, every one."""
     models = getattr(args, "model", None)
     out = []

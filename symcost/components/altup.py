@@ -21,7 +21,7 @@ residual n_alt·d, the correction 2·n_alt·d, the output scale d; the projectio
 
 >>> AltUp().params().total
 d*n_alt + 2*d + n_alt**3 + n_alt**2
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> AltUp().flops(Phase(kind="decode")).total
 2*B*d*n_alt**2 + 4*B*d*n_alt + 2*B*n_alt**3 + 2*B*n_alt**2
 >>> AltUpProjections().params().total
@@ -33,11 +33,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import Linear, Matmul, Norm, Param, Saved, is_one
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Norm, Param, Saved, is_one
+from ..core.terms import Terms
 from .base import Component
 from .norm import pow_rms_saved
 

@@ -12,7 +12,7 @@ FLOPs (seed 001 §2.1): the four projections 2·tokens·in·out, and QKᵀ and P
     KV heads are repeated to H_q before the matmul, so GQA saves cache, not score FLOPs.
 Cache: K and V, B·H_kv·(D_h + D_v) per kept token (2·B·H_kv·D_h when D_v = D_h); a
     sliding-window layer keeps min(T, W-1).
-Elementwise (``symcost.elementwise``, a separate group): softmax 5 per score over the same
+Elementwise (``symcost.core.elementwise``, a separate group): softmax 5 per score over the same
     (query, key) pairs as QKᵀ, B·H_q·pairs scores; RoPE 3·tokens·(H_q+H_kv)·D_h (``rope=False``:
     no rotary; partial rotary is counted over the whole D_h); q/k RMSNorm
     4·tokens·(H_q+H_kv)·D_h; output gate (sigmoid + product) 5·tokens·H_q·D_h; one residual add
@@ -23,12 +23,12 @@ Family quirks live with the family. What one ``transformers`` implementation kee
     that changes what is computed — a cache that keeps every token although the mask has a
     window — is a subclass of ``Attention`` in the family's adapter module.
 
->>> from symcost.notation import sym
+>>> from symcost.core.notation import sym
 >>> Attention().params().total
 2*D_h*H_kv*d + 2*D_h*H_q*d
 >>> Attention().cache().total
 2*B*D_h*H_kv*T
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> Attention().elementwise(Phase(kind="decode"))["softmax"]
 5*B*H_q*(T + 1)
 """
@@ -39,11 +39,11 @@ from fractions import Fraction
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..elementwise import COST
-from ..primitives import Linear, Matmul, Norm, Param, Saved, is_one, saved_norm
-from ..terms import Terms, exact
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.elementwise import COST
+from ..core.primitives import Linear, Matmul, Norm, Param, Saved, is_one, saved_norm
+from ..core.terms import Terms, exact
 from .base import Component
 from .norm import pow_rms_saved
 

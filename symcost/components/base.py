@@ -15,10 +15,10 @@ from typing import ClassVar
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import norm_terms
-from ..primitives import Primitive
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import norm_terms
+from ..core.primitives import Primitive
+from ..core.terms import Terms
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class Component:
         return t
 
     def elementwise(self, ph: Phase) -> Terms:
-        """Elementwise FLOPs of one layer (``symcost.elementwise``; never part of ``flops``).
+        """Elementwise FLOPs of one layer (``symcost.core.elementwise``; never part of ``flops``).
 
         Default: the norms among the primitives, each over the phase's token rows. Components with
         more elementwise work (activations, softmax, RoPE, residual adds) override this.

@@ -13,12 +13,12 @@ Parameters: those of GQA attention (``components/attention.py``, transformers ``
                     q = ⌊T/C_att⌋ whole chunks, r = T − q·C_att tokens in the last one
     causal, decode  the new token at position T sees r + 1 = T − C_att·⌊T/C_att⌋ + 1 keys
 Cache: K and V, 2·B·H_kv·D_h per kept token, min(T, C_att − 1) kept (T for a global layer).
-Elementwise (``symcost.elementwise``): as GQA attention (softmax over the pairs above, RoPE where
+Elementwise (``symcost.core.elementwise``): as GQA attention (softmax over the pairs above, RoPE where
     the layer has it, one residual), plus the weightless L2 q/k norm 3·tokens·(H_q + H_kv)·D_h on
     RoPE layers with use_qk_norm, and on NoPE layers with attn_temperature_tuning the per-position
     temperature scaling of q, 1·tokens·H_q·D_h (the scale itself is once per position: not counted).
 
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> ChunkedAttention().pairs(Phase(kind="decode", attention="causal"))
 -C_att*floor(T/C_att) + T + 1
 >>> ChunkedAttention().cache().total
@@ -32,11 +32,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import Saved
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import Saved
+from ..core.terms import Terms
 from .attention import Attention
 
 

@@ -39,10 +39,10 @@ from dataclasses import dataclass, replace
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..primitives import is_one, Linear, Matmul, Norm, Param, Saved, saved_norm
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.primitives import is_one, Linear, Matmul, Norm, Param, Saved, saved_norm
+from ..core.terms import Terms
 from .base import Component
 
 

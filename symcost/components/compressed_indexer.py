@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..primitives import Linear, Matmul
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul
+from ..core.terms import Terms
 from .base import Component
 from .compressed_attention import compressed_pairs, compressor_cache, compressor_primitives
 

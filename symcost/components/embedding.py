@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..primitives import Linear, Param, Saved, is_one
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.primitives import Linear, Param, Saved, is_one
 from .base import Component
 
 

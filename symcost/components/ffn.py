@@ -5,7 +5,7 @@ Parameters (seed 000 §1.3, transformers ``LlamaMLP`` / ``GPT2MLP`` / ``Nemotron
     plain: up_proj d·d_ff, down_proj d_ff·d                      -> 2·d·d_ff  (+ biases)
     Apertus' xIELU activation adds two learned scalars (alpha_p, alpha_n) and two scalar buffers.
 FLOPs: 2·tokens per weight (activations count 0).
-Elementwise (``symcost.elementwise``): the activation over d_ff per token (``act``: SiLU 4 by
+Elementwise (``symcost.core.elementwise``): the activation over d_ff per token (``act``: SiLU 4 by
     default when gated, GELU-tanh 8 when plain; ReLU² 2, GELU 5), the gate product 1·d_ff when
     gated, and one residual add d. Bias adds are not counted.
 
@@ -13,7 +13,7 @@ Elementwise (``symcost.elementwise``): the activation over d_ff per token (``act
 3*d*d_ff
 >>> FFN(gated=False).params().total
 2*d*d_ff
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> FFN().elementwise(Phase(kind="decode")).total
 B*d + 5*B*d_ff
 """
@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..elementwise import COST, act_cost
-from ..primitives import Linear, Param, Saved
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.elementwise import COST, act_cost
+from ..core.primitives import Linear, Param, Saved
+from ..core.terms import Terms
 from .base import Component
 
 

@@ -39,7 +39,7 @@ norms and gates are elementwise (0 FLOPs).
     For T a multiple of 64 this is the polynomial 2·B·H_lv·T·(2·C_dn·D_lk + C_dn·D_lv + 3·D_lk·D_lv).
     Decode: ``torch_recurrent_gated_delta_rule`` does the step with broadcast multiplies and
     sums, no matmul, so it counts 0.
-Elementwise (``symcost.elementwise``; the same under both ``impl``), per token: SiLU after the
+Elementwise (``symcost.core.elementwise``; the same under both ``impl``), per token: SiLU after the
     conv 4·c; L2 norm of q and k 3·2·H_lk·D_lk; β = sigmoid(b) 4·H_lv and the decay
     g = −exp(A)·softplus(a + dt_bias) 5·H_lv; β scaling of k and v H_lv·(D_lk + D_lv); the gated
     RMSNorm and its gate silu(z) 9·H_lv·D_lv; one residual add d. The scan's decays: decode
@@ -50,7 +50,7 @@ Cache: conv_state [B, c, K_c] (K_c columns, not K_c − 1) and recurrent_state
 
 >>> GatedDeltaNet().cache().total
 B*D_lk*D_lv*H_lv + B*K_c*(2*D_lk*H_lk + D_lv*H_lv)
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> dn = GatedDeltaNet()
 >>> dn.flops(Phase(kind="decode")).total - dn.flops(Phase(kind="decode", impl="reference")).total
 6*B*D_lk*D_lv*H_lv - 2*B*K_c*(2*D_lk*H_lk + D_lv*H_lv)
@@ -67,11 +67,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import Linear, Matmul, Param, Saved, is_one
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Param, Saved, is_one
+from ..core.terms import Terms
 from .base import Component
 
 

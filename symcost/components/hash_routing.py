@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.terms import Terms
 from .base import Component
 
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..primitives import Linear, Matmul, Param, Saved
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Param, Saved
 from .base import Component
 
 

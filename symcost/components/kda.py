@@ -29,7 +29,7 @@ FLOPs, batch B; every projection 2·tokens·in·out under both ``impl`` conventi
     T + K_c − 1 positions (padding K_c − 1, then slicing). Decode: the recurrent step is
     broadcast multiplies and sums (0); the conv ``causal_conv1d_update`` over K_c + 1 columns,
     2 outputs, 2·B·2·3HD·K_c.
-Elementwise (``symcost.elementwise``; the same under both ``impl``), per token: SiLU after the
+Elementwise (``symcost.core.elementwise``; the same under both ``impl``), per token: SiLU after the
     conv 4·3HD; L2 norm of q and k 3·2HD; β = sigmoid(b) 4·H; the forget gate
     g = −exp(A)·softplus(f + dt_bias) per channel, 5·HD; β scaling of k and v 2·HD; the gated
     RMSNorm with its sigmoid gate 9·HD; one residual add d. The scan's decays, per channel:
@@ -42,7 +42,7 @@ Cache (``DynamicCache`` linear-attention layer): conv_states [B, 3·H·D, K_c] (
 B*D_kda**2*H_kda + 3*B*D_kda*H_kda*K_c
 >>> KDA().params().total.subs({sym.d: 16, sym.H_kda: 2, sym.D_kda: 4, sym.K_c: 4})
 846
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> KDA().flops(Phase(kind="decode", impl="reference"))["conv1d"]
 12*B*D_kda*H_kda*K_c
 """
@@ -52,11 +52,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import Linear, Matmul, Param, Saved, is_one
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Param, Saved, is_one
+from ..core.terms import Terms
 from .gated_deltanet import GatedDeltaNet
 
 

@@ -21,14 +21,14 @@ Two mechanisms of transformers' ``Gemma4TextAttention`` (5.24), both on top of `
 
 Elementwise: RoPE and RMSNorm only on q for a consumer layer; v_norm 4·tokens·H_kv·D_h on a producer.
 
->>> from symcost.notation import sym
+>>> from symcost.core.notation import sym
 >>> SharedKVAttention(consumer=True).params().total
 2*D_h*H_q*d + D_h
 >>> SharedKVAttention(k_eq_v=True).params().total - 2*sym.D_h
 D_h*H_kv*d + 2*D_h*H_q*d
 >>> SharedKVAttention(consumer=True).cache().total
 0
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> LastPosition(SharedKVAttention(consumer=True)).flops(Phase(logits="last"))["scores"]
 2*B*D_h*H_q*T
 """
@@ -38,11 +38,11 @@ from dataclasses import dataclass, replace
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import is_one
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import is_one
+from ..core.terms import Terms
 from .attention import Attention, AttentionSaves
 from .base import Component
 from .norm import pow_rms_saved

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import norm_terms
-from ..notation import sym
-from ..primitives import Linear, Norm, Saved
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import norm_terms
+from ..core.notation import sym
+from ..core.primitives import Linear, Norm, Saved
+from ..core.terms import Terms
 from .base import Component
 from .norm import pow_rms_saved
 

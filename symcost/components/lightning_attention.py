@@ -24,7 +24,7 @@ FLOPs, batch B; the projections 2·tokens·in·out. Prefill runs ``n = ⌈T/C_la
         in T of 0, as a linear-attention mixer has (the reference's r² stays below C_la²).
     Decode (one token against the cached state), both conventions: kᵀ·v 2·B·H·D² and q·KV
     2·B·H·D², 4·B·H·D² (the transformers step is these two matmuls).
-Elementwise (``symcost.elementwise``), per token: SiLU on q, k, v 4·3HD; the RMSNorm 4·HD; the
+Elementwise (``symcost.core.elementwise``), per token: SiLU on q, k, v 4·3HD; the RMSNorm 4·HD; the
     output gate (sigmoid and product) 5·HD; one residual add d. The decays: prefill weighs each
     intra-block score (B·H·pairs) and each query and key (2·HD per token) and decays the state once
     per block (H·D²); decode decays the state, H·D² per token.
@@ -32,7 +32,7 @@ Cache (``MiniMaxCache.linear_cache``): the state KᵀV per layer, [B, H, D, D], 
 
 >>> LightningAttention().cache().total
 B*D_h**2*H_q
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> LightningAttention().flops(Phase(kind="decode")).total
 4*B*D_h**2*H_q + 10*B*D_h*H_q*d
 >>> LightningAttention().pairs(Phase(impl="reference")).subs({sym.T: 300, sym.C_la: 256})
@@ -46,11 +46,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import Linear, Matmul, Norm, Saved, is_one, saved_norm
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Norm, Saved, is_one, saved_norm
+from ..core.terms import Terms
 from .base import Component
 
 

@@ -24,7 +24,7 @@ D skip and the gate are elementwise (0 FLOPs).
     2·rows·d_ssm·N. conv 2·B·d_ssm·K_c per output position: T + K_c − 1 positions in prefill
     (padding K_c − 1 on both sides, then slicing), 2 in decode (the K_c cached columns plus the
     new one, unpadded).
-Elementwise (``symcost.elementwise``; the same under both ``impl``), per token: SiLU after the
+Elementwise (``symcost.core.elementwise``; the same under both ``impl``), per token: SiLU after the
     conv 4·d_ssm; dt = softplus(dt + dt_bias) 4·d_ssm; the decay exp(dt·A) 2·d_ssm·N; x·dt
     d_ssm; the decay multiply of the state d_ssm·N; the D skip 2·d_ssm; the gate y·silu(z)
     5·d_ssm; the dt/B/C RMSNorms 4·(R_dt + 2·N) where present; one residual add d.
@@ -37,7 +37,7 @@ Cache: conv_states [B, d_ssm, K_c] (K_c columns, not K_c − 1) and recurrent_st
 B*K_c*d_ssm + B*N*d_ssm
 >>> Mamba().params().total.subs({sym.d: 16, sym.d_ssm: 32, sym.N: 4, sym.K_c: 3, sym.R_dt: 3})
 2304
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> Mamba().flops(Phase(kind="decode", impl="reference"))["conv1d"]
 4*B*K_c*d_ssm
 >>> Mamba(bcdt_norm="weighted").params()["b_layernorm"]
@@ -50,11 +50,11 @@ from typing import Literal
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import Linear, Matmul, Param, Saved, is_one
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Param, Saved, is_one
+from ..core.terms import Terms
 from .base import Component
 
 

@@ -37,7 +37,7 @@ one multiply-accumulate per state element.
     (n+1)² pairs of chunk boundaries 2·B·(n+1)²·H_m·D_m·N, state read-out 2·B·n·C·H_m·D_m·N.
     Decode: the state update is broadcast multiplies (0); only the read-out h·C is a matmul,
     2·B·H_m·D_m·N. The same under both attention conventions.
-Elementwise (``symcost.elementwise``; the same under both ``impl``), per token: SiLU after the
+Elementwise (``symcost.core.elementwise``; the same under both ``impl``), per token: SiLU after the
     conv 4·c; dt = softplus(dt + dt_bias) and the decay exp(dt·A) 6·H_m; x·dt D_m·H_m; the D skip
     2·H_m·D_m; the gate silu(z)·y 5·H_m·D_m; the gated RMSNorm 4·H_m·D_m; one residual add d. The
     scan's decays: decode multiplies the state by exp(dt·A), H_m·D_m·N; prefill (SSD) masks the
@@ -49,7 +49,7 @@ Cache: conv_states [B, c, K_c] (K_c columns, not K_c − 1) and recurrent_states
 
 >>> Mamba2().cache().total
 B*D_m*H_m*N + B*K_c*(D_m*H_m + 2*G*N)
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> m = Mamba2()
 >>> m.flops(Phase(kind="decode")).total - m.flops(Phase(kind="decode", impl="reference")).total
 2*B*D_m*H_m*N - 2*B*K_c*(D_m*H_m + 2*G*N)
@@ -66,11 +66,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import Linear, Matmul, Param, Saved
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Param, Saved
+from ..core.terms import Terms
 from .base import Component
 
 

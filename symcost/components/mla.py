@@ -22,7 +22,7 @@ Cache (what the transformers 5.24 ``DynamicCache`` holds, measured): the latent,
 With a sparse indexer (DeepSeek-V3.2 DSA, ``k_sel``), eager attention still multiplies the whole
     rectangle (the top-k mask is applied after the matmul): ``full`` counts it; ``causal`` counts only
     the pairs the causal and top-k masks keep, Σ_i min(i, k_I), like a window of k_I.
-Elementwise (``symcost.elementwise``): q_a_layernorm 4·tokens·d_q and kv_a_layernorm
+Elementwise (``symcost.core.elementwise``): q_a_layernorm 4·tokens·d_q and kv_a_layernorm
     4·tokens·d_kv (new tokens only: the cache holds the normalised latent), softmax 5 per score
     over the same pairs as the scores, B·H_q·pairs, RoPE 3·tokens·(H_q + 1)·D_rope (every query
     head and the one shared rotary key), one residual add tokens·d; the same under both ``mla`` modes.
@@ -46,11 +46,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST, norm_terms
-from ..notation import sym
-from ..primitives import Linear, Matmul, Norm, Saved, is_one, saved_norm
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST, norm_terms
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Norm, Saved, is_one, saved_norm
+from ..core.terms import Terms
 from .base import Component
 
 

@@ -35,7 +35,7 @@ every position even when only the last logits are wanted (``XlstmHead``); ``mini
 2*D_mk*H_ml*d + 3*D_mv*H_ml*d + D_mv*H_ml + 2*H_ml*d + 2*H_ml
 >>> MLSTMLayer().cache().total
 B*D_mk*D_mv*H_ml + B*D_mk*H_ml + B*H_ml
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> MLSTMLayer().flops(Phase(kind="decode"))["recurrent"]
 2*B*H_ml*(2*D_mk*D_mv + D_mk)
 """
@@ -45,10 +45,10 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..primitives import Linear, Matmul, Param, Saved, is_one
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Param, Saved, is_one
+from ..core.terms import Terms
 from .base import Component
 from .embedding import LMHead
 

@@ -12,7 +12,7 @@ FLOPs: router 2·tokens·d·E, routed experts 2·tokens·k·(per-expert weights)
 dispatch computes, exactly k experts per token — and the shared experts over every token.
 Buffers: ``correction_bias``, an ``e_score_correction_bias`` [E] added to the scores for the
     choice, is a buffer, not a parameter.
-Elementwise (``symcost.elementwise``), per token: router scores 5·E (softmax, or sigmoid +
+Elementwise (``symcost.core.elementwise``), per token: router scores 5·E (softmax, or sigmoid +
     correction bias; top-k selection and weight renormalisation not counted); the routed experts'
     activation over k·d_moe (+ gate product k·d_moe when gated; ``act`` as in ``FFN``); the combine
     2·k·d (scale by the routing weight, add into the sum, as eager dispatch does); the shared
@@ -25,12 +25,12 @@ Family quirks live with the family. What one ``transformers`` implementation kee
     name — is a subclass of ``MoE`` in the family's adapter module (``runs``, ``primitives``,
     ``buffers``).
 
->>> from symcost.notation import sym
+>>> from symcost.core.notation import sym
 >>> MoE().params().total
 3*E*d*d_moe + E*d
 >>> MoE().active_params().total
 E*d + 3*d*d_moe*k
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> MoE().elementwise(Phase(kind="decode")).total
 5*B*E + 2*B*d*k + B*d + 5*B*d_moe*k
 """
@@ -40,11 +40,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..elementwise import COST, act_cost
-from ..primitives import Linear, Saved
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.elementwise import COST, act_cost
+from ..core.primitives import Linear, Saved
+from ..core.terms import Terms
 from .base import Component
 from .ffn import clamped_glu_saved, clamped_silu_saved
 

@@ -22,7 +22,7 @@ Main attention (``MiniMaxM3VLAttention``): the GQA projections with per-head q/k
     prefill sums i = 0..T−1 in closed form (``msa_pairs_prefill``). With no local block the count is
     data-dependent and ``min(i + 1, k_blk·S_I)`` is its upper bound.
 
->>> from symcost.notation import sym
+>>> from symcost.core.notation import sym
 >>> MSAIndexer().params().total
 D_I*H_I*d + D_I*d + 2*D_I
 >>> MSAIndexer().cache().total
@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..primitives import Linear, Matmul, Norm
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Norm
+from ..core.terms import Terms
 from .attention import Attention
 from .base import Component
 

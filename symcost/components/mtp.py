@@ -12,8 +12,8 @@ weights go to ``Model.extras["mtp"]``, never into the total.
 """
 from __future__ import annotations
 
-from ..notation import sym, values
-from ..terms import Terms
+from ..core.notation import sym, values
+from ..core.terms import Terms
 
 DOCS = {"enorm": "RMSNorm [d] on the embedding", "hnorm": "RMSNorm [d] on the hidden state",
         "eh_proj": "[2d, d]", "shared_head_norm": "RMSNorm [d] before the shared head"}

@@ -13,14 +13,14 @@ buffer [1, 1, 2·d_in + 2·G·N + H_m], recomputed from the config, never in a c
 MLP gate and down outputs (``mlp_multipliers``). transformers applies every one of them whatever
 its value, so they are counted even when it is 1.
 Parameters: 0. FLOPs (matmul): 0. Shapes: unchanged, so no other count moves.
-Elementwise (``symcost.elementwise``): one multiply per scaled element, per row —
+Elementwise (``symcost.core.elementwise``): one multiply per scaled element, per row —
     Σ widths × tokens, or × logit rows for the scales applied to the logits (width V).
 The sets (``SETS``): ``embedding`` d per token; ``granite_residual`` 2·d per token per layer;
 ``granite_logits`` and ``falcon_h1_logits`` V per logit row; ``falcon_h1_layer`` (the default), per token:
     ssm_in d, mup_vector 2·H_m·D_m + 2·G·N + H_m, ssm_out d, attention_in d, key H_kv·D_h,
     attention_out d, mlp_gate d_ff, mlp_down d.
 
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> m = Multipliers()
 >>> m.params().total, m.flops(Phase(kind="prefill")).total
 (0, 0)
@@ -33,10 +33,10 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..primitives import Saved
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.primitives import Saved
+from ..core.terms import Terms
 from .base import Component
 
 #: the multiplier sets, by name: (term, elements scaled per row, what); ``on_logits`` sets scale

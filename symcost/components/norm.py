@@ -13,7 +13,7 @@ the scale and bias ops (LayerNorm 5, RMSNorm 3 per element), and its backward ke
 with the fp32 mean and rstd.
 
 A layer holds a few of them (two in Llama, four in Gemma-2/3); the final norm is one more.
-Elementwise (``symcost.elementwise``, the generic ``Component.elementwise``): RMSNorm 4, LayerNorm
+Elementwise (``symcost.core.elementwise``, the generic ``Component.elementwise``): RMSNorm 4, LayerNorm
 7 FLOPs per element, each norm over tokens·dim.
 
 >>> Norms(("input_layernorm", "post_attention_layernorm")).params().total
@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import Norm, Saved, saved_norm
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import Norm, Saved, saved_norm
+from ..core.terms import Terms
 from .base import Component
 
 

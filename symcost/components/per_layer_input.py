@@ -17,7 +17,7 @@ L·d_pl); in a layer the activation and product over d_pl and one residual add.
 
 >>> PerLayerEmbedding().params().total
 L*V_pl*d_pl + L*d*d_pl + d_pl
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> PerLayerInputGate().flops(Phase(kind="decode")).total
 4*B*d*d_pl
 """
@@ -27,11 +27,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST, act_cost, norm_terms
-from ..notation import sym
-from ..primitives import Linear, Norm, Param, Saved, saved_norm
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST, act_cost, norm_terms
+from ..core.notation import sym
+from ..core.primitives import Linear, Norm, Param, Saved, saved_norm
+from ..core.terms import Terms
 from .base import Component
 from .norm import pow_rms_saved
 

@@ -17,7 +17,7 @@ gates 2·rows·H·D_lru² each (``torch.baddbmm`` per block) under both ``impl``
     oracle tests use this): prefill conv 2·B·(T + K_c − 1)·w·K_c (padding K_c − 1, then slicing);
     the scan is a Python loop of elementwise ops (0); decode computes the conv as an elementwise
     multiply and sum over the K_c − 1 cached columns and the new one (0).
-Elementwise (``symcost.elementwise``), per token: the activation of the y branch over w, the two
+Elementwise (``symcost.core.elementwise``), per token: the activation of the y branch over w, the two
     sigmoid gates 4·w each, the decay and its normalisation (−8·r·softplus(Λ), exp, a², 1 − a², √,
     the input-gate and normaliser products, the decay multiply of the state: 11·w), the output gate
     u·y w, and one residual add d.
@@ -29,7 +29,7 @@ Cache (held by the block itself, not by the transformers cache object): ``conv1d
 B*D_lru*H_q*(K_c - 1) + B*D_lru*H_q
 >>> RecurrentBlock().params().total.subs({sym.d: 8, sym.H_q: 2, sym.D_lru: 4, sym.K_c: 4})
 344
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> RecurrentBlock().flops(Phase(kind="decode", impl="reference"))["rg_lru.input_gate"]
 2*B*D_lru**2*H_q
 """
@@ -39,11 +39,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST, act_cost
-from ..notation import sym
-from ..primitives import Linear, Matmul, Param, Saved, is_one
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST, act_cost
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Param, Saved, is_one
+from ..core.terms import Terms
 from .base import Component
 
 

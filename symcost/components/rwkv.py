@@ -31,7 +31,7 @@ maxima, exps, products and the division, exp counted 1), σ(r)·wkv d_att, resid
 d**2 + 2*d*d_ff + 2*d
 >>> RwkvTimeMix().cache().total + RwkvChannelMix().cache().total
 5*B*d
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> RwkvChannelMix().flops(Phase(kind="decode", impl="reference")).total
 2*B**2*d**2 + 4*B**2*d*d_ff
 """
@@ -41,11 +41,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import Linear, Param, Saved
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import Linear, Param, Saved
+from ..core.terms import Terms
 from .base import Component
 from .norm import Norms
 from .embedding import LMHead

@@ -32,7 +32,7 @@ Zamba (v1, ``ZambaAttentionDecoderLayer`` / ``ZambaHybridLayer``): the same bloc
 adapter (``mlp_adapter=False``), gate_proj and up_proj d·d_ff each in place of gate_up_proj (the
 same weights), no MLP biases, no RoPE, and one stored block for all hybrid layers when tied
 (N_blk = 1; untied, L_hyb).
-Elementwise (``symcost.elementwise``): the two RMSNorms over d_att and d, softmax 5 per score,
+Elementwise (``symcost.core.elementwise``): the two RMSNorms over d_att and d, softmax 5 per score,
 RoPE on q and k with ``use_mem_rope``, the activation over d_ff and the gate product, the adapter
 adds (q, k, v and gate_up outputs) and the add of the block's output into the residual stream.
 
@@ -51,11 +51,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST, act_cost
-from ..notation import sym
-from ..primitives import ONE, ZERO, Linear, Matmul, Param, Saved, saved_norm
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST, act_cost
+from ..core.notation import sym
+from ..core.primitives import ONE, ZERO, Linear, Matmul, Param, Saved, saved_norm
+from ..core.terms import Terms
 from .attention import Attention
 from .base import Component
 from .ffn import FFN

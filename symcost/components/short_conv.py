@@ -10,7 +10,7 @@ FLOPs, batch B, rows = B·T in prefill, B in decode: the projections 2·rows·in
 ``impl="reference"``: what the transformers torch path runs, as FlopCounterMode measures it:
     2·B·d·K_c per output position, T + K_c − 1 positions in prefill (padding K_c − 1 on both
     sides, then slicing), 2 in decode (the K_c cached columns plus the new one, unpadded).
-Elementwise (``symcost.elementwise``), per token: the two gate products B ⊙ x and C ⊙ y, 2·d;
+Elementwise (``symcost.core.elementwise``), per token: the two gate products B ⊙ x and C ⊙ y, 2·d;
     one residual add d.
 Cache: conv_states [B, d, K_c] (K_c columns, not K_c − 1: the transformers linear-attention
     cache layer keeps the last K_c inputs), in the model dtype.
@@ -19,7 +19,7 @@ Cache: conv_states [B, d, K_c] (K_c columns, not K_c − 1: the transformers lin
 1072
 >>> ShortConv().cache().total
 B*K_c*d
->>> from symcost.conventions import Phase
+>>> from symcost.core.conventions import Phase
 >>> ShortConv().flops(Phase(kind="prefill", impl="reference"))["conv"]
 2*B*K_c*d*(K_c + T - 1)
 """
@@ -29,11 +29,11 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST
-from ..notation import sym
-from ..primitives import Linear, Matmul, Param, Saved
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Param, Saved
+from ..core.terms import Terms
 from .base import Component
 
 

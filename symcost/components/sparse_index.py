@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..conventions import Phase
-from ..notation import sym
-from ..primitives import Linear, Matmul, Norm
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.notation import sym
+from ..core.primitives import Linear, Matmul, Norm
+from ..core.terms import Terms
 from .base import Component
 
 

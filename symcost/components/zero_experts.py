@@ -28,7 +28,7 @@ Active parameters and FLOPs — the convention. Eager transformers runs, per tok
 Elementwise: router softmax 5·(E+E_z) per token, the experts' SiLU and gate product over
     k_r·d_moe, the combine 2·k·d (every slot is scaled and added, identity slots too), one add d.
 
->>> from symcost.notation import sym
+>>> from symcost.core.notation import sym
 >>> ZeroExpertMoE().params().total
 3*E*d*d_moe + 2*E_z*d*d_moe + d*(E + E_z)
 >>> ZeroExpertMoE().active_params().total
@@ -41,11 +41,11 @@ from typing import ClassVar
 
 import sympy
 
-from ..conventions import Phase
-from ..elementwise import COST, act_cost
-from ..notation import sym
-from ..primitives import Linear, Saved
-from ..terms import Terms
+from ..core.conventions import Phase
+from ..core.elementwise import COST, act_cost
+from ..core.notation import sym
+from ..core.primitives import Linear, Saved
+from ..core.terms import Terms
 from .moe import MoE
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..errors import SymcostError
-from ..notation import sym
+from ..core.errors import SymcostError
+from ..core.notation import sym
 from .formulas import compile_exprs, compute_dtype, gpu_values, serve_formulas
 from .plan import NOTE as SERVE_NOTE, Layout, ServeSetup, check_layout
 from .quant import checkpoint

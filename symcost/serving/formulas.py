@@ -1,5 +1,5 @@
 """Serving as formulas: per-GPU bytes, KV capacity, concurrency and roofline times as SymPy
-expressions in the layout (N_tp, N_ep, N_pp, N_dp; ``symcost.parallel``), the context T, the
+expressions in the layout (N_tp, N_ep, N_pp, N_dp; ``symcost.model.parallel``), the context T, the
 batch B, the chunk M and the GPU (M_gpu, F_gpu, BW_hbm, BW_link), with the config's values and the checkpoint's bytes substituted.
 
 Layout symbols (below t = N_tp, p = N_pp, e = N_tp·N_ep): N_tp tensor-parallel ranks; N_tp·N_ep
@@ -29,13 +29,13 @@ from math import gcd
 
 import sympy
 
-from ..conventions import Phase
-from ..numeric import compile_exprs  # noqa: F401 (the serving layer's compiler)
-from ..parallel import text_tp_blocks
-from ..notation import sym
-from ..primitives import Linear, Param
-from ..terms import Terms, exact, relax_steps
-from ..units import dtype_bytes
+from ..core.conventions import Phase
+from ..core.numeric import compile_exprs  # noqa: F401 (the serving layer's compiler)
+from ..model.parallel import text_tp_blocks
+from ..core.notation import sym
+from ..core.primitives import Linear, Param
+from ..core.terms import Terms, exact, relax_steps
+from ..core.units import dtype_bytes
 from .quant import Checkpoint
 
 t, p, M, B, T = sym.N_tp, sym.N_pp, sym.M, sym.B, sym.T

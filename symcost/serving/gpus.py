@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from importlib import resources
 
-from ..errors import SymcostError
+from ..core.errors import SymcostError
 
 
 @dataclass(frozen=True)

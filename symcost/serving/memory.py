@@ -23,12 +23,12 @@ from math import ceil
 
 import sympy
 
-from ..errors import SymcostError
+from ..core.errors import SymcostError
 from .gpus import GPU
-from ..notation import sym
-from ..primitives import Linear
-from ..terms import Terms, exact
-from ..units import dtype_bytes
+from ..core.notation import sym
+from ..core.primitives import Linear
+from ..core.terms import Terms, exact
+from ..core.units import dtype_bytes
 
 
 def _rational(f: Fraction) -> sympy.Rational:
@@ -101,7 +101,7 @@ def check_parallel(model, tp: int, pp: int, ep: int) -> None:
     """Parallel sizes must divide what they split (``parallel.Layout.check``, the one set of
     constraints): heads and KV heads under ``tp``, layers under ``pp``, and the routed experts
     spread whole over ``ep`` ranks."""
-    from ..parallel import Layout
+    from ..model.parallel import Layout
     Layout(tp=tp, pp=pp).check(model)
     if ep > 1:  # E over ep ranks: the expert-parallel constraints of an ep-wide group
         Layout(dp=ep, ep=ep, whole_experts=True).check(model)

@@ -36,10 +36,10 @@ from fractions import Fraction
 
 import sympy
 
-from ..errors import SymcostError
-from ..notation import sym
-from ..parallel import Layout
-from ..terms import exact
+from ..core.errors import SymcostError
+from ..core.notation import sym
+from ..model.parallel import Layout
+from ..core.terms import exact
 from .gpus import GPU
 from .memory import cache_bytes_total
 from .quant import checkpoint, scheme

@@ -43,10 +43,10 @@ from fractions import Fraction
 
 import sympy
 
-from ..errors import SymcostError
-from ..primitives import Linear, Param
-from ..terms import Terms, exact
-from ..units import dtype_bytes
+from ..core.errors import SymcostError
+from ..core.primitives import Linear, Param
+from ..core.terms import Terms, exact
+from ..core.units import dtype_bytes
 
 ceil = sympy.ceiling
 METHODS = ("fp8", "mxfp4", "modelopt", "compressed-tensors", "awq", "gptq")
@@ -474,7 +474,7 @@ def _extras(model, base, add, bytes_of, notes):
     ex = model.extras
     if not ex or "mtp" not in ex:
         return
-    from ..notation import sym
+    from ..core.notation import sym
     mtp, L_mtp, pre = ex["mtp"], sym.L_mtp, "checkpoint_extras/mtp/"
     tot = mtp.node_total
     for key in ("enorm", "hnorm", "shared_head_norm", "eh_proj"):

@@ -1,7 +1,7 @@
 """One step of a layout on its roofline (``symcost roofline``), and the latencies a server sees.
 
 TTFT and TPOT, written once here and used by ``roofline``, ``deploy`` and the ``ttft``/``tpot``
-metrics (``symcost.metrics``)::
+metrics (``symcost.analysis.metrics``)::
 
     TTFT = N_pp · step(prefill of one prompt of T tokens, B = 1)
     TPOT = N_pp · step(decode of B sequences at context T)
@@ -20,7 +20,7 @@ from functools import cached_property
 
 import sympy
 
-from ..notation import sym
+from ..core.notation import sym
 from .formulas import Roofline, compute_dtype as pick_compute_dtype, gpu_values, roofline_formulas, step_max
 from .plan import Plan, ServeSetup, plan
 

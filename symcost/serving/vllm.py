@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import sympy
 
-from ..notation import sym
-from ..terms import Terms
+from ..core.notation import sym
+from ..core.terms import Terms
 
 T = sym.T
 
@@ -57,9 +57,9 @@ from dataclasses import dataclass, field as _field  # noqa: E402
 from fractions import Fraction  # noqa: E402
 from math import ceil as _ceil  # noqa: E402
 
-from ..errors import SymcostError  # noqa: E402
-from ..terms import exact  # noqa: E402
-from ..units import dtype_bytes  # noqa: E402
+from ..core.errors import SymcostError  # noqa: E402
+from ..core.terms import exact  # noqa: E402
+from ..core.units import dtype_bytes  # noqa: E402
 
 #: vLLM's default KV block; MLA backends (FlashMLA) use 64-token blocks
 DEFAULT_BLOCK = 16

@@ -6,7 +6,7 @@ each component's declaration; MoE capacity), ``plan`` (the layout and each stage
 ``states`` (the ZeRO rule, HSDP sharding and CPU offload of the model states), ``schedule`` (1F1B
 and interleaved pipeline schedules), ``memory`` (per-GPU bytes), ``comm`` (bytes per collective
 and dimension), ``steptime`` (α–β step time, budgets), ``search`` (every layout at once: the same
-formulas compiled with ``symcost.numeric``), ``sheet`` (the sheet's Training and Communication
+formulas compiled with ``symcost.core.numeric``), ``sheet`` (the sheet's Training and Communication
 sections).
 """
 from .flops import PRESETS, compare_presets, train_flops  # noqa: F401

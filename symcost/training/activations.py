@@ -35,11 +35,11 @@ from dataclasses import replace
 import sympy
 
 from ..components.moe import MoE
-from ..conventions import Backward
-from ..errors import SymcostError
-from ..notation import sym
-from ..primitives import Saved
-from ..terms import Terms
+from ..core.conventions import Backward
+from ..core.errors import SymcostError
+from ..core.notation import sym
+from ..core.primitives import Saved
+from ..core.terms import Terms
 
 B, T = sym.B, sym.T
 

@@ -47,8 +47,8 @@ from fractions import Fraction
 
 import sympy
 
-from ..errors import SymcostError
-from ..notation import sym
+from ..core.errors import SymcostError
+from ..core.notation import sym
 from .activations import routed_rows
 from .memory import layout_values, model_states
 from .plan import WEIGHT_BYTES, layer_kinds, rank_stages

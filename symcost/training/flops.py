@@ -30,10 +30,10 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead, PositionEmbedding
 from ..components.ffn import FFN
 from ..components.moe import MoE
-from ..conventions import Phase
-from ..errors import SymcostError
-from ..notation import sym
-from ..terms import Terms, exact
+from ..core.conventions import Phase
+from ..core.errors import SymcostError
+from ..core.notation import sym
+from ..core.terms import Terms, exact
 from .activations import routed_rows
 
 B, T = sym.B, sym.T

@@ -28,9 +28,9 @@ from math import ceil
 import sympy
 
 from ..components.moe import MoE
-from ..errors import SymcostError
-from ..notation import sym
-from ..terms import exact
+from ..core.errors import SymcostError
+from ..core.notation import sym
+from ..core.terms import exact
 from .activations import activations, dispatch_buffers, korthikanti, per_layer, shared_tensors
 from .flops import padded_expert_flops, train_flops
 from .plan import rank_stages, stages

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from ..components.attention import Attention
 from ..components.embedding import Embedding
 from ..components.moe import MoE
-from ..errors import SymcostError
-from ..notation import sym
-from ..parallel import Layout, tp_blocks
-from ..primitives import Linear
-from ..terms import exact
+from ..core.errors import SymcostError
+from ..core.notation import sym
+from ..model.parallel import Layout, tp_blocks
+from ..core.primitives import Linear
+from ..core.terms import exact
 from .states import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES  # noqa: F401 (the states' own constants)
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import SymcostError
+from ..core.errors import SymcostError
 
 METHODS = ("uniform", "block")
 

@@ -21,7 +21,7 @@ The MoE capacity factor is a modelling input (it changes what is computed: padde
 dropped tokens), so it is not swept; every candidate is costed with it.
 
 How: the search evaluates the same term trees ``train`` and ``comm`` substitute, compiled with
-``symcost.numeric`` and evaluated on arrays. Per-GPU bytes and step time separate into a part
+``symcost.core.numeric`` and evaluated on arrays. Per-GPU bytes and step time separate into a part
 that depends on the layout and the model-state options (ZeRO, HSDP, offload: the ZeRO rule
 ``states.zero_terms`` and the DP / HSDP / PCIe collective rules of ``comm``, compiled once for the
 (ZeRO, offload) pairs asked, with the rank's parameter counts as symbols; the ``Z`` table) and a
@@ -50,11 +50,11 @@ import numpy as np
 import sympy
 
 from ..components.moe import MoE
-from ..conventions import Backward
-from ..errors import SymcostError
-from ..notation import sym
-from ..numeric import compile_exprs, integer_ratio
-from ..terms import exact
+from ..core.conventions import Backward
+from ..core.errors import SymcostError
+from ..core.notation import sym
+from ..core.numeric import compile_exprs, integer_ratio
+from ..core.terms import exact
 from .activations import activations, dispatch_buffers, per_layer, routed_rows
 from .flops import padded_parts, train_flops
 from .memory import ACT_BYTES

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..components.moe import MoE
-from ..conventions import Backward
-from ..errors import SymcostError
+from ..core.conventions import Backward
+from ..core.errors import SymcostError
 from .plan import Plan
 from .recompute import Recompute
 from .states import States

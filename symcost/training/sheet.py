@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import sympy
 
-from ..conventions import Backward
-from ..errors import SymcostError
-from ..notation import sym
-from ..units import human_bytes
+from ..core.conventions import Backward
+from ..core.errors import SymcostError
+from ..core.notation import sym
+from ..core.units import human_bytes
 from .activations import activations
 from .comm import comm
 from .memory import formula as memory_formula, model_states, train_memory

@@ -43,8 +43,8 @@ from fractions import Fraction
 
 import sympy
 
-from ..errors import SymcostError
-from ..notation import sym
+from ..core.errors import SymcostError
+from ..core.notation import sym
 
 OFFLOAD = ("none", "optimizer", "params")
 #: PCIe 5.0 x16 per direction: 32 GT/s × 16 lanes × 128/130 encoding / 8 bits ≈ 63.0 GB/s

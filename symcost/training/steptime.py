@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import SymcostError
+from ..core.errors import SymcostError
 
 
 def bubble(pp, m, virtual=1):

@@ -1,10 +1,10 @@
 """What several commands do with their parsed options before the library call."""
 from __future__ import annotations
 
-from ... import loader
-from ...conventions import Phase
-from ...errors import SymcostError
-from ...notation import sym
+from ...architectures import loader
+from ...core.conventions import Phase
+from ...core.errors import SymcostError
+from ...core.notation import sym
 
 
 def read_model(source):

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import loader
-from ...conventions import Phase
-from ...errors import SymcostError
-from ...plot import plot_vs_T
-from ...report import write_sheet
+from ...architectures import loader
+from ...core.conventions import Phase
+from ...core.errors import SymcostError
+from ...documents.plot import plot_vs_T
+from ...documents.report import write_sheet
 from .. import options as o
 
 OPTIONS = {

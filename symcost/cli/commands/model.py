@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import sympy
 
-from ... import loader
-from ...elementwise import CONVENTION as ELEMENTWISE
-from ...errors import SymcostError
-from ...notation import sym
-from ...terms import exact
-from ...units import human_bytes, human_count
+from ...architectures import loader
+from ...core.elementwise import CONVENTION as ELEMENTWISE
+from ...core.errors import SymcostError
+from ...core.notation import sym
+from ...core.terms import exact
+from ...core.units import human_bytes, human_count
 from .. import options as o
 from ..output import breakdown, table
 from .common import check_positions, phase

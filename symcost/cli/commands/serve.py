@@ -1,14 +1,14 @@
 """Serving: ``memory``, ``roofline``, ``deploy``, ``gpus``."""
 from __future__ import annotations
 
-from ...conventions import Phase
-from ...errors import SymcostError
-from ...notation import sym
+from ...core.conventions import Phase
+from ...core.errors import SymcostError
+from ...core.notation import sym
 from ...serving.deploy import NOTE as DEPLOY_NOTE, deploy
 from ...serving.gpus import CATALOGUE, gpu as find_gpu
 from ...serving.plan import NOTE as SERVE_NOTE, Layout, ServeSetup, memory
 from ...serving.roofline import NOTE as ROOF_NOTE, roofline
-from ...units import human_bytes
+from ...core.units import human_bytes
 from .. import options as o
 from .common import check_positions, read_model
 

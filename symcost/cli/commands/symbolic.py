@@ -5,12 +5,12 @@ import json
 
 import sympy
 
-from ... import loader
-from ...analysis import compare, crossover, derivative, ratio, scale_summary
-from ...errors import SymcostError
-from ...exprparse import parse, parse_map, to_text
-from ...metrics import LAYOUT, Options, metric_terms, wrt_symbol
-from ...notation import sym
+from ...architectures import loader
+from ...analysis.symbolic import compare, crossover, derivative, ratio, scale_summary
+from ...core.errors import SymcostError
+from ...core.exprparse import parse, parse_map, to_text
+from ...analysis.metrics import LAYOUT, Options, metric_terms, wrt_symbol
+from ...core.notation import sym
 from .. import options as o
 from ..options import METRICS, METRICS_LAYOUT
 from .common import phase
@@ -43,7 +43,7 @@ def _metric_options(args) -> Options:
 def _metric_terms(m, args):
     """The engine Terms a metric refers to (bound to the config's values and, for bytes, to the dtype
     sizes ``b_kv`` = 2, ``b_state`` = 4, ``b_w`` = 2); the serving and training metrics come from
-    ``symcost.metrics``, in the layout symbols N_*."""
+    ``symcost.analysis.metrics``, in the layout symbols N_*."""
     if args.metric in METRICS_LAYOUT:
         return metric_terms(m, loader.read_json(args.model)[1], args.metric, _metric_options(args))
     for flag in ("tp", "pp", "dp", "ep", "cp", "gpu"):
@@ -89,7 +89,7 @@ def cmd_check(args, out):
 
 
 def cmd_export(args, out):
-    from ...export import export  # lazy: SymPy's code printers (~7 ms), for export only
+    from ...analysis.export import export  # lazy: SymPy's code printers (~7 ms), for export only
     m = loader.build(args.model)
     terms = _metric_terms(m, args)
     convention = f"; {phase(args).describe()}" if args.metric == "flops" else ""

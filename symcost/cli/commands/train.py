@@ -10,16 +10,16 @@ import time
 
 import sympy
 
-from ... import loader
-from ...errors import SymcostError
+from ...architectures import loader
+from ...core.errors import SymcostError
 from ...serving.gpus import gpu as find_gpu
-from ...terms import Terms
+from ...core.terms import Terms
 from ...training import compare_presets, run, train_memory
 from ...training.setup import TrainSetup
 from ...training.comm import comm
 from ...training.memory import check_capacity
 from ...training.recompute import Recompute
-from ...units import human_bytes, human_count
+from ...core.units import human_bytes, human_count
 from .. import options as o
 from .common import check_positions
 

@@ -1,0 +1,1 @@
+"""Symbolic analysis over the cost formulas: structure in T, checks, metrics, exported code."""

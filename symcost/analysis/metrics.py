@@ -1,0 +1,171 @@
+"""Serving and training metrics as term trees, for the symbolic commands (``check``, ``scale``,
+``crossover``, ``export``).
+
+Every metric is a ``Terms`` tree in the notation, bound to the config's values and to what the
+options fix; the parallel sizes (N_tp, N_pp, N_dp, N_ep, N_cp) stay symbols unless an option
+gives them, so ``scale --wrt N_dp`` differentiates in a layout size like it does in ``T``.
+
+    serve_memory     bytes on the most-loaded serving rank for B requests of T tokens
+                     (``serving.formulas.ServeFormulas.terms``: weights, activations of one
+                     chunked-prefill step of M tokens, overhead, KV pages); in N_tp, N_ep, N_pp, T, B, M
+    kv_capacity      tokens the KV pages of one rank hold (vLLM's "GPU KV cache size"); in M_gpu, N_*, M
+    max_concurrency  requests of T tokens those pages hold at once (vLLM's "Maximum concurrency")
+    ttft             roofline time of the prefill of one prompt of T tokens, N_pp stages in turn
+                     (``serving.roofline.Latency``: max(FLOPs/F_gpu, bytes/BW_hbm) + communication)
+    tpot             roofline time of one decode step of B sequences at context T, N_pp stages
+    train_memory     per-GPU training bytes of the heaviest pipeline stage (``training.memory``:
+                     weights, gradients, optimizer state, 1F1B activations); in N_dp, N_tp, N_cp,
+                     N_ep, B (micro-batch), T; the stage composition is that of ``--pp``
+
+The serving metrics read the checkpoint's bytes (``quantization_config``) unless
+``--weights-dtype`` says otherwise; ``--gpu`` binds M_gpu (usable memory × ``--mem-util``),
+F_gpu (the dense peak of the checkpoint's compute dtype), BW_hbm and BW_link; without it they
+stay symbols. Serving ``--ep`` is vLLM's expert-parallel group (N_tp·N_ep), training ``--ep`` is
+N_ep (``parallel``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import sympy
+
+from ..core.errors import SymcostError
+from ..core.notation import sym
+from ..core.terms import Terms
+
+SERVING = {"serve_memory": "serving bytes per GPU (most-loaded rank, vLLM accounting)",
+           "kv_capacity": "KV capacity per GPU in tokens (vLLM pages)",
+           "max_concurrency": "requests of T tokens the KV pages hold at once",
+           "ttft": "time to first token, seconds (roofline of one prompt of T)",
+           "tpot": "time per output token, seconds (roofline of one decode step of B at T)"}
+TRAINING = {"train_memory": "training bytes per GPU (heaviest pipeline stage, ZeRO --zero)"}
+METRICS = {**SERVING, **TRAINING}
+
+LAYOUT = (("dp", sym.N_dp), ("tp", sym.N_tp), ("pp", sym.N_pp), ("ep", sym.N_ep), ("cp", sym.N_cp))
+#: --wrt names: the notation's N_* and the flag spellings
+WRT_ALIASES = {**{k: s.name for k, s in LAYOUT}, **{s.name: s.name for _, s in LAYOUT}}
+
+
+@dataclass
+class Options:
+    """What fixes a metric's symbols; ``None`` leaves that symbol free."""
+
+    dp: int | None = None
+    tp: int | None = None
+    pp: int | None = None
+    ep: int | None = None
+    cp: int | None = None
+    gpu: str | None = None
+    kv_dtype: str = "bf16"
+    weights_dtype: str | None = None
+    mem_util: float = 0.9
+    max_batched_tokens: int = 8192
+    overhead_gib: float = 1.0
+    mla: str = "auto"
+    zero: int = 0
+    recompute: str = "none"
+    optimizer: str = "adamw"
+    T: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def _serving_layout(model, o: Options) -> dict:
+    """The layout symbols the options fix (checked as a serving layout)."""
+    from ..model.parallel import Layout
+    if o.cp not in (None, 1):
+        raise SymcostError(f"--cp {o.cp}: serving has no context parallelism (N_cp = 1)")
+    given = {k: getattr(o, k) for k in ("tp", "pp", "dp", "ep") if getattr(o, k) is not None}
+    if not given:
+        return {}
+    lay = Layout.vllm(model, tp=o.tp or 1, pp=o.pp or 1, dp=o.dp or 1, ep=o.ep or 1)
+    lay.check(model)
+    v = lay.values()
+    out = {sym.N_tp: v[sym.N_tp]} if o.tp is not None else {}
+    if o.pp is not None:
+        out[sym.N_pp] = v[sym.N_pp]
+    if o.dp is not None:
+        out[sym.N_dp] = v[sym.N_dp]
+    if o.ep is not None or o.tp is not None and o.ep is None:
+        out[sym.N_ep] = v[sym.N_ep]  # --tp alone: no expert parallelism, N_ep = 1
+    return out
+
+
+def _checkpoint(model, raw, o: Options):
+    from ..serving.quant import checkpoint
+    return checkpoint(model, raw, o.weights_dtype, False, None)
+
+
+def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
+    from ..serving.formulas import compute_dtype, gpu_values, serve_formulas
+    from ..serving.roofline import Latency
+    ck = _checkpoint(model, raw, o)
+    bound = dict(model.values)
+    bound[sym.M] = sympy.Integer(o.max_batched_tokens)
+    bound.update(_serving_layout(model, o))
+    if o.T is not None:
+        bound[sym.T] = sympy.Integer(o.T)
+    if o.gpu is not None:
+        from ..serving.gpus import gpu as find_gpu
+        gv, _ = gpu_values(find_gpu(o.gpu), compute_dtype(ck), o.mem_util)
+        bound.update(gv)
+    if name in Latency.STEPS:
+        lat = Latency(model, ck, kv_dtype=o.kv_dtype, mla=o.mla)
+        if o.T is not None and any(sym.T in q.exp.free_symbols for q in lat.step(name).step_time.atoms(sympy.Pow)):
+            raise SymcostError(f"--T {o.T}: the {name} of a MoE model reads the experts B·T prompt tokens "
+                               f"touch, E·(1 − (1 − k/E)^(B·T)), a rational of ~T digits once T is a "
+                               f"number; leave T a symbol")
+        parts = lat.parts(name)
+        t = Terms(bound=bound)
+        t.add("compute_or_memory", parts["compute_or_memory"],
+              "N_pp · max(FLOPs / F_gpu, bytes / BW_hbm) of one step on one rank")
+        t.add("communication", parts["communication"],
+              "N_pp · (TP all-reduce + EP all-to-all bytes) / BW_link, not overlapped")
+        return t
+    over = int(Fraction(str(o.overhead_gib)) * 2**30)
+    f = serve_formulas(model, ck, kv_dtype=o.kv_dtype, overhead_bytes=over)
+    if name == "serve_memory":
+        return f.terms().bind(bound)
+    expr = f.kv_tokens if name == "kv_capacity" else f.max_concurrency
+    return Terms({name: expr}, bound=bound)
+
+
+def training_terms(model, name: str, o: Options) -> Terms:
+    from ..training.memory import ACT_BYTES, train_memory
+    from ..training.setup import TrainSetup
+    ep = o.ep or 1
+    cp = o.cp or 1
+    # a layout that passes the constraints for the sizes not given (they stay symbols in the formula)
+    dp = o.dp if o.dp is not None else max(1, ep // cp)
+    seq = o.T or 4096 * cp  # the heaviest stage is chosen at this T; the formula keeps T unless --T
+    tm = train_memory(model, TrainSetup.of(seq=seq, micro_batch=1, dp=dp, tp=o.tp or 1, pp=o.pp or 1, ep=ep,
+                                           cp=cp, zero=o.zero, recompute=o.recompute, optimizer=o.optimizer))
+    bound = {**model.values, sym.b_a: sympy.Integer(ACT_BYTES["bf16"])}
+    if o.T is not None:
+        bound[sym.T] = sympy.Integer(o.T)
+    for k, s in LAYOUT:
+        if getattr(o, k) is not None and s is not sym.N_pp:
+            bound[s] = sympy.Integer(getattr(o, k))
+    t = Terms(bound=bound)
+    docs = {"weights": "bf16 weights of the stage's parameters, / N_g under ZeRO-3",
+            "gradients": "gradients, / N_g under ZeRO >= 2",
+            "optimizer": "optimizer state (AdamW: 12 bytes per parameter), / N_g under ZeRO >= 1",
+            "activations": "1F1B micro-batches in flight x the bytes one micro-batch's backward keeps"}
+    for key in ("weights", "gradients", "optimizer", "activations"):
+        if key in tm.formula:
+            t.add(key, sympy.sympify(tm.formula[key]), docs[key])
+    return t
+
+
+def metric_terms(model, raw: dict, name: str, o: Options) -> Terms:
+    if name in SERVING:
+        return serving_terms(model, raw, name, o)
+    if name in TRAINING:
+        return training_terms(model, name, o)
+    raise SymcostError(f"--metric: unknown metric {name!r}")
+
+
+def wrt_symbol(name: str):
+    """The symbol ``--wrt`` names: T, E, B, N_dp/N_tp/N_pp/N_ep/N_cp or their flag aliases."""
+    from ..core.notation import by_name
+    return by_name(WRT_ALIASES.get(name, name))

@@ -1,0 +1,190 @@
+"""Load a model: a path to a ``config.json`` (or its directory), or a bundled reference name.
+
+Bad input becomes one ``SymcostError`` naming the problem and the field; nothing else escapes.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import difflib
+import json
+import os
+from importlib import resources
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .. import architectures
+from .base import Adapter, validation_message
+from ..model.assembly import Model
+from ..core.errors import SymcostError
+
+BUNDLED = resources.files("symcost") / "configs"
+
+
+def bundled_names() -> list[str]:
+    return sorted(p.name[:-5] for p in BUNDLED.iterdir() if p.name.endswith(".json"))
+
+
+def _short(text: str, n: int = 80) -> str:
+    return text if len(text) <= n else text[:n] + "..."
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "-").removeprefix("meta-")
+
+
+def match_bundled(name: str) -> str | None:
+    """The bundled config ``name`` means: exact, then case-insensitive (``Llama-3.1-8B``), then
+    the repository part of a Hub id (``Qwen/Qwen3-8B``), then a unique prefix (``deepseek-v3.``).
+    ``None`` when nothing matches; a ``SymcostError`` listing the candidates when several do."""
+    names = bundled_names()
+    if name in names:
+        return name
+    key = _norm(name.rsplit("/", 1)[-1])
+    by_norm = {_norm(n): n for n in names}
+    if key in by_norm:
+        return by_norm[key]
+    hits = sorted(n for k, n in by_norm.items() if k.startswith(key)) if key else []
+    if len(hits) == 1:
+        return hits[0]
+    if len(hits) > 1:
+        raise SymcostError(f"{_short(name)!r} matches several bundled models: {', '.join(hits)}")
+    return None
+
+
+def hub_cache_dirs() -> list[Path]:
+    """Where a local Hugging Face Hub cache may be (``HF_HUB_CACHE``, ``HF_HOME``/hub, the default);
+    read only: symcost never makes a network call."""
+    env = os.environ
+    out = [Path(env["HF_HUB_CACHE"])] if env.get("HF_HUB_CACHE") else []
+    if env.get("HF_HOME"):
+        out.append(Path(env["HF_HOME"]) / "hub")
+    out.append(Path(env.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "huggingface" / "hub")
+    return out
+
+
+def _snapshot_config(repo_dir: Path) -> Path | None:
+    """config.json of a Hub cache repository folder (``models--org--name``): the snapshot ``refs/main``
+    names, else the newest snapshot that holds one."""
+    ref = repo_dir / "refs" / "main"
+    if ref.is_file():
+        cfg = repo_dir / "snapshots" / ref.read_text(encoding="utf-8").strip() / "config.json"
+        if cfg.is_file():
+            return cfg
+    snaps = [p / "config.json" for p in (repo_dir / "snapshots").glob("*") if (p / "config.json").is_file()]
+    return max(snaps, key=lambda p: p.stat().st_mtime) if snaps else None
+
+
+def _repo_id(folder: Path) -> str | None:
+    """``org/name`` for a Hub cache folder ``models--org--name`` (or a snapshot inside one)."""
+    for part in (folder, *folder.parents):
+        if part.name.startswith("models--"):
+            return part.name.removeprefix("models--").replace("--", "/")
+    return None
+
+
+def resolve(source: str) -> tuple[str, Path | None]:
+    """(model name, config.json path or None for a bundled name) for what the user typed."""
+    path = Path(source)
+    if path.is_file():
+        repo = _repo_id(path.parent)
+        return (repo or (path.parent.name if path.name == "config.json" else path.stem)), path
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return (_repo_id(path) or path.resolve().name), path / "config.json"
+        cfg = _snapshot_config(path)
+        if cfg is not None:
+            return _repo_id(path) or path.name, cfg
+        raise SymcostError(f"directory {_short(source)!r} holds no config.json")
+    if source.count("/") == 1 and not source.startswith((".", "/")):  # a Hub id: org/name
+        for cache in hub_cache_dirs():
+            repo = cache / ("models--" + source.replace("/", "--"))
+            cfg = _snapshot_config(repo) if repo.is_dir() else None
+            if cfg is not None:
+                return source, cfg
+    bundled = match_bundled(source)
+    if bundled is not None:
+        return bundled, None
+    close = difflib.get_close_matches(_norm(source), [_norm(n) for n in bundled_names()], n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else " (see `symcost models`)"
+    raise SymcostError(f"no such config file, Hub cache entry or bundled model: {_short(source)!r}{hint}")
+
+
+def read_json(source: str) -> tuple[str, dict]:
+    """(name, raw dict) for a path, a directory holding config.json, a Hub cache folder or id, or
+    a bundled name (``resolve``)."""
+    name, path = resolve(source)
+    if path is not None:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    else:
+        path = Path(f"{name}.json")
+        text = (BUNDLED / f"{name}.json").read_text(encoding="utf-8")
+    try:
+        raw = json.loads(text)  # Infinity / NaN literals are read, as transformers writes them
+    except json.JSONDecodeError as e:
+        raise SymcostError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    except ValueError as e:  # an integer literal past Python's 4,300-digit conversion limit
+        raise SymcostError(f"{path}: invalid JSON: {str(e).split(':')[0]}") from None
+    except RecursionError:
+        raise SymcostError(f"{path}: invalid JSON: nested too deeply") from None
+    if not isinstance(raw, dict):
+        raise SymcostError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    return name, raw
+
+
+#: adapters validated during one CLI command, by source (``caching``): the command loads its model
+#: for its warnings and again to build it; off elsewhere, so a file rewritten between two calls
+#: is read again
+_LOADED: dict[str, tuple] | None = None
+
+
+@contextmanager
+def caching():
+    """Validate each source once inside the block (one CLI command)."""
+    global _LOADED
+    _LOADED = {}
+    try:
+        yield
+    finally:
+        _LOADED = None
+
+
+def load_config(source: str | dict, name: str | None = None):
+    """The validated adapter for ``source`` (path, bundled name, or an already-parsed dict)."""
+    if _LOADED is not None and isinstance(source, str) and name is None:
+        if source not in _LOADED:
+            _LOADED[source] = _load_config(source, None)
+        return _LOADED[source][0]
+    return _load_config(source, name)[0]
+
+
+def loaded(source: str) -> tuple | None:
+    """(adapter, raw config) of a source validated inside ``caching``, else None."""
+    return (_LOADED or {}).get(source)
+
+
+def _load_config(source: str | dict, name: str | None):
+    if isinstance(source, dict):
+        raw, name = source, name or "model"
+    else:
+        default_name, raw = read_json(source)
+        own = raw.get("name") if raw.get("model_type") == "symcost" else None  # a spec names itself
+        name = name or (own if isinstance(own, str) and own.strip() else default_name)
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str):
+        raise SymcostError("field 'model_type': missing (every Hugging Face config.json names one)")
+    cls = architectures.get(model_type, raw)
+    try:
+        return cls.model_validate({**raw, "name": name}), raw
+    except ValidationError as e:
+        raise SymcostError(validation_message(e)) from None
+    except RecursionError:
+        raise SymcostError("config: nested too deeply") from None
+
+
+def build(config) -> Model:
+    """The architecture-neutral ``Model`` for an adapter (or anything ``load_config`` takes)."""
+    if not isinstance(config, Adapter):
+        config = load_config(config)
+    return config.to_model()

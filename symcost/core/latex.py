@@ -1,0 +1,215 @@
+"""LaTeX for symcost formulas: the notation's names, exact numbers, and "numbers plugged in".
+
+``latex(expr)`` prints with the notation's LaTeX names (``H_{kv}``, ``d_{ff}``) and groups big
+integers with ``{,}`` (``128{,}256``). ``plugged(expr, values)`` substitutes the config's integers
+without evaluating, keeping the order the symbolic form prints in, so a derivation reads
+``d H_{q} D_{h}`` → ``4096 \\cdot 32 \\cdot 128`` → ``16{,}777{,}216``. ``split_lines`` breaks a
+long sum into lines short enough for the page; ``texescape`` makes any config string safe in text.
+
+>>> from symcost.core.notation import sym
+>>> latex(sym.H_kv * sym.D_h)
+'D_{h} H_{\\\\mathrm{kv}}'
+>>> print(latex_plugged(sym.d * (sym.H_q + 2 * sym.H_kv) * sym.D_h,
+...                     {sym.d: 4096, sym.H_q: 32, sym.H_kv: 8, sym.D_h: 128}))
+128 \\cdot 4096 \\cdot \\left(2 \\cdot 8 + 32\\right)
+>>> print(texescape("a_&%$#{}\\\\~^b"))
+a\\_\\&\\%\\$\\#\\{\\}\\textbackslash{}\\textasciitilde{}\\textasciicircum{}b
+"""
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+import sympy
+from sympy.printing.latex import LatexPrinter
+
+from .notation import LATEX_NAMES
+
+
+def group_digits(n: int, sep: str = "{,}") -> str:
+    """``1234567`` → ``1{,}234{,}567`` (numbers below 10 000 stay as they are)."""
+    text = str(abs(int(n)))
+    if len(text) > 4:
+        text = f"{int(text):,}".replace(",", sep)
+    return ("-" if n < 0 else "") + text
+
+
+class SymcostLatexPrinter(LatexPrinter):
+    """LatexPrinter with the notation's symbol names and digit-grouped integers."""
+
+    def __init__(self, settings=None):
+        settings = dict(settings or {})
+        settings["symbol_names"] = {**LATEX_NAMES, **settings.get("symbol_names", {})}
+        super().__init__(settings)
+
+    def _print_Integer(self, expr):
+        return group_digits(int(expr))
+
+
+def latex(expr, **settings) -> str:
+    """LaTeX of ``expr`` in the notation (``settings`` as for ``sympy.latex``)."""
+    return SymcostLatexPrinter(settings).doprint(sympy.sympify(expr))
+
+
+def plugged(expr, values: Mapping) -> sympy.Expr:
+    """``expr`` with ``values`` substituted but nothing evaluated, in the order it prints in.
+
+    Print the result with ``latex(..., order="none", mul_symbol="dot")``; ``exact`` gives its value.
+    """
+    values = {k: sympy.Integer(v) for k, v in values.items()}
+
+    def walk(e):
+        if e in values:
+            return values[e]
+        if not e.args or e.is_Atom:
+            return e
+        if e.is_Add:
+            args = e.as_ordered_terms()
+        elif e.is_Mul:
+            args = e.as_ordered_factors()
+        else:
+            args = e.args
+        new = [walk(a) for a in args]
+        with sympy.evaluate(False):
+            return e.func(*new)
+
+    return walk(sympy.sympify(expr))
+
+
+def latex_plugged(expr, values: Mapping) -> str:
+    return latex(plugged(expr, values), order="none", mul_symbol="dot")
+
+
+def _width(tex: str) -> int:
+    """Rough printed width of a LaTeX math string, in characters."""
+    t = tex.replace("{,}", ",")
+    t = re.sub(r"\\(left|right|bigl|bigr|Bigl|Bigr)", "", t)
+    t = re.sub(r"\\(cdot|min|max|quad|qquad|times)", "x", t)
+    t = re.sub(r"\\[a-zA-Z]+", "", t)
+    t = re.sub(r"[{}_^ ]", "", t)
+    return len(t)
+
+
+def split_lines(expr, printer_kw: Mapping | None = None, width: int = 64) -> list[str]:
+    """LaTeX of ``expr`` as one or more lines of at most ~``width`` printed characters.
+
+    A long sum breaks between its terms; ``c·(a + b + …)`` breaks inside the bracket
+    (``\\bigl(`` … ``\\bigr)`` work across lines). The continuation lines start with ``+``/``-``.
+    """
+    kw = dict(printer_kw or {})
+    whole = latex(expr, **kw)
+    if _width(whole) <= width:
+        return [whole]
+    prefix, suffix, terms = "", "", None
+    if expr.is_Add:
+        terms = list(expr.args) if kw.get("order") == "none" else expr.as_ordered_terms()
+    elif expr.is_Mul:
+        factors = list(expr.args) if kw.get("order") == "none" else expr.as_ordered_factors()
+        adds = [f for f in factors if f.is_Add]
+        if len(adds) == 1:
+            others = [f for f in factors if f is not adds[0]]
+            with sympy.evaluate(False):
+                head = sympy.Mul(*others) if len(others) > 1 else others[0]
+            dot = r" \cdot " if kw.get("mul_symbol") == "dot" else " "
+            prefix, suffix = latex(head, **kw) + dot + r"\bigl(", r"\bigr)"
+            terms = list(adds[0].args) if kw.get("order") == "none" else adds[0].as_ordered_terms()
+    if not terms:
+        return [whole]
+    pieces: list[str | list[str]] = []
+    for i, t in enumerate(terms):
+        tex = latex(t, **kw)
+        sign = "" if not i else ("- " if tex.startswith("-") else "+ ")
+        if sign == "- ":
+            tex = tex[1:]
+        if not prefix and _width(tex) > width and t.is_Mul:  # a long factored group: its own lines
+            sub = split_lines(-t if sign == "- " else t, kw, width)
+            if len(sub) > 1:
+                pieces.append([sign + sub[0], *sub[1:]])
+                continue
+        pieces.append(sign + tex)
+    lines, cur = [], prefix
+    for p in pieces:
+        if isinstance(p, list):
+            if cur.strip() and cur != prefix:
+                lines.append(cur)
+            lines += p[:-1]
+            cur = p[-1]
+            continue
+        if cur.strip() and cur != prefix and _width(cur + p) > width:
+            lines.append(cur)
+            cur = ""
+        cur = (cur + " " + p).strip() if cur else p
+    lines.append(cur + suffix)
+    return lines
+
+
+_TEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+    "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}",
+    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+}
+#: non-ASCII characters the docstrings use, in LaTeX that pdflatex knows without extra packages
+_TEX_UNICODE = {
+    "·": r"$\cdot$", "×": r"$\times$", "−": "-", "–": "--", "—": "---", "→": r"$\to$",
+    "←": r"$\leftarrow$", "≤": r"$\le$", "≥": r"$\ge$", "≈": r"$\approx$", "≠": r"$\ne$",
+    "Σ": r"$\Sigma$", "∑": r"$\sum$", "ᵀ": r"$^{T}$", "²": r"$^{2}$", "³": r"$^{3}$",
+    "½": r"$\frac12$", "…": r"\dots{}", "‘": "`", "’": "'", "“": "``", "”": "''", "α": r"$\alpha$",
+    "β": r"$\beta$", "γ": r"$\gamma$", "δ": r"$\delta$", "ε": r"$\epsilon$", "θ": r"$\theta$",
+    "λ": r"$\lambda$", "μ": r"$\mu$", "σ": r"$\sigma$", "τ": r"$\tau$", "∈": r"$\in$",
+    "√": r"$\surd$", "∞": r"$\infty$", "⌈": r"$\lceil$", "⌉": r"$\rceil$", "⌊": r"$\lfloor$",
+    "⌋": r"$\rfloor$", "\u00a0": "~", "§": r"\S{}", "°": r"$^\circ$",
+}
+
+
+def texescape(value) -> str:
+    """Any string (a config's name, a path, a note) as safe LaTeX text.
+
+    Every TeX special character is escaped, so config text can never become a command
+    (``\\input``, ``\\write18``); characters pdflatex cannot print become ``[U+XXXX]``.
+    """
+    out = []
+    for ch in str(value):
+        if ch in _TEX_SPECIAL:
+            out.append(_TEX_SPECIAL[ch])
+        elif ch in _TEX_UNICODE:
+            out.append(_TEX_UNICODE[ch])
+        elif ch == "\n":
+            out.append(" ")
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append(" ")
+        elif ord(ch) > 126:
+            out.append(f"[U+{ord(ch):04X}]")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def ttescape(value) -> str:
+    """``texescape`` for typewriter text, with line-break points after ``_ . / ,``."""
+    return re.sub(r"(\\_|[./,])", r"\1\\allowbreak{}", texescape(value))
+
+
+def texbreak(value) -> str:
+    """``texescape`` with line-break points after ``_ · / ,`` (for narrow table columns)."""
+    return re.sub(r"(\\_|\$\\cdot\$|[/,])", r"\1\\allowbreak{}", texescape(value))
+
+
+def rst_to_tex(text: str) -> str:
+    """A docstring paragraph (``literal`` spans, plain text) as LaTeX text, escaped."""
+    parts = re.split(r"``(.+?)``", text)
+    return "".join(r"\texttt{" + ttescape(p) + "}" if i % 2 else texbreak(p)
+                   for i, p in enumerate(parts))
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|$~])")
+
+
+def mdescape(value) -> str:
+    """Any string as inert Markdown text (no links, HTML, emphasis, math, table breaks)."""
+    return _MD_SPECIAL.sub(r"\\\1", str(value).replace("\n", " "))
+
+
+def rst_to_md(text: str) -> str:
+    parts = re.split(r"``(.+?)``", text)
+    return "".join("`" + p.replace("`", "'") + "`" if i % 2 else mdescape(p)
+                   for i, p in enumerate(parts))

@@ -1,0 +1,1 @@
+"""Documents made from the formulas: derivation sheets, the seeds audit, plots, templates."""

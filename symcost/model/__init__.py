@@ -1,0 +1,1 @@
+"""A model assembled from components: layer groups, the parallel layout notation, elementwise work."""
