@@ -219,3 +219,16 @@ def test_structural_fields_are_required_not_defaulted(raw, field, tmp_path, caps
     p.write_text(json.dumps(raw))
     code, out, err = run(["params", str(p)], capsys)
     assert code == 2 and field in err and err.count("\n") == 1
+
+
+def test_sheet_without_numpy_or_matplotlib(tmp_path):
+    """The README's install has neither: `sheet` must still write the derivation (plots are optional),
+    and `plot` must refuse in one line. Found when the command modules imported plot at the top."""
+    code = ("import sys; sys.modules['numpy'] = None; sys.modules['matplotlib'] = None\n"
+            "from symcost.cli import main\n"
+            f"rc = main(['sheet', 'llama-3.1-8b', '-o', {str(tmp_path / 's.tex')!r}])\n"
+            f"rc2 = main(['plot', 'llama-3.1-8b', '--metric', 'cache_bytes', '-o', {str(tmp_path / 'p.png')!r}])\n"
+            "print(rc, rc2)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split()[-2:] == ["0", "2"], r.stdout + r.stderr
+    assert (tmp_path / "s.tex").exists() and "Traceback" not in r.stderr

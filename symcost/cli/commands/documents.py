@@ -6,7 +6,6 @@ from pathlib import Path
 from ...architectures import loader
 from ...core.conventions import Phase
 from ...core.errors import SymcostError
-from ...documents.plot import plot_vs_T
 from ...documents.report import write_sheet
 from .. import options as o
 
@@ -40,6 +39,7 @@ def cmd_sheet(args, out):
 def cmd_plot(args, out):
     models = [loader.build(name) for name in args.model]
     try:
+        from ...documents.plot import plot_vs_T  # lazy: needs numpy/matplotlib, which `sheet` does not
         plot = plot_vs_T(models, args.metric, args.output, T_min=args.T_min, T_max=args.T_max,
                          batch=args.batch, dtype=args.dtype, mla=args.mla)
     except OSError as e:
