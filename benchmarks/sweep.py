@@ -10,9 +10,9 @@ import sys
 import time
 
 import numpy as np
+from symcost.analysis.symbolic.symbolic import lambdify_by_name
 
 import symcost
-from symcost.analysis.symbolic.symbolic import lambdify_by_name
 from symcost.core.conventions import Phase
 from symcost.core.notation import sym
 

@@ -12,15 +12,15 @@ True
 Read formula strings back with ``symcost.parse`` (the whitelist parser), never ``sympy.sympify``:
 SymPy reads ``E`` as Euler's number and ``N`` as its ``N()`` function.
 """
-from .model.assembly import Model
+from .architectures import register
+from .architectures.loader import build, load_config
 from .core.conventions import Phase
 from .core.errors import SymcostError
 from .core.exprparse import parse
-from .architectures.loader import build, load_config
 from .core.notation import sym
 from .core.notation import sym as symbols
 from .core.terms import Terms
-from .architectures import register
+from .model.assembly import Model
 
 __all__ = ["load_config", "build", "Model", "Terms", "Phase", "sym", "symbols", "parse", "register",
            "SymcostError"]

@@ -79,8 +79,7 @@ def sent(rec: Recorder) -> Fraction:
 def test_tensor_parallel(mesh, sp):
     """Two TP blocks (``plan.tp_blocks``: a Llama layer's attention and MLP); the toy has 2 MLP blocks."""
     from torch.distributed.tensor import Shard, distribute_tensor
-    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, SequenceParallel,
-                                                   parallelize_module)
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, SequenceParallel, parallelize_module
     model = nn.Sequential(Block(), Block())
     for blk in model:
         plan = ({"norm": SequenceParallel(), "up": ColwiseParallel(input_layouts=Shard(1)),
@@ -148,6 +147,7 @@ def test_fsdp2_hsdp(mesh, micro, sync):
     after every reduce-scatter: ``dp_collectives`` over n plus ``replicate_collectives`` over r."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
+
     from symcost.training.comm import replicate_collectives
     mesh2 = init_device_mesh("cpu", (2, 2), mesh_dim_names=("replicate", "shard"))
     model = nn.Sequential(Block(), Block(), Block())

@@ -129,6 +129,7 @@ def test_mixtral_k_9_of_8_is_refused(capsys):
 
 def _bundled_with(name, **changes):
     import tempfile
+
     from symcost.architectures import loader
     _, raw = loader.read_json(name)
     raw.update(changes)

@@ -90,6 +90,7 @@ def test_compiled_serving_formulas_equal_exact_substitution():
     substitution's values, layout by layout."""
     import numpy as np
     import sympy
+
     import symcost
     from symcost.architectures.loader import read_json
     from symcost.core.notation import sym

@@ -10,8 +10,8 @@ import pytest
 
 import symcost
 from symcost import Phase
-from symcost.cli import main
 from symcost.analysis.export import export
+from symcost.cli import main
 
 CASES = [("llama-3.1-8b", "flops", ["--phase", "prefill", "--attention", "causal"]),
          ("gemma-2-9b-it", "flops", ["--phase", "prefill", "--attention", "causal"]),  # Piecewise windows

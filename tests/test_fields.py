@@ -9,8 +9,7 @@ import json
 import pytest
 
 import symcost
-from symcost.architectures import fields
-from symcost.architectures import loader
+from symcost.architectures import fields, loader
 from symcost.cli import main
 from symcost.core.conventions import Phase
 from tests.tiny import cases

@@ -13,11 +13,18 @@ import pytest
 import sympy
 
 from symcost.architectures import loader
-from tests.tex import need_tex
 from symcost.core.latex import latex, latex_plugged, split_lines, texescape
 from symcost.core.notation import sym
-from symcost.documents.report import (build_pdf, environment, mechanisms, render_mechanism, render_sheet,
-                            render_sheet_md, write_sheet)
+from symcost.documents.report import (
+    build_pdf,
+    environment,
+    mechanisms,
+    render_mechanism,
+    render_sheet,
+    render_sheet_md,
+    write_sheet,
+)
+from tests.tex import need_tex
 
 NASTY = "a_&%$#{}\\~^b \\input{/etc/passwd} \\write18{touch pwned} \\immediate\\write18{x}"
 

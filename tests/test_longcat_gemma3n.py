@@ -11,7 +11,6 @@ from symcost.core.errors import SymcostError
 from tests import oracle
 from tests.tiny import longcat_flash
 
-
 #: the attribute-map spellings a tiny config may use, and the names these tests change
 CANONICAL = {"num_local_experts": "n_routed_experts", "num_experts_per_tok": "moe_topk",
              "intermediate_size": "ffn_hidden_size", "moe_intermediate_size": "expert_ffn_hidden_size"}

@@ -5,8 +5,8 @@ import pytest
 
 import symcost
 from symcost.cli import main
-from symcost.serving.memory import cache_bytes_total, inference_memory
 from symcost.serving.gpus import gpu
+from symcost.serving.memory import cache_bytes_total, inference_memory
 
 
 def test_seed_llama_kv_formula():
@@ -161,6 +161,7 @@ def test_memory_formulas_parse_back_and_reproduce_the_numbers(capsys):
     """The JSON "formula" object: every term in N_tp, N_ep, N_pp, T, B, M, M_gpu parses back with
     symcost.parse, and substituting the call's values gives the printed integers."""
     import sympy
+
     from symcost.core.exprparse import parse
     assert main(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--tp", "8",
                  "--json"]) == 0
@@ -181,6 +182,7 @@ def test_memory_formulas_parse_back_and_reproduce_the_numbers(capsys):
 def test_kv_formula_equals_vllm_rules(name, tp):
     """The symbolic page layout (formulas.kv_formula) substituted equals vllm.kv_capacity's numbers."""
     import sympy
+
     from symcost.architectures.loader import read_json
     from symcost.core.notation import sym
     from symcost.serving.formulas import serve_formulas
@@ -213,10 +215,10 @@ def test_compressed_cache_pages_grow_as_the_cache_does():
     Σ per-token bytes of the unwindowed page kinds × their layers = b_kv · d(cache)/dT far past
     every window, with floor(T/m) read as T/m."""
     import sympy
-    from symcost.core.terms import relax_steps
+
     from symcost.core.notation import sym
+    from symcost.core.terms import exact, relax_steps
     from symcost.serving.formulas import _FAR, kv_formula
-    from symcost.core.terms import exact
     m = symcost.build("deepseek-v4-flash")
     f = kv_formula(m, kv_dtype="bf16")
     paged = sum(rate * n for kind, rate, window, n in f.kinds if kind == "full")

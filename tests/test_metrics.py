@@ -7,10 +7,10 @@ import pytest
 import sympy
 
 import symcost
+from symcost.analysis.metrics import Options, metric_terms
+from symcost.architectures.loader import read_json
 from symcost.cli import main
 from symcost.core.exprparse import parse
-from symcost.architectures.loader import read_json
-from symcost.analysis.metrics import Options, metric_terms
 from symcost.core.notation import sym
 
 

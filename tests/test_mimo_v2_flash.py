@@ -117,6 +117,7 @@ def test_window_switched_off_is_not_validated(window):
 def test_value_head_dim_reduces_to_plain_attention():
     """Attention with D_v = D_h is the plain component, term by term (params, both phases, cache)."""
     import sympy
+
     from symcost.components.attention import Attention
     sym = symcost.sym
     for W in (None, sym.W):

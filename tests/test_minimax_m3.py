@@ -8,8 +8,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 import symcost
-from symcost.components.towers.minimax_vit import MiniMaxViT
 from symcost.components.msa import msa_pairs_decode, msa_pairs_prefill
+from symcost.components.towers.minimax_vit import MiniMaxViT
 from symcost.core.conventions import Phase
 from symcost.core.notation import sym
 from tests import oracle
@@ -66,8 +66,7 @@ def test_intended_sparse_pairs_match_block_mask(seed):
 
 
 def test_vision_params_equal_transformers():
-    from transformers.models.minimax_m3_vl.configuration_minimax_m3_vl import (
-        MiniMaxM3VLConfig, MiniMaxM3VLTextConfig)
+    from transformers.models.minimax_m3_vl.configuration_minimax_m3_vl import MiniMaxM3VLConfig, MiniMaxM3VLTextConfig
     cfg = MiniMaxM3VLConfig(text_config=MiniMaxM3VLTextConfig(num_hidden_layers=1).to_dict())
     with torch.device("meta"):
         tower = mvl.MiniMaxM3VLVisionModel(cfg.vision_config)
@@ -79,7 +78,10 @@ def test_vision_params_equal_transformers():
 
 def test_vision_image_flops_equal_transformers():
     from transformers.models.minimax_m3_vl.configuration_minimax_m3_vl import (
-        MiniMaxM3VLConfig, MiniMaxM3VLTextConfig, MiniMaxM3VLVisionConfig)
+        MiniMaxM3VLConfig,
+        MiniMaxM3VLTextConfig,
+        MiniMaxM3VLVisionConfig,
+    )
     v = dict(hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=2, patch_size=2,
              temporal_patch_size=2, spatial_merge_size=2, num_channels=3)
     cfg = MiniMaxM3VLConfig(text_config=MiniMaxM3VLTextConfig(hidden_size=12, num_hidden_layers=1).to_dict(),

@@ -22,8 +22,8 @@ import torch
 import symcost
 from symcost.architectures import loader
 from symcost.core.errors import SymcostError
-from symcost.training.plan import _split, stage_sizes, stages
 from symcost.core.terms import exact
+from symcost.training.plan import _split, stage_sizes, stages
 from tests import oracle
 from tests.tiny import cases
 

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from symcost.architectures import loader
-from symcost.documents import report
 from symcost.cli import main
 from symcost.core.conventions import Phase
 from symcost.core.errors import SymcostError
-from symcost.serving.memory import cache_bytes_total
 from symcost.core.notation import sym
+from symcost.documents import report
 from symcost.documents.plot import METRICS, plot_vs_T, series
+from symcost.serving.memory import cache_bytes_total
 from tests.tex import need_tex
 
 MODELS = ["llama-3.1-8b", "gemma-2-9b-it"]  # dense GQA; alternating sliding window (a breakpoint)

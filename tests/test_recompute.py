@@ -6,11 +6,11 @@ import pytest
 
 import symcost
 from symcost.cli import main
-from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm
 from symcost.training.flops import train_flops
 from symcost.training.memory import train_memory
 from symcost.training.recompute import Recompute
+from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 
 saved = pytest.importorskip("tests.saved")
 from tests.test_activations import built, engine_kernel, measure, tiny  # noqa: E402

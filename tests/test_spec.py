@@ -5,9 +5,9 @@ import pytest
 import sympy
 
 import symcost
+from symcost.architectures.loader import read_json
 from symcost.cli import main
 from symcost.core.conventions import Phase
-from symcost.architectures.loader import read_json
 
 EXAMPLE = "examples/llama-3.1-8b-all-sliding.json"
 

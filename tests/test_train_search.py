@@ -16,14 +16,14 @@ import pytest
 import symcost
 from symcost.cli import main
 from symcost.core.errors import SymcostError
-from symcost.serving.gpus import gpu
 from symcost.core.terms import exact
-from symcost.training.setup import Batch, TrainSetup  # noqa: F401
+from symcost.serving.gpus import gpu
 from symcost.training.comm import comm
 from symcost.training.memory import check_pipeline, micro_batches, train_memory
 from symcost.training.plan import Plan
 from symcost.training.schedule import peak
 from symcost.training.search import MICRO, _held_states, candidates, evaluate, search
+from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.states import States
 from symcost.training.steptime import Links, step_time
 
@@ -289,6 +289,7 @@ def test_bad_search_input_exits_2(model, argv, needle, capsys):
 def test_exact_ceiling_compiles_to_integer_division():
     """numeric's exact_int: ceil(11/10·k·B·T/E) in integers, where the float quotient rounds up."""
     import sympy
+
     from symcost.core.notation import sym
     from symcost.core.numeric import compile_exprs
     e = sympy.ceiling(sympy.Rational(11, 10) * 10 * sym.B / sym.N_cp)

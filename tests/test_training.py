@@ -168,6 +168,7 @@ def test_scan_convention_option(capsys):
     transformers' torch path (what tests/test_activations.py measures) with ``reference``; a model
     without scans gets the same bytes either way."""
     import json
+
     from symcost.cli import main
     out = {}
     for name in ("nemotron-3-nano-30b-a3b", "llama-3.1-8b"):

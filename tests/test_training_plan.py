@@ -15,10 +15,10 @@ from symcost.cli import main
 from symcost.core.conventions import Backward
 from symcost.core.notation import sym
 from symcost.training.activations import activations, korthikanti
-from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm, ring_allreduce_bytes
 from symcost.training.memory import model_states, train_memory
 from symcost.training.plan import OPTIMIZER_BYTES, Plan
+from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.states import States, zero_terms
 from symcost.training.steptime import bubble, budget
 

@@ -14,11 +14,11 @@ import symcost
 import symcost.serving.gpus
 from symcost.cli import main
 from symcost.core.notation import sym
-from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.comm import comm
 from symcost.training.memory import model_states, train_memory
 from symcost.training.plan import Plan
 from symcost.training.schedule import forward_chunk, peak, warmup
+from symcost.training.setup import Batch, TrainSetup  # noqa: F401
 from symcost.training.states import States
 
 

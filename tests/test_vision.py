@@ -76,7 +76,10 @@ def test_gemma3_image_tokens_config_dict():
 def test_minimax_vit_image_flops_and_tokens_from_adapter(seed):
     mvl = pytest.importorskip("transformers.models.minimax_m3_vl.modeling_minimax_m3_vl")
     from transformers.models.minimax_m3_vl.configuration_minimax_m3_vl import (
-        MiniMaxM3VLConfig, MiniMaxM3VLTextConfig, MiniMaxM3VLVisionConfig)
+        MiniMaxM3VLConfig,
+        MiniMaxM3VLTextConfig,
+        MiniMaxM3VLVisionConfig,
+    )
     rng = random.Random(f"vision-m3-{seed}")
     raw = tiny_m3.tiny(rng, "minimax_m3")
     side = 2 * rng.randint(1, 3)  # patches per side, whole 2×2 merge kernels

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import symcost
+from symcost.architectures import loader
 from symcost.serving.plan import Layout, activation_peak, weights_per_rank
 from symcost.serving.quant import checkpoint
-from symcost.architectures import loader
 from symcost.serving.vllm import kv_capacity
 
 GiB = 2**30

@@ -31,8 +31,9 @@ from fractions import Fraction
 import sympy
 
 from ..core.errors import SymcostError
-from ..core.notation import sym
+from ..core.notation import by_name, sym
 from ..core.terms import Terms
+from ..model.parallel import Layout
 
 SERVING = {"serve_memory": "serving bytes per GPU (most-loaded rank, vLLM accounting)",
            "kv_capacity": "KV capacity per GPU in tokens (vLLM pages)",
@@ -72,7 +73,6 @@ class Options:
 
 def _serving_layout(model, o: Options) -> dict:
     """The layout symbols the options fix (checked as a serving layout)."""
-    from ..model.parallel import Layout
     if o.cp not in (None, 1):
         raise SymcostError(f"--cp {o.cp}: serving has no context parallelism (N_cp = 1)")
     given = {k: getattr(o, k) for k in ("tp", "pp", "dp", "ep") if getattr(o, k) is not None}
@@ -92,13 +92,17 @@ def _serving_layout(model, o: Options) -> dict:
 
 
 def _checkpoint(model, raw, o: Options):
-    from ..serving.quant import checkpoint
+    from ..serving.quant import checkpoint  # lazy: check/scale on params|flops|cache load no serving/training
     return checkpoint(model, raw, o.weights_dtype, False, None)
 
 
 def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
-    from ..serving.formulas import compute_dtype, gpu_values, serve_formulas
-    from ..serving.roofline import Latency
+    from ..serving.formulas import (  # lazy: check/scale on params|flops|cache load no serving/training
+        compute_dtype,
+        gpu_values,
+        serve_formulas,
+    )
+    from ..serving.roofline import Latency  # lazy: check/scale on params|flops|cache load no serving/training
     ck = _checkpoint(model, raw, o)
     bound = dict(model.values)
     bound[sym.M] = sympy.Integer(o.max_batched_tokens)
@@ -106,7 +110,7 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
     if o.T is not None:
         bound[sym.T] = sympy.Integer(o.T)
     if o.gpu is not None:
-        from ..serving.gpus import gpu as find_gpu
+        from ..serving.gpus import gpu as find_gpu  # lazy: check/scale on params|flops|cache load no serving/training
         gv, _ = gpu_values(find_gpu(o.gpu), compute_dtype(ck), o.mem_util)
         bound.update(gv)
     if name in Latency.STEPS:
@@ -131,8 +135,11 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
 
 
 def training_terms(model, name: str, o: Options) -> Terms:
-    from ..training.memory import ACT_BYTES, train_memory
-    from ..training.setup import TrainSetup
+    from ..training.memory import (  # lazy: check/scale on params|flops|cache load no serving/training
+        ACT_BYTES,
+        train_memory,
+    )
+    from ..training.setup import TrainSetup  # lazy: check/scale on params|flops|cache load no serving/training
     ep = o.ep or 1
     cp = o.cp or 1
     # a layout that passes the constraints for the sizes not given (they stay symbols in the formula)
@@ -167,5 +174,4 @@ def metric_terms(model, raw: dict, name: str, o: Options) -> Terms:
 
 def wrt_symbol(name: str):
     """The symbol ``--wrt`` names: T, E, B, N_dp/N_tp/N_pp/N_ep/N_cp or their flag aliases."""
-    from ..core.notation import by_name
     return by_name(WRT_ALIASES.get(name, name))

@@ -20,13 +20,13 @@ from typing import ClassVar, Literal
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mamba2 import Mamba2
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
 from .base import LEGACY_LAYER_TYPES, Adapter, GQAHeads, LayerCount, PosInt, values
 

@@ -14,14 +14,14 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
-from .base import LayerCount, Adapter, PosInt, values
+from .base import Adapter, LayerCount, PosInt, values
 
 
 class DbrxAttentionConfig(BaseModel):

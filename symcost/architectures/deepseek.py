@@ -25,17 +25,17 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mla import MLA
 from ..components.moe import MoE, MoESaves
 from ..components.mtp import add_mtp, mtp_module
-from ..components.towers.moonvit import MoonViT, MoonViTBlock, MoonViTProjector, MoonViTStem
 from ..components.norm import Norms
 from ..components.sparse_index import Indexer
+from ..components.towers.moonvit import MoonViT, MoonViTBlock, MoonViTProjector, MoonViTStem
 from ..core.errors import SymcostError
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
 from .base import Adapter, LayerCount, NonNegInt, PosInt, quote, validation_message, values
 

@@ -29,7 +29,6 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.compressed_attention import CompressedAttention
 from ..components.compressed_indexer import CompressedIndexer
 from ..components.embedding import Embedding, LMHead
@@ -39,6 +38,7 @@ from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..core.notation import sym
 from ..core.terms import Terms
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, quote, values
 

@@ -14,13 +14,13 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding
 from ..components.ffn import FFN
 from ..components.moe import MoE
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import Model, kind_order
 from . import register
 from .base import LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter

@@ -18,7 +18,6 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import Model, kind_order
 from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -27,6 +26,7 @@ from ..components.norm import Norms
 from ..core.conventions import Phase
 from ..core.notation import sym
 from ..core.primitives import Param
+from ..model.assembly import Model, kind_order
 from . import register
 from .base import LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter

@@ -32,7 +32,6 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -40,6 +39,7 @@ from ..components.mamba2 import Mamba2
 from ..components.multipliers import Multipliers
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .bamba import MambaHybridAdapter
 from .base import PosInt, values

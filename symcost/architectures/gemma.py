@@ -23,13 +23,13 @@ from typing import Callable, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.norm import Norms
 from ..components.towers.vision import Vision
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import Adapter, Int, LayerCount, PosInt, values
 from .llama import LlamaAdapter, window_order

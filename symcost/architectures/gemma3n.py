@@ -40,7 +40,6 @@ from typing import ClassVar
 import sympy
 from pydantic import model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.altup import AltUp, AltUpProjections
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -49,6 +48,7 @@ from ..components.laurel import Laurel
 from ..components.norm import Norms
 from ..components.per_layer_input import PerLayerEmbedding, PerLayerInputGate
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
 from .base import Int, LayerCount, NonNegInt, PosInt, values
 from .gemma import GEMMA_NORMS, Gemma2Adapter

@@ -38,17 +38,17 @@ from typing import ClassVar
 import sympy
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.towers.gemma4_audio import Gemma4AudioBlock, Gemma4AudioEmbedder, Gemma4AudioStem
-from ..components.towers.gemma4_vision import Gemma4Vision, Gemma4VisionBlock, Gemma4VisionEmbedder, Gemma4VisionStem
 from ..components.kv_sharing import POW_NORMS, LastPosition, SharedKVAttention
 from ..components.layer_scale import LayerScalar
 from ..components.norm import Norms
 from ..components.parallel_moe import ParallelMoE
 from ..components.per_layer_input import PerLayerEmbedding, PerLayerInputGate
+from ..components.towers.gemma4_audio import Gemma4AudioBlock, Gemma4AudioEmbedder, Gemma4AudioStem
+from ..components.towers.gemma4_vision import Gemma4Vision, Gemma4VisionBlock, Gemma4VisionEmbedder, Gemma4VisionStem
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
 from .base import Adapter, LayerCount, NonNegInt, PosInt, nested, values
 from .gemma import GEMMA_NORMS, Gemma2Adapter

@@ -37,11 +37,11 @@ from typing import ClassVar
 import sympy
 from pydantic import model_validator
 
-from ..model.assembly import LayerGroup
 from ..components.attention import Attention, AttentionSaves
 from ..components.mla import MLA
 from ..components.sparse_index import Indexer
 from ..core.notation import sym
+from ..model.assembly import LayerGroup
 from . import register
 from .base import NonNegInt, PosInt, values
 from .deepseek import DeepseekV3Adapter, DeepseekV32Adapter, _alias

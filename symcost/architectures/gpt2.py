@@ -12,12 +12,12 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead, PositionEmbedding
 from ..components.ffn import FFN
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
 

@@ -13,11 +13,11 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import Model
 from ..components.attention import Attention, AttentionSaves, RopeTable
 from ..components.embedding import Embedding, LMHead
 from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
+from ..model.assembly import Model
 from . import register
 from .base import Int, PosInt, values
 from .gemma import alternating_layer_types, window_groups

@@ -16,10 +16,10 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..model.assembly import Model
 from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.multipliers import Multipliers
 from ..core.notation import sym
+from ..model.assembly import Model
 from . import register
 from .base import LayerCount, NonNegInt, PosInt, values
 from .llama import LlamaAdapter

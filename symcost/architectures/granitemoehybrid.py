@@ -24,7 +24,6 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -32,6 +31,7 @@ from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.multipliers import Multipliers
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
 from .bamba import GROUPS, KINDS, MambaHybridAdapter
 from .base import NonNegInt, PosInt, values

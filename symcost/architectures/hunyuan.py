@@ -15,12 +15,12 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding
 from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, kind_order
 from . import register
 from .base import LayerCount, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter

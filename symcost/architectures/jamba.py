@@ -26,7 +26,6 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -34,6 +33,7 @@ from ..components.mamba import Mamba
 from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, kind_order
 from . import register
 from .base import Adapter, GQAHeads, LayerCount, PosInt, values
 from .mamba import dt_rank

@@ -29,7 +29,6 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import Model, kind_order
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.kda import KDA
@@ -37,6 +36,7 @@ from ..components.mla import MLA
 from ..components.moe import MoE
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import Model, kind_order
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, quote, values
 from .deepseek import LAYER_NORMS

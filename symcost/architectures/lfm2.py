@@ -27,7 +27,6 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -36,6 +35,7 @@ from ..components.norm import Norms
 from ..components.short_conv import ShortConv
 from ..core.notation import sym
 from ..core.terms import Terms
+from ..model.assembly import Model, kind_order
 from . import register
 from .base import Adapter, GQAHeads, LayerCount, NonNegInt, PosInt, values
 from .jamba import kind_groups

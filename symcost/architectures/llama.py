@@ -11,12 +11,12 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
 from .base import Adapter, GQAHeads, Int, LayerCount, PosInt, quote, values
 

@@ -28,17 +28,17 @@ from typing import ClassVar
 import sympy
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from ..model.assembly import LayerGroup, Model, kind_order
 from ..components.attention import AttentionSaves
 from ..components.chunked_attention import ChunkedAttention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.towers.llama4_vision import Llama4Vision, Llama4VisionAdapter, Llama4VisionBlock, Llama4VisionStem
 from ..components.moe import MoE
-from ..core.conventions import Phase
-from ..core.primitives import Saved
 from ..components.norm import Norms
+from ..components.towers.llama4_vision import Llama4Vision, Llama4VisionAdapter, Llama4VisionBlock, Llama4VisionStem
+from ..core.conventions import Phase
 from ..core.notation import sym
+from ..core.primitives import Saved
+from ..model.assembly import LayerGroup, Model, kind_order
 from . import register
 from .base import Adapter, GQAHeads, LayerCount, PosInt, values
 from .llama import LAYER_NORMS

@@ -4,20 +4,19 @@ Bad input becomes one ``SymcostError`` naming the problem and the field; nothing
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import difflib
 import json
 import os
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from .. import architectures
-from .base import Adapter, validation_message
-from ..model.assembly import Model
 from ..core.errors import SymcostError
+from ..model.assembly import Model
+from .base import Adapter, validation_message
 
 BUNDLED = resources.files("symcost") / "configs"
 

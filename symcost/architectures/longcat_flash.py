@@ -25,13 +25,13 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.mla import MLA
 from ..components.norm import Norms
 from ..components.zero_experts import ZeroExpertMoE
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import MAX_LAYERS, Adapter, LayerCount, NonNegInt, PosInt, values
 from .llama import LAYER_NORMS

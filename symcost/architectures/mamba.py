@@ -16,11 +16,11 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..model.assembly import LayerGroup, Model
 from ..components.embedding import Embedding, LMHead
 from ..components.mamba import Mamba
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
 

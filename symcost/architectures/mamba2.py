@@ -12,11 +12,11 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..model.assembly import LayerGroup, Model
 from ..components.embedding import Embedding, LMHead
 from ..components.mamba2 import Mamba2
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
 

@@ -24,13 +24,13 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.lightning_attention import LightningAttention
 from ..components.moe import MoE
 from ..components.norm import Norms
 from ..core.conventions import Phase
 from ..core.notation import sym
+from ..model.assembly import Model, kind_order
 from . import register
 from .base import LayerCount, PosInt, quote, values
 from .llama import LAYER_NORMS

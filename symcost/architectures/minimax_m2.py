@@ -16,12 +16,12 @@ from typing import Any, ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.moe import MoE
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import Int, PosInt, values
 from .llama import LAYER_NORMS, LlamaAdapter

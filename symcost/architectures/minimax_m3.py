@@ -31,17 +31,17 @@ from typing import Annotated, ClassVar
 import sympy
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..model.assembly import LayerGroup, Model, kind_order
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
-from ..components.towers.minimax_vit import MiniMaxViT
 from ..components.moe import MoE, MoESaves
-from ..components.mtp import add_mtp, mtp_module
 from ..components.msa import MSAAttention, MSAIndexer
+from ..components.mtp import add_mtp, mtp_module
 from ..components.norm import Norms
+from ..components.towers.minimax_vit import MiniMaxViT
 from ..core.errors import SymcostError
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, kind_order
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, validation_message, values
 from .llama import LAYER_NORMS

@@ -16,7 +16,7 @@ from ..components.embedding import LMHead
 from ..components.moe import MoE, MoESaves
 from ..core.notation import sym
 from . import register
-from .base import LayerCount, Int, PosInt, values
+from .base import Int, LayerCount, PosInt, values
 from .llama import MistralAdapter
 
 

@@ -22,7 +22,6 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -31,6 +30,7 @@ from ..components.moe import MoE, MoESaves
 from ..components.norm import Norms
 from ..core.notation import sym
 from ..core.terms import Terms
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
 from .base import LEGACY_LAYER_TYPES, MAX_LAYERS, Adapter, LayerCount, NonNegInt, PosInt, quote, values
 

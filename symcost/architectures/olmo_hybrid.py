@@ -23,13 +23,13 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.gated_deltanet import GatedDeltaNet
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
 from .base import Adapter, GQAHeads, LayerCount, PosInt, quote, values
 from .llama import LAYER_NORMS

@@ -15,7 +15,6 @@ from typing import ClassVar
 
 from pydantic import model_validator
 
-from ..model.assembly import Model, kind_order
 from ..components.attention import Attention
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
@@ -23,6 +22,7 @@ from ..components.gated_deltanet import GatedDeltaNet
 from ..components.moe import WEIGHTS_CAST, MoE
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import Model, kind_order
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, quote, values
 from .llama import LAYER_NORMS

@@ -20,10 +20,10 @@ from typing import Any, ClassVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
-from ..model.assembly import Model
 from ..components.attention import Attention
 from ..components.towers.qwen_vit import QwenViT
 from ..core.notation import sym
+from ..model.assembly import Model
 from . import register
 from .base import Adapter, LayerCount, NonNegInt, PosInt, nested, values
 from .llama import Qwen3Adapter

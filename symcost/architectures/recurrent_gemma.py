@@ -21,16 +21,16 @@ from typing import ClassVar
 import sympy
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.attention import Attention, AttentionSaves
 from ..components.embedding import Embedding, LMHead
 from ..components.ffn import FFN
 from ..components.norm import Norms
 from ..components.rglru import RecurrentBlock
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
-from .gemma import gemma_saved
 from .base import Adapter, GQAHeads, LayerCount, PosInt, quote, values
+from .gemma import gemma_saved
 
 KINDS = ("recurrent", "attention")
 

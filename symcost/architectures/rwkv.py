@@ -15,11 +15,11 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field
 
-from ..model.assembly import LayerGroup, Model
 from ..components.embedding import Embedding
 from ..components.norm import Norms
 from ..components.rwkv import STATE_FP32, RwkvChannelMix, RwkvHead, RwkvPreLN, RwkvTimeMix
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
 

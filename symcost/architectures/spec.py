@@ -27,13 +27,13 @@ import sympy
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import components as components_pkg
-from ..model.assembly import LayerGroup, Model
 from ..components.base import Component
 from ..components.embedding import Embedding, LMHead
 from ..components.norm import Norms
 from ..core.errors import SymcostError
 from ..core.exprparse import parse
 from ..core.notation import ENTRIES, by_name
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import Adapter, Int, NonNegInt, quote
 

@@ -24,15 +24,14 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..model.assembly import LayerGroup, Model
 from ..components.embedding import Embedding
 from ..components.ffn import FFN
 from ..components.mlstm import MLSTMLayer, XlstmHead
 from ..components.norm import Norms
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
-
 
 #: a positive finite factor (a JSON number; the widths are int(hidden_size·factor))
 Factor = Annotated[float, Field(gt=0, le=2**20, allow_inf_nan=False)]

@@ -20,18 +20,17 @@ float32 (``Model.state_dtype``).
 """
 from __future__ import annotations
 
-import sympy
-
 from typing import ClassVar
 
+import sympy
 from pydantic import AliasChoices, Field, field_validator, model_validator
 
-from ..model.assembly import LayerGroup, Model
 from ..components.embedding import Embedding, LMHead
 from ..components.mamba import Mamba
 from ..components.norm import Norms
 from ..components.shared_block import SharedBlockCall, SharedBlockWeights
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
 from .mamba import dt_rank

@@ -26,12 +26,12 @@ from typing import ClassVar
 
 from pydantic import AliasChoices, Field, model_validator
 
-from ..model.assembly import LayerGroup, Model, layer_order
 from ..components.embedding import Embedding, LMHead
 from ..components.mamba2 import Mamba2
 from ..components.norm import Norms
 from ..components.shared_block import SharedBlockCall, SharedBlockWeights
 from ..core.notation import sym
+from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
 from .base import LEGACY_LAYER_TYPES, Adapter, LayerCount, NonNegInt, PosInt, quote, values
 

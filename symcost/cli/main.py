@@ -15,9 +15,8 @@ import re
 import sys
 
 from ..architectures import loader
-from . import startup
 from ..core.errors import SymcostError
-from . import options
+from . import options, startup
 from .output import Output, error, warnings
 
 #: command -> (module in symcost.cli.commands, help, example), in --help order

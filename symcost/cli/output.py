@@ -7,10 +7,9 @@ import json
 import sys
 from dataclasses import dataclass
 
-from ..architectures import fields
-from ..architectures import loader
-from ..core.errors import SymcostError
+from ..architectures import fields, loader
 from ..architectures.limits import context_warnings
+from ..core.errors import SymcostError
 from ..core.terms import Terms, exact
 from ..core.units import human_count
 

@@ -69,7 +69,7 @@ def defer_sympy_tensor() -> None:
     """Install the placeholder, unless the real module is already imported."""
     if NAME in sys.modules:
         return
-    import sympy.tensor
+    import sympy.tensor  # lazy: the package, not its tensor module, which this placeholder defers
     mod = _Placeholder(NAME, "placeholder until sympy.tensor.tensor is used (symcost.cli.startup)")
     for name in _STAND_INS:
         setattr(mod, name, _StandIn(name, (), {"__module__": NAME}))
@@ -90,5 +90,5 @@ def quick_exit() -> None:
     and caches of a command that was about a fifth of the whole run (0.09 s of 0.46 s on
     ``params kimi-k2.5``). Objects are still released and finalised as usual; only the cycle
     search over them is left out, as the process is about to end."""
-    import gc
+    import gc  # lazy: only the console entry freezes the heap before exit
     gc.freeze()

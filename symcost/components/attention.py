@@ -40,8 +40,8 @@ from fractions import Fraction
 import sympy
 
 from ..core.conventions import Phase
-from ..core.notation import sym
 from ..core.elementwise import COST
+from ..core.notation import sym
 from ..core.primitives import Linear, Matmul, Norm, Param, Saved, is_one, saved_norm
 from ..core.terms import Terms, exact
 from .base import Component

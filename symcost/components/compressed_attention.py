@@ -41,7 +41,7 @@ import sympy
 
 from ..core.conventions import Phase
 from ..core.notation import sym
-from ..core.primitives import is_one, Linear, Matmul, Norm, Param, Saved, saved_norm
+from ..core.primitives import Linear, Matmul, Norm, Param, Saved, is_one, saved_norm
 from ..core.terms import Terms
 from .base import Component
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import sympy
 
 from ..core.conventions import Phase
-from ..core.notation import sym
 from ..core.elementwise import COST, act_cost
+from ..core.notation import sym
 from ..core.primitives import Linear, Param, Saved
 from ..core.terms import Terms
 from .base import Component

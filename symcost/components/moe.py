@@ -41,13 +41,12 @@ from dataclasses import dataclass
 import sympy
 
 from ..core.conventions import Phase
-from ..core.notation import sym
 from ..core.elementwise import COST, act_cost
+from ..core.notation import sym
 from ..core.primitives import Linear, Saved
 from ..core.terms import Terms
 from .base import Component
 from .ffn import clamped_glu_saved, clamped_silu_saved
-
 
 #: how the experts' SwiGLU is written, ``MoESaves.glu`` (the math of ``act`` is the same; saved tensors only)
 GLUS = ("plain", "clamped", "clamped_silu")

@@ -35,7 +35,6 @@ from ..core.primitives import Norm, Saved, saved_norm
 from ..core.terms import Terms
 from .base import Component
 
-
 #: how a family's norm class is written, ``Norms.kind``: one value per implementation. The
 #: parameters are ``Norms``' (``dim`` scales, + ``dim`` biases with ``bias``), and so are the FLOPs;
 #: only what the backward keeps differs (``saved``)

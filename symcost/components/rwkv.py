@@ -47,8 +47,8 @@ from ..core.notation import sym
 from ..core.primitives import Linear, Param, Saved
 from ..core.terms import Terms
 from .base import Component
-from .norm import Norms
 from .embedding import LMHead
+from .norm import Norms
 
 WKV_STEP = 25  # elementwise FLOPs of one WKV step per channel in rwkv_linear_attention_cpu
 STATE_FP32 = ("wkv_num", "wkv_den", "wkv_max")

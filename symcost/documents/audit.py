@@ -31,15 +31,14 @@ from functools import lru_cache
 from importlib import resources
 from typing import Callable
 
-
 from ..architectures import loader
 from ..core.conventions import Phase
 from ..core.errors import SymcostError
 from ..core.latex import texescape
-from ..serving.gpus import gpu
-from ..serving.memory import cache_bytes_total, inference_memory, leaf_bytes, weight_bytes
 from ..core.notation import sym
 from ..core.terms import exact
+from ..serving.gpus import gpu
+from ..serving.memory import cache_bytes_total, inference_memory, leaf_bytes, weight_bytes
 from ..training import TrainSetup, train_flops, train_memory
 
 GiB, GB, MiB, TiB = 2**30, 10**9, 2**20, 2**40

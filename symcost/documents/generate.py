@@ -10,14 +10,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import audit
 from ..architectures import loader
-from . import scenario
-from .docs import fill
 from ..core.errors import SymcostError
 from ..core.notation import sym
-from .report import mechanisms, render_mechanism, render_overview, render_sheet, render_sheet_md
 from ..serving import seed_cases
+from . import audit, scenario
+from .docs import fill
+from .report import mechanisms, render_mechanism, render_overview, render_sheet, render_sheet_md
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the context of every bundled report (capped at a model's learned positions P)

@@ -23,17 +23,17 @@ from pathlib import Path
 import sympy
 
 from ..analysis.symbolic import breakpoints, lambdify_by_name, regime
-from ..model.assembly import Model
 from ..core.conventions import Phase
 from ..core.errors import SymcostError
+from ..model.assembly import Model
 
 try:
     import numpy as np
 except ImportError:  # numpy comes with matplotlib
     raise SymcostError("plotting needs matplotlib, which is not installed: "
                        "pip install 'symcost[plot]' (or pip install matplotlib)") from None
-from ..serving.memory import cache_bytes
 from ..core.notation import sym
+from ..serving.memory import cache_bytes
 
 METRICS = ("flops_per_token", "decode_flops", "cache_bytes")
 YLABEL = {"flops_per_token": "prefill FLOP per token (FLOP / (B·T))",

@@ -26,16 +26,26 @@ import jinja2
 import sympy
 
 from .. import components
-from ..core import conventions
-from ..model.assembly import Model
 from ..components.base import Component
+from ..core import conventions
 from ..core.conventions import Phase
-from ..core.latex import (group_digits, latex, mdescape, plugged, rst_to_md, rst_to_tex, split_lines,
-                    texescape, texbreak, ttescape)
+from ..core.latex import (
+    group_digits,
+    latex,
+    mdescape,
+    plugged,
+    rst_to_md,
+    rst_to_tex,
+    split_lines,
+    texbreak,
+    texescape,
+    ttescape,
+)
 from ..core.notation import TABLE, sym
 from ..core.terms import Terms, exact
-from ..training.sheet import training_context  # the Training and Communication sections
 from ..core.units import dtype_bytes, human_bytes, human_count
+from ..model.assembly import Model
+from ..training.sheet import training_context  # the Training and Communication sections
 
 #: printed width (characters) of one line of a display derivation before it is split
 WIDTH = 56

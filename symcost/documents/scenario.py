@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from ..architectures import loader
 from ..core.conventions import Phase
-from ..serving.gpus import gpu as find_gpu
-from ..serving.memory import cache_bytes_total, inference_memory
 from ..core.notation import sym
 from ..core.terms import exact
 from ..core.units import human_bytes
+from ..serving.gpus import gpu as find_gpu
+from ..serving.memory import cache_bytes_total, inference_memory
 
 FLAGSHIPS = ("nemotron-3-ultra-550b-a55b", "minimax-m3", "kimi-k2.5", "deepseek-v4-flash",
              "deepseek-v3.2")

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sympy
-
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from .formulas import compile_exprs, compute_dtype, gpu_values, serve_formulas
-from .plan import NOTE as SERVE_NOTE, Layout, ServeSetup, check_layout
+from .plan import NOTE as SERVE_NOTE
+from .plan import Layout, ServeSetup, check_layout
 from .quant import checkpoint
-from .roofline import NOTE as ROOF_NOTE, Latency
+from .roofline import NOTE as ROOF_NOTE
+from .roofline import Latency
 
 #: what ``deploy`` states with every answer
 NOTE = (SERVE_NOTE + "; " + ROOF_NOTE + "; layouts evaluated in float64 from formulas compiled once (symcost "
@@ -79,7 +79,7 @@ def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dt
 def numpy():
     """NumPy, which vectorised layout searches need (an optional dependency: ``symcost[plan]``)."""
     try:
-        import numpy
+        import numpy  # lazy: optional (symcost[plan]); only layout searches need it
     except ImportError:
         raise SymcostError("searching layouts evaluates them with NumPy, which is not installed: "
                            "pip install 'symcost[plan]'") from None

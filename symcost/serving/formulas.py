@@ -30,13 +30,15 @@ from math import gcd
 import sympy
 
 from ..core.conventions import Phase
-from ..core.numeric import compile_exprs  # noqa: F401 (the serving layer's compiler)
-from ..model.parallel import text_tp_blocks
 from ..core.notation import sym
+from ..core.numeric import compile_exprs  # noqa: F401 (the serving layer's compiler)
 from ..core.primitives import Linear, Param
 from ..core.terms import Terms, exact, relax_steps
 from ..core.units import dtype_bytes
+from ..model.parallel import text_tp_blocks
+from .memory import cache_bytes
 from .quant import Checkpoint
+from .vllm import DEFAULT_BLOCK, MLA_BLOCK, _is_mla
 
 t, p, M, B, T = sym.N_tp, sym.N_pp, sym.M, sym.B, sym.T
 e = sym.N_tp * sym.N_ep  # ranks one routed-expert layer is split over
@@ -191,7 +193,6 @@ def _bounded(x, vals) -> sympy.Expr:
 def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
                state_dtype: str | None = None) -> KVFormula:
     """vLLM's page layout as formulas (see ``vllm`` for the rules)."""
-    from .vllm import DEFAULT_BLOCK, MLA_BLOCK, _is_mla
     vals = model.values
     bkv = dtype_bytes(kv_dtype, "--kv-dtype")
     bst = dtype_bytes(state_dtype or ("bf16" if kv_dtype != "fp32" else kv_dtype), "--mamba-ssm-dtype")
@@ -382,7 +383,6 @@ def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla
     moe_layers, k, E, d = _moe_info(model)
     rows = B if phase == "decode" else B * T
     touched = 1 - (1 - sympy.Rational(k, E)) ** (rows * 1) if E else sympy.Integer(1)
-    from .memory import cache_bytes
     kvb = sympy.expand(cache_bytes(model, kv_dtype).xreplace(vals))  # B·T-dependent, whole model
     share = sympy.Integer(1)
     for c in model.components():  # rank share of the KV (the first cached component decides)

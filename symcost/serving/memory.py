@@ -24,11 +24,12 @@ from math import ceil
 import sympy
 
 from ..core.errors import SymcostError
-from .gpus import GPU
 from ..core.notation import sym
 from ..core.primitives import Linear
 from ..core.terms import Terms, exact
 from ..core.units import dtype_bytes
+from ..model.parallel import Layout
+from .gpus import GPU
 
 
 def _rational(f: Fraction) -> sympy.Rational:
@@ -101,7 +102,6 @@ def check_parallel(model, tp: int, pp: int, ep: int) -> None:
     """Parallel sizes must divide what they split (``parallel.Layout.check``, the one set of
     constraints): heads and KV heads under ``tp``, layers under ``pp``, and the routed experts
     spread whole over ``ep`` ranks."""
-    from ..model.parallel import Layout
     Layout(tp=tp, pp=pp).check(model)
     if ep > 1:  # E over ep ranks: the expert-parallel constraints of an ep-wide group
         Layout(dp=ep, ep=ep, whole_experts=True).check(model)

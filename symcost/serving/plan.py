@@ -39,7 +39,7 @@ import sympy
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..model.parallel import Layout
-from ..core.terms import exact
+from .formulas import activation_per_gpu, layout_values, serve_formulas, weights_per_gpu
 from .gpus import GPU
 from .memory import cache_bytes_total
 from .quant import checkpoint, scheme
@@ -86,7 +86,6 @@ class Plan:
 
 
 def _values(lay: Layout, extra: dict | None = None) -> dict:
-    from .formulas import layout_values
     return {**layout_values(lay), **(extra or {})}
 
 
@@ -96,13 +95,11 @@ def _int(expr, values) -> int:
 
 def weights_per_rank(model, ck, lay: Layout) -> int:
     """Checkpoint bytes on the most-loaded rank (``formulas.weights_per_gpu`` substituted)."""
-    from .formulas import weights_per_gpu
     return _int(weights_per_gpu(model, ck).total, _values(lay))
 
 
 def activation_peak(model, tokens: int, lay: Layout) -> int:
     """Peak bytes of one chunked-prefill step of ``tokens`` tokens on a rank (an estimate)."""
-    from .formulas import activation_per_gpu
     return _int(activation_per_gpu(model), _values(lay, {sym.M: sympy.Integer(tokens)}))
 
 
@@ -137,7 +134,6 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
     check_layout(model, lay, gpus)
     if not 0 < mem_util <= 1:
         raise SymcostError(f"--mem-util must be in (0, 1], got {mem_util}")
-    from .formulas import serve_formulas
     ck = setup.checkpoint(model, raw)
     over = int((Fraction(str(setup.overhead_gib)) + Fraction(str(setup.cudagraph_gib))) * GiB)
     f = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=over, block_size=setup.block_size,

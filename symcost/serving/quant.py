@@ -44,8 +44,9 @@ from fractions import Fraction
 import sympy
 
 from ..core.errors import SymcostError
+from ..core.notation import sym
 from ..core.primitives import Linear, Param
-from ..core.terms import Terms, exact
+from ..core.terms import Terms
 from ..core.units import dtype_bytes
 
 ceil = sympy.ceiling
@@ -474,7 +475,6 @@ def _extras(model, base, add, bytes_of, notes):
     ex = model.extras
     if not ex or "mtp" not in ex:
         return
-    from ..core.notation import sym
     mtp, L_mtp, pre = ex["mtp"], sym.L_mtp, "checkpoint_extras/mtp/"
     tot = mtp.node_total
     for key in ("enorm", "hnorm", "shared_head_norm", "eh_proj"):

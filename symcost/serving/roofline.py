@@ -21,7 +21,8 @@ from functools import cached_property
 import sympy
 
 from ..core.notation import sym
-from .formulas import Roofline, compute_dtype as pick_compute_dtype, gpu_values, roofline_formulas, step_max
+from .formulas import Roofline, gpu_values, roofline_formulas, step_max
+from .formulas import compute_dtype as pick_compute_dtype
 from .plan import Plan, ServeSetup, plan
 
 #: the accounting ``roofline`` states with every answer

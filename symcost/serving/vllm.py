@@ -53,7 +53,8 @@ def paged_cache(model, block_size: int = 16, max_batched_tokens: int = 8192) -> 
 
 
 # -- KV capacity as vLLM's KV-cache manager computes it ------------------------------------------
-from dataclasses import dataclass, field as _field  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from dataclasses import field as _field
 from fractions import Fraction  # noqa: E402
 from math import ceil as _ceil  # noqa: E402
 

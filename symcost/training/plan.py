@@ -24,9 +24,9 @@ from ..components.embedding import Embedding
 from ..components.moe import MoE
 from ..core.errors import SymcostError
 from ..core.notation import sym
-from ..model.parallel import Layout, tp_blocks
 from ..core.primitives import Linear
 from ..core.terms import exact
+from ..model.parallel import Layout, tp_blocks
 from .states import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES  # noqa: F401 (the states' own constants)
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .flops import train_flops
-from .steptime import Links, budget as budget_at, step_time
+from .steptime import Links, step_time
+from .steptime import budget as budget_at
 
 
 def links(gpu, *, ib_gbs: float = 50.0, gpus_per_node: int = 8, alpha_us: float = 10.0,

@@ -56,15 +56,14 @@ from ..core.notation import sym
 from ..core.numeric import compile_exprs, integer_ratio
 from ..core.terms import exact
 from .activations import activations, dispatch_buffers, per_layer, routed_rows
+from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
 from .flops import padded_parts, train_flops
 from .memory import ACT_BYTES
-from .comm import (Composition, activation_collectives, composition, dp_collectives,
-                   replicate_collectives)
-from .recompute import Recompute, add_up, recomputed_units
 from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, layer_kinds, rank_stages
+from .recompute import Recompute, add_up, recomputed_units
+from .schedule import held_states, in_flight
 from .setup import TrainSetup, check_capacity
 from .states import OFFLOAD, host_ops, host_traffic, param_groups, zero_terms
-from .schedule import held_states, in_flight
 from .steptime import Links, bubble, collective_seconds, link_bytes_s, spans
 
 RECOMPUTES = ("none", "selective", "full")

@@ -21,7 +21,8 @@ from ..core.notation import sym
 from ..core.units import human_bytes
 from .activations import activations
 from .comm import comm
-from .memory import formula as memory_formula, model_states, train_memory
+from .memory import formula as memory_formula
+from .memory import model_states, train_memory
 from .plan import Plan, stages
 from .setup import TrainSetup
 

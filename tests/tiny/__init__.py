@@ -9,6 +9,7 @@ import importlib
 import pkgutil
 import random
 
+
 def gqa_stack(rng, model_type) -> tuple[dict, int]:
     """The sizes every Llama-like tiny config starts from (drawn in this order: H_kv, H_q, L, then
     the fields below), and L; a family module adds its own fields after these."""

@@ -3,7 +3,6 @@
 seed_oss (separate qkv / o biases)."""
 from tests.tiny import gqa_stack
 
-
 MODEL_TYPES = ("cohere", "cohere2", "smollm3", "seed_oss")
 T_VALUES = (5, 11)
 

@@ -2,7 +2,6 @@
 start/end/interval, shared experts, correction bias held as a parameter, head bias)."""
 from tests.tiny import gqa_stack
 
-
 MODEL_TYPES = ("ernie4_5", "ernie4_5_moe")
 T_VALUES = (5, 11)
 SEEDS = 4

@@ -2,7 +2,6 @@
 exaone4 (post-norms, sliding patterns; a string one beside layer_types), apertus (xIELU with learned scalars)."""
 from tests.tiny import gqa_stack
 
-
 MODEL_TYPES = ("hunyuan_v1_dense", "hunyuan_v1_moe", "exaone4", "apertus")
 T_VALUES = (5, 11)
 

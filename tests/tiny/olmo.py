@@ -2,7 +2,6 @@
 olmoe (MoE, q norm over d), flex_olmo (OLMo-2 layer with MoE)."""
 from tests.tiny import gqa_stack
 
-
 MODEL_TYPES = ("olmo2", "olmo3", "olmoe", "flex_olmo")
 T_VALUES = (5, 11)
 

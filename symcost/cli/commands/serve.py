@@ -4,11 +4,15 @@ from __future__ import annotations
 from ...core.conventions import Phase
 from ...core.errors import SymcostError
 from ...core.notation import sym
-from ...serving.deploy import NOTE as DEPLOY_NOTE, deploy
-from ...serving.gpus import CATALOGUE, gpu as find_gpu
-from ...serving.plan import NOTE as SERVE_NOTE, Layout, ServeSetup, memory
-from ...serving.roofline import NOTE as ROOF_NOTE, roofline
 from ...core.units import human_bytes
+from ...serving.deploy import NOTE as DEPLOY_NOTE
+from ...serving.deploy import deploy
+from ...serving.gpus import CATALOGUE
+from ...serving.gpus import gpu as find_gpu
+from ...serving.plan import NOTE as SERVE_NOTE
+from ...serving.plan import Layout, ServeSetup, memory
+from ...serving.roofline import NOTE as ROOF_NOTE
+from ...serving.roofline import roofline
 from .. import options as o
 from .common import check_positions, read_model
 

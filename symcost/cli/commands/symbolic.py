@@ -5,11 +5,11 @@ import json
 
 import sympy
 
-from ...architectures import loader
+from ...analysis.metrics import LAYOUT, Options, metric_terms, wrt_symbol
 from ...analysis.symbolic import compare, crossover, derivative, ratio, scale_summary
+from ...architectures import loader
 from ...core.errors import SymcostError
 from ...core.exprparse import parse, parse_map, to_text
-from ...analysis.metrics import LAYOUT, Options, metric_terms, wrt_symbol
 from ...core.notation import sym
 from .. import options as o
 from ..options import METRICS, METRICS_LAYOUT

@@ -12,14 +12,14 @@ import sympy
 
 from ...architectures import loader
 from ...core.errors import SymcostError
-from ...serving.gpus import gpu as find_gpu
 from ...core.terms import Terms
+from ...core.units import human_bytes, human_count
+from ...serving.gpus import gpu as find_gpu
 from ...training import compare_presets, run, train_memory
-from ...training.setup import TrainSetup
 from ...training.comm import comm
 from ...training.memory import check_capacity
 from ...training.recompute import Recompute
-from ...core.units import human_bytes, human_count
+from ...training.setup import TrainSetup
 from .. import options as o
 from .common import check_positions
 
