@@ -36,7 +36,7 @@ from .flops import padded_expert_flops, train_flops
 from .plan import rank_stages, stages
 from .recompute import add_up, recomputed_units
 from .schedule import in_flight, peak
-from .setup import ACT_BYTES, TrainSetup, check_capacity, check_pipeline, micro_batches  # noqa: F401
+from .setup import ACT_BYTES, TrainSetup, check_capacity, check_pipeline, has_experts, micro_batches  # noqa: F401
 from .states import WEIGHT_BYTES, param_groups, zero_terms
 
 
@@ -149,7 +149,7 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
     if offload != "none":
         notes.append(f"CPU offload of the {'optimizer state and gradients' if offload == 'optimizer' else 'parameters, gradients and optimizer state'}: "
                      f"host bytes per GPU under 'host', not in the GPU total")
-    if any(_is_moe(c) for g in model.groups for c in g.components):
+    if has_experts(model):
         notes.append("MoE: dropless routing, balanced (k·B·T expert rows)" if capacity is None else
                      f"MoE: capacity factor {capacity}, padded to capacity: E·ceil(c_f·k·B·T/E) expert rows")
     chunk_acts = None
@@ -185,7 +185,7 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
         if ep > 1:
             for g in model.groups:
                 for c in g.components:
-                    if _is_moe(c):
+                    if isinstance(c, MoE):
                         extra[g.name] += exact(dispatch_buffers(c, capacity, sp=sp, tp=tp, cp=cp), vals)
         per_stage_acts, working, chunk_acts = [], [], []
         n_chunks = pp * virtual
@@ -234,10 +234,6 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
                       heavy["recompute_working"], formulas, rows)
     out.host = heavy["host"]
     return out
-
-
-def _is_moe(c) -> bool:
-    return isinstance(c, MoE)
 
 
 def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
