@@ -13,12 +13,11 @@ from .steptime import Links, step_time
 from .steptime import budget as budget_at
 
 
-def links(gpu, *, ib_gbs: float = 50.0, gpus_per_node: int = 8, alpha_us: float = 10.0,
-          pcie_gbs: float = 63.0) -> Links:
-    """The links of a cluster of ``gpu``: NVLink inside a node (the catalogue's), ``ib_gbs`` GB/s per GPU
-    across nodes, ``alpha_us`` µs per collective, ``pcie_gbs`` GB/s to the host per direction."""
-    return Links(nvlink_bytes_s=gpu.link_gbs * 1e9, ib_bytes_s=ib_gbs * 1e9, gpus_per_node=gpus_per_node,
-                 alpha_s=alpha_us * 1e-6, pcie_bytes_s=pcie_gbs * 1e9)
+def links(gpu, *, ib_gbs: float, gpus_per_node: int, alpha_us: float, pcie_gbs: float) -> Links:
+    """``Links.of(gpu)`` from the options' units: ``ib_gbs`` GB/s per GPU across nodes, ``alpha_us`` µs per
+    collective, ``pcie_gbs`` GB/s to the host per direction."""
+    return Links.of(gpu, ib_bytes_s=ib_gbs * 1e9, gpus_per_node=gpus_per_node, alpha_s=alpha_us * 1e-6,
+                    pcie_bytes_s=pcie_gbs * 1e9)
 
 
 def comm_recompute(recompute: str, cp: int) -> str:

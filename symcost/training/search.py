@@ -409,7 +409,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     seq, global_batch, capacity = setup.seq, setup.batch.global_batch, setup.capacity
     kernel, act_dtype, scan = setup.backward.kernel, setup.backward.act_dtype, setup.backward.scan
     grad_dtype, optimizer = setup.states.grad_dtype, setup.states.optimizer
-    links = links or Links(nvlink_bytes_s=gpu.link_gbs * 1e9)
+    links = links or Links.of(gpu)
     v = model.values
     lay, R, Z = space.lay, space.R, space.Z
     a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
@@ -683,7 +683,7 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
     ``offload``: None sweeps, a value pins."""
     check_capacity(model, setup.capacity)
-    links = links or Links(nvlink_bytes_s=gpu.link_gbs * 1e9)
+    links = links or Links.of(gpu)
     space = candidates(model, gpus, setup.seq, setup.batch.global_batch, zeros=ZEROS if zero is None else (zero,),
                        recomputes=RECOMPUTES if recompute is None else (recompute,), sp=sp, virtual=virtual,
                        hsdp=hsdp, offload=offload, max_tp=links.gpus_per_node)

@@ -61,6 +61,12 @@ class Links:
     alpha_s: float = 10e-6  # per collective launch and hop latency
     pcie_bytes_s: float = 63e9  # host link per GPU and direction (PCIe 5.0 x16), for CPU offload
 
+    @classmethod
+    def of(cls, gpu, **rates) -> "Links":
+        """The links of a cluster of ``gpu``: its catalogue NVLink inside a node, the rest as given
+        (``ib_bytes_s``, ``gpus_per_node``, ``alpha_s``, ``pcie_bytes_s``) or the defaults above."""
+        return cls(nvlink_bytes_s=gpu.link_gbs * 1e9, **rates)
+
 
 def spans(dp, tp, pp, ep, cp, shard=None) -> dict[str, int]:
     """Ranks each dimension's group spans in Megatron's order; with HSDP the shard group is the
