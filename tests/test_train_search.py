@@ -19,11 +19,11 @@ from symcost.core.errors import SymcostError
 from symcost.core.terms import exact
 from symcost.serving.gpus import gpu
 from symcost.training.comm import comm
-from symcost.training.memory import check_pipeline, micro_batches, train_memory
+from symcost.training.memory import train_memory
 from symcost.training.plan import Plan
 from symcost.training.schedule import peak
 from symcost.training.search import MICRO, _held_states, candidates, evaluate, search
-from symcost.training.setup import Batch, TrainSetup  # noqa: F401
+from symcost.training.setup import Batch, TrainSetup, check_pipeline, micro_batches  # noqa: F401
 from symcost.training.states import States
 from symcost.training.steptime import Links, step_time
 

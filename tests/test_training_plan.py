@@ -17,9 +17,9 @@ from symcost.core.notation import sym
 from symcost.training.activations import activations, korthikanti
 from symcost.training.comm import comm, ring_allreduce_bytes
 from symcost.training.memory import model_states, train_memory
-from symcost.training.plan import OPTIMIZER_BYTES, Plan
+from symcost.training.plan import Plan
 from symcost.training.setup import Batch, TrainSetup  # noqa: F401
-from symcost.training.states import States, zero_terms
+from symcost.training.states import OPTIMIZER_BYTES, States, zero_terms
 from symcost.training.steptime import bubble, budget
 
 

@@ -135,11 +135,11 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
 
 
 def training_terms(model, name: str, o: Options) -> Terms:
-    from ..training.memory import (  # lazy: check/scale on params|flops|cache load no serving/training
+    from ..training.memory import train_memory  # lazy: check/scale on params|flops|cache load no serving/training
+    from ..training.setup import (  # lazy: check/scale on params|flops|cache load no serving/training
         ACT_BYTES,
-        train_memory,
+        TrainSetup,
     )
-    from ..training.setup import TrainSetup  # lazy: check/scale on params|flops|cache load no serving/training
     ep = o.ep or 1
     cp = o.cp or 1
     # a layout that passes the constraints for the sizes not given (they stay symbols in the formula)

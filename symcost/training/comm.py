@@ -51,10 +51,10 @@ from ..core.errors import SymcostError
 from ..core.notation import sym
 from .activations import routed_rows
 from .memory import layout_values, model_states
-from .plan import WEIGHT_BYTES, layer_kinds, rank_stages
+from .plan import layer_kinds, rank_stages
 from .recompute import add_up, recomputed_units
 from .setup import TrainSetup, check_capacity, check_pipeline
-from .states import host_ops, host_traffic, param_groups
+from .states import WEIGHT_BYTES, host_ops, host_traffic, param_groups
 
 
 def _ratio(num, den):

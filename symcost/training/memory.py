@@ -36,7 +36,7 @@ from .flops import padded_expert_flops, train_flops
 from .plan import rank_stages, stages
 from .recompute import add_up, recomputed_units
 from .schedule import in_flight, peak
-from .setup import ACT_BYTES, TrainSetup, check_capacity, check_pipeline, has_experts, micro_batches  # noqa: F401
+from .setup import TrainSetup, has_experts
 from .states import WEIGHT_BYTES, param_groups, zero_terms
 
 

@@ -27,7 +27,6 @@ from ..core.notation import sym
 from ..core.primitives import Linear
 from ..core.terms import exact
 from ..model.parallel import Layout, tp_blocks
-from .states import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES  # noqa: F401 (the states' own constants)
 
 
 @dataclass(frozen=True)

@@ -58,12 +58,11 @@ from ..core.terms import exact
 from .activations import activations, dispatch_buffers, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
 from .flops import padded_parts, train_flops
-from .memory import ACT_BYTES
-from .plan import GRAD_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, Plan, layer_kinds, rank_stages
+from .plan import Plan, layer_kinds, rank_stages
 from .recompute import Recompute, add_up, recomputed_units
 from .schedule import held_states, in_flight
-from .setup import TrainSetup, check_capacity
-from .states import OFFLOAD, host_ops, host_traffic, param_groups, zero_terms
+from .setup import ACT_BYTES, TrainSetup, check_capacity
+from .states import GRAD_BYTES, OFFLOAD, OPTIMIZER_BYTES, WEIGHT_BYTES, host_ops, host_traffic, param_groups, zero_terms
 from .steptime import Links, bubble, collective_seconds, link_bytes_s, spans
 
 RECOMPUTES = ("none", "selective", "full")

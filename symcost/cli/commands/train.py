@@ -17,9 +17,8 @@ from ...core.units import human_bytes, human_count
 from ...serving.gpus import gpu as find_gpu
 from ...training import compare_presets, run, train_memory
 from ...training.comm import comm
-from ...training.memory import check_capacity
 from ...training.recompute import Recompute
-from ...training.setup import TrainSetup
+from ...training.setup import TrainSetup, check_capacity
 from .. import options as o
 from .common import check_positions
 
