@@ -51,7 +51,7 @@ def main():
     c0 = time.process_time()
     from symcost.architectures import loader
     from symcost.serving.deploy import compile_model, evaluate, layouts
-    from symcost.serving.gpus import gpu
+    from symcost.hardware.gpus import gpu
     c1 = time.process_time()
     m, raw = loader.build(MODEL), loader.read_json(MODEL)[1]
     g = gpu(GPU)

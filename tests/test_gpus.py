@@ -2,7 +2,7 @@
 import json
 
 from symcost.cli import main
-from symcost.serving.gpus import CATALOGUE, gpu
+from symcost.hardware.gpus import CATALOGUE, gpu
 
 
 def test_gpus_json_contract(capsys):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "symcost"
-LAYERS = [{"core"}, {"components"}, {"model"}, {"architectures"}, {"serving", "training"}, {"analysis"},
+LAYERS = [{"core"}, {"components"}, {"model"}, {"architectures"}, {"hardware"}, {"serving", "training"}, {"analysis"},
           {"documents"}, {"cli"}]
 RANK = {name: i for i, floor in enumerate(LAYERS) for name in floor}
 TOP = {"__init__", "__main__"}  # the package's face: may import anything

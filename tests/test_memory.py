@@ -5,7 +5,7 @@ import pytest
 
 import symcost
 from symcost.cli import main
-from symcost.serving.gpus import gpu
+from symcost.hardware.gpus import gpu
 from symcost.serving.memory import cache_bytes_total, inference_memory
 
 

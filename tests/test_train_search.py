@@ -17,7 +17,8 @@ import symcost
 from symcost.cli import main
 from symcost.core.errors import SymcostError
 from symcost.core.terms import exact
-from symcost.serving.gpus import gpu
+from symcost.hardware.gpus import gpu
+from symcost.hardware.links import Links
 from symcost.training.comm import comm
 from symcost.training.memory import train_memory
 from symcost.training.plan import Plan
@@ -25,7 +26,7 @@ from symcost.training.schedule import peak
 from symcost.training.search import MICRO, _held_states, candidates, evaluate, search
 from symcost.training.setup import Batch, TrainSetup, check_pipeline, micro_batches  # noqa: F401
 from symcost.training.states import States
-from symcost.training.steptime import Links, step_time
+from symcost.training.steptime import step_time
 
 FEATURES = {  # each new dimension, and the old ones, must be sampled
     "interleaved": lambda c: c["virtual_stages"] > 1,

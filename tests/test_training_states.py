@@ -11,7 +11,7 @@ import pytest
 import sympy
 
 import symcost
-import symcost.serving.gpus
+import symcost.hardware.gpus
 from symcost.cli import main
 from symcost.core.notation import sym
 from symcost.training.comm import comm
@@ -126,7 +126,7 @@ def test_hsdp_step_time_uses_two_spans(capsys):
     assert main(["comm", "llama-3.1-8b", "--seq", "2048", "--micro-batch", "1", "--dp", "32", "--zero", "3",
                  "--hsdp-shard", "8", "--gpu", "H100", "--alpha-us", "0", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
-    nv = symcost.serving.gpus.gpu("H100").link_gbs * 1e9
+    nv = symcost.hardware.gpus.gpu("H100").link_gbs * 1e9
     assert r["step"]["comm_s"]["dp"] == pytest.approx(r["bytes_per_step"]["dp"] / nv)
     assert r["step"]["comm_s"]["dp_replicate"] == pytest.approx(r["bytes_per_step"]["dp_replicate"] / 50e9)
 

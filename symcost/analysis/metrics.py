@@ -110,7 +110,7 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
     if o.T is not None:
         bound[sym.T] = sympy.Integer(o.T)
     if o.gpu is not None:
-        from ..serving.gpus import gpu as find_gpu  # lazy: check/scale on params|flops|cache load no serving/training
+        from ..hardware.gpus import gpu as find_gpu  # lazy: check/scale on params|flops|cache load no serving/training
         gv, _ = gpu_values(find_gpu(o.gpu), compute_dtype(ck), o.mem_util)
         bound.update(gv)
     if name in Latency.STEPS:

@@ -37,7 +37,7 @@ from ..core.errors import SymcostError
 from ..core.latex import texescape
 from ..core.notation import sym
 from ..core.terms import exact
-from ..serving.gpus import gpu
+from ..hardware.gpus import gpu
 from ..serving.memory import cache_bytes_total, inference_memory, leaf_bytes, weight_bytes
 from ..training import TrainSetup, train_flops, train_memory
 

@@ -13,7 +13,7 @@ from ..core.conventions import Phase
 from ..core.notation import sym
 from ..core.terms import exact
 from ..core.units import human_bytes
-from ..serving.gpus import gpu as find_gpu
+from ..hardware.gpus import gpu as find_gpu
 from ..serving.memory import cache_bytes_total, inference_memory
 
 FLAGSHIPS = ("nemotron-3-ultra-550b-a55b", "minimax-m3", "kimi-k2.5", "deepseek-v4-flash",

@@ -29,7 +29,7 @@ from ..core.primitives import Linear
 from ..core.terms import Terms, exact
 from ..core.units import dtype_bytes
 from ..model.parallel import Layout
-from .gpus import GPU
+from ..hardware.gpus import GPU
 
 
 def _rational(f: Fraction) -> sympy.Rational:

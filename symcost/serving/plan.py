@@ -40,7 +40,7 @@ from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..model.parallel import Layout
 from .formulas import activation_per_gpu, layout_values, serve_formulas, weights_per_gpu
-from .gpus import GPU
+from ..hardware.gpus import GPU
 from .memory import cache_bytes_total
 from .quant import checkpoint, scheme
 from .vllm import KVConfig

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..architectures import loader
 from ..core.units import human_bytes
 from .deploy import layouts
-from .gpus import gpu
+from ..hardware.gpus import gpu
 from .plan import ServeSetup, plan
 
 CASES = ("nemotron-3-ultra-550b-a55b", "minimax-m3")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ..hardware.links import Links
 from .flops import train_flops
-from .steptime import Links, step_time
 from .steptime import budget as budget_at
+from .steptime import step_time
 
 
 def links(gpu, *, ib_gbs: float, gpus_per_node: int, alpha_us: float, pcie_gbs: float) -> Links:

@@ -55,6 +55,7 @@ from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.numeric import compile_exprs, integer_ratio
 from ..core.terms import exact
+from ..hardware.links import Links, collective_seconds, link_bytes_s
 from .activations import activations, dispatch_buffers, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
 from .flops import padded_parts, train_flops
@@ -63,7 +64,7 @@ from .recompute import Recompute, add_up, recomputed_units
 from .schedule import held_states, in_flight
 from .setup import ACT_BYTES, TrainSetup, check_capacity
 from .states import GRAD_BYTES, OFFLOAD, OPTIMIZER_BYTES, WEIGHT_BYTES, host_ops, host_traffic, param_groups, zero_terms
-from .steptime import Links, bubble, collective_seconds, link_bytes_s, spans
+from .steptime import bubble, spans
 
 RECOMPUTES = ("none", "selective", "full")
 ZEROS = (0, 1, 2, 3)

@@ -7,8 +7,8 @@ from ...core.notation import sym
 from ...core.units import human_bytes
 from ...serving.deploy import NOTE as DEPLOY_NOTE
 from ...serving.deploy import deploy
-from ...serving.gpus import CATALOGUE
-from ...serving.gpus import gpu as find_gpu
+from ...hardware.gpus import CATALOGUE
+from ...hardware.gpus import gpu as find_gpu
 from ...serving.plan import NOTE as SERVE_NOTE
 from ...serving.plan import Layout, ServeSetup, memory
 from ...serving.roofline import NOTE as ROOF_NOTE

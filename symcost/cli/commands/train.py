@@ -14,7 +14,7 @@ from ...architectures import loader
 from ...core.errors import SymcostError
 from ...core.terms import Terms
 from ...core.units import human_bytes, human_count
-from ...serving.gpus import gpu as find_gpu
+from ...hardware.gpus import gpu as find_gpu
 from ...training import compare_presets, run, train_memory
 from ...training.comm import comm
 from ...training.recompute import Recompute

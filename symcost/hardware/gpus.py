@@ -56,7 +56,7 @@ class GPU:
 
 
 def _load() -> tuple[dict[str, GPU], dict[str, str]]:
-    data = json.loads((resources.files("symcost.serving") / "gpus.json").read_text(encoding="utf-8"))
+    data = json.loads((resources.files("symcost.hardware") / "gpus.json").read_text(encoding="utf-8"))
     cat = {}
     for g in data["gpus"]:
         p = g["peak_tflops"]

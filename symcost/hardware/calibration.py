@@ -1,0 +1,85 @@
+"""Measured kernel efficiencies by operation class: how far from the roofline real kernels run.
+
+A kernel of an operation class costs, on a GPU,
+
+    t = max(F / (P_dtype · η_c), Q / (BW · η_m)) + t_0
+
+F its FLOPs, Q its bytes moved, P_dtype the card's dense peak for the compute dtype, BW its HBM
+bandwidth; η_c, η_m ∈ (0, 1] and the floor t_0 (launch and tail latency) are **data**, measured per
+GPU and operation class and stored in ``kernels/<op_class>.json`` with their sources (published
+kernel measurements, vendor benchmarks, papers, aiconfigurator's measured databases — each row says
+which). Serving's latency model and training's step time read the same rows.
+
+Each file holds ``{"op_class", "about", "rows": [...]}``; a row has ``gpu`` (a catalogue name, or
+``"*"`` for the class's default), ``dtype`` (or ``"*"``), an optional regime (``m_min``/``m_max``:
+the GEMM's token rows M; ``bytes_min``/``bytes_max``: a collective's message size), ``eta_compute``,
+``eta_memory``, ``floor_us`` and ``source``. A lookup takes the most specific row that matches:
+the GPU before ``"*"``, the dtype before ``"*"``, a row with a regime before one without.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+from ..core.errors import SymcostError
+
+OP_CLASSES = (
+    "gemm",            # dense GEMM (projections, dense FFN, LM head), by M regime and dtype
+    "grouped_gemm",    # MoE expert GEMMs (fused-MoE / grouped GEMM), by rows per expert
+    "quant_gemm",      # weight-only or block-scaled quantised GEMMs (W4A16, FP8 block, FP4)
+    "attn_prefill",    # prefill / training-forward attention (FlashAttention-class kernels)
+    "attn_decode",     # decode attention incl. MLA decode kernels (FlashMLA, FlashInfer)
+    "attn_backward",   # attention backward (training)
+    "elementwise",     # norms, activations, rotary, residual adds: bandwidth-bound passes
+    "optimizer",       # the optimizer step (fused Adam): bandwidth-bound over the states
+    "collective",      # NCCL all-reduce / all-gather / reduce-scatter / all-to-all, by message size
+)
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """η_c (share of the dtype's dense peak), η_m (share of HBM bandwidth), t_0 seconds, and the
+    row's source."""
+    eta_compute: float
+    eta_memory: float
+    floor_s: float
+    source: str
+
+
+def _matches(row: dict, m, nbytes) -> bool:
+    for key, value in (("m", m), ("bytes", nbytes)):
+        lo, hi = row.get(f"{key}_min"), row.get(f"{key}_max")
+        if (lo is not None or hi is not None) and value is None:
+            return False
+        if lo is not None and value < lo or hi is not None and value > hi:
+            return False
+    return True
+
+
+@cache
+def rows(op_class: str) -> tuple[dict, ...]:
+    """The stored rows of one operation class (package data ``kernels/<op_class>.json``)."""
+    if op_class not in OP_CLASSES:
+        raise SymcostError(f"unknown operation class {op_class!r} (known: {', '.join(OP_CLASSES)})")
+    path = resources.files("symcost.hardware") / "kernels" / f"{op_class}.json"
+    if not path.is_file():
+        return ()
+    return tuple(json.loads(path.read_text(encoding="utf-8"))["rows"])
+
+
+def efficiency(gpu: str, op_class: str, *, dtype: str = "bf16", m=None, nbytes=None) -> Efficiency:
+    """The most specific measured row for ``gpu`` × ``op_class`` × ``dtype`` at GEMM rows ``m`` or
+    message size ``nbytes``; SymcostError naming the class when no row (not even a default) applies."""
+    best, rank = None, None
+    for row in rows(op_class):
+        if row["gpu"] not in (gpu, "*") or row.get("dtype", "*") not in (dtype, "*") or not _matches(row, m, nbytes):
+            continue
+        r = (row["gpu"] == gpu, row.get("dtype", "*") == dtype,
+             any(k in row for k in ("m_min", "m_max", "bytes_min", "bytes_max")))
+        if rank is None or r > rank:
+            best, rank = row, r
+    if best is None:
+        raise SymcostError(f"no calibration for {op_class} on {gpu} ({dtype}); pass --ideal for the roofline bound")
+    return Efficiency(best["eta_compute"], best["eta_memory"], best["floor_us"] * 1e-6, best["source"])

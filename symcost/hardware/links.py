@@ -1,0 +1,46 @@
+"""A cluster's links, the α–β cost of one collective on them (serving and training share these).
+
+    t = n·α + bytes/β        β = the GPU's scale-up (NVLink) bandwidth when the group's span fits in
+                             one NVLink domain (``gpus_per_node``), else the per-GPU scale-out link
+                             (InfiniBand/RoCE, ``ib_bytes_s``); CPU offload's host traffic over PCIe
+
+Functions take numbers or NumPy arrays (``train --search`` evaluates thousands of layouts at once).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def _select(cond, a, b):
+    if isinstance(cond, bool):
+        return a if cond else b
+    import numpy  # lazy: only train --search passes arrays (numpy is optional)
+    return numpy.where(cond, a, b)
+
+
+def link_bytes_s(dim: str, span, links: "Links"):
+    """β of a dimension's group: NVLink when its ``span`` fits in a node, else the scale-out
+    link; CPU offload's host traffic over PCIe."""
+    if dim == "host":
+        return links.pcie_bytes_s
+    return _select(span <= links.gpus_per_node, links.nvlink_bytes_s, links.ib_bytes_s)
+
+
+def collective_seconds(nbytes, count, beta, alpha):
+    """t_dim = n_dim·α + bytes_dim/β, 0 when the dimension sends nothing (numbers or arrays)."""
+    return _select(nbytes > 0, count * alpha + nbytes / beta, 0.0)
+
+
+@dataclass(frozen=True)
+class Links:
+    nvlink_bytes_s: float
+    ib_bytes_s: float = 50e9  # 400 Gb/s per GPU (one NDR ConnectX-7 NIC per GPU)
+    gpus_per_node: int = 8
+    alpha_s: float = 10e-6  # per collective launch and hop latency
+    pcie_bytes_s: float = 63e9  # host link per GPU and direction (PCIe 5.0 x16), for CPU offload
+
+    @classmethod
+    def of(cls, gpu, **rates) -> "Links":
+        """The links of a cluster of ``gpu``: its catalogue NVLink inside a node, the rest as given
+        (``ib_bytes_s``, ``gpus_per_node``, ``alpha_s``, ``pcie_bytes_s``) or the defaults above."""
+        return cls(nvlink_bytes_s=gpu.link_gbs * 1e9, **rates)
