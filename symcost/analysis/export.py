@@ -10,6 +10,10 @@ in ``keep``) and prints the rest as code whose arguments are the free symbols *b
   ``dtype=float64`` by default, because int64 silently wraps past 2^63 (a prefill at
   ``T = 2^21, B = 8`` does); pass ``dtype=object`` for exact Python integers element by element;
 * ``c`` — a ``double`` function (IEEE doubles: exact below 2^53, rounded beyond);
+* ``js`` — an ES module: ``export function name({T, B})`` (arguments by name, as one object), exact
+  rationals over ``BigInt`` (the runtime ``exact.js``, package data, is inlined: the module imports
+  nothing); a whole metric returns a ``BigInt``, any other the exact ``{n, d}`` (a ``BigInt`` when
+  whole). The HTML page (``documents.html``) evaluates the same functions;
 * ``latex``, ``sympy`` (``srepr``: code that rebuilds the exact expression, assumptions included),
   ``json`` (the formula string, parseable with ``symcost.parse``, and the free symbols).
 
@@ -21,6 +25,8 @@ in ``keep``) and prints the rest as code whose arguments are the free symbols *b
 from __future__ import annotations
 
 import json
+import re
+from importlib import resources
 from typing import Iterable, Mapping
 
 import sympy
@@ -32,7 +38,7 @@ from ..core.errors import SymcostError
 from ..core.exprparse import to_text
 from ..core.notation import by_name
 
-TARGETS = ("python", "numpy", "c", "latex", "sympy", "json")
+TARGETS = ("python", "numpy", "c", "latex", "sympy", "json", "js")
 
 
 class _ExactPython(PythonCodePrinter):
@@ -43,6 +49,14 @@ class _ExactPython(PythonCodePrinter):
 
     def _print_Half(self, e):
         return self._print_Rational(e)
+
+    def _print_Mul(self, e):
+        # a quotient of integers in Python is a float (``a/b``): divide a Fraction instead, so
+        # floor(x / N_tp) and the per-GPU shares stay exact (the JS export found the rounding)
+        num, den = e.as_numer_denom()
+        if den == 1 or not den.free_symbols and num == e * den and den.is_Integer:
+            return super()._print_Mul(e)
+        return f"Fraction({self._print(num)}) / ({self._print(den)})"
 
     def _print_ceiling(self, e):
         return f"_ceil({self._print(e.args[0])})"
@@ -65,6 +79,79 @@ class _Numpy(NumPyPrinter):
 
     def _print_Half(self, e):
         return self._print_Rational(e)
+
+
+# -- JavaScript: exact rationals over BigInt ---------------------------------------------------------
+_JS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_JS_RESERVED = {"do", "if", "in", "for", "let", "new", "try", "var", "case", "else", "enum", "eval", "null",
+                "this", "true", "void", "with", "await", "break", "catch", "class", "const", "false", "super",
+                "throw", "while", "yield", "delete", "export", "import", "public", "return", "static",
+                "switch", "typeof", "default", "extends", "finally", "package", "private", "continue",
+                "debugger", "function", "arguments", "interface", "protected", "implements", "instanceof"}
+_JS_CALLS = {sympy.Min: "$min", sympy.Max: "$max", sympy.floor: "$floor", sympy.ceiling: "$ceil",
+             sympy.Abs: "$abs"}
+_JS_RELATIONS = {sympy.StrictLessThan: "$lt", sympy.LessThan: "$le", sympy.StrictGreaterThan: "$gt",
+                 sympy.GreaterThan: "$ge", sympy.Equality: "$eq", sympy.Unequality: "$ne"}
+
+
+def js_runtime() -> str:
+    """The exact-arithmetic functions every exported JS formula calls (``exact.js``)."""
+    return resources.files(__package__).joinpath("exact.js").read_text(encoding="utf-8")
+
+
+def js_name(name: str) -> str:
+    """``name`` as a JS identifier (a notation symbol or a metric); SymcostError if it cannot be one."""
+    if not _JS_NAME.match(name) or name in _JS_RESERVED or name.startswith("$"):
+        raise SymcostError(f"--to js: {name[:40]!r} is not usable as a JavaScript name")
+    return name
+
+
+def js_expr(e) -> str:
+    """A SymPy expression as a JS expression over ``exact.js`` (a rational {n, d}); conditions of a
+    Piecewise as booleans. Only the nodes symcost's formulas use are printed; any other is an error."""
+    if e is sympy.true:
+        return "true"
+    if e is sympy.false:
+        return "false"
+    if isinstance(e, sympy.Integer):
+        return f"$q({int(e)}n)"
+    if isinstance(e, sympy.Rational):
+        return f"$q({e.p}n, {e.q}n)"
+    if isinstance(e, sympy.Symbol):
+        return js_name(e.name)
+    if isinstance(e, sympy.Add):
+        return "$add(" + ", ".join(js_expr(a) for a in e.args) + ")"
+    if isinstance(e, sympy.Mul):
+        return "$mul(" + ", ".join(js_expr(a) for a in e.args) + ")"
+    if isinstance(e, sympy.Pow):
+        if not e.exp.is_Integer:
+            raise SymcostError(f"--to js: a power with exponent {e.exp} has no exact rational value")
+        return f"$pow({js_expr(e.base)}, {int(e.exp)}n)"
+    for cls, fn in _JS_CALLS.items():
+        if isinstance(e, cls):
+            return fn + "(" + ", ".join(js_expr(a) for a in e.args) + ")"
+    for cls, fn in _JS_RELATIONS.items():
+        if isinstance(e, cls):
+            return f"{fn}({js_expr(e.lhs)}, {js_expr(e.rhs)})"
+    if isinstance(e, sympy.And):
+        return "(" + " && ".join(js_expr(a) for a in e.args) + ")"
+    if isinstance(e, sympy.Or):
+        return "(" + " || ".join(js_expr(a) for a in e.args) + ")"
+    if isinstance(e, sympy.Not):
+        return "!" + js_expr(e.args[0])
+    if isinstance(e, sympy.Piecewise):
+        return "$pw(" + ", ".join(f"[{js_expr(c)}, () => {js_expr(v)}]" for v, c in e.args) + ")"
+    raise SymcostError(f"--to js: {type(e).__name__} has no exact JavaScript form")
+
+
+def js_function(e: sympy.Expr, *, whole: bool = True, doc: str = "") -> str:
+    """An anonymous JS function of one object argument, the free symbols by name, returning a BigInt
+    (``whole``: throws on a fraction) or the exact rational (a BigInt when whole)."""
+    args = [js_name(s.name) for s in free_symbols(e)]
+    conv = "".join(f"  {a} = $arg({json.dumps(a)}, {a});\n" for a in args)
+    head = "function ({" + ", ".join(args) + "} = {}) {\n"
+    return (head + (f"  // {doc}\n" if doc else "") + conv
+            + f"  return {'$int' if whole else '$exact'}({js_expr(e)});\n}}")
 
 
 def free_symbols(expr: sympy.Expr) -> list[sympy.Symbol]:
@@ -105,6 +192,16 @@ def export(expr: sympy.Expr, values: Mapping, *, keep: Iterable[str] = (), to: s
                  f"# {doc}; free symbols: {', '.join(args) or 'none'}",
                  f"{name} = {sympy.srepr(e)}", ""]
         return "\n".join(lines)
+    if to == "js":
+        fn = js_function(e, whole=whole)
+        ident = js_name(name)
+        comment = doc.replace("*/", "* /")
+        return "\n".join([f"/* {comment}. Free symbols: {', '.join(args) or 'none'}.",
+                          f"   Call {ident}({{{', '.join(f'{a}: ...' for a in args)}}}) with numbers, BigInts or digit "
+                          f"strings; {'returns a BigInt' if whole else 'returns a BigInt when whole, else {n, d}'}. "
+                          f"Exported by symcost; imports nothing. */",
+                          js_runtime(), f"export function {ident}" + fn[len("function "):],
+                          f"export default {ident};", ""])
     sig = ", ".join(args)
     if to == "python":
         body = _ExactPython({"fully_qualified_modules": False}).doprint(e)

@@ -379,8 +379,8 @@ STRICT = Option(("--strict", "--exit-code"), "metric", "exit with status 1 when 
 MAP = Option(("--map",), "metric", "rename your symbols into the notation, e.g. --map m=d_ff --map c=2",
              action="append", metavar="NAME=EXPR", example="m=d_ff")
 TO = Option(("--to",), "metric", "python: exact int arithmetic; numpy: vectorised, float64 by default (dtype=object "
-            "for exact); c: double; latex; sympy: code rebuilding the expression; json (default python)",
-            choices=("python", "numpy", "c", "latex", "sympy", "json"), default="python", example="numpy")
+            "for exact); c: double; latex; sympy: code rebuilding the expression; json; js: an ES module, exact "
+            "BigInt (default python)", choices=("python", "numpy", "c", "latex", "sympy", "json", "js"), default="python", example="numpy")
 KEEP = Option(("--keep",), "metric", "comma-separated notation symbols left as arguments instead of the config's "
               "values, e.g. --keep d,L (default: only T, B and other inputs stay free)", default="",
               metavar="SYMS", example="d,L")
