@@ -106,9 +106,17 @@ def js_name(name: str) -> str:
     return name
 
 
-def js_expr(e) -> str:
+def js_expr(e, refs: Mapping | None = None) -> str:
     """A SymPy expression as a JS expression over ``exact.js`` (a rational {n, d}); conditions of a
-    Piecewise as booleans. Only the nodes symcost's formulas use are printed; any other is an error."""
+    Piecewise as booleans. Only the nodes symcost's formulas use are printed; any other is an error.
+    ``refs`` maps a ``Dummy`` to the key of another formula of the same page: it prints as
+    ``$ref(key, $in)``, that formula at the same inputs (the page defines ``$ref``)."""
+    if refs and e in refs:
+        return f"$ref({json.dumps(refs[e])}, $in)"
+    if refs is not None:
+        sub = lambda a: js_expr(a, refs)  # noqa: E731
+    else:
+        sub = js_expr
     if e is sympy.true:
         return "true"
     if e is sympy.false:
@@ -120,38 +128,38 @@ def js_expr(e) -> str:
     if isinstance(e, sympy.Symbol):
         return js_name(e.name)
     if isinstance(e, sympy.Add):
-        return "$add(" + ", ".join(js_expr(a) for a in e.args) + ")"
+        return "$add(" + ", ".join(sub(a) for a in e.args) + ")"
     if isinstance(e, sympy.Mul):
-        return "$mul(" + ", ".join(js_expr(a) for a in e.args) + ")"
+        return "$mul(" + ", ".join(sub(a) for a in e.args) + ")"
     if isinstance(e, sympy.Pow):
         if not e.exp.is_Integer:
             raise SymcostError(f"--to js: a power with exponent {e.exp} has no exact rational value")
-        return f"$pow({js_expr(e.base)}, {int(e.exp)}n)"
+        return f"$pow({sub(e.base)}, {int(e.exp)}n)"
     for cls, fn in _JS_CALLS.items():
         if isinstance(e, cls):
-            return fn + "(" + ", ".join(js_expr(a) for a in e.args) + ")"
+            return fn + "(" + ", ".join(sub(a) for a in e.args) + ")"
     for cls, fn in _JS_RELATIONS.items():
         if isinstance(e, cls):
-            return f"{fn}({js_expr(e.lhs)}, {js_expr(e.rhs)})"
+            return f"{fn}({sub(e.lhs)}, {sub(e.rhs)})"
     if isinstance(e, sympy.And):
-        return "(" + " && ".join(js_expr(a) for a in e.args) + ")"
+        return "(" + " && ".join(sub(a) for a in e.args) + ")"
     if isinstance(e, sympy.Or):
-        return "(" + " || ".join(js_expr(a) for a in e.args) + ")"
+        return "(" + " || ".join(sub(a) for a in e.args) + ")"
     if isinstance(e, sympy.Not):
-        return "!" + js_expr(e.args[0])
+        return "!" + sub(e.args[0])
     if isinstance(e, sympy.Piecewise):
-        return "$pw(" + ", ".join(f"[{js_expr(c)}, () => {js_expr(v)}]" for v, c in e.args) + ")"
+        return "$pw(" + ", ".join(f"[{sub(c)}, () => {sub(v)}]" for v, c in e.args) + ")"
     raise SymcostError(f"--to js: {type(e).__name__} has no exact JavaScript form")
 
 
-def js_function(e: sympy.Expr, *, whole: bool = True, doc: str = "") -> str:
-    """An anonymous JS function of one object argument, the free symbols by name, returning a BigInt
-    (``whole``: throws on a fraction) or the exact rational (a BigInt when whole)."""
-    args = [js_name(s.name) for s in free_symbols(e)]
-    conv = "".join(f"  {a} = $arg({json.dumps(a)}, {a});\n" for a in args)
-    head = "function ({" + ", ".join(args) + "} = {}) {\n"
+def js_function(e: sympy.Expr, *, whole: bool = True, doc: str = "", refs: Mapping | None = None) -> str:
+    """An anonymous JS function of one object argument ``$in`` holding the free symbols by name,
+    returning a BigInt (``whole``: throws on a fraction) or the exact rational (a BigInt when whole)."""
+    args = [js_name(s.name) for s in free_symbols(e) if not (refs and s in refs)]
+    conv = "".join(f"  const {a} = $arg({json.dumps(a)}, $in.{a});\n" for a in args)
+    head = "function ($in = {}) {\n"
     return (head + (f"  // {doc}\n" if doc else "") + conv
-            + f"  return {'$int' if whole else '$exact'}({js_expr(e)});\n}}")
+            + f"  return {'$int' if whole else '$exact'}({js_expr(e, refs)});\n}}")
 
 
 def free_symbols(expr: sympy.Expr) -> list[sympy.Symbol]:

@@ -1,0 +1,363 @@
+"""One self-contained HTML page per model: the summary, the derivation per component with its
+formulas typeset, and inputs a reader moves (T, batch, KV and weight dtypes, card, TP/PP/DP/EP);
+every number is recomputed in the page from the exported formulas.
+
+How the page is made, and why:
+
+* **Numbers**: every figure is a SymPy formula with the config's values substituted, exported by
+  ``analysis.export.js_function`` (the functions ``export --to js`` prints) over the exact runtime
+  ``analysis/exact.js`` (rationals over BigInt). The page script (``static/page.js``, fixed, from
+  symcost's package data) only calls those functions with the inputs; it parses no formula text and
+  never calls ``eval``. The discrete inputs pick among formulas computed here by the library (a KV
+  dtype, a weights dtype, a pipeline size change the formula, not just a symbol's value); the
+  layout rules (``Layout.vllm`` / ``TrainSetup.check``) are applied here for every offered
+  combination, and the page shows their message for a combination they refuse.
+* **Formulas**: MathML Core from SymPy's presentation printer, which Chromium (109+), Firefox and
+  Safari render natively: no fonts or typesetter to vendor, and the page stays small (DeepSeek-V3
+  well under 300 KB). Input symbols carry ``data-sym``; the page's formula view clones the math and
+  puts the current values in their place (the substituted form).
+* **Safety**: jinja2 autoescape for every config-derived string; the data block is JSON with ``<``,
+  ``>`` and ``&`` escaped; a Content-Security-Policy meta tag allows only the page's own two scripts
+  and one stylesheet (by SHA-256) and nothing from the network (``default-src 'none'``).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from dataclasses import replace
+from fractions import Fraction
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+import sympy
+from markupsafe import Markup
+from sympy.printing.mathml import MathMLPresentationPrinter
+
+from ..analysis.export import js_function, js_runtime
+from ..core.conventions import Phase
+from ..core.errors import SymcostError
+from ..core.notation import sym
+from ..core.terms import Terms
+from ..core.units import dtype_bytes
+from ..hardware.gpus import CATALOGUE
+from ..model.parallel import Layout
+from ..serving.memory import cache_bytes_terms
+from ..serving.formulas import ServeFormulas, activation_per_gpu, kv_formula, weights_per_gpu
+from ..serving.quant import checkpoint
+from ..training import train_memory
+from .summary import Inputs, summary, train_setup, train_total_formula
+
+#: the choices the page offers (every one computed here; the URL fragment may name only these)
+KV_DTYPES = ("bf16", "fp8", "fp32")
+WEIGHT_DTYPES = ("ckpt", "bf16", "fp8", "int4")
+TPS, PPS, DPS, EPS = (1, 2, 4, 8, 16), (1, 2, 4, 8), (1, 2, 4, 8, 16), (1, 2, 4, 8, 16, 32, 64)
+SERVE_TPS = (1, 2, 4, 8, 16, 32, 64)  # memory's gpus_needed tries these
+TRAIN_DPS = tuple(2**i for i in range(17))  # summary.train_gpus tries these
+#: symbols the page's inputs bind (everything else is the config's value, substituted here)
+INPUTS = (sym.T, sym.B, sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep, sym.M_gpu)
+PLOTS = {"prefill_flops": "prefill FLOPs", "decode_flops": "decode FLOPs per step", "kv_at_T": "cache bytes",
+         "serve_per_gpu": "serving bytes per GPU"}
+SIZE_LIMIT = 300 * 1024
+
+
+# -- MathML --------------------------------------------------------------------------------------------
+class _Printer(MathMLPresentationPrinter):
+    """SymPy's presentation MathML; an input symbol's element carries ``data-sym`` (its name)."""
+
+    def _print_Symbol(self, s, style="plain"):
+        el = super()._print_Symbol(s, style)
+        if s in INPUTS:
+            el.setAttribute("data-sym", s.name)
+        return el
+
+
+def mathml(expr, display: bool = False) -> str:
+    """``expr`` as one ``<math>`` element (MathML Core)."""
+    p = _Printer({"order": "none", "mul_symbol": None})
+    body = p._print(sympy.sympify(expr)).toxml()
+    block = ' display="block"' if display else ""
+    return f'<math xmlns="http://www.w3.org/1998/Math/MathML"{block}>{body}</math>'
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+
+
+def _json_for_html(obj) -> str:
+    """JSON safe inside a <script type="application/json"> element (no '</script>', no markup)."""
+    return (json.dumps(obj, separators=(",", ":"), ensure_ascii=True)
+            .replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+# -- the formulas the page evaluates --------------------------------------------------------------------
+class _Functions:
+    """The page's formulas by key: each a JS function (``js_function``) of the inputs by name."""
+
+    def __init__(self, values: dict):
+        self.values = values
+        self.code: dict[str, str] = {}
+        self.refs: dict = {}
+
+    def ref(self, key: str):
+        """A stand-in (a ``Dummy``) for formula ``key`` inside another formula: the page evaluates
+        ``key`` once per call instead of repeating its text in every formula that uses it."""
+        d = sympy.Dummy(key.replace("|", "_").replace("=", "_").replace("/", "_"))
+        self.refs[d] = key
+        return d
+
+    def add(self, key: str, expr, whole: bool = True) -> str:
+        with sympy.evaluate(False):  # SymPy's automatic simplification of floor/Max is slow; JS is exact anyway
+            e = sympy.sympify(expr).xreplace(self.values)
+        extra = e.free_symbols - set(INPUTS) - set(self.refs)
+        if extra:
+            raise SymcostError(f"html: formula {key} keeps {', '.join(sorted(s.name for s in extra))}")
+        self.code[key] = js_function(e, whole=whole, refs=self.refs)
+        return key
+
+    def script(self) -> str:
+        body = ",\n".join(f"{json.dumps(k)}: {v}" for k, v in self.code.items())
+        return (js_runtime() + "\n// another formula of this page at the same inputs\n"
+                "function $ref(k, $in) { return $arg(k, F[k]($in)); }\n"
+                "const F = {\n" + body + "\n};\n")
+
+
+def _variant(**kw) -> str:
+    return "|".join(f"{k}={v}" for k, v in kw.items())
+
+
+def serve_per_gpu_expr(f) -> sympy.Expr:
+    """``Plan.per_gpu_bytes`` as one expression: ⌈weights⌉ + ⌈activations⌉ + overhead + B·need·block bytes."""
+    with sympy.evaluate(False):
+        return (_ceil(f.weights.total) + _ceil(f.activation) + f.overhead
+                + sym.B * _ceil(f.kv.need) * _ceil(f.kv.block_bytes))
+
+
+def _ceil(e):
+    return sympy.ceiling(e, evaluate=False)
+
+
+def serve_max_batch_expr(f) -> sympy.Expr:
+    """``Plan.max_batch``: whole requests of T tokens the KV blocks hold (num_blocks // blocks per request)."""
+    with sympy.evaluate(False):
+        return sympy.floor(f.num_blocks / _ceil(f.kv.need), evaluate=False)
+
+
+def _positions(raw: dict, model) -> int:
+    P = model.values.get(sym.P)
+    if P is not None:
+        return int(P)
+    for cfg in (raw, raw.get("text_config") or {}):
+        v = cfg.get("max_position_embeddings")
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return v
+    return 2**21
+
+
+def _layout_tables(model) -> tuple[dict, dict, list]:
+    """Every offered (tp, pp, dp, ep): serving's N_* (``Layout.vllm`` + ``check``) or the index of its
+    refusal, training's sizes (``TrainSetup.check``) or the index of its refusal, and the refusals."""
+    serve, train, msgs = {}, {}, {}
+    for tp in TPS:
+        for pp in PPS:
+            for dp in DPS:
+                for ep in EPS:
+                    k = f"{tp},{pp},{dp},{ep}"
+                    try:
+                        lay = Layout.vllm(model, tp=tp, pp=pp, dp=dp, ep=ep)
+                        lay.check(model)
+                        v = lay.values()
+                        serve[k] = [int(v[s]) for s in (sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep)]
+                    except SymcostError as e:
+                        serve[k] = msgs.setdefault(str(e), len(msgs))
+                    try:
+                        TrainSetup_check(model, tp, pp, dp, ep)
+                        train[k] = [tp, pp, dp, ep]
+                    except SymcostError as e:
+                        train[k] = msgs.setdefault(str(e), len(msgs))
+    return serve, train, list(msgs)
+
+
+def TrainSetup_check(model, tp, pp, dp, ep):  # noqa: N802 (the class it checks)
+    from ..training.setup import TrainSetup
+    TrainSetup.of(seq=4096, micro_batch=1, dp=dp, tp=tp, pp=pp, ep=ep).check(model)
+
+
+def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
+    """Everything the template prints and the page's data and functions."""
+    T0 = inp.T_decode
+    vals = dict(model.values)
+    vals.update({sym.M: sympy.Integer(8192), sym.N_cp: sympy.Integer(1), sym.b_a: sympy.Integer(2)})
+    fns = _Functions(vals)
+    rows = summary(model, raw, inp)
+    # parameters and FLOPs
+    params, active = model.params(), model.active_params()
+    pre_ph, dec_ph = Phase(kind="prefill", mla=inp.mla), Phase(kind="decode", mla=inp.mla)
+    pre, dec = model.flops(pre_ph), model.flops(dec_ph)
+    fns.add("params_total", params.total)
+    fns.add("params_active", active.total)
+    fns.add("prefill_flops", pre.total)
+    fns.add("decode_flops", dec.total)
+    # the cache, per KV dtype
+    cache = model.cache()
+    for kv in KV_DTYPES:
+        ct = cache_bytes_terms(model, kv, cache)
+        fns.add(_variant(k="kv_at_T", kv=kv), ct.total)
+        in_T = sympy.expand(ct.total.xreplace(model.values))
+        per = sympy.diff(in_T, sym.T) if in_T.is_polynomial(sym.T) else None
+        if per is not None and not per.free_symbols - {sym.B}:
+            fns.add(_variant(k="kv_per_token", kv=kv), per)
+    # serving, per weights dtype × KV dtype: ``serve_formulas``' parts, each built once (the activation
+    # peak depends on neither dtype, the weights on one, the KV pages on the other)
+    fns.add("serve/activation", activation_per_gpu(model, lazy=True), whole=False)
+    fns.add("serve/overhead", sympy.Integer(2**30))
+    act, over = fns.ref("serve/activation"), fns.ref("serve/overhead")
+    kvs = {}
+    for kv in KV_DTYPES:
+        k = kv_formula(model, kv)
+        parts = {}
+        for name in ("block", "block_bytes", "groups", "need"):
+            parts[name] = fns.ref(fns.add(f"serve/kv_{name}|kv={kv}", getattr(k, name), whole=False))
+        kvs[kv] = replace(k, **parts)
+    ckpts = {}
+    for w in WEIGHT_DTYPES:
+        try:
+            ckpts[w] = checkpoint(model, raw, None if w == "ckpt" else w, False, None)
+        except SymcostError:
+            continue
+        fns.add(_variant(k="weights_stored", w=w), _ceil(ckpts[w].served_terms().total))
+        key = fns.add(f"serve/weights_exact|w={w}", weights_per_gpu(model, ckpts[w]).total, whole=False)
+        weights = Terms({"weights": fns.ref(key)})
+        for kv in KV_DTYPES:
+            # ``serve_formulas``' rules over the parts (each part a formula of its own, referenced)
+            f = ServeFormulas(weights, act, over, kvs[kv])
+            v = _variant(w=w, kv=kv)
+            fns.add("serve_per_gpu|" + v, serve_per_gpu_expr(f))
+            with sympy.evaluate(False):  # the same expressions, without SymPy's ordering proofs
+                fns.add("kv_capacity|" + v, f.kv_tokens)
+            fns.add("serve_max_batch|" + v, serve_max_batch_expr(f))
+            for name, e in (("weights", _ceil(f.weights.total)), ("activations", _ceil(f.activation)),
+                            ("overhead", f.overhead),
+                            ("kv_cache", sym.B * _ceil(f.kv.need) * _ceil(f.kv.block_bytes))):
+                fns.add(f"serve/{name}|" + v, e)
+    # training, per pipeline size (the stage composition); seq = T, micro-batch = B
+    train_pps = []
+    for pp in PPS:
+        try:
+            tm = train_memory(model, train_setup(replace(inp, T_prefill=T0), dp=max(1, inp.ep), tp=1, pp=pp,
+                                                 ep=1 if pp else 1))
+        except SymcostError:
+            continue
+        fns.add(f"train_per_gpu|pp={pp}", train_total_formula(tm))
+        train_pps.append(pp)
+    fsdp = train_memory(model, train_setup(replace(inp, T_prefill=T0), dp=2, tp=1, pp=1, ep=1, zero=3,
+                                           recompute="full"))
+    fns.add("train_fsdp", train_total_formula(fsdp))
+    # the derivation per component (depth 2), each term live
+    sections = []
+    for title, key, terms in (("Parameters", "params", params), (f"Prefill FLOPs ({pre_ph.describe()})", "prefill",
+                                                                  pre),
+                              (f"Decode FLOPs ({dec_ph.describe()})", "decode", dec)):
+        comps = []
+        for path, e in terms.prune().depth(2).items():
+            comps.append({"key": path, "fn": fns.add(f"{key}/{path}", e), "math": mathml(e)})
+        sections.append({"title": title, "key": key, "components": comps,
+                         "total_math": mathml(terms.total, display=True)})
+    if cache.prune():
+        comps = []
+        for path, e in cache_bytes_terms(model, "bf16", cache).prune().depth(2).items():
+            for kv in KV_DTYPES:
+                sub = cache_bytes_terms(model, kv, cache).prune().depth(2)[path]
+                fns.add(_variant(k=f"cache/{path}", kv=kv), sub)
+            comps.append({"key": path, "fn": f"cache/{path}", "math": mathml(e)})
+        sections.append({"title": "Cache bytes (b_kv: the KV dtype's bytes)", "key": "cache", "components": comps,
+                         "total_math": mathml(cache_bytes_terms(model, "bf16", cache).total, display=True)})
+    # the summary rows: how each is recomputed
+    live = {"params_total": ("params_total", []), "params_active": ("params_active", []),
+            "prefill_flops": ("prefill_flops", []), "decode_flops": ("decode_flops", []),
+            "kv_per_token": ("kv_per_token", ["kv"]), "kv_at_T": ("kv_at_T", ["kv"]),
+            "weights_stored": ("weights_stored", ["w"]), "serve_per_gpu": ("serve_per_gpu", ["w", "kv"]),
+            "kv_capacity": ("kv_capacity", ["w", "kv"]), "serve_gpus": ("serve_gpus", ["w", "kv"]),
+            "train_per_gpu": ("train_per_gpu", ["pp"]), "train_gpus": ("train_gpus", []),
+            "rule_2n": ("rule_2n", []), "rule_6n": (None, []), "rule_12ld2": ("rule_12ld2", []),
+            "rule_16b": ("rule_16b", [])}
+    out_rows = []
+    for r in rows:
+        fn, vary = live.get(r.key, (None, []))
+        symbolic = r.formula if r.formula is not None else None
+        out_rows.append({
+            "key": r.key, "label": r.label, "unit": r.unit, "convention": r.convention,
+            "value": None if r.value is None else (str(r.value) if isinstance(r.value, int) else f"{r.value:.4g}"),
+            "ratio": None if r.ratio is None else f"{r.ratio:.4f}", "rule_of": r.rule_of,
+            "fn": fn, "vary": vary, "notes": r.notes,
+            "math": mathml(symbolic, display=True) if symbolic is not None and r.key in FORMULA_VIEW else "",
+            "plugged": (mathml(sympy.sympify(symbolic).xreplace(vals), display=True)
+                        if symbolic is not None and r.key in FORMULA_VIEW else ""),
+        })
+    serve_tbl, train_tbl, refusals = _layout_tables(model)
+    serve_tps = []
+    for tp in SERVE_TPS:
+        try:
+            Layout(tp=tp).check(model)
+            serve_tps.append(tp)
+        except SymcostError:
+            pass
+    cards = {g.name: {"budget": str(int(g.usable_bytes * Fraction("0.9"))), "memory": str(g.memory_bytes)}
+             for g in CATALOGUE.values()}
+    defaults = {"T": T0, "B": inp.batch, "kv": inp.kv_dtype if inp.kv_dtype in KV_DTYPES else "bf16",
+                "w": inp.weights_dtype or "ckpt", "gpu": inp.gpu, "tp": inp.tp, "pp": inp.pp, "dp": inp.dp,
+                "ep": inp.ep, "plot": "prefill_flops", "row": "serve_per_gpu"}
+    data = {"model": model.name, "defaults": defaults, "T_max": _positions(raw, model),
+            "choices": {"kv": list(KV_DTYPES), "w": [w for w in WEIGHT_DTYPES if w in ckpts],
+                        "gpu": list(cards), "tp": list(TPS), "pp": list(PPS), "dp": list(DPS), "ep": list(EPS),
+                        "plot": list(PLOTS)},
+            "cards": cards, "serve_layouts": serve_tbl, "train_layouts": train_tbl,
+            "refusals": refusals, "serve_tps": serve_tps,
+            "train_pps": train_pps, "train_dps": list(TRAIN_DPS),
+            "rows": [{k: r[k] for k in ("key", "unit", "fn", "vary", "rule_of")} for r in out_rows],
+            "sections": [{"key": s["key"], "components": [c["key"] for c in s["components"]]} for s in sections],
+            "plots": PLOTS,
+            "kv_bytes": {kv: int(dtype_bytes(kv)) for kv in KV_DTYPES}}
+    return {"name": model.name, "model_type": model.model_type, "rows": out_rows, "sections": sections,
+            "data": data, "functions": fns.script(), "plots": PLOTS, "choices": data["choices"],
+            "defaults": defaults, "T_max": data["T_max"], "notes": list(model.notes)}
+
+
+#: summary rows whose formula the formula view shows (the others have none, or are rules)
+FORMULA_VIEW = ("params_total", "params_active", "prefill_flops", "decode_flops", "kv_at_T", "serve_per_gpu",
+                "kv_capacity", "train_per_gpu")
+
+
+def _static(name: str) -> str:
+    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("symcost.documents", "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True)
+    env.filters["commas"] = lambda n: f"{int(n):,}"
+    env.filters["log2"] = math.log2
+    return env
+
+
+def render_html(model, raw: dict, inp: Inputs = Inputs()) -> str:
+    """The page as one string (see the module docstring)."""
+    ctx = page_context(model, raw, inp)
+    functions, script, style = ctx.pop("functions"), _static("page.js"), _static("page.css")
+    csp = (f"default-src 'none'; script-src {_sha256(functions)} {_sha256(script)}; style-src {_sha256(style)}; "
+           "img-src 'none'; base-uri 'none'; form-action 'none'")
+    return environment().get_template("html.j2").render(
+        **ctx, csp=csp, style=Markup(style), functions=Markup(functions), script=Markup(script),
+        data_json=Markup(_json_for_html(ctx["data"])), math=Markup)
+
+
+def write_html(model, raw: dict, path, inp: Inputs = Inputs()) -> tuple[int, str]:
+    """Write the page; (bytes written, message)."""
+    text = render_html(model, raw, inp)
+    data = text.encode("utf-8")
+    Path(path).write_bytes(data)
+    return len(data), f"wrote {path} ({len(data):,} bytes)"
+
