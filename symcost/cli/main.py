@@ -39,6 +39,8 @@ COMMANDS = {
                   "symcost crossover llama-3.1-8b --metric cache --a total --b weights"),
     "sheet": ("documents", "write a LaTeX derivation (formula, numbers, exact result)",
               "symcost sheet deepseek-v3 -o deepseek-v3.tex --pdf"),
+    "html": ("documents", "write one self-contained HTML page: summary, derivation, inputs the reader moves",
+             "symcost html deepseek-v3 -o deepseek-v3.html --gpu H200 --tp 8"),
     "plot": ("documents", "cost vs T on log-log axes, one model or several (needs matplotlib)",
              "symcost plot llama-3.1-8b qwen3-next-80b-a3b-thinking --metric cache_bytes -o cache.png"),
     "train": ("train", "training memory per GPU and FLOPs per step",

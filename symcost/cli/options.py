@@ -395,6 +395,9 @@ VS = Option(("--vs",), "metric", "compare --a with another model's total instead
 # document: sheet and plot
 OUTPUT = Option(("-o", "--output"), "document", "the .tex file to write", required=True, example="sheet.tex")
 PDF = Option(("--pdf",), "document", "also build the PDF (latexmk or pdflatex)", action="store_true")
+HTML = Option(("--html",), "document", "also write the self-contained HTML page (the .tex path with .html): the "
+              "summary and the derivation, inputs live (symcost html)", action="store_true")
+HTML_OUTPUT = OUTPUT.but(help="the .html file to write", example="deepseek-v3.html")
 T_PREFILL = Option(("--T-prefill",), "document", "prompt tokens of the prefill section", kind=positive,
                    default=4096, dest="T_prefill", example="8K")
 T_DECODE = Option(("--T-decode",), "document", "cached context of the decode section", kind=positive,

@@ -55,7 +55,6 @@ KV_DTYPES = ("bf16", "fp8", "fp32")
 WEIGHT_DTYPES = ("ckpt", "bf16", "fp8", "int4")
 TPS, PPS, DPS, EPS = (1, 2, 4, 8, 16), (1, 2, 4, 8), (1, 2, 4, 8, 16), (1, 2, 4, 8, 16, 32, 64)
 SERVE_TPS = (1, 2, 4, 8, 16, 32, 64)  # memory's gpus_needed tries these
-TRAIN_DPS = tuple(2**i for i in range(17))  # summary.train_gpus tries these
 #: symbols the page's inputs bind (everything else is the config's value, substituted here)
 INPUTS = (sym.T, sym.B, sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep, sym.M_gpu)
 PLOTS = {"prefill_flops": "prefill FLOPs", "decode_flops": "decode FLOPs per step", "kv_at_T": "cache bytes",
@@ -252,9 +251,8 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
             continue
         fns.add(f"train_per_gpu|pp={pp}", train_total_formula(tm))
         train_pps.append(pp)
-    fsdp = train_memory(model, train_setup(replace(inp, T_prefill=T0), dp=2, tp=1, pp=1, ep=1, zero=3,
-                                           recompute="full"))
-    fns.add("train_fsdp", train_total_formula(fsdp))
+    # (the fewest GPUs to train is not live: full recomputation's working set, which it includes, is
+    # computed numerically by symcost.training.memory, not part of the train formula)
     # the derivation per component (depth 2), each term live
     sections = []
     for title, key, terms in (("Parameters", "params", params), (f"Prefill FLOPs ({pre_ph.describe()})", "prefill",
@@ -272,7 +270,7 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
                 sub = cache_bytes_terms(model, kv, cache).prune().depth(2)[path]
                 fns.add(_variant(k=f"cache/{path}", kv=kv), sub)
             comps.append({"key": path, "fn": f"cache/{path}", "math": mathml(e)})
-        sections.append({"title": "Cache bytes (b_kv: the KV dtype's bytes)", "key": "cache", "components": comps,
+        sections.append({"title": "Cache bytes at T", "key": "cache", "components": comps,
                          "total_math": mathml(cache_bytes_terms(model, "bf16", cache).total, display=True)})
     # the summary rows: how each is recomputed
     live = {"params_total": ("params_total", []), "params_active": ("params_active", []),
@@ -280,7 +278,7 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
             "kv_per_token": ("kv_per_token", ["kv"]), "kv_at_T": ("kv_at_T", ["kv"]),
             "weights_stored": ("weights_stored", ["w"]), "serve_per_gpu": ("serve_per_gpu", ["w", "kv"]),
             "kv_capacity": ("kv_capacity", ["w", "kv"]), "serve_gpus": ("serve_gpus", ["w", "kv"]),
-            "train_per_gpu": ("train_per_gpu", ["pp"]), "train_gpus": ("train_gpus", []),
+            "train_per_gpu": ("train_per_gpu", ["pp"]), "train_gpus": (None, []),
             "rule_2n": ("rule_2n", []), "rule_6n": (None, []), "rule_12ld2": ("rule_12ld2", []),
             "rule_16b": ("rule_16b", [])}
     out_rows = []
@@ -288,7 +286,8 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
         fn, vary = live.get(r.key, (None, []))
         symbolic = r.formula if r.formula is not None else None
         out_rows.append({
-            "key": r.key, "label": r.label, "unit": r.unit, "convention": r.convention,
+            "key": r.key, "label": (PAGE_LABELS.get(r.key, r.label) if r.key != "train_gpus" else
+                                    f"{r.label}; not live: at the initial inputs, on {inp.gpu}"), "unit": r.unit, "convention": r.convention,
             "value": None if r.value is None else (str(r.value) if isinstance(r.value, int) else f"{r.value:.4g}"),
             "ratio": None if r.ratio is None else f"{r.ratio:.4f}", "rule_of": r.rule_of,
             "fn": fn, "vary": vary, "notes": r.notes,
@@ -315,7 +314,7 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
                         "plot": list(PLOTS)},
             "cards": cards, "serve_layouts": serve_tbl, "train_layouts": train_tbl,
             "refusals": refusals, "serve_tps": serve_tps,
-            "train_pps": train_pps, "train_dps": list(TRAIN_DPS),
+            "train_pps": train_pps,
             "rows": [{k: r[k] for k in ("key", "unit", "fn", "vary", "rule_of")} for r in out_rows],
             "sections": [{"key": s["key"], "components": [c["key"] for c in s["components"]]} for s in sections],
             "plots": PLOTS,
@@ -325,6 +324,13 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
             "defaults": defaults, "T_max": data["T_max"], "notes": list(model.notes)}
 
 
+#: the page's row labels: the inputs move, so a label names them instead of the generation's values
+PAGE_LABELS = {"prefill_flops": "prefill FLOPs (T new tokens × B)", "decode_flops": "decode FLOPs of one step (context T, B)",
+               "kv_per_token": "cache bytes per token (× B)", "kv_at_T": "cache at T (B sequences)",
+               "weights_stored": "weights as stored", "serve_per_gpu": "serving memory per GPU (B requests of T)",
+               "kv_capacity": "KV capacity per GPU (tokens)", "serve_gpus": "fewest GPUs of the card to serve (TP)",
+               "train_per_gpu": "training memory per GPU (seq T, micro-batch B)",
+}
 #: summary rows whose formula the formula view shows (the others have none, or are rules)
 FORMULA_VIEW = ("params_total", "params_active", "prefill_flops", "decode_flops", "kv_at_T", "serve_per_gpu",
                 "kv_capacity", "train_per_gpu")

@@ -1,4 +1,4 @@
-"""Documents: ``sheet`` (a LaTeX derivation) and ``plot`` (cost vs T)."""
+"""Documents: ``sheet`` (a LaTeX derivation), ``html`` (the page with live inputs) and ``plot`` (cost vs T)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,25 +6,54 @@ from pathlib import Path
 from ...architectures import loader
 from ...core.conventions import Phase
 from ...core.errors import SymcostError
+from ...documents.html import EPS, KV_DTYPES as HTML_KV, PPS, TPS, DPS, WEIGHT_DTYPES, write_html
 from ...documents.report import write_sheet
+from ...documents.summary import Inputs
 from .. import options as o
 
+HTML_W = tuple(w for w in WEIGHT_DTYPES if w != "ckpt")
+
 OPTIONS = {
-    "sheet": (o.MODEL, o.OUTPUT, o.PDF, o.T_PREFILL, o.T_DECODE, o.BATCH,
+    "sheet": (o.MODEL, o.OUTPUT, o.PDF, o.HTML, o.T_PREFILL, o.T_DECODE, o.BATCH,
               o.DTYPE.but(help="cache dtype of the memory section (default bf16)"), *o.CONVENTIONS),
+    "html": (o.MODEL, o.HTML_OUTPUT, o.T.but(default=4096, help="the page's initial context T (the reader moves it)"),
+             o.BATCH, o.KV_DTYPE.but(choices=HTML_KV), o.WEIGHTS_DTYPE.but(choices=HTML_W),
+             o.GPU.but(default="H100", help="the page's initial card (symcost gpus)"),
+             *(row.but(choices=c) for row, c in ((o.TP, TPS), (o.PP, PPS), (o.DP, DPS), (o.EP, EPS)))),
     "plot": (o.MODELS, o.PLOT_METRIC, o.OUTPUT.but(help="the .png or .pdf file to write"), o.T_MIN, o.T_MAX,
              o.BATCH, o.DTYPE.but(help="cache dtype (cache_bytes)"), o.MLA),
 }
 
 
-def cmd_sheet(args, out):
-    m = loader.build(args.model)
+def _output(args, suffix: str, what: str) -> Path:
     _, source = loader.resolve(args.model)
     path = Path(args.output)
     if source is not None and path.exists() and path.resolve() == source.resolve():
         raise SymcostError(f"-o {args.output}: that is the model's config.json; choose another file")
-    if path.suffix != ".tex":
-        raise SymcostError(f"-o {args.output}: the sheet is LaTeX; give a path ending in .tex")
+    if path.suffix != suffix:
+        raise SymcostError(f"-o {args.output}: the {what}; give a path ending in {suffix}")
+    return path
+
+
+def _page(m, args, path: Path, **inputs) -> str:
+    """Write the HTML page (``documents.html``); its message."""
+    try:
+        return write_html(m, loader.read_json(args.model)[1], path, Inputs(**inputs))[1]
+    except OSError as e:
+        raise SymcostError(f"html: cannot write {path}: {e.strerror or e}") from None
+
+
+def cmd_html(args, out):
+    m = loader.build(args.model)
+    path = _output(args, ".html", "page is HTML")
+    message = _page(m, args, path, T_prefill=args.T, T_decode=args.T, batch=args.batch, kv_dtype=args.kv_dtype,
+                    weights_dtype=args.weights_dtype, gpu=args.gpu, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep)
+    out.emit({"model": m.name, "html": str(path), "message": message}, message)
+
+
+def cmd_sheet(args, out):
+    m = loader.build(args.model)
+    _output(args, ".tex", "sheet is LaTeX")
     phase = Phase(attention=args.attention, logits=args.logits, mla=args.mla, impl=args.impl)
     try:
         tex, pdf, message = write_sheet(m, args.output, pdf=args.pdf, T_prefill=args.T_prefill,
@@ -32,8 +61,15 @@ def cmd_sheet(args, out):
                                         prefill_phase=phase)
     except (RuntimeError, OSError) as e:
         raise SymcostError(f"sheet: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-    out.emit({"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message,
-              "mla": args.mla}, message)
+    payload = {"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message,
+               "mla": args.mla}
+    if args.html:  # the page at the sheet's decode context, batch and cache dtype
+        page = Path(args.output).with_suffix(".html")
+        payload["html"] = str(page)
+        payload["message"] = message = message + "; " + _page(m, args, page, T_prefill=args.T_decode,
+                                                              T_decode=args.T_decode, batch=args.batch,
+                                                              kv_dtype=args.dtype if args.dtype in HTML_KV else "bf16")
+    out.emit(payload, message)
 
 
 def cmd_plot(args, out):

@@ -74,6 +74,9 @@
     const lay = D.train_layouts[[S.tp, S.pp, S.dp, S.ep].join(",")];
     if (typeof lay === "number") return { error: "training layout: " + D.refusals[lay] };
     if (!D.train_pps.includes(S.pp)) return { error: "training: no pipeline of " + S.pp + " stages" };
+    // EP > 1 adds the experts' dispatch buffers, which symcost.training.memory computes numerically (not in
+    // the exported formula): the page does not show a number it cannot compute exactly
+    if (S.ep > 1) return { error: "EP > 1: dispatch buffers not in the formula (symcost train --ep " + S.ep + ")" };
     const [tp, , dp, ep] = lay.map(BigInt);
     return { T: BigInt(S.T), B: BigInt(S.B), N_tp: tp, N_dp: dp, N_ep: ep };
   }
@@ -96,11 +99,6 @@
       return { error: "none up to TP " + D.serve_tps[D.serve_tps.length - 1] };
     },
     train_per_gpu: () => { const e = trainEnv(); return e.error ? e : F["train_per_gpu|pp=" + S.pp](e); },
-    train_gpus: () => {
-      const mem = BigInt(D.cards[S.gpu].memory);
-      for (const n of D.train_dps) if (F.train_fsdp({ T: BigInt(S.T), B: BigInt(S.B), N_dp: BigInt(n) }) <= mem) return BigInt(n);
-      return { error: "none up to " + digits(D.train_dps[D.train_dps.length - 1]) + " GPUs" };
-    },
   };
   // a rule of thumb's ratio at the inputs, where it depends on them
   const RATIOS = {
@@ -234,17 +232,21 @@
       }
     }
     const list = [];
-    for (const m of marks) {
+    marks.forEach((m, i) => {
       svg.appendChild(el("circle", { cx: sx(m.T), cy: sy(m.v), r: 5, fill: "none", stroke: "#000", "stroke-width": 1.5, class: "crossover", "data-T": String(m.T) }));
-      list.push(m.label + " at T = " + digits(m.T));
-    }
+      svg.appendChild(el("text", { x: sx(m.T) + 7, y: sy(m.v) - 7, "font-size": 11 }, String(i + 1)));
+      const li = document.createElement("li");
+      li.textContent = (i + 1) + ": " + m.label + " at T = " + digits(m.T);
+      list.push(li);
+    });
+    $("crossovers").replaceChildren(...list);
     svg.appendChild(el("line", { x1: sx(S.T), x2: sx(S.T), y1: Y1, y2: Y0, stroke: "#555", "stroke-dasharray": "3 3" }));
-    list.slice(0, 8).forEach((t, i) => svg.appendChild(el("text", { x: X1 + 8, y: 30 + 16 * (cs.length + 1 + i), "font-size": 11 }, "○ " + t)));
   }
 
   // -- wiring ------------------------------------------------------------------------------------
   function render() {
     writeHash();
+    $("at").textContent = "at T = " + digits(S.T) + ", B = " + S.B + ", KV " + S.kv + ", weights " + (S.w === "ckpt" ? "checkpoint" : S.w) + ", " + S.gpu + ", TP" + S.tp + "·PP" + S.pp + "·DP" + S.dp + "·EP" + S.ep;
     syncInputs();
     renderSummary();
     renderDerivation();
