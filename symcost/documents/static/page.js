@@ -151,10 +151,19 @@
     const env = envFor(S.row), out = fv.querySelector(".subst");
     const m = fv.querySelector(".plugged math").cloneNode(true);
     if (!env.error) {
+      const dot = () => { const o = document.createElementNS(MATH, "mo"); o.textContent = "\u00b7"; return o; };
+      const factor = (e) => e && e.localName !== "mo";
       for (const el of m.querySelectorAll("[data-sym]")) {
         const mn = document.createElementNS(MATH, "mn");
         mn.textContent = String(env[el.dataset.sym]);
         el.replaceWith(mn);
+        // a number next to another factor needs a visible product sign: N_ep N_tp -> 1 · 8, not 18
+        const row = mn.parentElement && (mn.parentElement.localName === "mrow" || mn.parentElement.localName === "math");
+        if (!row) continue; // a fraction's or a script's parts keep their arity: 6/N_pp -> 6/2
+        for (const [side, where] of [[mn.previousElementSibling, "before"], [mn.nextElementSibling, "after"]]) {
+          if (side && side.localName === "mo" && side.textContent === "\u2062") side.textContent = "\u00b7";
+          else if (factor(side)) mn[where](dot());
+        }
       }
     }
     out.replaceChildren(m);
@@ -204,7 +213,7 @@
     const ys = cs.map((c) => Ts.map((T) => asNum(c.at(T))));
     const pos = ys.flat().filter((v) => v > 0);
     const ymin = Math.log10(Math.min(...pos)), ymax = Math.log10(Math.max(...pos)) + 0.05;
-    const X0 = 70, X1 = 560, Y0 = 300, Y1 = 20;
+    const X0 = 70, X1 = 600, Y0 = 300, Y1 = 20;
     const sx = (T) => X0 + (X1 - X0) * Math.log2(Number(T)) / lmax;
     const sy = (v) => (v > 0 ? Y0 - (Y0 - Y1) * (Math.log10(v) - ymin) / Math.max(ymax - ymin, 1e-9) : Y0);
     svg.appendChild(el("rect", { x: X0, y: Y1, width: X1 - X0, height: Y0 - Y1, fill: "none", stroke: "#999" }));
@@ -222,7 +231,11 @@
       svg.appendChild(el("text", { x: X1 + 8, y: 30 + 16 * i, fill: COLORS[i % COLORS.length], "font-size": 12 }, c.name));
     });
     const marks = [];
-    for (let i = 1; i < cs.length; i++) for (let j = i + 1; j < cs.length; j++) {
+    const same = (i, j) => ys[i].every((v, k) => v === ys[j][k]);
+    const distinct = []; // curves equal at every sample (keys and values) cross nothing new
+    for (let i = 1; i < cs.length; i++) if (!distinct.some((h) => same(h, i))) distinct.push(i);
+    for (const i of distinct) for (const j of distinct) {
+      if (j <= i) continue;
       for (let k = 0; k < n && marks.length < 8; k++) {
         const d0 = Math.sign(ys[i][k] - ys[j][k]), d1 = Math.sign(ys[i][k + 1] - ys[j][k + 1]);
         if (d0 !== 0 && d1 !== 0 && d0 !== d1 && Ts[k + 1] > Ts[k]) {
