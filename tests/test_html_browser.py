@@ -63,7 +63,7 @@ class Browser:
              "--no-first-run", "--no-default-browser-check", "--disable-extensions", "--mute-audio",
              f"--user-data-dir={self.profile}", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=False, preexec_fn=fds)
+            close_fds=False, preexec_fn=fds)  # noqa: PLW1509 (no threads start Chromium)
         os.close(to_chrome_r)
         os.close(from_chrome_w)
         self._buf, self._id, self.events = b"", 0, []
@@ -208,7 +208,8 @@ CASES = [
                       "ep": 1}, {"in-T": ("64K", "T", 65536), "in-kv": ("bf16", "kv", "bf16"),
                                  "in-tp": ("4", "tp", 4)}),
     ("deepseek-v3", {"T": 32768, "B": 4, "kv": "bf16", "w": "ckpt", "gpu": "H200", "tp": 8, "pp": 1, "dp": 8,
-                     "ep": 8}, {"in-B": ("16", "B", 16), "in-w": ("int4", "w", "int4"), "in-T": ("100000", "T", 100000)}),
+                     "ep": 8}, {"in-B": ("16", "B", 16), "in-w": ("int4", "w", "int4"),
+                                "in-T": ("100000", "T", 100000)}),
     ("nemotron-3-nano-30b-a3b", {"T": 8192, "B": 2, "kv": "fp8", "w": "fp8", "gpu": "H100", "tp": 1, "pp": 2,
                                  "dp": 1, "ep": 1}, {"in-T": ("128K", "T", 131072), "in-gpu": ("B200", "gpu", "B200")}),
 ]
@@ -254,8 +255,9 @@ def test_derivation_and_plot_follow_the_inputs(browser, pages, capsys):
     """The per-component values equal ``flops --json``'s breakdown; the plot marks exact crossovers."""
     path, _ = pages["llama-3.1-8b"]
     browser.open(path.as_uri() + "#T=4096&B=2")
-    parts = browser.js("Object.fromEntries([...document.querySelectorAll('table.comp[data-section=prefill] tr[data-fn]')]"
-                       ".map(tr => [tr.querySelector('code').textContent, tr.querySelector('td.v').dataset.value]))")
+    parts = browser.js("Object.fromEntries([...document.querySelectorAll("
+                       "'table.comp[data-section=prefill] tr[data-fn]')].map(tr => "
+                       "[tr.querySelector('code').textContent, tr.querySelector('td.v').dataset.value]))")
     want = cli(["flops", "llama-3.1-8b", "--phase", "prefill", "--T", "4096", "--batch", "2"], capsys)["breakdown"]
     assert {k: int(v) for k, v in parts.items()} == {k: v for k, v in want.items() if v}
     marks = browser.js("[...document.querySelectorAll('#plot circle.crossover')].map(c => c.dataset.T)")

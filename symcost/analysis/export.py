@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Mapping
 from importlib import resources
-from typing import Iterable, Mapping
 
 import sympy
 from sympy.printing.c import C99CodePrinter
@@ -113,10 +113,8 @@ def js_expr(e, refs: Mapping | None = None) -> str:
     ``$ref(key, $in)``, that formula at the same inputs (the page defines ``$ref``)."""
     if refs and e in refs:
         return f"$ref({json.dumps(refs[e])}, $in)"
-    if refs is not None:
-        sub = lambda a: js_expr(a, refs)  # noqa: E731
-    else:
-        sub = js_expr
+    def sub(a):
+        return js_expr(a, refs)
     if e is sympy.true:
         return "true"
     if e is sympy.false:
@@ -205,9 +203,9 @@ def export(expr: sympy.Expr, values: Mapping, *, keep: Iterable[str] = (), to: s
         ident = js_name(name)
         comment = doc.replace("*/", "* /")
         return "\n".join([f"/* {comment}. Free symbols: {', '.join(args) or 'none'}.",
-                          f"   Call {ident}({{{', '.join(f'{a}: ...' for a in args)}}}) with numbers, BigInts or digit "
-                          f"strings; {'returns a BigInt' if whole else 'returns a BigInt when whole, else {n, d}'}. "
-                          f"Exported by symcost; imports nothing. */",
+                          (f"   Call {ident}({{{', '.join(f'{a}: ...' for a in args)}}}) with numbers, BigInts "
+                          f"or digit strings; returns {'a BigInt' if whole else 'a BigInt when whole, else {n, d}'}. "
+                          f"Exported by symcost; imports nothing. */"),
                           js_runtime(), f"export function {ident}" + fn[len("function "):],
                           f"export default {ident};", ""])
     sig = ", ".join(args)

@@ -44,10 +44,12 @@ from ..core.terms import Terms
 from ..core.units import dtype_bytes
 from ..hardware.gpus import CATALOGUE
 from ..model.parallel import Layout
-from ..serving.memory import cache_bytes_terms
 from ..serving.formulas import ServeFormulas, activation_per_gpu, kv_formula, weights_per_gpu
+from ..serving.memory import cache_bytes_terms
+from ..serving.plan import ServeSetup
 from ..serving.quant import checkpoint
 from ..training import train_memory
+from ..training.setup import ACT_BYTES, TrainSetup
 from .summary import Inputs, summary, train_setup, train_total_formula
 
 #: the choices the page offers (every one computed here; the URL fragment may name only these)
@@ -60,6 +62,8 @@ INPUTS = (sym.T, sym.B, sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep, sym.M_gpu)
 PLOTS = {"prefill_flops": "prefill FLOPs", "decode_flops": "decode FLOPs per step", "kv_at_T": "cache bytes",
          "serve_per_gpu": "serving bytes per GPU"}
 SIZE_LIMIT = 300 * 1024
+#: ``memory``'s defaults for what the page does not offer (mem_util, max_batched_tokens, overhead)
+SERVE = ServeSetup()
 
 
 # -- MathML --------------------------------------------------------------------------------------------
@@ -172,23 +176,21 @@ def _layout_tables(model) -> tuple[dict, dict, list]:
                     except SymcostError as e:
                         serve[k] = msgs.setdefault(str(e), len(msgs))
                     try:
-                        TrainSetup_check(model, tp, pp, dp, ep)
+                        TrainSetup.of(seq=4096, micro_batch=1, dp=dp, tp=tp, pp=pp, ep=ep).check(model)
                         train[k] = [tp, pp, dp, ep]
                     except SymcostError as e:
                         train[k] = msgs.setdefault(str(e), len(msgs))
     return serve, train, list(msgs)
 
 
-def TrainSetup_check(model, tp, pp, dp, ep):  # noqa: N802 (the class it checks)
-    from ..training.setup import TrainSetup
-    TrainSetup.of(seq=4096, micro_batch=1, dp=dp, tp=tp, pp=pp, ep=ep).check(model)
-
-
-def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
-    """Everything the template prints and the page's data and functions."""
+def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
+    """Everything the template prints and the page's data and functions (``inp``: the initial inputs;
+    the engine settings the page does not offer keep ``memory``'s and ``train``'s defaults)."""
+    inp = inp or Inputs()
     T0 = inp.T_decode
     vals = dict(model.values)
-    vals.update({sym.M: sympy.Integer(8192), sym.N_cp: sympy.Integer(1), sym.b_a: sympy.Integer(2)})
+    vals.update({sym.M: sympy.Integer(SERVE.max_batched_tokens), sym.N_cp: sympy.Integer(1),
+                 sym.b_a: sympy.Integer(ACT_BYTES["bf16"])})
     fns = _Functions(vals)
     rows = summary(model, raw, inp)
     # parameters and FLOPs
@@ -211,7 +213,7 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
     # serving, per weights dtype × KV dtype: ``serve_formulas``' parts, each built once (the activation
     # peak depends on neither dtype, the weights on one, the KV pages on the other)
     fns.add("serve/activation", activation_per_gpu(model, lazy=True), whole=False)
-    fns.add("serve/overhead", sympy.Integer(2**30))
+    fns.add("serve/overhead", sympy.Integer(int(Fraction(str(SERVE.overhead_gib)) * 2**30)))
     act, over = fns.ref("serve/activation"), fns.ref("serve/overhead")
     kvs = {}
     for kv in KV_DTYPES:
@@ -245,8 +247,7 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
     train_pps = []
     for pp in PPS:
         try:
-            tm = train_memory(model, train_setup(replace(inp, T_prefill=T0), dp=max(1, inp.ep), tp=1, pp=pp,
-                                                 ep=1 if pp else 1))
+            tm = train_memory(model, train_setup(replace(inp, T_prefill=T0), dp=1, tp=1, pp=pp, ep=1))
         except SymcostError:
             continue
         fns.add(f"train_per_gpu|pp={pp}", train_total_formula(tm))
@@ -284,10 +285,12 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
     out_rows = []
     for r in rows:
         fn, vary = live.get(r.key, (None, []))
-        symbolic = r.formula if r.formula is not None else None
+        symbolic = r.formula
         out_rows.append({
-            "key": r.key, "label": (PAGE_LABELS.get(r.key, r.label) if r.key != "train_gpus" else
-                                    f"{r.label}; not live: at the initial inputs, on {inp.gpu}"), "unit": r.unit, "convention": r.convention,
+            "key": r.key,
+            "label": (PAGE_LABELS.get(r.key, r.label) if r.key != "train_gpus" else
+                      f"{r.label}; not live: at the initial inputs, on {inp.gpu}"),
+            "unit": r.unit, "convention": r.convention,
             "value": None if r.value is None else (str(r.value) if isinstance(r.value, int) else f"{r.value:.4g}"),
             "ratio": None if r.ratio is None else f"{r.ratio:.4f}", "rule_of": r.rule_of,
             "fn": fn, "vary": vary, "notes": r.notes,
@@ -303,7 +306,8 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
             serve_tps.append(tp)
         except SymcostError:
             pass
-    cards = {g.name: {"budget": str(int(g.usable_bytes * Fraction("0.9"))), "memory": str(g.memory_bytes)}
+    # M_gpu as ``plan`` computes it: usable memory × mem_util (0.9)
+    cards = {g.name: {"budget": str(int(g.usable_bytes * Fraction(str(SERVE.mem_util)))), "memory": str(g.memory_bytes)}
              for g in CATALOGUE.values()}
     defaults = {"T": T0, "B": inp.batch, "kv": inp.kv_dtype if inp.kv_dtype in KV_DTYPES else "bf16",
                 "w": inp.weights_dtype or "ckpt", "gpu": inp.gpu, "tp": inp.tp, "pp": inp.pp, "dp": inp.dp,
@@ -325,7 +329,8 @@ def page_context(model, raw: dict, inp: Inputs = Inputs()) -> dict:
 
 
 #: the page's row labels: the inputs move, so a label names them instead of the generation's values
-PAGE_LABELS = {"prefill_flops": "prefill FLOPs (T new tokens × B)", "decode_flops": "decode FLOPs of one step (context T, B)",
+PAGE_LABELS = {"prefill_flops": "prefill FLOPs (T new tokens × B)",
+               "decode_flops": "decode FLOPs of one step (context T, B)",
                "kv_per_token": "cache bytes per token (× B)", "kv_at_T": "cache at T (B sequences)",
                "weights_stored": "weights as stored", "serve_per_gpu": "serving memory per GPU (B requests of T)",
                "kv_capacity": "KV capacity per GPU (tokens)", "serve_gpus": "fewest GPUs of the card to serve (TP)",
@@ -349,7 +354,7 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render_html(model, raw: dict, inp: Inputs = Inputs()) -> str:
+def render_html(model, raw: dict, inp: Inputs | None = None) -> str:
     """The page as one string (see the module docstring)."""
     ctx = page_context(model, raw, inp)
     functions, script, style = ctx.pop("functions"), _static("page.js"), _static("page.css")
@@ -360,7 +365,7 @@ def render_html(model, raw: dict, inp: Inputs = Inputs()) -> str:
         data_json=Markup(_json_for_html(ctx["data"])), math=Markup)
 
 
-def write_html(model, raw: dict, path, inp: Inputs = Inputs()) -> tuple[int, str]:
+def write_html(model, raw: dict, path, inp: Inputs | None = None) -> tuple[int, str]:
     """Write the page; (bytes written, message)."""
     text = render_html(model, raw, inp)
     data = text.encode("utf-8")

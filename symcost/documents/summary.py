@@ -118,7 +118,8 @@ def serve_setup(model, inp: Inputs) -> ServeSetup:
 
 def train_setup(inp: Inputs, **over) -> TrainSetup:
     """``train``'s ``TrainSetup`` for these inputs (seq = T_prefill, micro-batch = batch)."""
-    opts = dict(seq=inp.T_prefill, micro_batch=inp.batch, **train_layout(inp), zero=inp.zero, recompute=inp.recompute, optimizer=inp.optimizer)
+    opts = dict(seq=inp.T_prefill, micro_batch=inp.batch, **train_layout(inp), zero=inp.zero,
+                recompute=inp.recompute, optimizer=inp.optimizer)
     return TrainSetup.of(**{**opts, **over})
 
 

@@ -6,7 +6,8 @@ from pathlib import Path
 from ...architectures import loader
 from ...core.conventions import Phase
 from ...core.errors import SymcostError
-from ...documents.html import EPS, KV_DTYPES as HTML_KV, PPS, TPS, DPS, WEIGHT_DTYPES, write_html
+from ...documents.html import DPS, EPS, PPS, TPS, WEIGHT_DTYPES, write_html
+from ...documents.html import KV_DTYPES as HTML_KV
 from ...documents.report import write_sheet
 from ...documents.summary import Inputs
 from .. import options as o
