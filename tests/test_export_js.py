@@ -25,6 +25,7 @@ CASES = [("llama-3.1-8b", "flops", ["--phase", "prefill", "--attention", "causal
          ("deepseek-v3", "flops", ["--phase", "decode", "--mla", "absorb"], ""),
          ("nemotron-3-nano-30b-a3b", "cache_bytes", [], ""),
          ("deepseek-v3", "serve_memory", [], ""),
+         ("deepseek-v4-flash", "cache_bytes", [], ""),  # Mod(T, m): the compressed cache's ring buffers
          ("llama-3.1-8b", "kv_capacity", ["--gpu", "H100"], ""),
          ("llama-3.1-8b", "max_concurrency", ["--gpu", "H100"], "")]
 

@@ -35,6 +35,8 @@ function $floor(x) {
   return $q(f);
 }
 function $ceil(x) { const f = $floor($q(-x.n, x.d)); return $q(-f.n); }
+// Mod(a, b) as SymPy (and Python) define it: a - b·floor(a/b), the sign of b
+function $mod(a, b) { return $add(a, $mul($q(-1n), b, $floor($mul(a, $q(b.d, b.n))))); }
 function $abs(x) { return x.n < 0n ? $q(-x.n, x.d) : x; }
 function $lt(x, y) { return $cmp(x, y) < 0; }
 function $le(x, y) { return $cmp(x, y) <= 0; }

@@ -89,7 +89,7 @@ _JS_RESERVED = {"do", "if", "in", "for", "let", "new", "try", "var", "case", "el
                 "switch", "typeof", "default", "extends", "finally", "package", "private", "continue",
                 "debugger", "function", "arguments", "interface", "protected", "implements", "instanceof"}
 _JS_CALLS = {sympy.Min: "$min", sympy.Max: "$max", sympy.floor: "$floor", sympy.ceiling: "$ceil",
-             sympy.Abs: "$abs"}
+             sympy.Abs: "$abs", sympy.Mod: "$mod"}
 _JS_RELATIONS = {sympy.StrictLessThan: "$lt", sympy.LessThan: "$le", sympy.StrictGreaterThan: "$gt",
                  sympy.GreaterThan: "$ge", sympy.Equality: "$eq", sympy.Unequality: "$ne"}
 

@@ -187,6 +187,9 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
     """Everything the template prints and the page's data and functions (``inp``: the initial inputs;
     the engine settings the page does not offer keep ``memory``'s and ``train``'s defaults)."""
     inp = inp or Inputs()
+    T_max = _positions(raw, model)
+    if inp.T_decode > T_max or inp.T_prefill > T_max:  # the page's T never passes the model's positions
+        inp = replace(inp, T_prefill=min(inp.T_prefill, T_max), T_decode=min(inp.T_decode, T_max))
     T0 = inp.T_decode
     vals = dict(model.values)
     vals.update({sym.M: sympy.Integer(SERVE.max_batched_tokens), sym.N_cp: sympy.Integer(1),
@@ -312,7 +315,7 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
     defaults = {"T": T0, "B": inp.batch, "kv": inp.kv_dtype if inp.kv_dtype in KV_DTYPES else "bf16",
                 "w": inp.weights_dtype or "ckpt", "gpu": inp.gpu, "tp": inp.tp, "pp": inp.pp, "dp": inp.dp,
                 "ep": inp.ep, "plot": "prefill_flops", "row": "serve_per_gpu"}
-    data = {"model": model.name, "defaults": defaults, "T_max": _positions(raw, model),
+    data = {"model": model.name, "defaults": defaults, "T_max": T_max,
             "choices": {"kv": list(KV_DTYPES), "w": [w for w in WEIGHT_DTYPES if w in ckpts],
                         "gpu": list(cards), "tp": list(TPS), "pp": list(PPS), "dp": list(DPS), "ep": list(EPS),
                         "plot": list(PLOTS)},

@@ -1,0 +1,105 @@
+"""The HTML page without a browser: self-contained, a strict CSP that names exactly its own scripts and
+style, escaped config strings, the size limit, the generation time against ``sheet``, and the
+command's bad inputs (exit 2, one line, nothing written). The browser tests are test_html_browser.py."""
+import base64
+import hashlib
+import html
+import json
+import re
+import time
+
+import pytest
+
+from symcost.architectures import loader
+from symcost.cli import main
+from symcost.documents.html import SIZE_LIMIT, render_html
+from symcost.documents.report import write_sheet
+
+
+@pytest.fixture(scope="module")
+def deepseek():
+    return render_html(loader.build("deepseek-v3"), loader.read_json("deepseek-v3")[1])
+
+
+def _sha(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def test_self_contained_under_the_size_limit_with_a_strict_csp(deepseek):
+    assert len(deepseek.encode()) < SIZE_LIMIT
+    csp = html.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', deepseek)[1])
+    assert csp.startswith("default-src 'none';") and "unsafe" not in csp and "http" not in csp
+    scripts = re.findall(r"<script>(.*?)</script>", deepseek, re.S)
+    styles = re.findall(r"<style>(.*?)</style>", deepseek, re.S)
+    assert len(scripts) == 2 and len(styles) == 1
+    allowed = re.search(r"script-src ([^;]+);", csp)[1].split()
+    assert sorted(allowed) == sorted(_sha(s) for s in scripts)  # nothing else may run
+    assert re.search(r"style-src ([^;]+);", csp)[1] == _sha(styles[0])
+    for bad in ("http://", "https://", "<link", "<iframe", "@import", "src="):
+        page = deepseek.replace("http://www.w3.org/1998/Math/MathML", "").replace("http://www.w3.org/2000/svg", "")
+        assert bad not in page, bad
+    for code in scripts:  # the page evaluates the exported functions; it never compiles text
+        assert "eval(" not in code and "Function(" not in code and "innerHTML" not in code
+
+
+def test_data_block_is_json_and_formulas_are_functions(deepseek):
+    data = json.loads(re.search(r'<script type="application/json" id="symcost-data">(.*?)</script>', deepseek,
+                                re.S)[1])
+    assert data["model"] == "deepseek-v3" and data["T_max"] == 163840
+    functions = re.findall(r"<script>(.*?)</script>", deepseek, re.S)[0]
+    keys = set(re.findall(r'^"([^"]+)": function', functions, re.M))
+    needed = {r["fn"] for r in data["rows"] if r["fn"]} - {"kv_per_token", "kv_at_T", "weights_stored",
+                                                           "serve_per_gpu", "kv_capacity", "serve_gpus",
+                                                           "train_per_gpu", "rule_2n", "rule_12ld2", "rule_16b"}
+    assert needed <= keys
+    assert "serve_per_gpu|w=ckpt|kv=fp8" in keys and "train_per_gpu|pp=4" in keys
+
+
+def test_hostile_strings_are_escaped():
+    import copy
+    nasty = "</script><script>alert(1)</script><b onmouseover=x>&"
+    _, raw = loader.read_json("llama-3.1-8b")
+    m = loader.build(loader.load_config(copy.deepcopy(raw), name=nasty))
+    m.notes.append(nasty)
+    page = render_html(m, raw)
+    assert nasty not in page and "<b onmouseover" not in page and page.count("</script>") == 3
+    assert "&lt;/script&gt;&lt;script&gt;alert(1)" in page  # the title, the heading, the note: as text
+    assert "\\u003c/script\\u003e" in page  # and in the JSON data block
+
+
+def test_generation_within_one_and_a_half_sheets(tmp_path):
+    """The page costs at most 1.5x the LaTeX sheet without --pdf (its plots included), same model."""
+    m, raw = loader.build("deepseek-v3"), loader.read_json("deepseek-v3")[1]
+    t0 = time.perf_counter()
+    write_sheet(m, tmp_path / "s.tex")
+    sheet = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    render_html(loader.build("deepseek-v3"), raw)
+    page = time.perf_counter() - t0
+    assert page <= 1.5 * sheet, (page, sheet)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["html", "llama-3.1-8b", "-o", "x.tex"], "ending in .html"),
+    (["html", "llama-3.1-8b", "-o", "x.html", "--tp", "3"], "--tp"),
+    (["html", "llama-3.1-8b", "-o", "x.html", "--ep", "8"], "no routed experts"),
+    (["html", "llama-3.1-8b", "-o", "x.html", "--weights-dtype", "fp16"], "--weights-dtype"),
+    (["html", "nope-model", "-o", "x.html"], "nope-model"),
+])
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, monkeypatch, capsys, argv, words):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_html_command_and_sheet_html(tmp_path, capsys):
+    assert main(["html", "gpt2", "-o", str(tmp_path / "g.html"), "--T", "1K", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["html"].endswith("g.html") and (tmp_path / "g.html").stat().st_size > 10_000
+    page = (tmp_path / "g.html").read_text()
+    assert '"T_max":1024' in page and '"T":1024' in page  # GPT-2's learned positions cap the slider
+    assert main(["sheet", "gpt2", "-o", str(tmp_path / "s.tex"), "--html", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["html"] == str(tmp_path / "s.html")
+    assert (tmp_path / "s.html").is_file() and (tmp_path / "s.tex").is_file()
