@@ -212,6 +212,8 @@ CASES = [
                                 "in-T": ("100000", "T", 100000)}),
     ("nemotron-3-nano-30b-a3b", {"T": 8192, "B": 2, "kv": "fp8", "w": "fp8", "gpu": "H100", "tp": 1, "pp": 2,
                                  "dp": 1, "ep": 1}, {"in-T": ("128K", "T", 131072), "in-gpu": ("B200", "gpu", "B200")}),
+    ("qwen3-next-80b-a3b-thinking", {"T": 65536, "B": 1, "kv": "bf16", "w": "ckpt", "gpu": "H100", "tp": 4, "pp": 1,
+                                     "dp": 1, "ep": 1}, {"in-kv": ("fp8", "kv", "fp8"), "in-dp": ("2", "dp", 2)}),
 ]
 
 

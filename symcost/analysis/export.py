@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from fractions import Fraction
 from collections.abc import Iterable, Mapping
 from importlib import resources
 
@@ -121,6 +122,9 @@ def js_expr(e, refs: Mapping | None = None) -> str:
         return "false"
     if isinstance(e, sympy.Integer):
         return f"$q({int(e)}n)"
+    if isinstance(e, sympy.Float):  # should not occur (counts are exact); printed as its double's exact value
+        v = Fraction(float(e))
+        return f"$q({v.numerator}n, {v.denominator}n)"
     if isinstance(e, sympy.Rational):
         return f"$q({e.p}n, {e.q}n)"
     if isinstance(e, sympy.Symbol):
@@ -147,7 +151,7 @@ def js_expr(e, refs: Mapping | None = None) -> str:
         return "!" + sub(e.args[0])
     if isinstance(e, sympy.Piecewise):
         return "$pw(" + ", ".join(f"[{sub(c)}, () => {sub(v)}]" for v, c in e.args) + ")"
-    raise SymcostError(f"--to js: {type(e).__name__} has no exact JavaScript form")
+    raise SymcostError(f"--to js: {type(e).__name__} {str(e)[:40]} has no exact JavaScript form")
 
 
 def js_function(e: sympy.Expr, *, whole: bool = True, doc: str = "", refs: Mapping | None = None) -> str:
