@@ -301,3 +301,23 @@ def test_bad_fragment_is_ignored_and_said(browser, pages):
     assert browser.js("document.getElementById('in-T').value") == "4096"
     msg = browser.js("document.getElementById('input-error').textContent")
     assert "T=12Q" in msg and "B=0" in msg and browser.js("document.querySelectorAll('b').length") == 0
+
+
+def test_slider_and_formula_view(browser, pages):
+    """The log slider sets T = round(2^x); the formula view puts the inputs into the formula (no input
+    symbol left) and ends in the row's exact value."""
+    path, _ = pages["deepseek-v3"]
+    browser.open(path.as_uri() + "#T=4096&B=2&tp=8&ep=8&dp=8&gpu=H200&row=serve_per_gpu")
+    b = browser.js
+    b("(() => { const r = document.getElementById('in-T-range'); r.value = '15';"
+      "r.dispatchEvent(new Event('input', {bubbles: true})); })()")
+    assert b("document.getElementById('in-T').value") == "32768" and "T=32768" in b("location.hash")
+    fv = "document.querySelector('.fv[data-key=serve_per_gpu]')"
+    assert b(f"{fv}.hidden") is False
+    assert b(f"{fv}.querySelectorAll('.subst [data-sym]').length") == 0
+    assert b(f"{fv}.querySelectorAll('.plugged [data-sym]').length") > 0
+    shown = b(f"{fv}.querySelector('.fv-value').textContent").replace(",", "")
+    assert shown == b("document.querySelector('tr[data-key=serve_per_gpu] td.v').dataset.value")
+    set_input(browser, "in-row", "prefill_flops")
+    assert b("document.querySelector('.fv[data-key=prefill_flops]').hidden") is False
+    assert "row=prefill_flops" in b("location.hash")
