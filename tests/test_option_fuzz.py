@@ -56,7 +56,7 @@ OUTCOMES: list[int] = []
 def _value(data, action):
     flag = max(action.option_strings, key=len)
     if flag == "--output":
-        return str(OUT / data.draw(st.sampled_from(["s.tex", "p.png", "p.pdf", "x.txt"]), label=flag))
+        return str(OUT / data.draw(st.sampled_from(["s.tex", "p.png", "p.pdf", "p.html", "x.txt"]), label=flag))
     bad = data.draw(st.integers(0, 7), label="bad?") == 0
     if action.choices is not None and flag not in GOOD:
         good = [str(c) for c in action.choices]
