@@ -293,7 +293,9 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
             "key": r.key,
             "label": (PAGE_LABELS.get(r.key, r.label) if r.key != "train_gpus" else
                       f"{r.label}; not live: at the initial inputs, on {inp.gpu}"),
-            "unit": r.unit, "convention": r.convention,
+            "unit": r.unit,
+            "convention": (r.convention.replace(f"{inp.kv_dtype} KV elements", "KV elements in the KV dtype chosen")
+                           if r.key in ("kv_per_token", "kv_at_T") else r.convention),
             "value": None if r.value is None else (str(r.value) if isinstance(r.value, int) else f"{r.value:.4g}"),
             "ratio": None if r.ratio is None else f"{r.ratio:.4f}", "rule_of": r.rule_of,
             "fn": fn, "vary": vary, "notes": r.notes,
