@@ -20,7 +20,9 @@ transformers.logging.set_verbosity_error()
 TRANSFORMERS_VERSION = transformers.__version__
 
 #: configs whose model_type transformers does not register, and the class that builds them
-ORACLE_TYPE = {"kimi_k2": "deepseek_v3", "minimax_m3": "minimax_m3_vl_text"}
+ORACLE_TYPE = {"kimi_k2": "deepseek_v3", "minimax_m3": "minimax_m3_vl_text",
+               # remote code (modeling_mimo.py) whose main model is Qwen2ForCausalLM exactly: tests/test_mimo.py
+               "mimo": "qwen2"}
 
 
 #: model types whose forward cannot run under FlopCounterMode with grad disabled: DBRX's experts
