@@ -178,6 +178,12 @@ class Glm4MoeLiteAdapter(_GlmChecks, DeepseekV3Adapter):
 @register("glm_moe_dsa")
 class GlmMoeDsaAdapter(_GlmChecks, DeepseekV32Adapter):
     reference: ClassVar[str] = "GlmMoeDsaForCausalLM"
+    unused: ClassVar[dict[str, str]] = {
+        **DeepseekV32Adapter.unused,
+        "index_share_for_mtp_iteration": "GLM-5.x serving flag: MTP draft steps reuse the main model's top-k "
+                                         "(speculative decoding outside the class; no weights)",
+        "moe_router_dtype": "the precision the router's logits are computed in (no weights, no matmul FLOPs)",
+    }
 
     intermediate_size: PosInt = 12288
     num_key_value_heads: PosInt = 64
