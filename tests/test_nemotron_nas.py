@@ -49,7 +49,7 @@ def tiny(rng: random.Random) -> dict:
 
 
 CASES = [tiny(random.Random(f"nemotron-nas-{s}")) for s in range(6)]
-FULL = dict(attention="full", logits="all", impl="reference")
+FULL = {"attention": "full", "logits": "all", "impl": "reference"}
 
 
 @pytest.mark.parametrize("seed", range(len(CASES)))
@@ -81,8 +81,8 @@ def test_the_layouts_cover_every_block_kind():
     for raw in CASES:
         for b in raw["block_configs"]:
             a, f = b["attention"], b["ffn"]
-            kinds.add(("none" if a["no_op"] else "linear" if a["replace_with_linear"] else a["n_heads_in_group"]))
-            kinds.add(("ffn-none" if f["no_op"] else "ffn-linear" if f["replace_with_linear"] else "ffn"))
+            kinds.add("none" if a["no_op"] else "linear" if a["replace_with_linear"] else a["n_heads_in_group"])
+            kinds.add("ffn-none" if f["no_op"] else "ffn-linear" if f["replace_with_linear"] else "ffn")
     assert {"none", "linear", 1, 2, "ffn-none", "ffn-linear", "ffn"} <= kinds
 
 

@@ -241,9 +241,9 @@ class NemotronNasAdapter(Adapter):
             layer_names = ("layers",) * len(live)
         vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                       H_q=self.num_attention_heads, D_h=self.D_h, H_kv=main_kv, d_ff=main_ff)
-        notes = [f"heterogeneous NAS blocks (block_configs): {len(groups)} kinds of layer over "
+        notes = [(f"heterogeneous NAS blocks (block_configs): {len(groups)} kinds of layer over "
                  f"{self.num_hidden_layers} layers; the reference is the checkpoint's own modeling_decilm.py "
-                 "(transformers has no class)"]
+                 "(transformers has no class)")]
         empty = len(kinds) - len(live)
         if empty:
             notes.append(f"{empty} of {self.num_hidden_layers} layers have both attention and FFN as no-ops "
