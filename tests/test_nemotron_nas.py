@@ -126,9 +126,11 @@ def test_bundled_super_structure():
     assert m.cache().total_at(m.values_with(T=1, B=1)) == 49 * 2 * 8 * 128
 
 
-def test_ultra_identity_layers_are_left_out():
+def test_ultra_identity_layers_are_layers_without_weights():
     m = symcost.build("llama-3.1-nemotron-ultra-253b-v1")
-    assert m.n_layers() == 162 - 81
+    assert m.n_layers() == 162
+    identity = next(g for g in m.groups if g.name == "no_attn_no_ffn")
+    assert identity.count == 81 and not identity.tower
     assert any("81 of 162 layers" in n for n in m.notes)
 
 

@@ -21,8 +21,9 @@ public copies show it — ``DeciLMDecoderLayer.__init__``, ``DeciLMLinearAttenti
 
 Layers of one kind (attention kind and H_kv, FFN kind and width) form one group; the most common FFN
 width is ``d_ff`` and the most common KV-head count ``H_kv``, others are numbers in their group. A layer
-whose attention and FFN are both no-ops (81 of Ultra's 162) holds nothing and runs nothing: it is left
-out of the groups (said in the notes). Embedding V·d, final RMSNorm d, LM head V·d (untied by default).
+whose attention and FFN are both no-ops (81 of Ultra's 162) holds nothing and runs nothing: it is in
+its own group of identity layers (``IdentityBlock``: no weights, FLOPs or cache; still a layer of
+the pipeline's split). Embedding V·d, final RMSNorm d, LM head V·d (untied by default).
 The variants the Hub code also accepts but no published NAS checkpoint uses (sliding-window, sink,
 Mamba, Llama-4 and MoE blocks, ``sparsify``) are refused by name.
 """
@@ -78,6 +79,23 @@ class LinearMLP(LinearAttention):
 
     def saved(self, bw) -> list:
         return [Saved("input", self.d, sym.b_a, "seq", doc="linear_mlp input")]
+
+
+@dataclass(frozen=True)
+class IdentityBlock(Component):
+    """A block whose attention and FFN are both no-ops: ``DeciLMDecoderLayer`` holds no module and its
+    forward returns the input. Still a decoder layer (pipeline stages split the real layer list)."""
+
+    key = "identity"
+
+    def primitives(self, ph: Phase | None = None):
+        return []
+
+    def elementwise(self, ph: Phase) -> Terms:
+        return Terms()
+
+    def saved(self, bw) -> list:
+        return []
 
 
 class _Part(BaseModel):
@@ -206,6 +224,8 @@ class NemotronNasAdapter(Adapter):
 
     def components(self, kind: tuple, main_kv, main_ff) -> tuple:
         a, H_kv, f, d_ff = kind
+        if a == "none" and f == "none":
+            return (IdentityBlock(),)
         norms = (("input_layernorm",) if a != "none" else ()) + (("post_attention_layernorm",) if f != "none" else ())
         out = [Norms(norms)]
         if a == "attention":
@@ -227,18 +247,18 @@ class NemotronNasAdapter(Adapter):
 
     def to_model(self) -> Model:
         kinds = [self.layer_kind(b) for b in self.block_configs]
-        live = [k for k in kinds if not (k[0] == "none" and k[2] == "none")]
+        live = [k for k in kinds if not (k[0] == "none" and k[2] == "none")]  # layers with weights
         main_kv = self._most_common([k[1] for k in live if k[0] == "attention"])
         main_ff = self._most_common([k[3] for k in live if k[2] == "mlp"])
-        counts = collections.Counter(live)
-        order = list(dict.fromkeys(live))
+        counts = collections.Counter(kinds)
+        order = list(dict.fromkeys(kinds))
         groups = [LayerGroup(self.group_name(k, main_kv, main_ff),
                              sympy.Integer(counts[k]), self.components(k, main_kv, main_ff)) for k in order]
         names = {k: g.name for k, g in zip(order, groups)}
-        layer_names = layer_order(live, names)
-        if len(groups) == 1 and len(live) == self.num_hidden_layers:
+        layer_names = layer_order(kinds, names)
+        if len(groups) == 1:
             groups = [LayerGroup("layers", sym.L, groups[0].components)]
-            layer_names = ("layers",) * len(live)
+            layer_names = ("layers",) * len(kinds)
         vals = values(d=self.hidden_size, V=self.vocab_size, L=self.num_hidden_layers,
                       H_q=self.num_attention_heads, D_h=self.D_h, H_kv=main_kv, d_ff=main_ff)
         notes = [(f"heterogeneous NAS blocks (block_configs): {len(groups)} kinds of layer over "
@@ -246,8 +266,8 @@ class NemotronNasAdapter(Adapter):
                  "(transformers has no class)")]
         empty = len(kinds) - len(live)
         if empty:
-            notes.append(f"{empty} of {self.num_hidden_layers} layers have both attention and FFN as no-ops "
-                         "(identity layers: no weights, no FLOPs, no cache) and are not counted as layers")
+            notes.append(f"{empty} of {self.num_hidden_layers} layers have both attention and FFN as no-ops: "
+                         "identity layers (group no_attn_no_ffn) with no weights, FLOPs or cache")
         if main_ff is not None:
             notes.append(f"d_ff = round_up(int(2·ffn_mult·d/3), 256) per block; the most common width "
                          f"{main_ff} is d_ff, the others are numbers in their groups")
