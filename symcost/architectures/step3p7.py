@@ -289,15 +289,17 @@ class Step3p7Adapter(Adapter):
         m.wrapping(self.model_type)
         g = v.image_size // v.patch_size
         half = math.ceil(g / 2)
+        tokens = math.ceil(half / 2) ** 2
         tower = Step3p7Vision(N_half=sympy.Integer(half * half), projector_bias=self.projector_bias)
         m.pre = (tower,) + m.pre
         m.vision = tower
         m.values.update(values(d_vis=v.hidden_size, d_ff_vis=v.intermediate_size, L_vis=v.num_hidden_layers,
                                p_vis=v.patch_size, C_img=v.num_channels, N_pat=g * g,
-                               N_img=math.ceil(half / 2) ** 2))
+                               N_img=tokens))
         m.notes.append(f"vision tower (vision_model + downsamplers + multi_modal_projector): weights exact against "
                        f"{self.reference}; a text-only pass does not run it (0 FLOPs). One image (--images) is its "
-                       f"global {v.image_size}×{v.image_size} view: {g}×{g} patches → {math.ceil(half / 2) ** 2} text "
-                       "tokens after the two stride-2 convolutions; the processor's local crops are not counted")
+                       f"global {v.image_size}×{v.image_size} view: {g}×{g} patches → {tokens} text "
+                       f"token{'s' * (tokens != 1)} after the two stride-2 convolutions; the processor's local crops "
+                       "are not counted")
         return m
 
