@@ -76,3 +76,81 @@ def test_text_counts_leave_out_the_tower():
     text = sum(p.numel() for n, p in model.named_parameters()
                if not n.startswith(("model.vision_model.", "model.multi_modal_projector.")))
     assert m.text_params().total_at(m.values) == text < m.params().total_at(m.values)
+
+
+#: tiny sizes in the Hub's spelling of stepfun-ai/Step-3.7-Flash's config.json (field names as public
+#: serving tests write it: vision width/layers/heads, attention_other_setting, moe_layers_enum,
+#: moe_num_experts, num_attention_groups, the processor's token counts); not a published config
+HUB_SPELLING = {'architectures': ['Step3p7ForConditionalGeneration'],
+ 'model_type': 'step3p7',
+ 'image_token_id': 128001,
+ 'image_token_len': 169,
+ 'patch_token_len': 81,
+ 'understand_projector_stride': 2,
+ 'projector_bias': False,
+ 'vision_config': {'model_type': 'perception_encoder',
+                   'image_size': 728,
+                   'patch_size': 14,
+                   'width': 32,
+                   'layers': 2,
+                   'heads': 2,
+                   'mlp_ratio': 2.0,
+                   'use_cls_token': False,
+                   'ls_init_value': 0.1,
+                   'use_ln_post': False,
+                   'hidden_act': 'quick_gelu',
+                   'output_dim': None,
+                   'pool_type': 'none'},
+ 'text_config': {'architectures': ['Step3p5ForCausalLM'],
+                 'model_type': 'step3p5',
+                 'hidden_size': 256,
+                 'intermediate_size': 256,
+                 'num_hidden_layers': 4,
+                 'max_position_embeddings': 4096,
+                 'vocab_size': 128896,
+                 'torch_dtype': 'bfloat16',
+                 'moe_layers_enum': '1,2,3',
+                 'num_attention_heads': 4,
+                 'num_attention_groups': 2,
+                 'head_dim': 64,
+                 'use_moe': True,
+                 'moe_num_experts': 8,
+                 'moe_top_k': 2,
+                 'moe_intermediate_size': 128,
+                 'share_expert_dim': 64,
+                 'norm_expert_weight': True,
+                 'moe_router_activation': 'sigmoid',
+                 'moe_router_scaling_factor': 2.5,
+                 'att_impl_type': 'GQA',
+                 'num_nextn_predict_layers': 0,
+                 'rope_theta': [5000000.0, 10000.0, 5000000.0, 10000.0],
+                 'rope_scaling': {'rope_type': 'llama3',
+                                  'factor': 2.0,
+                                  'original_max_position_embeddings': 2048,
+                                  'low_freq_factor': 1.0,
+                                  'high_freq_factor': 32.0},
+                 'yarn_only_types': ['full_attention'],
+                 'layer_types': ['full_attention', 'sliding_attention', 'full_attention', 'sliding_attention'],
+                 'sliding_window': 128,
+                 'attention_other_setting': {'attention_type': 'sliding_attention',
+                                             'num_attention_heads': 4,
+                                             'num_attention_groups': 2,
+                                             'head_dim': 64},
+                 'use_head_wise_attn_gate': True,
+                 'use_qk_norm': True,
+                 'need_fp32_gate': True,
+                 'use_moe_router_bias': True,
+                 'partial_rotary_factors': [0.5, 1.0, 0.5, 1.0],
+                 'swiglu_limits': [0, 0, 0, 7],
+                 'swiglu_limits_shared': [0, 0, 0, 16],
+                 'max_seq_len': 4096}}
+
+
+def test_hub_spelling_equals_transformers_without_warnings(tmp_path, capsys):
+    raw = json.loads(json.dumps(HUB_SPELLING))
+    m = symcost.build(json.loads(json.dumps(raw)))
+    assert m.params().total_at(m.values) == oracle.params(raw)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    assert main(["params", str(path)]) == 0
+    assert "warning" not in capsys.readouterr().err

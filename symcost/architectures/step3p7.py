@@ -223,6 +223,13 @@ class Step3p7VisionConfig(BaseModel):
     ``width`` / ``layers`` / ``heads``, which its ``__post_init__`` pops over the canonical fields."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+    unused: ClassVar[dict[str, str]] = {
+        "pool_type": "the Hub's perception-encoder setting; Step3p7VisionModel builds no pooling head",
+        "use_cls_token": "Step3p7VisionModel builds no class token",
+        "use_ln_post": "Step3p7VisionModel builds no post-norm",
+        "output_dim": "Step3p7VisionModel builds no output projection (the downsamplers set the width)",
+        "ls_init_value": "the layer scales' initial value (their size is d_vis)",
+    }
 
     hidden_size: PosInt = _alias(1536, "width", "hidden_size")
     num_hidden_layers: PosInt = _alias(47, "layers", "num_hidden_layers")
@@ -240,6 +247,12 @@ class Step3p7VisionConfig(BaseModel):
 @register("step3p7")
 class Step3p7Adapter(Adapter):
     reference: ClassVar[str] = "Step3p7ForConditionalGeneration"
+    unused: ClassVar[dict[str, str]] = {
+        "image_token_len": "the processor's tokens per global image view (symcost derives them: image_tokens())",
+        "patch_token_len": "the processor's tokens per local crop (local crops are not modelled)",
+        "understand_projector_stride": "a remote-code setting Step3p7Model does not read (the two stride-2 "
+                                       "downsamplers are fixed)",
+    }
     #: text fields a flat (abridged) config writes at the top level, which Step3p7Config does not read
     FLAT: ClassVar[tuple[str, ...]] = ("num_hidden_layers", "hidden_size", "layer_types", "num_experts",
                                        "moe_intermediate_size", "vocab_size", "num_attention_heads")
