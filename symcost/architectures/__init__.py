@@ -73,6 +73,10 @@ NOT_MODELLED = {
     "gemma3n": "Gemma 3n's vision tower (a timm MobileNetV5, vision_config.architecture, whose shapes "
                "the config does not hold) and its audio tower (a USM Conformer, audio_config) are not "
                "modelled; the text model is: cost text_config as model_type 'gemma3n_text'",
+    "kimi_k3": "Kimi K3 (remote code modeling_kimi_k3.py, which transformers does not have) adds to the "
+               "Kimi-Linear stack what symcost does not model yet: attention residuals (attn_res_block_size) "
+               "and an MLA output gate (mla_use_output_gate); its latent experts, full-rank KDA gates and "
+               "MoonViT3d tower are not checked against that code either",
 }
 
 

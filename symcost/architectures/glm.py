@@ -19,7 +19,9 @@ width d_sh = E_s·d_moe, none when ``n_shared_experts`` is 0). What differs, rea
   full layer's top-k (derived, when absent, from ``index_topk_pattern`` or ``index_topk_freq`` /
   ``index_skip_topk_offset``). The stack comes from ``mlp_layer_types`` (default
   ``first_k_dense_replace`` = 3 dense layers). ``num_experts`` overrides ``n_routed_experts``.
-  When some layers share, their indexers form their own group of L_I layers.
+  When some layers share, their indexers form their own group of L_I layers. ``layer_types`` may
+  only say ``indexed_attention`` per layer, or a legacy spelling transformers remaps to it
+  (``deepseek_sparse_attention``, as GLM-5.2-NVFP4 writes it; ``qwen_sparse_attention``).
 
 MLA adapters accept any ``num_key_value_heads`` with H_q // H_kv = 1: MLA expands keys to every
 head and transformers repeats them H_q // H_kv times (the weights do not depend on H_kv).
@@ -47,6 +49,10 @@ from .base import NonNegInt, PosInt, values
 from .deepseek import DeepseekV3Adapter, DeepseekV32Adapter, _alias
 
 _ROPE_DEFAULT = 0.5  # Glm4MoeConfig.__post_init__: kwargs.setdefault("partial_rotary_factor", 0.5)
+#: the legacy layer-type names transformers' ``remap_legacy_layer_types`` turns into ``indexed_attention``
+#: (configuration_utils ``_LEGACY_LAYER_TYPE_REMAP``): GLM-5.x checkpoints (GLM-5.2-NVFP4) write
+#: ``deepseek_sparse_attention``; every one of them is a DSA layer, as ``indexed_attention`` is
+DSA_LEGACY = {"deepseek_sparse_attention": "indexed_attention", "qwen_sparse_attention": "indexed_attention"}
 
 
 class _GlmChecks:
@@ -172,6 +178,12 @@ class Glm4MoeLiteAdapter(_GlmChecks, DeepseekV3Adapter):
 @register("glm_moe_dsa")
 class GlmMoeDsaAdapter(_GlmChecks, DeepseekV32Adapter):
     reference: ClassVar[str] = "GlmMoeDsaForCausalLM"
+    unused: ClassVar[dict[str, str]] = {
+        **DeepseekV32Adapter.unused,
+        "index_share_for_mtp_iteration": "GLM-5.x serving flag: MTP draft steps reuse the main model's top-k "
+                                         "(speculative decoding outside the class; no weights)",
+        "moe_router_dtype": "the precision the router's logits are computed in (no weights, no matmul FLOPs)",
+    }
 
     intermediate_size: PosInt = 12288
     num_key_value_heads: PosInt = 64
@@ -211,7 +223,8 @@ class GlmMoeDsaAdapter(_GlmChecks, DeepseekV32Adapter):
         if kinds[0] != "full":
             self.fail(field, "layer 0 must run its own indexer ('full'): a 'shared' layer reuses the top-k "
                       "of an earlier full layer, and transformers fails on the first one")
-        self.check_layer_list("layer_types", self.layer_types, ("indexed_attention",))
+        types = None if self.layer_types is None else [DSA_LEGACY.get(t, t) for t in self.layer_types]
+        self.check_layer_list("layer_types", types, ("indexed_attention",))
         return self
 
     def indexer_kinds(self) -> list[str]:

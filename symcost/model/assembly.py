@@ -95,7 +95,7 @@ class Model:
     #: the wrapped text model's type when this is a multimodal wrapper (``wrapping``), else ""
     text_model_type: str = ""
 
-    def wrapping(self, model_type: str) -> "Model":
+    def wrapping(self, model_type: str) -> Model:
         """This text model relabelled as the multimodal ``model_type`` that wraps it; the text
         model's own type stays in ``text_model_type`` (what the text-only oracles measured)."""
         self.text_model_type, self.model_type = self.model_type, model_type
@@ -170,6 +170,21 @@ class Model:
     def active_params(self) -> Terms:
         """Parameters touched per token: all non-expert + router + k routed + shared experts."""
         return self._collect(lambda c: c.active_params())
+
+    @property
+    def has_towers(self) -> bool:
+        """Whether any part reads another modality than text (a vision/audio encoder, its projector)."""
+        parts = [*self.pre, *self.post, *(c for g in self.groups for c in g.components)]
+        return any(c.modality != "text" for c in parts)
+
+    def text_params(self) -> Terms:
+        """``params()`` without the towers (``Component.modality`` not ``"text"``): the text model a
+        model card quotes beside the full count (Gemma-4-26B-A4B: 25.2 B of 25.8 B)."""
+        return self._collect(lambda c: c.params() if c.modality == "text" else Terms())
+
+    def text_active_params(self) -> Terms:
+        """``active_params()`` without the towers (Gemma-4-26B-A4B: 3.8 B active text-only, 4.4 B with them)."""
+        return self._collect(lambda c: c.active_params() if c.modality == "text" else Terms())
 
     def routed_params(self) -> Terms:
         """The routed-expert part of ``params()`` (what expert parallelism splits)."""

@@ -63,12 +63,19 @@ def cmd_params(args, out):
                "formula": {"total": str(total_t.total), "active": str(active_t.total)},
                "buffers": buffers, "not_built": extras, "values": {str(k): int(v) for k, v in vals.items()},
                "convention": PARAMS_CONVENTION, "notes": m.notes}
+    text_counts = []
+    if m.has_towers:  # model cards quote the text model's counts beside the full ones
+        payload["text_total"] = m.text_params().total_at(vals)
+        payload["text_active"] = m.text_active_params().total_at(vals)
+        text_counts = [(label, payload[k]) for label, k in (("text-only total", "text_total"),
+                                                             ("text-only active", "text_active"))]
     if args.json:  # printing every formula costs more than computing them
         return out.emit(payload, "")
     rows = [(k, str(v), parts[k]) for k, v in total_t.depth(2).items()]
     lines = [f"{m.name} ({m.model_type}): parameters", table(rows, total),
              f"  {'total':<20} {total:>22,}  = {human_count(total)}   formula: {total_t.total}",
              f"  {'active per token':<20} {active:>22,}  = {human_count(active)}"]
+    lines += [f"  {label:<20} {n:>22,}  = {human_count(n)}" for label, n in text_counts]
     lines += [f"  buffer (not a parameter in transformers): {k} = {v:,}" for k, v in buffers.items()]
     lines += [f"  not built by transformers: {k} = {v:,}" for k, v in extras.items()]
     lines += [f"  note: {n}" for n in m.notes]
@@ -110,8 +117,8 @@ def _vision_tower(m, args, terms, in_T, added: int):
 
 
 def _elementwise_text(ew, ew_total: int, ew_parts: dict) -> str:
-    return "\n".join(["", "  elementwise (norms, activations, softmax, RoPE, residuals; a convention, not in "
-                      "the total above):", table([(k, str(v), ew_parts[k]) for k, v in ew.depth(2).items()],
+    return "\n".join(["", ("  elementwise (norms, activations, softmax, RoPE, residuals; a convention, not in "
+                      "the total above):"), table([(k, str(v), ew_parts[k]) for k, v in ew.depth(2).items()],
                                                  ew_total),
                       f"  elementwise total {ew_total:,} = {human_count(ew_total)}FLOP"])
 
@@ -164,8 +171,8 @@ def cmd_cache(args, out):
     if per_token is not None and not per_token.free_symbols - {sym.B}:
         payload["bytes_per_token"] = int(per_token.xreplace({sym.B: args.batch}))
     rows = [(k, str(v), parts.get(k, 0)) for k, v in terms.depth(2).items()]
-    text = "\n".join([f"{m.name}: cache after {_context(args, added)} tokens, B={args.batch}, {args.dtype}, "
-                      f"{args.layout} layout", table(rows, total, human_bytes),
+    text = "\n".join([(f"{m.name}: cache after {_context(args, added)} tokens, B={args.batch}, {args.dtype}, "
+                      f"{args.layout} layout"), table(rows, total, human_bytes),
                       f"  total {total:,} bytes = {human_bytes(total)}  ({elements:,} elements)",
                       f"  bytes as a function of T{'_text' if added else ''}, B: {formula}"])
     out.emit(payload, text)
