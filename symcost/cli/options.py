@@ -322,7 +322,24 @@ RECOMPUTE_LAYERS = Option(("--recompute-layers",), "train", "Megatron's --recomp
 OPTIMIZER = Option(("--optimizer",), "train", "optimizer state bytes per parameter, fp32 master copy included: "
                    "adamw 12 (two fp32 moments), sgd 8 (momentum), adam8bit 6 + 1/256 (two int8 moments, fp32 "
                    "block scales)", choices=("adamw", "sgd", "adam8bit"), default="adamw", example="adam8bit")
-GRAD_DTYPE = Option(("--grad-dtype",), "train", choices=TRAIN_DTYPES, default="bf16", example="fp32")
+GRAD_DTYPE = Option(("--grad-dtype",), "train", "gradient bytes b_g of the gradients line (default: the "
+                    "--framework's, bf16 without one)", choices=TRAIN_DTYPES, example="fp32")
+FRAMEWORK = Option(("--framework",), "train", "memory conventions of one engine (training/framework.py): bytes per "
+                   "parameter of weights/gradients/optimizer, the gathered unit and its prefetch, "
+                   "reshard-after-forward, the loss's logits; megatron 18 B/param (fp32 grads), deepspeed its "
+                   "estimators', fsdp2/torchtitan/hf 16 B/param (one fp32 shard); explicit options override "
+                   "(default: symcost's, bf16 weights and gradients)",
+                   choices=("megatron", "deepspeed", "fsdp2", "torchtitan", "hf"), example="fsdp2")
+HEADROOM_GIB = Option(("--headroom-gib",), "train", "GiB per GPU kept free for the CUDA context, NCCL buffers and "
+                      "allocator fragmentation: fits = per GPU <= the driver-reported memory minus this (default "
+                      "2: vLLM's logged non-torch memory, 0.35-1.38 GiB in tests/data/vllm_startup.json, plus "
+                      "fragmentation)", kind=real(), default=2.0, example="4")
+LOSS_CHUNKS = Option(("--loss-chunks",), "train", "cross-entropy over N chunks of the tokens (Liger's fused linear "
+                     "cross-entropy, chunked CE): divides the loss_peak line by N (default 1)", kind=positive,
+                     default=1, metavar="N", example="8")
+RESHARD = Option(("--reshard-after-forward",), "train", "FSDP/ZeRO-3 reshard_after_forward: off keeps every unit "
+                 "unsharded from forward to backward (the gathered line); default: on, off under --pp > 1 "
+                 "with --framework torchtitan", choices=("default", "on", "off"), default="default", example="off")
 ACT_DTYPE = Option(("--act-dtype",), "train", choices=TRAIN_DTYPES, default="bf16", example="fp32")
 ATTENTION_KERNEL = Option(("--attention-kernel",), "train", choices=("flash", "eager"), default="flash",
                           example="eager")

@@ -193,3 +193,30 @@ def korthikanti(model, *, recompute: str = "none", sp: bool = True, tp=sym.N_tp,
     else:
         raise SymcostError(f"--recompute: unknown mode {recompute!r}")
     return Terms({"layers": L * per}, {"layers": "Korthikanti et al. 2022 Table 2, per layer × L"})
+
+
+def loss_peak(model, bw: Backward, *, chunks: int = 1, logits_held: bool = True, tp=sym.N_tp, cp=sym.N_cp) -> Terms:
+    """The transient at the LM head and cross-entropy, beyond what the backward saves (the head's
+    ``saved``: its input and the fp32 log-softmax), per token row of the last stage, vocab split over N_tp:
+
+        logits             b_a·V   the head's output in the compute dtype, alive while the model's
+                                   output holds it (transformers' ``CausalLMOutput.logits``; torchtitan
+                                   deletes ``pred`` before ``loss.backward()``: ``logits_held`` False)
+        grad_log_probs     4·V     nll_loss's gradient of the fp32 log-probabilities
+        grad_logits_fp32   4·V     log_softmax's gradient of the fp32 upcast ``logits.float()``
+
+    rows = B·T/(N_cp·c): with ``chunks`` c > 1 (Liger's fused linear cross-entropy, chunked CE) one
+    chunk's logits and gradients are alive at a time. The forward's own transient (the logits and
+    their fp32 upcast, (b_a + 4)·V) is smaller than the backward's. Counted on top of the saved set,
+    as one micro-batch's backward peak (``memory``: the larger of it and a recomputed layer's)."""
+    head = next((c for c in model.post if c.key == "lm_head"), None)
+    out = Terms()
+    if head is None:
+        return out
+    rows = B * T / cp / chunks
+    V = head.V
+    if logits_held:
+        out.add("logits", rows * V * sym.b_a / tp, "logits [B·T, V/N_tp] in the compute dtype, held by the output")
+    out.add("grad_log_probs", rows * V * 4 / tp, "fp32 gradient of the log-probabilities (nll_loss backward)")
+    out.add("grad_logits_fp32", rows * V * 4 / tp, "fp32 gradient of the upcast logits (log_softmax backward)")
+    return out

@@ -59,6 +59,7 @@ from ..hardware.links import Links, collective_seconds, link_bytes_s
 from .activations import activations, dispatch_buffers, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
 from .flops import padded_parts, train_flops
+from .framework import HEADROOM_GIB, budget_bytes
 from .plan import Plan, layer_kinds, rank_stages
 from .recompute import Recompute, add_up, recomputed_units
 from .schedule import held_states, in_flight
@@ -678,7 +679,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
 
 def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
            virtual=None, hsdp=None, offload=None, links: Links | None = None, mfu: float = 0.4,
-           overlap: float = 0.0) -> dict:
+           overlap: float = 0.0, headroom_gib: float = HEADROOM_GIB) -> dict:
     """The ``top`` fastest candidates that fit (ties: less memory first). ``setup``: what is not
     swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
     ``offload``: None sweeps, a value pins."""
@@ -689,7 +690,8 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
                        hsdp=hsdp, offload=offload, max_tp=links.gpus_per_node)
     r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap)
     mem, step = r.per_gpu_bytes, r.step_time_s
-    fits = (mem <= gpu.memory_bytes) & r.valid
+    # fits: the driver-reported memory minus the headroom (``framework.budget_bytes``), as ``train`` judges
+    fits = (mem <= budget_bytes(gpu, headroom_gib)) & r.valid
     fit = np.flatnonzero(fits)
     if len(fit) > top:
         thr = np.partition(step[fit], top - 1)[top - 1]
