@@ -39,7 +39,7 @@ from .schedule import in_flight, peak
 from .setup import TrainSetup, has_experts
 from .framework import framework
 from .plan import _split
-from .states import gathered_terms, param_groups, zero_terms
+from .states import estimator_host_node, gathered_terms, param_groups, zero_terms
 
 
 @dataclass
@@ -60,6 +60,7 @@ class TrainMemory:
     host: int = 0  # offloaded states on the host (per GPU), not in per_gpu
     gathered: int = 0  # ZeRO-3 / FSDP's unsharded working set (``states.gathered_terms``)
     loss_peak: int = 0  # the head and loss transient (``activations.loss_peak``)
+    host_node: int | None = None  # --framework deepspeed: the estimators' host bytes per node
 
 
 def layout_values(model, setup) -> dict:
@@ -186,8 +187,9 @@ def measured_note(model) -> str:
             f"other families")
 
 
-def train_memory(model, setup: TrainSetup) -> TrainMemory:
-    """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here)."""
+def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMemory:
+    """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here);
+    ``gpus_per_node`` only for DeepSpeed's host bytes per node (``host_node``)."""
     setup.check(model)
     plan, states_opt, rc, bw = setup.plan, setup.states, setup.recompute, setup.backward
     seq, micro_batch, virtual, capacity = setup.seq, setup.micro_batch, setup.virtual, setup.capacity
@@ -322,6 +324,14 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
                       heavy["recompute_working"], formulas, rows)
     out.host = heavy["host"]
     out.gathered, out.loss_peak = heavy["gathered"], heavy["loss_peak"]
+    if fw.name == "deepspeed":  # the estimators' host figure per node (``states.estimator_host_node``)
+        psi = sum(sum(r[k] for k in ("split", "whole", "experts")) for r in stages(model, 1))
+        largest = max((sum(u) for u in rank_units(model, setup.replace(pp=1, virtual=1), 0)), default=0)
+        host = state_formula(ranks[heavy["stage"]], setup)["host"].xreplace(
+            {k: sympy.Integer(x) for k, x in layout_values(model, setup).items() if k in (sym.N_dp, sym.N_tp, sym.N_cp,
+                                                                                          sym.N_ep, sym.N_sh)})
+        out.host_node = int(sympy.floor(estimator_host_node(plan.zero, offload, psi, largest, plan.world,
+                                                            gpus_per_node, host)))
     out.formula["gathered"] = gathered_formula(model, setup, heavy["stage"], ranks[heavy["stage"]])
     if heavy["loss_peak"]:
         out.formula["loss_peak"] = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.logits_held)

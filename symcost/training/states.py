@@ -201,3 +201,25 @@ def gathered_terms(units, rank, fw, zero: int, resharded: bool, pp: int) -> symp
     psi = unit_params(*rank)
     grads = fw.reduce_bytes * psi if pp > 1 else (fw.unit_bytes - 4) * U
     return 2 * psi + grads
+
+
+def estimator_host_node(zero: int, offload: str, psi, largest, gpus: int, gpus_per_node: int, host_per_gpu=0):
+    """Host bytes per node as DeepSpeed's estimators charge them (``--framework deepspeed``;
+    ``stage3.estimate_zero3_model_states_mem_needs`` with zero.Init, ``stage_1_and_2.
+    estimate_zero2_model_states_mem_needs``), times their ``additional_buffer_factor`` 3/2:
+
+      ZeRO-3, offload      the node's GPUs' offloaded states, gpus_per_node·host_per_gpu
+                           (18·Ψ/nodes with parameters, 16·Ψ/nodes with the optimizer only)
+      ZeRO-3, no offload   each process builds the largest module in fp32 under zero.Init: 4·U·gpus_per_node
+      ZeRO-2, offload      max(4·N_gpus·Ψ, 16·Ψ): every process loads the fp32 model, or the whole
+                           model's fp32 gradients and optimizer states (the estimator does not divide
+                           them over nodes)
+      ZeRO ≤ 2, no offload each process loads the fp32 model: 4·Ψ·gpus_per_node
+    Exact rationals of Ψ (parameters), U (the largest module's) and the GPU counts."""
+    f = sympy.Rational(3, 2)
+    psi, largest = sympy.sympify(psi), sympy.sympify(largest)
+    if zero >= 3:
+        return f * (gpus_per_node * sympy.sympify(host_per_gpu) if offload != "none" else 4 * largest * gpus_per_node)
+    if offload != "none":
+        return f * sympy.Max(4 * gpus * psi, 16 * psi)
+    return f * 4 * psi * gpus_per_node

@@ -87,7 +87,7 @@ def _step(args, g, tm, cm, setup: TrainSetup) -> dict:
 def _memory_and_step(m, args, g):
     """``train``: the memory of the layout, and its step time on ``g`` (None without a GPU)."""
     setup = _training(args)
-    tm = train_memory(m, setup)
+    tm = train_memory(m, setup, gpus_per_node=args.gpus_per_node)
     if g is None:
         return tm, None
     cm = comm(m, setup.replace(recompute=run.comm_recompute(args.recompute, args.cp)))
@@ -164,7 +164,8 @@ def _train_payload(m, args, tm, g) -> dict:
                           "recompute_working": tm.recompute_working},
             "framework": args.framework, "convention": _convention(args),
             "headroom_gib": args.headroom_gib, "budget_bytes": None if g is None else budget_bytes(g, args.headroom_gib),
-            "host_bytes_per_gpu": tm.host, "offload": args.offload, "hsdp_shard": args.hsdp_shard,
+            "host_bytes_per_gpu": tm.host, "offload": args.offload,
+            **({} if tm.host_node is None else {"host_bytes_per_node_deepspeed_estimator": tm.host_node}), "hsdp_shard": args.hsdp_shard,
             "virtual_stages": args.virtual_stages, "capacity_factor": _capacity(args),
             "heaviest_stage": tm.stage, "micro_batches": tm.micro_batches, "in_flight_micro_batches": tm.in_flight,
             "stages": [{k: v for k, v in r.items()} for r in tm.stages],
@@ -199,6 +200,9 @@ def cmd_train(args, out):
                     f"- headroom {args.headroom_gib:g} GiB)" if g else ""))
     if args.offload != "none":
         lines.append(f"  {'host (offloaded)':<18} {tm.host:>22,}  {human_bytes(tm.host)}  per GPU, in CPU memory")
+    if tm.host_node is not None:
+        lines.append(f"  {'host per node':<18} {tm.host_node:>22,}  {human_bytes(tm.host_node)}  DeepSpeed's estimator "
+                     f"(x1.5 buffer factor, {args.gpus_per_node} GPUs per node)")
     lines.append(f"  micro-batches per step {tm.micro_batches}, in flight on that stage {tm.in_flight}")
     lines.append(f"  FLOPs per step (exact, causal): {tm.flops_per_step:,} = {human_count(tm.flops_per_step)}FLOP")
     if step is not None:
