@@ -268,7 +268,8 @@ def test_formulas_round_trip(model, extra, capsys):
     v = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"], sym.B: 1,
          sym.T: 4096, sym.b_a: 2, sym.N_sh: r["hsdp_shard"] or r["dp"]}
     total = parse(r["formula"]["total"]).xreplace(v)
-    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - r["breakdown"]["recompute_working"]
+    b = r["breakdown"]  # per GPU = ... + max(loss_peak, recompute_working); the formula's total is the loss's moment
+    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - max(b["recompute_working"], b["loss_peak"]) + b["loss_peak"]
     if r["offload"] != "none":
         assert int(sympy.ceiling(parse(r["formula"]["host"]).xreplace(v))) == r["host_bytes_per_gpu"]
     assert main(["comm", model, "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0

@@ -56,15 +56,16 @@ from ..core.notation import sym
 from ..core.numeric import compile_exprs, integer_ratio
 from ..core.terms import exact
 from ..hardware.links import Links, collective_seconds, link_bytes_s
-from .activations import activations, dispatch_buffers, per_layer, routed_rows
+from .activations import activations, dispatch_buffers, loss_peak, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
 from .flops import padded_parts, train_flops
-from .framework import HEADROOM_GIB, budget_bytes
+from .memory import rank_units
+from .framework import HEADROOM_GIB, budget_bytes, framework
 from .plan import Plan, layer_kinds, rank_stages
 from .recompute import Recompute, add_up, recomputed_units
 from .schedule import held_states, in_flight
 from .setup import ACT_BYTES, TrainSetup, check_capacity
-from .states import GRAD_BYTES, OFFLOAD, OPTIMIZER_BYTES, WEIGHT_BYTES, host_ops, host_traffic, param_groups, zero_terms
+from .states import OFFLOAD, OPTIMIZER_BYTES, WEIGHT_BYTES, States, host_ops, host_traffic, param_groups, zero_terms
 from .steptime import bubble, spans
 
 RECOMPUTES = ("none", "selective", "full")
@@ -311,7 +312,7 @@ _PSI = (sympy.Dummy("S"), sympy.Dummy("W"), sympy.Dummy("X"))  # a rank's TP-spl
 
 
 @functools.lru_cache(maxsize=None)
-def _z_terms(pairs: tuple, K, bg: int, bw: int):
+def _z_terms(pairs: tuple, K, bg: int, bw: int, state_bytes: tuple = ()):
     """The model-state side of the candidates, compiled once for every (ZeRO, offload) pair asked:
     per pair, ``weights`` / ``gradients`` / ``optimizer`` (a GPU's bytes, exact:
     ``states.zero_terms``, rounded up per kind as ``train``; the function ``mem`` of the rank's
@@ -342,8 +343,10 @@ def _z_terms(pairs: tuple, K, bg: int, bw: int):
             cache[key] = {k: name(e, "traffic") for k, e in build().items()}
         return cache[key]
 
+    sb = dict(state_bytes)  # (zero, offload) -> the framework's (b_w, b_g, K) of the states (``States.bytes``)
     for zero, offload in pairs:
-        st = zero_terms(groups, zero, Kq, bg, bw, offload)
+        bw_s, bg_s, K_s = sb.get((zero, offload), (bw, bg, Kq))
+        st = zero_terms(groups, zero, K_s, bg_s, bw_s, offload)
         out = {k: name(sympy.ceiling(sympy.sympify(st[k]), evaluate=False), "mem")
                for k in ("weights", "gradients", "optimizer")}
 
@@ -383,6 +386,28 @@ def _per_micro_batch(key: str, e) -> dict:
     return {f"{key}_0": e0, f"{key}_1": e.xreplace({sym.m_mb: sympy.Integer(1)}) - e0}
 
 
+def _gathered(model, setup, fw, pp: int, v: int, i: int, st: dict, zero, tp, ep):
+    """``memory.gathered_formula`` (``states.gathered_terms``) of rank ``i`` on Z rows: exact, over the
+    common denominator N_tp·N_ep, rounded up as ``train_memory`` rounds it; 0 below ZeRO-3."""
+    if not (zero == 3).any():
+        return 0
+    units = rank_units(model, TrainSetup.of(seq=setup.seq, pp=pp, virtual=v, framework=fw.name), i)
+    den = tp * ep
+
+    def num(split, whole, experts):  # unit_params · N_tp·N_ep
+        return split * ep + whole * den + experts
+
+    U = np.zeros(len(tp), dtype=np.int64)
+    for u in units:
+        U = np.maximum(U, num(*u))
+    if fw.resharded(pp, setup.reshard):
+        total = fw.unit_bytes * U
+    else:
+        psi = num(st["split"], st["whole"], st["experts"])
+        total = 2 * psi + (fw.reduce_bytes * psi if pp > 1 else (fw.unit_bytes - 4) * U)
+    return np.where(zero == 3, -(-total // den), 0)
+
+
 @dataclass
 class Result:
     per_gpu_bytes: np.ndarray  # int64, exact
@@ -413,8 +438,11 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     links = links or Links.of(gpu)
     v = model.values
     lay, R, Z = space.lay, space.R, space.Z
-    a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
+    # traffic: gradients reduced in the framework's reduce dtype (``States.bg``), weights gathered in bf16;
+    # memory: the framework's bytes per state at each (ZeRO, offload) (``States.bytes``)
+    a, bg, bw = ACT_BYTES[act_dtype], setup.states.bg, WEIGHT_BYTES["bf16"]
     Kf = OPTIMIZER_BYTES[optimizer]
+    fw = framework(setup.states.framework)
     Kn = Kf.numerator
     d = exact(sym.d, v)
     kinds = layer_kinds(model)
@@ -480,6 +508,21 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
+    # the loss peak of the last rank (``activations.loss_peak``, as ``train_memory`` rounds it: up)
+    ltree = loss_peak(model, Backward(kernel=kernel, act_dtype=act_dtype, scan=scan), chunks=setup.loss_chunks,
+                      logits_held=fw.logits_held)
+    loss_fn = None
+    if ltree:
+        num, den = integer_ratio(sympy.sympify(ltree.total).xreplace({**model.values, sym.b_a: a, sym.T: seq}))
+        loss_fn = compile_exprs({"n": num, "q": den}, (sym.B, sym.N_tp, sym.N_cp), exact_int=True)
+
+    def loss_of(bb, tt, cc):
+        if loss_fn is None:
+            return 0
+        f = loss_fn(bb, tt, cc)
+        n_, q_ = (np.broadcast_to(np.asarray(f[k], dtype=np.int64), bb.shape) for k in ("n", "q"))
+        return -(-n_ // q_)
+
     # -- per (pp, v) group: ranks, memory tables, traffic ----------------------------------------
     mem = np.zeros(len(space), dtype=np.int64)
     R_bytes = {k: np.zeros(nR) for k in ("tp", "pp", "ep", "cp")}
@@ -489,7 +532,9 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     Z_cnt = {k: np.zeros((2, nZ)) for k in ("dp", "dp_replicate", "host")}
     zo_code = np.unique(Z["zero"] * 3 + Z["off"])  # the (ZeRO, offload) pairs present, as 3·zero + offload
     zo_pairs = [(int(c) // 3, int(c) % 3) for c in zo_code]
-    z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw)
+    state_bytes = tuple(((z_, OFFLOAD[o_]), States(offload=OFFLOAD[o_], optimizer=optimizer, grad_dtype=grad_dtype,
+                                                  framework=fw.name).bytes(z_)) for z_, o_ in zo_pairs)
+    z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw, state_bytes)
     z_names = {(z_, o_): z_names[z_, OFFLOAD[o_]] for z_, o_ in zo_pairs}
     key = lay["pp"] * 10**6 + lay["v"]
     bounds = np.flatnonzero(np.diff(key)) + 1
@@ -558,7 +603,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                 for mu in np.unique(mm):
                     sel = mm == mu
                     held[sel] = (CA[sel] @ _held_states(p_val, i, v_val, int(mu)).T).max(axis=1)
-            H.append(held + wk)
+            H.append(held + (np.maximum(wk, loss_of(bb, tt, cc)) if i == p_val - 1 else wk))
         # R side traffic: ``comm.activation_collectives`` compiled with the rank's composition as
         # symbols (``_r_terms``), per kept rank; the busiest rank of each dimension (first on ties)
         tt_f, ee_f, cc_f, bb_f, mm_f = (x.astype(float) for x in (tt, ee, cc, bb, mm))
@@ -629,6 +674,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             nonzero = (st["split"] + st["whole"] > 0, Y > 0)
             f = z_mem(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
             mem_i = sum(pick(f, k, np.int64) for k in ("weights", "gradients", "optimizer"))
+            mem_i = mem_i + _gathered(model, setup, fw, p_val, v_val, i, st, zz, zt, ze)
             o = {k: np.zeros((2, nz)) for k in Z_bytes}  # [part without m, part × m]
             for kd in Z_bytes:
                 for j in (0, 1):
@@ -685,7 +731,10 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     ``offload``: None sweeps, a value pins."""
     check_capacity(model, setup.capacity)
     links = links or Links.of(gpu)
-    space = candidates(model, gpus, setup.seq, setup.batch.global_batch, zeros=ZEROS if zero is None else (zero,),
+    fw = framework(setup.states.framework)
+    if zero is not None:
+        fw.check(zero, offload or "none")
+    space = candidates(model, gpus, setup.seq, setup.batch.global_batch, zeros=fw.zeros if zero is None else (zero,),
                        recomputes=RECOMPUTES if recompute is None else (recompute,), sp=sp, virtual=virtual,
                        hsdp=hsdp, offload=offload, max_tp=links.gpus_per_node)
     r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap)

@@ -107,7 +107,12 @@ class States:
 
     @property
     def bg(self) -> int:
-        return self.bytes(0)[1]
+        """Bytes per gradient element as it is reduced (``comm``): ``--grad-dtype``, else the framework's
+        reduce dtype (fp32 for Megatron and FSDP2, bf16 for DeepSpeed and symcost's)."""
+        if self.grad_dtype is not None:
+            return GRAD_BYTES[self.grad_dtype]
+        fw = framework(self.framework)
+        return 2 if fw.name is None else fw.reduce_bytes
 
     def bytes(self, zero: int) -> tuple:
         """(b_w, b_g, K) at ZeRO stage ``zero`` under the framework's conventions (exact)."""

@@ -149,10 +149,10 @@ def _formula(m, tm) -> dict:
         return v.total if isinstance(v, Terms) else v
     formula = {k: str(tot(v).xreplace(m.values)) for k, v in tm.formula.items()}
     if "activations" in tm.formula:
-        keys = ["weights", "gradients", "optimizer", "gathered", "activations"]
-        if not tm.recompute_working:
-            keys.append("loss_peak")
-        formula["total"] = str(sum((tot(tm.formula[k]) for k in keys if k in tm.formula), sympy.Integer(0)))
+        # the peak at the loss (the recomputed layer's working set, at another moment, has no formula)
+        keys = ["weights", "gradients", "optimizer", "gathered", "activations", "loss_peak"]
+        formula["total"] = str(sum((tot(tm.formula[k]) for k in keys if k in tm.formula),
+                                   sympy.Integer(0)).xreplace(m.values))
     return formula
 
 
