@@ -309,8 +309,10 @@ SP = Option(("--sp",), "train", "sequence parallelism (needs --tp > 1; default o
             action=argparse.BooleanOptionalAction)
 ZERO = Option(("--zero",), "train", "ZeRO stage (3 = FSDP full shard; 1 + --grad-dtype fp32 = Megatron's "
               "distributed optimizer; default 0)", kind=integer, choices=(0, 1, 2, 3), example="1")
-RECOMPUTE = Option(("--recompute",), "train", "activation recomputation (default none)",
-                   choices=("none", "selective", "full"), example="selective")
+RECOMPUTE = Option(("--recompute",), "train", "activation recomputation: selective = Megatron's (the attention "
+                   "core); full = every layer's input only; op = torchtitan's op-level selective checkpointing "
+                   "(the layer input, every second matmul's output, the attention output: the activations line; "
+                   "default none)", choices=("none", "selective", "full", "op"), example="selective")
 RECOMPUTE_METHOD = Option(("--recompute-method",), "train", "with --recompute full, Megatron's --recompute-method: "
                           "uniform — groups of --recompute-layers consecutive layers per checkpoint; block — only "
                           "the first --recompute-layers layers of each model chunk are recomputed, the rest keep "

@@ -108,12 +108,42 @@ def text_groups(model):
     return [g for g in model.groups if any(c.modality == "text" for c in g.components)]
 
 
-def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp, capacity=None) -> Terms:
+def op_saved(components, bw: Backward) -> list[Saved]:
+    """What torchtitan's op-level selective activation checkpointing keeps of one layer
+    (``--recompute op``; torchtitan ``distributed/activation_checkpoint.py`` ``_save_list`` and its
+    policy "recompute every second mm"): the block's input b_a·d (the checkpoint's argument), the
+    outputs of the 1st, 3rd, 5th ... dense ``mm`` of the layer in forward order (the components'
+    ``Linear`` primitives as declared: q, k, v, o, gate, up, down; routed experts run grouped
+    matmuls, which are not in the list, and are recomputed), and the attention kernel's outputs
+    (the flash declaration's ``out`` and fp32 ``lse``). Everything else is recomputed in backward."""
+    from ..core.primitives import Linear
+    flash = Backward(kernel="flash", recompute="none", act_dtype=bw.act_dtype, scan=bw.scan)
+    width = next((w for w in (c.residual_width() for c in components) if w is not None), sym.d)
+    out = [replace(layer_input(width), doc="checkpointed block input (op-level selective)")]
+    n = 0
+    for c in components:
+        for p in c.primitives(None):
+            if isinstance(p, Linear) and p.active is None and p.rows is None and not p.tied and p.params() != 0:
+                n += 1
+                if n % 2:
+                    out.append(Saved(f"{c.key}/{p.name}", p.out * p.copies, sym.b_a, "tp" if p.tp == "col" else "seq",
+                                     doc=f"mm #{n} output (saved: odd-numbered)"))
+        try:
+            recs = c.saved(flash)
+        except NotImplementedError:
+            recs = []
+        out += [replace(s, name=f"{c.key}/{s.name}") for s in recs if s.name in ("out", "lse")]
+    return out
+
+
+def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp, capacity=None,
+                op: bool = False) -> Terms:
     """Bytes saved for backward over one micro-batch of ``B`` sequences of ``T`` tokens, all layers.
 
     Symbolic in ``B``, ``T``, ``b_a`` and the parallel sizes ``N_tp``, ``N_cp`` (pass integers to
     fix them); substitute the model's values to get numbers. ``capacity``: the MoE capacity
-    factor (``routed_rows``), None = dropless.
+    factor (``routed_rows``), None = dropless. ``op``: torchtitan's op-level selective
+    checkpointing of every decoder layer (``op_saved``; ``bw.recompute`` is then "none").
     """
     kw = dict(sp=sp, tp=tp, cp=cp)
     out = Terms()
@@ -121,7 +151,9 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
         out.add(c.key, _tree(_records(c, bw), **kw), c.label())
     for g in text_groups(model):
         layer = Terms()
-        if bw.recompute == "full":
+        if op:
+            layer.add("op_saved", _tree(op_saved(g.components, bw), **kw), "op-level selective checkpoint")
+        elif bw.recompute == "full":
             width = next((w for w in (c.residual_width() for c in g.components) if w is not None), sym.d)
             layer.add("layer_input", _bytes(layer_input(width), **kw), "checkpointed layer input b_a·d "
                       "(the residual stream's width: n_hc·d with hyper-connections)")

@@ -228,7 +228,7 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
         working = [0] * pp
         notes.append("activations: Korthikanti et al. 2022 Table 2 (dense GPT layer, 2-byte), preset")
     else:
-        tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity)
+        tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity, op=rc.mode == "op")
         flat = tree.at(vals)
         pre_keys, post_keys = {c.key for c in model.pre}, {c.key for c in model.post}
         pre = sum(v for k, v in flat.items() if k.split("/")[0] in pre_keys or k.startswith("shared/"))
@@ -239,7 +239,7 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
         units = {g.name: exact(g.count, model.values) for g in model.groups if g.name in tree}
         kept = {n: Fraction(exact(tree[n].total, vals), c) for n, c in units.items()}
         saved = kept
-        if rc.mode == "full":
+        if rc.mode in ("full", "op"):
             saved = {n: Fraction(exact(t.total, vals)) for n, t in per_layer(model, bw, capacity, sp=sp, tp=tp,
                                                                                cp=cp).items()}
         order = model.layers()
@@ -311,7 +311,8 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
                      "in_flight_chunks": counts, "recompute_working": working[s], "per_gpu": total,
                      "layers": st["layers"]})
     heavy = max(rows, key=lambda r: r["per_gpu"])
-    ftree = train_flops(model, recompute=recompute, recomputed=rerun)
+    # op-level checkpointing reruns every second dense matmul: not counted in the FLOPs per step (left out)
+    ftree = train_flops(model, recompute="none" if recompute == "op" else recompute, recomputed=rerun)
     if capacity is None:
         flops = exact(ftree.total, model.values_with(T=seq, B=micro_batch * m * dp))
     else:  # the experts also compute on the padding
@@ -350,7 +351,7 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
         out["host"] = f["host"]
     if engine:
         bw, sp, capacity = setup.backward, plan.sp, setup.capacity
-        tree = activations(model, bw, sp=sp, capacity=capacity)
+        tree = activations(model, bw, sp=sp, capacity=capacity, op=setup.recompute.mode == "op")
         n_chunks = plan.pp * virtual
         counts = heavy["in_flight_chunks"]
         per = sympy.Integer(0)

@@ -1,4 +1,6 @@
-"""Megatron-LM's full-recomputation methods: which decoder layers a model chunk recomputes.
+"""Megatron-LM's full-recomputation methods: which decoder layers a model chunk recomputes; and
+torchtitan's op-level selective checkpointing (``op``: ``activations.op_saved`` per layer, one
+layer's recomputed saved set alive at a time in backward, like full's working set).
 
 ``--recompute-granularity full`` checkpoints whole layers; ``--recompute-method`` and
 ``--recompute-num-layers N`` say which (Megatron-core ``TransformerBlock._checkpointed_forward``,
@@ -39,7 +41,7 @@ class Recompute:
     layers: int = 1
 
     def check(self) -> None:
-        if self.mode not in ("none", "selective", "full"):
+        if self.mode not in ("none", "selective", "full", "op"):
             raise SymcostError(f"--recompute: unknown mode {self.mode!r}")
         if self.method not in METHODS:
             raise SymcostError(f"--recompute-method: must be one of {', '.join(METHODS)}, got {self.method!r}")
@@ -75,6 +77,8 @@ class Recompute:
         ``extra`` in transient buffers (the formulas of the module docstring; under none or
         selective every layer keeps ``saved``). Numbers, or NumPy arrays (``train --search``)."""
         n = len(saved)
+        if self.mode == "op":  # each layer keeps its op-level set; in backward one layer's recomputed ops are alive
+            return sum(kept_in), _largest(saved[i] + extra[i] for i in range(n))
         if self.mode != "full":
             return sum(saved), _largest(extra)
         if self.method == "block":

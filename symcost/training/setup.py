@@ -77,7 +77,8 @@ class TrainSetup:
                    states=States(shard=hsdp_shard, offload=offload, optimizer=optimizer, grad_dtype=grad_dtype,
                                  framework=framework),
                    recompute=Recompute(recompute, recompute_method, recompute_layers),
-                   backward=Backward(kernel=kernel, recompute=recompute, act_dtype=act_dtype, scan=scan),
+                   backward=Backward(kernel=kernel, recompute="none" if recompute == "op" else recompute,
+                                     act_dtype=act_dtype, scan=scan),
                    virtual=virtual, activations=activation_model, capacity=capacity, reshard=reshard,
                    loss_chunks=loss_chunks)
 
