@@ -252,3 +252,22 @@ def loss_peak(model, bw: Backward, *, chunks: int = 1, logits_held: bool = True,
     out.add("grad_log_probs", rows * V * 4 / tp, "fp32 gradient of the log-probabilities (nll_loss backward)")
     out.add("grad_logits_fp32", rows * V * 4 / tp, "fp32 gradient of the upcast logits (log_softmax backward)")
     return out
+
+
+def backward_buffers(components, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp) -> sympy.Expr:
+    """Gradient buffers alive while one layer runs its backward, beyond its saved set: the gradient
+    arriving at its output and the one it forms for its input (2·b_a·d per token, the residual
+    stream's width; ÷N_tp under sequence parallelism), and inside a gated FFN's backward the
+    gradient of the down projection's input and those of the gate and up outputs (3·b_a·w/N_tp
+    per token, w the widest column-parallel dense projection of the layer: d_ff for a SwiGLU MLP).
+    rows = B·T/N_cp. Counted with the layer's working set (``recompute.Recompute.chunk``'s
+    ``extra``), never with the saved set: they are gone once the layer's backward ends."""
+    from ..core.primitives import Linear
+    width = next((w for w in (c.residual_width() for c in components) if w is not None), sym.d)
+    wide = [p.out for c in components for p in c.primitives(None)
+            if isinstance(p, Linear) and p.tp == "col" and p.active is None and p.rows is None]
+    rows = B * T / cp
+    hidden = 2 * rows * width * sym.b_a / (tp if sp else 1)
+    if not wide:
+        return hidden
+    return hidden + 3 * rows * sympy.Max(*wide) * sym.b_a / tp

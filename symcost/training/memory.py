@@ -31,7 +31,8 @@ from ..components.moe import MoE
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.terms import exact
-from .activations import activations, dispatch_buffers, korthikanti, loss_peak, per_layer, shared_tensors
+from .activations import (activations, backward_buffers, dispatch_buffers, korthikanti, loss_peak, per_layer,
+                          shared_tensors)
 from .flops import padded_expert_flops, train_flops
 from .plan import rank_stages, stages
 from .recompute import add_up, recomputed_units
@@ -248,7 +249,10 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
             keep = {g for g, n in all_units.items() if n > rerun.get(g, 0)}
             pre += (shared_tensors(model, bw, set(rerun), keep, sp=sp, tp=tp, cp=cp).total_at(vals)
                     - (exact(tree["shared"].total, vals) if "shared" in tree else 0))
-        extra = {g.name: 0 for g in model.groups}
+        # working memory of a layer's backward: its gradient buffers (``backward_buffers``), and with EP
+        # its dispatch buffers
+        extra = {g.name: (exact(backward_buffers(g.components, sp=sp, tp=tp, cp=cp), vals) if g.name in tree else 0)
+                 for g in model.groups}
         if ep > 1:
             for g in model.groups:
                 for c in g.components:

@@ -56,7 +56,7 @@ from ..core.notation import sym
 from ..core.numeric import compile_exprs, integer_ratio
 from ..core.terms import exact
 from ..hardware.links import Links, collective_seconds, link_bytes_s
-from .activations import activations, dispatch_buffers, loss_peak, per_layer, routed_rows
+from .activations import activations, backward_buffers, dispatch_buffers, loss_peak, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
 from .flops import padded_parts, train_flops
 from .memory import rank_units
@@ -236,6 +236,9 @@ def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want
     if want_working:
         for name, t in per_layer(model, bw, capacity, sp=sp).items():
             parts["w:" + name] = [t.total]
+    for g in model.groups:  # a layer's backward gradient buffers (``train_memory``'s working memory)
+        if g.name in tree:
+            parts["b:" + g.name] = [backward_buffers(g.components, sp=sp)]
     if want_dispatch:
         for g in model.groups:
             d = [dispatch_buffers(c, capacity, sp=sp) for c in g.components if isinstance(c, MoE)]
@@ -483,6 +486,9 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     # checkpoint keeps is all of it) and the transient EP dispatch buffers (train: only with EP)
     saved = {g: np.where(full, acts["w:" + g], layer[g]) if "w:" + g in acts else layer[g] for g in layer}
     extra = {g: np.where(r_ep > 1, acts["d:" + g], 0) for g in counts if kinds[g].moe and "d:" + g in acts}
+    for g in counts:
+        if "b:" + g in acts:
+            extra[g] = extra.get(g, 0) + acts["b:" + g]
     order = model.layers()
     # -- compute and the R-side communication ----------------------------------------------------
     F = {}
