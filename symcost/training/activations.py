@@ -137,13 +137,15 @@ def op_saved(components, bw: Backward) -> list[Saved]:
 
 
 def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp, capacity=None,
-                op: bool = False) -> Terms:
+                op: bool = False, loss_chunks: int = 1) -> Terms:
     """Bytes saved for backward over one micro-batch of ``B`` sequences of ``T`` tokens, all layers.
 
     Symbolic in ``B``, ``T``, ``b_a`` and the parallel sizes ``N_tp``, ``N_cp`` (pass integers to
     fix them); substitute the model's values to get numbers. ``capacity``: the MoE capacity
     factor (``routed_rows``), None = dropless. ``op``: torchtitan's op-level selective
     checkpointing of every decoder layer (``op_saved``; ``bw.recompute`` is then "none").
+    ``loss_chunks`` > 1: a chunked / fused cross-entropy keeps no log-softmax of the whole sequence
+    (the head's ``log_softmax_fp32`` goes; one chunk's is in ``loss_peak``).
     """
     kw = dict(sp=sp, tp=tp, cp=cp)
     out = Terms()
@@ -169,7 +171,8 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
     if shared:
         out.add("shared", shared, "computed once, read by every layer")
     for c in model.post:
-        out.add(c.key, _tree(_records(c, bw), **kw), c.label())
+        recs = [r for r in _records(c, bw) if loss_chunks == 1 or r.name != "log_softmax_fp32"]
+        out.add(c.key, _tree(recs, **kw), c.label())
     return out
 
 
@@ -237,8 +240,9 @@ def loss_peak(model, bw: Backward, *, chunks: int = 1, logits_held: bool = True,
         grad_log_probs     4·V     nll_loss's gradient of the fp32 log-probabilities
         grad_logits_fp32   4·V     log_softmax's gradient of the fp32 upcast ``logits.float()``
 
-    rows = B·T/(N_cp·c): with ``chunks`` c > 1 (Liger's fused linear cross-entropy, chunked CE) one
-    chunk's logits and gradients are alive at a time. The forward's own transient (the logits and
+    rows = B·T/(N_cp·c): with ``chunks`` c > 1 (Liger's fused linear cross-entropy, torchtitan's
+    ``ChunkedLossWrapper``) one chunk's logits and gradients are alive at a time, and its fp32
+    log-softmax (4·V, ``log_probs_fp32``) is a transient of the chunk instead of a saved tensor. The forward's own transient (the logits and
     their fp32 upcast, (b_a + 4)·V) is smaller than the backward's. Counted on top of the saved set,
     as one micro-batch's backward peak (``memory``: the larger of it and a recomputed layer's)."""
     head = next((c for c in model.post if c.key == "lm_head"), None)
@@ -247,6 +251,8 @@ def loss_peak(model, bw: Backward, *, chunks: int = 1, logits_held: bool = True,
         return out
     rows = B * T / cp / chunks
     V = head.V
+    if chunks > 1:  # the chunk's log-probabilities: not saved for the whole sequence (``activations``)
+        out.add("log_probs_fp32", rows * V * 4 / tp, "fp32 log-softmax of one chunk (chunked loss)")
     if logits_held:
         out.add("logits", rows * V * sym.b_a / tp, "logits [B·T, V/N_tp] in the compute dtype, held by the output")
     out.add("grad_log_probs", rows * V * 4 / tp, "fp32 gradient of the log-probabilities (nll_loss backward)")

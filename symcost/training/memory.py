@@ -229,7 +229,8 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
         working = [0] * pp
         notes.append("activations: Korthikanti et al. 2022 Table 2 (dense GPT layer, 2-byte), preset")
     else:
-        tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity, op=rc.mode == "op")
+        tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity, op=rc.mode == "op",
+                           loss_chunks=setup.loss_chunks)
         flat = tree.at(vals)
         pre_keys, post_keys = {c.key for c in model.pre}, {c.key for c in model.post}
         pre = sum(v for k, v in flat.items() if k.split("/")[0] in pre_keys or k.startswith("shared/"))
@@ -355,7 +356,8 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
         out["host"] = f["host"]
     if engine:
         bw, sp, capacity = setup.backward, plan.sp, setup.capacity
-        tree = activations(model, bw, sp=sp, capacity=capacity, op=setup.recompute.mode == "op")
+        tree = activations(model, bw, sp=sp, capacity=capacity, op=setup.recompute.mode == "op",
+                           loss_chunks=setup.loss_chunks)
         n_chunks = plan.pp * virtual
         counts = heavy["in_flight_chunks"]
         per = sympy.Integer(0)

@@ -218,13 +218,14 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
     return np.array(keep, dtype=np.int64)
 
 
-def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch):
+def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch,
+                  loss_chunks=1):
     """The activation terms ``train_memory`` sums, per layer group ("g:" + name, all its layers),
     the embedding side ("pre", with the shared tables), the head side ("post"), one layer's saved
     set while it is recomputed ("w:") and its EP dispatch buffers ("d:"): {key: [leaf formula, ...]}
     in (B, N_tp, N_cp), each leaf a term ``train_memory`` takes exactly (``terms.exact``)."""
     bw = Backward(kernel=kernel, recompute=rc, act_dtype=act_dtype, scan=scan)
-    tree = activations(model, bw, sp=sp, capacity=capacity)
+    tree = activations(model, bw, sp=sp, capacity=capacity, loss_chunks=loss_chunks)
 
     def leaves(keys):
         return [e for k in keys if k in tree for e in (tree[k].flatten().values() if hasattr(tree[k], "flatten")
@@ -474,7 +475,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             if not mask.any():
                 continue
             fn = _compile_acts(model, rname, s_, kernel=kernel, act_dtype=act_dtype, scan=scan, seq=seq,
-                               capacity=capacity, want_working=rname == "full", want_dispatch=has_moe)
+                               capacity=capacity, want_working=rname == "full", want_dispatch=has_moe,
+                               loss_chunks=setup.loss_chunks)
             idx = np.nonzero(mask)[0]
             out, ok = fn(b[idx], r_tp[idx], r_cp[idx])
             for key, x in out.items():
