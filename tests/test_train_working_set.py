@@ -134,3 +134,32 @@ def test_search_prints_what_train_costs(fw, chunks, llama):
         keys = ("dp", "tp", "pp", "ep", "cp", "micro_batch", "zero", "recompute", "sp", "offload")
         s = base.replace(**{k: b[k] for k in keys}, virtual=b["virtual_stages"], hsdp_shard=b["hsdp_shard"])
         assert train_memory(llama, s).per_gpu == b["per_gpu_bytes"], b
+
+
+def test_every_nth_layer_checkpointing(llama):
+    """torchtitan's selective layer AC (every N-th block checkpointed): on a stack of identical layers
+    it holds what Megatron's block method holds with the same number of recomputed layers, and
+    recomputes exactly L/N layers' forward."""
+    from symcost.training.recompute import Recompute
+    assert Recompute("full", "every", 3).recomputed(7) == [False, False, True, False, False, True, False]
+    for n in (2, 4):
+        every = _tm(llama, recompute="full", recompute_method="every", recompute_layers=n)
+        block = _tm(llama, recompute="full", recompute_method="block", recompute_layers=32 // n)
+        assert (every.activations, every.flops_per_step) == (block.activations, block.flops_per_step)
+    none, full = _tm(llama), _tm(llama, recompute="full")
+    assert full.activations < _tm(llama, recompute="full", recompute_method="every", recompute_layers=2).activations \
+        < none.activations
+
+
+def test_op_level_checkpointing_keeps_odd_matmuls_and_attention_output(llama):
+    """``--recompute op`` per Llama layer and token: the block input d, q_proj (H_q·D_h), v_proj
+    (H_kv·D_h), gate_proj (d_ff) and down_proj (d) outputs — mm #1, #3, #5, #7 —, the attention output
+    (H_q·D_h) in bf16 and its fp32 lse (H_q)."""
+    from symcost.core.conventions import Backward
+    from symcost.training.activations import activations
+    v = llama.values
+    d, Hq, Hkv, Dh, dff = (int(v[s]) for s in (sym.d, sym.H_q, sym.H_kv, sym.D_h, sym.d_ff))
+    tree = activations(llama, Backward(), op=True)
+    g = llama.groups[0]
+    per_token = tree[g.name].total.xreplace({**v, sym.B: 1, sym.T: 1, sym.b_a: 2, sym.N_tp: 1, sym.N_cp: 1})
+    assert per_token == int(v[g.count]) * (2 * (d + Hq * Dh + Hkv * Dh + dff + d + Hq * Dh) + 4 * Hq)

@@ -316,7 +316,8 @@ RECOMPUTE = Option(("--recompute",), "train", "activation recomputation: selecti
 RECOMPUTE_METHOD = Option(("--recompute-method",), "train", "with --recompute full, Megatron's --recompute-method: "
                           "uniform — groups of --recompute-layers consecutive layers per checkpoint; block — only "
                           "the first --recompute-layers layers of each model chunk are recomputed, the rest keep "
-                          "their activations (default uniform)", choices=("uniform", "block"), default="uniform",
+                          "their activations; every — every --recompute-layers-th layer is recomputed (torchtitan's "
+                          "selective layer AC) (default uniform)", choices=("uniform", "block", "every"), default="uniform",
                           example="block")
 RECOMPUTE_LAYERS = Option(("--recompute-layers",), "train", "Megatron's --recompute-num-layers: layers per "
                           "checkpoint (uniform) or recomputed layers per model chunk (block) (default 1)",

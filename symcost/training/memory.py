@@ -245,7 +245,7 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
             saved = {n: Fraction(exact(t.total, vals)) for n, t in per_layer(model, bw, capacity, sp=sp, tp=tp,
                                                                                cp=cp).items()}
         order = model.layers()
-        if rc.mode == "full" and rc.method == "block":  # the groups with layers it does not rerun keep
+        if rc.mode == "full" and rc.method in ("block", "every"):  # the groups with layers it does not rerun keep
             all_units = add_up([ch["layers"] for ch in chunks])  # their shared tensors (RoPE tables)
             keep = {g for g, n in all_units.items() if n > rerun.get(g, 0)}
             pre += (shared_tensors(model, bw, set(rerun), keep, sp=sp, tp=tp, cp=cp).total_at(vals)

@@ -12,6 +12,9 @@ applied to each model chunk: a pipeline stage, or one virtual stage under interl
   transformers' gradient checkpointing does).
 * ``block``: only the chunk's first N layers are checkpointed (each its own checkpoint); the
   others keep their whole saved set and are not recomputed — a middle ground between none and full.
+* ``every``: torchtitan's selective layer checkpointing (``selective_ac_option = N``,
+  ``_apply_ac_to_transformer_block``): every N-th block (the N-th, 2N-th, ... of the chunk) is
+  checkpointed whole, the others keep their saved set; the formulas are block's, with that set.
 
 Per chunk, with in_i the bytes a checkpoint of layer i keeps (its input), s_i its saved set without
 recomputation and w_i its working buffers outside the saved set (EP dispatch):
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 
 from ..core.errors import SymcostError
 
-METHODS = ("uniform", "block")
+METHODS = ("uniform", "block", "every")
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,8 @@ class Recompute:
             return f"recompute={self.mode}"
         if self.method == "uniform":
             return f"recompute=full, uniform: groups of {self.layers} layers per checkpoint"
+        if self.method == "every":
+            return f"recompute=full, every {self.layers}-th layer of each model chunk (torchtitan's selective layer AC)"
         return f"recompute=full, block: the first {self.layers} layers of each model chunk"
 
     def recomputed(self, n: int) -> list[bool]:
@@ -69,6 +74,8 @@ class Recompute:
             return [False] * n
         if self.method == "uniform":
             return [True] * n
+        if self.method == "every":
+            return [(i + 1) % self.layers == 0 for i in range(n)]
         return [i < self.layers for i in range(n)]
 
     def chunk(self, kept_in: list, saved: list, extra: list) -> tuple:
@@ -81,7 +88,7 @@ class Recompute:
             return sum(kept_in), _largest(saved[i] + extra[i] for i in range(n))
         if self.mode != "full":
             return sum(saved), _largest(extra)
-        if self.method == "block":
+        if self.method in ("block", "every"):
             r = self.recomputed(n)
             held = sum(kept_in[i] if r[i] else saved[i] for i in range(n))
             work = _largest((saved[i] if r[i] else 0) + extra[i] for i in range(n))

@@ -30,7 +30,8 @@ _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
 _TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS)
 _MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD)
 OPTIONS = {
-    "train": (o.MODEL, *_SHARED, o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
+    "train": (o.MODEL, o.SEQ.but(required=True), o.MICRO_BATCH.but(help=o.MICRO_BATCH.help + " (required without "
+              "--search, which sweeps it)"), *_SHARED[2:], o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
               o.SEARCH, o.GPUS.but(help="world size for --search"), o.ACTIVATIONS, o.SCAN, *_STEP,
               o.swept(o.VIRTUAL_STAGES), o.swept(o.OFFLOAD), o.swept(o.HSDP_SHARD), *_TAIL, *_MEMORY),
     "comm": (o.MODEL, *_SHARED, o.SP, o.ZERO, o.RECOMPUTE, *_STATES, *_STEP, o.VIRTUAL_STAGES, o.OFFLOAD,
@@ -184,6 +185,8 @@ def cmd_train(args, out):
     check_positions(m, args.seq, "--seq")
     if args.search:
         return _cmd_search(m, args, out)
+    if args.micro_batch is None:
+        raise SymcostError("train: --micro-batch is required (without --search)")
     args = _single(args)
     g = find_gpu(args.gpu) if args.gpu else None
     tm, step = _memory_and_step(m, args, g)
@@ -224,8 +227,9 @@ def _search_table(best: list[dict]) -> list[str]:
 
 
 def _cmd_search(m, args, out):
-    if not (args.gpus and args.gpu and args.global_batch):
-        raise SymcostError("--search needs --gpus, --gpu and --global-batch")
+    missing = [f for f, x in (("--gpus", args.gpus), ("--gpu", args.gpu), ("--global-batch", args.global_batch)) if not x]
+    if missing:
+        raise SymcostError(f"--search needs --gpus, --gpu and --global-batch (missing: {', '.join(missing)})")
     if args.activations != "engine":
         raise SymcostError("--search evaluates the engine's activations; drop --activations korthikanti")
     if (args.recompute_method, args.recompute_layers) != ("uniform", 1):
