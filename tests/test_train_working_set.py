@@ -163,3 +163,17 @@ def test_op_level_checkpointing_keeps_odd_matmuls_and_attention_output(llama):
     g = llama.groups[0]
     per_token = tree[g.name].total.xreplace({**v, sym.B: 1, sym.T: 1, sym.b_a: 2, sym.N_tp: 1, sym.N_cp: 1})
     assert per_token == int(v[g.count]) * (2 * (d + Hq * Dh + Hkv * Dh + dff + d + Hq * Dh) + 4 * Hq)
+
+
+def test_vocab_pad_is_megatrons_padding(capsys):
+    """Megatron's _vocab_size_with_padding: GPT-2's 50,257 tokens become 50,304 at
+    --make-vocab-size-divisible-by 128 and tp 1, 50,688 at tp 4 (a multiple of 512); the padded rows
+    are weights like the others."""
+    sizes = {}
+    for tp in (1, 4):
+        assert main(["train", "gpt2", "--seq", "1024", "--micro-batch", "1", "--tp", str(tp), "--vocab-pad", "128",
+                     "--json"]) == 0
+        sizes[tp] = json.loads(capsys.readouterr().out)["vocab_size"]
+    assert sizes == {1: 50304, 4: 50688}
+    assert main(["train", "gpt2", "--seq", "1024", "--micro-batch", "1", "--tp", "4", "--json"]) == 2  # unpadded
+    capsys.readouterr()

@@ -340,6 +340,9 @@ HEADROOM_GIB = Option(("--headroom-gib",), "train", "GiB per GPU kept free for t
 LOSS_CHUNKS = Option(("--loss-chunks",), "train", "cross-entropy over N chunks of the tokens (Liger's fused linear "
                      "cross-entropy, chunked CE): divides the loss_peak line by N (default 1)", kind=positive,
                      default=1, metavar="N", example="8")
+VOCAB_PAD = Option(("--vocab-pad",), "train", "pad the vocabulary V up to a multiple of N x tp (Megatron's "
+                   "--make-vocab-size-divisible-by N): every term with V (embedding, head, logits, loss_peak) "
+                   "uses the padded size (default: the config's V)", kind=positive, metavar="N", example="128")
 RESHARD = Option(("--reshard-after-forward",), "train", "FSDP/ZeRO-3 reshard_after_forward: off keeps every unit "
                  "unsharded from forward to backward (the gathered line); default: on, off under --pp > 1 "
                  "with --framework torchtitan", choices=("default", "on", "off"), default="default", example="off")

@@ -151,3 +151,18 @@ def budget_bytes(gpu, headroom_gib: float = HEADROOM_GIB) -> int:
         raise SymcostError(f"--headroom-gib {headroom_gib:g} must be >= 0 and below the {gpu.name}'s "
                            f"driver-reported {gpu.usable_bytes / 2**30:.2f} GiB")
     return gpu.usable_bytes - room
+
+
+def padded_vocab(model, multiple: int, tp: int = 1):
+    """The model with its vocabulary padded up to a multiple of ``multiple``·N_tp (Megatron-LM's
+    ``--make-vocab-size-divisible-by``, ``training/tokenizer _vocab_size_with_padding``: the embedding,
+    the head and the logits all grow to the padded V)."""
+    from dataclasses import replace
+
+    from ..core.notation import sym
+    if multiple < 1:
+        raise SymcostError(f"--vocab-pad must be a positive integer, got {multiple}")
+    if sym.V not in model.values:
+        raise SymcostError("--vocab-pad: the model has no vocabulary size V")
+    V, step = int(model.values[sym.V]), multiple * tp
+    return replace(model, values={**model.values, sym.V: -(-V // step) * step})

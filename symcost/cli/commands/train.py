@@ -12,13 +12,14 @@ import sympy
 
 from ...architectures import loader
 from ...core.errors import SymcostError
+from ...core.notation import sym
 from ...core.terms import Terms
 from ...core.units import human_bytes, human_count
 from ...hardware.gpus import gpu as find_gpu
 from ...training import compare_presets, run, train_memory
 from ...training.comm import comm
 from ...training.recompute import Recompute
-from ...training.framework import budget_bytes, framework
+from ...training.framework import budget_bytes, framework, padded_vocab
 from ...training.setup import TrainSetup, check_capacity
 from .. import options as o
 from .common import check_positions
@@ -28,7 +29,7 @@ _SHARED = (o.SEQ.but(required=True), o.MICRO_BATCH.but(required=True), o.GLOBAL_
 _STATES = (o.RECOMPUTE_METHOD, o.RECOMPUTE_LAYERS, o.OPTIMIZER, o.GRAD_DTYPE, o.ACT_DTYPE, o.ATTENTION_KERNEL)
 _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
 _TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS)
-_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD)
+_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD)
 OPTIONS = {
     "train": (o.MODEL, o.SEQ.but(required=True), o.MICRO_BATCH.but(help=o.MICRO_BATCH.help + " (required without "
               "--search, which sweeps it)"), *_SHARED[2:], o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
@@ -176,6 +177,7 @@ def _train_payload(m, args, tm, g) -> dict:
             "recompute_method": args.recompute_method, "recompute_layers": args.recompute_layers,
             "optimizer": args.optimizer, "grad_dtype": _grad_dtype(args), "attention_kernel": args.attention_kernel,
             "reshard_after_forward": args.reshard_after_forward, "loss_chunks": args.loss_chunks,
+            "vocab_size": int(m.values[sym.V]) if sym.V in m.values else None,
             "act_dtype": args.act_dtype, "scan": args.scan, "activations_model": args.activations,
             "notes": tm.notes, "formula": _formula(m, tm), **_parallel(args)}
 
@@ -184,7 +186,12 @@ def cmd_train(args, out):
     m = loader.build(args.model)
     check_positions(m, args.seq, "--seq")
     if args.search:
+        if args.vocab_pad:
+            raise SymcostError("--vocab-pad with --search: the padding depends on each candidate's tp; pin a layout "
+                               "(drop --search)")
         return _cmd_search(m, args, out)
+    if args.vocab_pad:
+        m = padded_vocab(m, args.vocab_pad, args.tp)
     if args.micro_batch is None:
         raise SymcostError("train: --micro-batch is required (without --search)")
     args = _single(args)
