@@ -1,8 +1,16 @@
 """Per-GPU training memory: model states of the heaviest pipeline stage plus the activations 1F1B
-keeps in flight there.
+keeps in flight there, and the transients of one micro-batch's backward.
 
-    per GPU = max over stages s of  states_s + min(m, N_pp − s) · A_s  (+ one layer's working set
-                                                                         under full recompute)
+    per GPU = max over stages s of  states_s + gathered_s + min(m, N_pp − s) · A_s
+                                    + max(loss_peak_s, working_s)
+
+``gathered_s``: ZeRO-3 / FSDP's unsharded working set (``states.gathered_terms``, the framework's
+wrapping unit and prefetch, every offload mode); ``loss_peak_s``: the logits and cross-entropy
+gradients on the last stage (``activations.loss_peak``); ``working_s``: the backward's working set
+of one layer (its recomputed saved set under full / op-level recompute, its gradient buffers
+``activations.backward_buffers``, its EP dispatch buffers) — the loss's and a layer's transients
+come at different moments, so the larger counts. Bytes per parameter of each state are the
+``--framework``'s (``framework``).
 
 with m micro-batches per step, A_s the bytes one micro-batch's backward keeps on stage s (its
 layers, plus the embedding on the first stage and the final norm, head and loss on the last;
