@@ -177,3 +177,24 @@ def test_vocab_pad_is_megatrons_padding(capsys):
     assert sizes == {1: 50304, 4: 50688}
     assert main(["train", "gpt2", "--seq", "1024", "--micro-batch", "1", "--tp", "4", "--json"]) == 2  # unpadded
     capsys.readouterr()
+
+
+def test_megatron_recompute_modules(llama, capsys):
+    """--recompute-modules: core_attn alone is the selective default; mlp keeps only each FFN's input
+    (b_a·d per token) in place of its saved set, whose bytes come back as the backward's working set."""
+    from symcost.core.conventions import Backward
+    from symcost.training.activations import _records, _bytes
+    sel = _tm(llama, recompute="selective")
+    core = _tm(llama, recompute="selective", recompute_modules=("core_attn",))
+    assert (core.activations, core.per_gpu) == (sel.activations, sel.per_gpu)
+    both = _tm(llama, recompute="selective", recompute_modules=("core_attn", "mlp"))
+    v = {**llama.values, sym.B: 1, sym.T: 4096, sym.b_a: 2, sym.N_tp: 1, sym.N_cp: 1}
+    ffn = next(c for c in llama.groups[0].components if c.key == "mlp")
+    mlp = sum(int(_bytes(r, sp=False).xreplace(v)) for r in _records(ffn, Backward(recompute="selective")))
+    L, d = int(llama.values[llama.groups[0].count]), int(llama.values[sym.d])
+    assert sel.activations - both.activations == L * (mlp - 2 * 4096 * d)
+    assert both.recompute_working >= mlp
+    for bad, needle in ((["--recompute-modules", "layernorm", "--recompute", "selective"], "layernorm not modelled"),
+                        (["--recompute-modules", "mlp"], "applies to --recompute selective")):
+        assert main(["train", "llama-3.1-8b", "--seq", "4096", "--micro-batch", "1", *bad, "--json"]) == 2
+        assert needle in json.loads(capsys.readouterr().out)["error"]

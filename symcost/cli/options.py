@@ -340,6 +340,10 @@ HEADROOM_GIB = Option(("--headroom-gib",), "train", "GiB per GPU kept free for t
 LOSS_CHUNKS = Option(("--loss-chunks",), "train", "cross-entropy over N chunks of the tokens (Liger's fused linear "
                      "cross-entropy, chunked CE): divides the loss_peak line by N (default 1)", kind=positive,
                      default=1, metavar="N", example="8")
+RECOMPUTE_MODULES = Option(("--recompute-modules",), "train", "with --recompute selective, Megatron's "
+                           "--recompute-modules, comma-separated: core_attn (the default: the attention core), mlp "
+                           "(a dense FFN from its input), moe (an MoE block from its input): the activations line",
+                           metavar="M,M", example="core_attn,mlp")
 VOCAB_PAD = Option(("--vocab-pad",), "train", "pad the vocabulary V up to a multiple of N x tp (Megatron's "
                    "--make-vocab-size-divisible-by N): every term with V (embedding, head, logits, loss_peak) "
                    "uses the padded size (default: the config's V)", kind=positive, metavar="N", example="128")

@@ -136,8 +136,27 @@ def op_saved(components, bw: Backward) -> list[Saved]:
     return out
 
 
+#: Megatron-LM's ``--recompute-modules`` (selective granularity) symcost models, and what each keeps
+RECOMPUTE_MODULES = ("core_attn", "mlp", "moe")
+
+
+def module_records(c, bw: Backward, modules, capacity=None) -> list[Saved]:
+    """What component ``c`` keeps under Megatron's selective recomputation of ``modules``
+    (``transformer_layer.py`` / ``--recompute-modules``): ``core_attn`` (the default) recomputes the
+    attention core (the attention components' ``selective`` declaration: q, k, v kept); ``mlp`` a
+    dense FFN and ``moe`` an MoE block from their input alone (b_a·d, hidden-wide). Others as declared."""
+    from ..components.ffn import FFN
+    if "mlp" in modules and isinstance(c, FFN) or "moe" in modules and isinstance(c, MoE):
+        return [Saved("input", c.d, sym.b_a, "seq", doc=f"{c.key} input: the module is recomputed (--recompute-modules)")]
+    if "core_attn" in modules and bw.recompute == "none":
+        bw = Backward(kernel=bw.kernel, recompute="selective", act_dtype=bw.act_dtype, scan=bw.scan)
+    elif "core_attn" not in modules and bw.recompute == "selective":
+        bw = Backward(kernel=bw.kernel, recompute="none", act_dtype=bw.act_dtype, scan=bw.scan)
+    return _records(c, bw, capacity)
+
+
 def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp, capacity=None,
-                op: bool = False, loss_chunks: int = 1) -> Terms:
+                op: bool = False, loss_chunks: int = 1, modules=None) -> Terms:
     """Bytes saved for backward over one micro-batch of ``B`` sequences of ``T`` tokens, all layers.
 
     Symbolic in ``B``, ``T``, ``b_a`` and the parallel sizes ``N_tp``, ``N_cp`` (pass integers to
@@ -145,7 +164,8 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
     factor (``routed_rows``), None = dropless. ``op``: torchtitan's op-level selective
     checkpointing of every decoder layer (``op_saved``; ``bw.recompute`` is then "none").
     ``loss_chunks`` > 1: a chunked / fused cross-entropy keeps no log-softmax of the whole sequence
-    (the head's ``log_softmax_fp32`` goes; one chunk's is in ``loss_peak``).
+    (the head's ``log_softmax_fp32`` goes; one chunk's is in ``loss_peak``). ``modules``: Megatron's
+    ``--recompute-modules`` under selective recomputation (``module_records``; None = core_attn).
     """
     kw = dict(sp=sp, tp=tp, cp=cp)
     out = Terms()
@@ -161,7 +181,8 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
                       "(the residual stream's width: n_hc·d with hyper-connections)")
         else:
             for c in g.components:
-                recs = _records(c, bw, capacity)
+                recs = (_records(c, bw, capacity) if modules is None else
+                        module_records(c, bw, modules, capacity))
                 if recs:
                     layer.add(c.key, _tree(recs, **kw), c.label())
         n = g.checkpoints if bw.recompute == "full" and g.checkpoints is not None else g.count

@@ -39,8 +39,8 @@ from ..components.moe import MoE
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.terms import exact
-from .activations import (activations, backward_buffers, dispatch_buffers, korthikanti, loss_peak, per_layer,
-                          shared_tensors)
+from .activations import (_bytes, _records, activations, backward_buffers, dispatch_buffers, korthikanti, loss_peak,
+                          module_records, per_layer, shared_tensors)
 from .flops import padded_expert_flops, train_flops
 from .plan import rank_stages, stages
 from .recompute import add_up, recomputed_units
@@ -196,6 +196,11 @@ def measured_note(model) -> str:
             f"other families")
 
 
+def _tree_total(c, bw, capacity, sp, tp, cp):
+    """The bytes component ``c`` saves as declared (no recomputation), per layer."""
+    return sum((_bytes(r, sp=sp, tp=tp, cp=cp) for r in _records(c, bw, capacity)), sympy.Integer(0))
+
+
 def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMemory:
     """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here);
     ``gpus_per_node`` only for DeepSpeed's host bytes per node (``host_node``)."""
@@ -238,7 +243,7 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
         notes.append("activations: Korthikanti et al. 2022 Table 2 (dense GPT layer, 2-byte), preset")
     else:
         tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity, op=rc.mode == "op",
-                           loss_chunks=setup.loss_chunks)
+                           loss_chunks=setup.loss_chunks, modules=rc.modules)
         flat = tree.at(vals)
         pre_keys, post_keys = {c.key for c in model.pre}, {c.key for c in model.post}
         pre = sum(v for k, v in flat.items() if k.split("/")[0] in pre_keys or k.startswith("shared/"))
@@ -262,6 +267,12 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
         # its dispatch buffers
         extra = {g.name: (exact(backward_buffers(g.components, sp=sp, tp=tp, cp=cp), vals) if g.name in tree else 0)
                  for g in model.groups}
+        if rc.modules is not None and set(rc.modules) & {"mlp", "moe"}:  # a recomputed module's saved set
+            for g in model.groups:                                     # is alive again in its backward
+                if g.name in tree:
+                    extra[g.name] += max((exact(_tree_total(c, bw, capacity, sp, tp, cp), vals) for c in g.components
+                                          if module_records(c, bw, rc.modules, capacity) != _records(c, bw, capacity)),
+                                         default=0)
         if ep > 1:
             for g in model.groups:
                 for c in g.components:
@@ -365,7 +376,7 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
     if engine:
         bw, sp, capacity = setup.backward, plan.sp, setup.capacity
         tree = activations(model, bw, sp=sp, capacity=capacity, op=setup.recompute.mode == "op",
-                           loss_chunks=setup.loss_chunks)
+                           loss_chunks=setup.loss_chunks, modules=setup.recompute.modules)
         n_chunks = plan.pp * virtual
         counts = heavy["in_flight_chunks"]
         per = sympy.Integer(0)

@@ -42,6 +42,7 @@ class Recompute:
     mode: str = "none"
     method: str = "uniform"
     layers: int = 1
+    modules: tuple | None = None  # Megatron's --recompute-modules under selective (None: core_attn)
 
     def check(self) -> None:
         if self.mode not in ("none", "selective", "full", "op"):
@@ -50,6 +51,16 @@ class Recompute:
             raise SymcostError(f"--recompute-method: must be one of {', '.join(METHODS)}, got {self.method!r}")
         if isinstance(self.layers, bool) or not isinstance(self.layers, int) or self.layers < 1:
             raise SymcostError(f"--recompute-layers: must be a positive integer, got {self.layers!r}")
+        if self.modules is not None:
+            from .activations import RECOMPUTE_MODULES
+            if self.mode != "selective":
+                raise SymcostError("--recompute-modules applies to --recompute selective (Megatron's "
+                                   "--recompute-granularity selective)")
+            bad = [x for x in self.modules if x not in RECOMPUTE_MODULES]
+            if bad or not self.modules:
+                raise SymcostError(f"--recompute-modules: {', '.join(bad) or 'none given'} not modelled (symcost "
+                                   f"models {', '.join(RECOMPUTE_MODULES)}; Megatron's layernorm, moe_act, "
+                                   f"mla_up_proj, shared_experts are not)")
         if self.mode != "full" and (self.method, self.layers) != ("uniform", 1):
             raise SymcostError("--recompute-method / --recompute-layers apply to --recompute full only "
                                "(Megatron's --recompute-granularity full)")
@@ -60,6 +71,8 @@ class Recompute:
         return self.mode == "full" and self.method == "uniform" and self.layers == 1
 
     def describe(self) -> str:
+        if self.modules is not None:
+            return f"recompute=selective, modules {','.join(self.modules)} (Megatron's --recompute-modules)"
         if self.mode != "full" or self.per_layer:
             return f"recompute={self.mode}"
         if self.method == "uniform":

@@ -70,13 +70,15 @@ class TrainSetup:
            cp=1, zero=0, sp=False, virtual=1, hsdp_shard=None, offload="none", optimizer="adamw",
            grad_dtype=None, recompute="none", recompute_method="uniform", recompute_layers=1,
            kernel="flash", act_dtype="bf16", scan="fused", activation_model="engine",
-           capacity=None, framework=None, reshard="default", loss_chunks=1) -> "TrainSetup":
+           capacity=None, framework=None, reshard="default", loss_chunks=1,
+           recompute_modules=None) -> "TrainSetup":
         """A setup from the command line's option names (``symcost train`` / ``comm``)."""
         return cls(batch=Batch(seq, micro_batch, global_batch),
                    plan=Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp),
                    states=States(shard=hsdp_shard, offload=offload, optimizer=optimizer, grad_dtype=grad_dtype,
                                  framework=framework),
-                   recompute=Recompute(recompute, recompute_method, recompute_layers),
+                   recompute=Recompute(recompute, recompute_method, recompute_layers,
+                                       None if recompute_modules is None else tuple(recompute_modules)),
                    backward=Backward(kernel=kernel, recompute="none" if recompute == "op" else recompute,
                                      act_dtype=act_dtype, scan=scan),
                    virtual=virtual, activations=activation_model, capacity=capacity, reshard=reshard,
@@ -95,7 +97,7 @@ class TrainSetup:
                     recompute=r.mode, recompute_method=r.method, recompute_layers=r.layers, kernel=b.kernel,
                     act_dtype=b.act_dtype, scan=b.scan, activation_model=self.activations,
                     capacity=self.capacity, framework=s.framework, reshard=self.reshard,
-                    loss_chunks=self.loss_chunks)
+                    loss_chunks=self.loss_chunks, recompute_modules=r.modules)
 
     # -- derived -------------------------------------------------------------------------------------
     @property

@@ -29,7 +29,7 @@ _SHARED = (o.SEQ.but(required=True), o.MICRO_BATCH.but(required=True), o.GLOBAL_
 _STATES = (o.RECOMPUTE_METHOD, o.RECOMPUTE_LAYERS, o.OPTIMIZER, o.GRAD_DTYPE, o.ACT_DTYPE, o.ATTENTION_KERNEL)
 _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
 _TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS)
-_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD)
+_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES)
 OPTIONS = {
     "train": (o.MODEL, o.SEQ.but(required=True), o.MICRO_BATCH.but(help=o.MICRO_BATCH.help + " (required without "
               "--search, which sweeps it)"), *_SHARED[2:], o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
@@ -74,7 +74,7 @@ def _training(args) -> TrainSetup:
                 kernel=args.attention_kernel, act_dtype=args.act_dtype,
                 activation_model=getattr(args, "activations", "engine"), scan=getattr(args, "scan", "fused"),
                 framework=args.framework, reshard=getattr(args, "reshard_after_forward", "default"),
-                loss_chunks=getattr(args, "loss_chunks", 1))
+                loss_chunks=getattr(args, "loss_chunks", 1), recompute_modules=_modules(args))
 
 
 def _links(args, g):
@@ -126,6 +126,11 @@ def _search(m, args):
     r["seconds"] = time.perf_counter() - t0
     r["cpu_seconds"] = time.process_time() - c0
     return r
+
+
+def _modules(args):
+    text = getattr(args, "recompute_modules", None)
+    return None if text is None else tuple(x.strip() for x in text.split(",") if x.strip())
 
 
 def _convention(args) -> str:
@@ -200,7 +205,7 @@ def cmd_train(args, out):
     payload = _train_payload(m, args, tm, g)
     if step is not None:
         payload["step"] = step
-    label = Recompute(args.recompute, args.recompute_method, args.recompute_layers).describe()
+    label = Recompute(args.recompute, args.recompute_method, args.recompute_layers, _modules(args)).describe()
     lines = [f"{m.name}: training memory per GPU (heaviest pipeline stage {tm.stage}), seq={args.seq}, "
              f"micro-batch={args.micro_batch}, ZeRO-{args.zero}, {label}, {args.optimizer}"]
     tag = f"[{args.framework or 'symcost'}]"
@@ -239,6 +244,8 @@ def _cmd_search(m, args, out):
         raise SymcostError(f"--search needs --gpus, --gpu and --global-batch (missing: {', '.join(missing)})")
     if args.activations != "engine":
         raise SymcostError("--search evaluates the engine's activations; drop --activations korthikanti")
+    if args.recompute_modules is not None:
+        raise SymcostError("--recompute-modules applies to one layout (drop --search, which sweeps --recompute)")
     if (args.recompute_method, args.recompute_layers) != ("uniform", 1):
         raise SymcostError("--search sweeps --recompute none|selective|full with every layer its own "
                            "checkpoint; --recompute-method / --recompute-layers apply to one layout (drop --search)")
