@@ -26,10 +26,10 @@ from symcost.architectures import loader
 from symcost.training import TrainSetup, train_memory
 
 deepspeed_zero = pytest.importorskip("deepspeed.runtime.zero.stage3", reason="deepspeed is in the test extra")
-from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs, model_to_params  # noqa: E402
-from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs  # noqa: E402
+from deepspeed.runtime.zero.stage3 import estimate_zero3_model_states_mem_needs, model_to_params
+from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs
 
-from tests import oracle  # noqa: E402
+from tests import oracle
 
 MODELS = ("llama-3.1-8b", "qwen3-30b-a3b", "mixtral-8x7b-v0.1", "gpt-oss-20b", "gpt2", "deepseek-v3")
 #: (GPUs per node, nodes)

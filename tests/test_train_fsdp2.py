@@ -21,11 +21,11 @@ import pytest
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
 
-from symcost.architectures import loader  # noqa: E402
-from symcost.core.notation import sym  # noqa: E402
-from symcost.training.memory import gathered_formula, rank_units  # noqa: E402
-from symcost.training.plan import rank_stages  # noqa: E402
-from symcost.training.setup import TrainSetup  # noqa: E402
+from symcost.architectures import loader
+from symcost.core.notation import sym
+from symcost.training.memory import gathered_formula, rank_units
+from symcost.training.plan import rank_stages
+from symcost.training.setup import TrainSetup
 
 RAW = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 3,
        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1024, "tie_word_embeddings": False,

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
-import sympy
 
 from symcost.architectures import loader
 from symcost.cli.main import main
 from symcost.core.notation import sym
+from symcost.hardware.gpus import gpu
 from symcost.training import TrainSetup, train_memory
 from symcost.training.framework import FRAMEWORKS, GENERIC, budget_bytes
 from symcost.training.plan import stages
-from symcost.hardware.gpus import gpu
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +182,7 @@ def test_megatron_recompute_modules(llama, capsys):
     """--recompute-modules: core_attn alone is the selective default; mlp keeps only each FFN's input
     (b_a·d per token) in place of its saved set, whose bytes come back as the backward's working set."""
     from symcost.core.conventions import Backward
-    from symcost.training.activations import _records, _bytes
+    from symcost.training.activations import _bytes, _records
     sel = _tm(llama, recompute="selective")
     core = _tm(llama, recompute="selective", recompute_modules=("core_attn",))
     assert (core.activations, core.per_gpu) == (sel.activations, sel.per_gpu)

@@ -39,15 +39,24 @@ from ..components.moe import MoE
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.terms import exact
-from .activations import (_bytes, _records, activations, backward_buffers, dispatch_buffers, korthikanti, loss_peak,
-                          module_records, per_layer, shared_tensors)
+from .activations import (
+    _bytes,
+    _records,
+    activations,
+    backward_buffers,
+    dispatch_buffers,
+    korthikanti,
+    loss_peak,
+    module_records,
+    per_layer,
+    shared_tensors,
+)
 from .flops import padded_expert_flops, train_flops
-from .plan import rank_stages, stages
+from .framework import framework
+from .plan import _split, rank_stages, stages
 from .recompute import add_up, recomputed_units
 from .schedule import in_flight, peak
 from .setup import TrainSetup, has_experts
-from .framework import framework
-from .plan import _split
 from .states import estimator_host_node, gathered_terms, param_groups, zero_terms
 
 

@@ -18,8 +18,8 @@ from ...core.units import human_bytes, human_count
 from ...hardware.gpus import gpu as find_gpu
 from ...training import compare_presets, run, train_memory
 from ...training.comm import comm
-from ...training.recompute import Recompute
 from ...training.framework import budget_bytes, framework, padded_vocab
+from ...training.recompute import Recompute
 from ...training.setup import TrainSetup, check_capacity
 from .. import options as o
 from .common import check_positions
