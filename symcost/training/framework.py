@@ -40,7 +40,7 @@ final norm + head, whichever is larger; DeepSpeed: the largest module's own para
                (``foreach_reduce``'s reduce-scatter input)
   deepspeed    4·U: the estimator's ``largest_layer_memory`` (16-bit parameters and gradients of the
                largest module, no prefetch)
-  megatron     as generic (Megatron-FSDP; ZeRO-3 is not Megatron's default)
+  megatron     as fsdp2, 8·U: gradients in fp32 (Megatron-FSDP; ZeRO-3 is not Megatron's default)
 
 Without resharding after forward (``reshard_after_forward=False``; torchtitan's default under PP,
 where ``torch.distributed.pipelining`` also turns gradient sync off until the last micro-batch,
@@ -110,7 +110,7 @@ GENERIC = Framework(None, "symcost (bf16 weights and gradients, AdamW fp32 maste
                     "symcost's convention (states.py)")
 FRAMEWORKS = {
     "megatron": Framework("megatron", "Megatron-LM (bf16 weights, fp32 main grads, distributed optimizer = "
-                          "ZeRO-1: 18 B/param)", 2, 4, 12, "layer", 6, 4, "on", (0, 1, 2, 3),
+                          "ZeRO-1: 18 B/param)", 2, 4, 12, "layer", 8, 4, "on", (0, 1, 2, 3),
                           "Megatron-LM arguments.py (bf16 => accumulate_allreduce_grads_in_fp32), "
                           "docs/source/api-guide/dist_optimizer.md"),
     "deepspeed": Framework("deepspeed", "DeepSpeed (its estimators: 18 B/param, ZeRO-3's largest module 4 B/param "
