@@ -110,8 +110,9 @@ def text_groups(model):
 
 def op_saved(components, bw: Backward) -> list[Saved]:
     """What torchtitan's op-level selective activation checkpointing keeps of one layer
-    (``--recompute op``; torchtitan ``distributed/activation_checkpoint.py`` ``_save_list`` and its
-    policy "recompute every second mm"): the block's input b_a·d (the checkpoint's argument), the
+    (``--recompute op``; torchtitan's policy of its 2024-25 benchmarks, ``_apply_ac_to_transformer_block``
+    with ``_save_list`` = mm, the SDPA kernels, reduce-scatter, and "recompute every second mm"; later
+    torchtitan names the saved tensors per model, ``sac_save_list``): the block's input b_a·d (the checkpoint's argument), the
     outputs of the 1st, 3rd, 5th ... dense ``mm`` of the layer in forward order (the components'
     ``Linear`` primitives as declared: q, k, v, o, gate, up, down; routed experts run grouped
     matmuls, which are not in the list, and are recomputed), and the attention kernel's outputs
