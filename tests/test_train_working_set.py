@@ -197,3 +197,20 @@ def test_megatron_recompute_modules(llama, capsys):
                         (["--recompute-modules", "mlp"], "applies to --recompute selective")):
         assert main(["train", "llama-3.1-8b", "--seq", "4096", "--micro-batch", "1", *bad, "--json"]) == 2
         assert needle in json.loads(capsys.readouterr().out)["error"]
+
+
+def test_search_shows_distinct_layouts_and_no_unmodelled_offload():
+    """The five setups shown differ in layout or schedule (each the fastest of its ZeRO / HSDP / offload
+    settings), fit the driver-reported memory minus the headroom, and propose CPU offload only when
+    --offload pins it (the host optimizer's time is not modelled)."""
+    from symcost.training.search import search
+    m = loader.build("llama-3.1-70b")
+    r = search(m, TrainSetup.of(seq=4096, global_batch=256), gpus=64, gpu=gpu("H100"))
+    keys = [(b["dp"], b["tp"], b["pp"], b["ep"], b["cp"], b["virtual_stages"], b["micro_batch"], b["recompute"],
+             b["sp"]) for b in r["best"]]
+    assert len(keys) == 5 == len(set(keys))
+    assert all(b["offload"] == "none" and b["per_gpu_bytes"] <= budget_bytes(gpu("H100")) for b in r["best"])
+    steps = [b["step_time_s"] for b in r["best"]]
+    assert steps == sorted(steps)
+    pinned = search(m, TrainSetup.of(seq=4096, global_batch=256), gpus=64, gpu=gpu("H100"), offload="optimizer")
+    assert pinned["best"] and all(b["offload"] == "optimizer" for b in pinned["best"])

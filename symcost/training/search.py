@@ -749,11 +749,16 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     mem, step = r.per_gpu_bytes, r.step_time_s
     # fits: the driver-reported memory minus the headroom (``framework.budget_bytes``), as ``train`` judges
     fits = (mem <= budget_bytes(gpu, headroom_gib)) & r.valid
-    fit = np.flatnonzero(fits)
-    if len(fit) > top:
-        thr = np.partition(step[fit], top - 1)[top - 1]
-        fit = fit[step[fit] <= thr]
-    best = fit[np.lexsort((mem[fit], step[fit]))][:top]
+    # proposed: CPU offload only when pinned (the host optimizer's time is not modelled); one setup per
+    # layout and schedule (dp, tp, pp, ep, cp, v, micro-batch, recompute, sp): the fastest of its
+    # settings (ZeRO, HSDP, offload), so the five shown differ in layout or schedule
+    offered = fits if offload is not None else fits & (space.Z["off"][space.z] == 0)
+    fit = np.flatnonzero(offered)
+    fit = fit[np.lexsort((mem[fit], step[fit]))]
+    ir = space.r[fit]
+    key = np.stack([space.R["L"][ir], space.R["b"][ir], space.R["rc"][ir], space.R["sp"][ir].astype(np.int64)], axis=1)
+    _, first = np.unique(key, axis=0, return_index=True)
+    best = fit[np.sort(first)][:top]
     pinned = {k: x for k, x in (("zero", zero), ("recompute", recompute), ("sp", sp), ("virtual_stages", virtual),
                                 ("hsdp_shard", hsdp), ("offload", offload)) if x is not None}
     swept = {"virtual_stages": sorted(set(np.unique(space.lay["v"]).tolist())),
@@ -766,6 +771,8 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
              "sp": sorted(set(np.unique(space.R["sp"]).tolist()))}
     n_bad = int((~r.valid).sum())
     return {"candidates": len(space) - n_bad, "fitting": int(fits.sum()), "pinned": pinned,
+            "shown": "the fastest setup of each layout and schedule; CPU offload only when --offload is given "
+                     "(its host optimizer time is not modelled)",
             "not_costed": n_bad,
             "swept": swept,
             "best": [{**space[i], "micro_batches": int(space.R["m"][space.r[i]]),
