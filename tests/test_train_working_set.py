@@ -113,6 +113,8 @@ def test_every_framework_is_named_and_its_stages_hold():
     (["--gpu", "H100", "--headroom-gib", "80"], "--headroom-gib 80"),
     (["--reshard-after-forward", "off", "--zero", "2"], "needs --zero 3"),
     (["--framework", "ray"], "--framework"),
+    (["--framework", "deepspeed", "--zero", "3", "--pp", "2"], "pipeline engine runs ZeRO 0 or 1"),
+    (["--framework", "hf", "--pp", "2"], "no pipeline parallelism"),
 ])
 def test_bad_combinations_exit_2(argv, needle, capsys):
     assert main(["train", "llama-3.1-8b", "--seq", "4096", "--micro-batch", "1", "--dp", "8", *argv, "--json"]) == 2
@@ -214,3 +216,16 @@ def test_search_shows_distinct_layouts_and_no_unmodelled_offload():
     assert steps == sorted(steps)
     pinned = search(m, TrainSetup.of(seq=4096, global_batch=256), gpus=64, gpu=gpu("H100"), offload="optimizer")
     assert pinned["best"] and all(b["offload"] == "optimizer" for b in pinned["best"])
+
+
+@pytest.mark.parametrize("fw", ["deepspeed", "hf"])
+def test_search_proposes_only_what_the_engine_runs(fw):
+    from symcost.training.search import search
+    r = search(loader.build("llama-3.1-8b"), TrainSetup.of(seq=4096, global_batch=256, framework=fw), gpus=32,
+               gpu=gpu("A100-40GB"))
+    for b in r["best"]:
+        assert not (b["pp"] > 1 and (fw == "hf" or b["zero"] >= 2)), b
+        keys = ("dp", "tp", "pp", "ep", "cp", "micro_batch", "zero", "recompute", "sp", "offload")
+        s = TrainSetup.of(seq=4096, global_batch=256, framework=fw, **{k: b[k] for k in keys},
+                          virtual=b["virtual_stages"], hsdp_shard=b["hsdp_shard"])
+        assert train_memory(loader.build("llama-3.1-8b"), s).per_gpu == b["per_gpu_bytes"]

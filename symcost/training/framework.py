@@ -97,7 +97,14 @@ class Framework:
             return choice == "on"
         return not (self.reshard == "default" and pp > 1)
 
-    def check(self, zero: int, offload: str) -> None:
+    def check(self, zero: int, offload: str, pp: int = 1) -> None:
+        """Reject what the engine cannot run: a ZeRO stage it lacks; DeepSpeed's pipeline engine with
+        ZeRO-2/3 (``PipelineEngine`` asserts stage < 2); transformers' Trainer with pipeline stages."""
+        if self.name == "deepspeed" and pp > 1 and zero >= 2:
+            raise SymcostError(f"--framework deepspeed with --pp {pp} and --zero {zero}: DeepSpeed's pipeline "
+                               f"engine runs ZeRO 0 or 1 only")
+        if self.name == "hf" and pp > 1:
+            raise SymcostError(f"--framework hf with --pp {pp}: transformers' Trainer has no pipeline parallelism")
         if zero not in self.zeros:
             hint = (" (FSDP2's fully_shard is ZeRO-3; ZeRO-2's keep-parameters-after-forward is "
                     "--reshard-after-forward off)" if self.name in ("fsdp2", "torchtitan", "hf") else "")

@@ -749,6 +749,11 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     mem, step = r.per_gpu_bytes, r.step_time_s
     # fits: the driver-reported memory minus the headroom (``framework.budget_bytes``), as ``train`` judges
     fits = (mem <= budget_bytes(gpu, headroom_gib)) & r.valid
+    pp_c, zero_c = space.lay["pp"][space.R["L"][space.r]], space.Z["zero"][space.z]
+    if fw.name == "deepspeed":  # what ``framework.Framework.check`` refuses: DeepSpeed's pipeline engine at ZeRO >= 2
+        fits &= ~((pp_c > 1) & (zero_c >= 2))
+    elif fw.name == "hf":  # transformers' Trainer has no pipeline stages
+        fits &= pp_c == 1
     # proposed: CPU offload only when pinned (the host optimizer's time is not modelled); one setup per
     # layout and schedule (dp, tp, pp, ep, cp, v, micro-batch, recompute, sp): the fastest of its
     # settings (ZeRO, HSDP, offload), so the five shown differ in layout or schedule

@@ -73,7 +73,7 @@ class States:
     def check(self, plan) -> None:
         if self.offload not in OFFLOAD:
             raise SymcostError(f"--offload: unknown target {self.offload!r} ({', '.join(OFFLOAD)})")
-        framework(self.framework).check(plan.zero, self.offload)
+        framework(self.framework).check(plan.zero, self.offload, plan.pp)
         if self.offload == "optimizer" and plan.zero < 1:
             raise SymcostError("--offload optimizer needs --zero 1, 2 or 3 (ZeRO-Offload moves each rank's "
                                "optimizer partition to the host)")
