@@ -59,8 +59,8 @@ from ..hardware.links import Links, collective_seconds, link_bytes_s
 from .activations import activations, backward_buffers, dispatch_buffers, loss_peak, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
 from .flops import padded_parts, train_flops
-from .memory import rank_units
 from .framework import HEADROOM_GIB, budget_bytes, framework
+from .memory import rank_units
 from .plan import Plan, layer_kinds, rank_stages
 from .recompute import Recompute, add_up, recomputed_units
 from .schedule import held_states, in_flight
