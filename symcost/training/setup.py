@@ -30,6 +30,7 @@ from ..components.moe import MoE
 from ..core.conventions import Backward
 from ..core.errors import SymcostError
 from .framework import RESHARD
+from .framework import framework as framework_record
 from .plan import Plan
 from .recompute import Recompute
 from .states import States
@@ -112,6 +113,12 @@ class TrainSetup:
     def micro_batches(self) -> int:
         """m, the micro-batches per step (raises when the global batch does not split)."""
         return self.batch.micro_batches(self.plan.dp)
+
+    @property
+    def framework(self):
+        """The ``framework.Framework`` record of ``--framework`` (its ``name`` is None without one): the
+        conventions other costs key their own rules on (``states.framework`` holds the name)."""
+        return framework_record(self.states.framework)
 
     @property
     def act_bytes(self) -> int:
