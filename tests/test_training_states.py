@@ -178,12 +178,18 @@ def test_capacity_pads_the_expert_flops(mixtral, capsys):
 def test_dispatch_buffers_are_working_memory(mixtral):
     """With EP > 1 one MoE layer's send and receive buffers (k·tokens rows × d × b_a each) are alive
     during its dispatch; under sequence parallelism each TP rank dispatches its own tokens."""
+    from symcost.training.activations import backward_buffers
     k, d = int(mixtral.values[sym.k]), int(mixtral.values[sym.d])
-    assert train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8)).recompute_working == 0
+    g = mixtral.groups[0]
+    v = {**mixtral.values, sym.B: 1, sym.T: 4096, sym.b_a: 2, sym.N_cp: 1}
+    # without EP the working set is one layer's backward gradient buffers (activations.backward_buffers)
+    assert train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8)).recompute_working == int(
+        backward_buffers(g.components).xreplace({**v, sym.N_tp: 1}))
     tm = train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8, ep=8))
-    assert tm.recompute_working == 2 * k * 4096 * d * 2
+    assert tm.recompute_working == 2 * k * 4096 * d * 2 + int(backward_buffers(g.components).xreplace({**v, sym.N_tp: 1}))
     sp = train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=4, ep=4, tp=2, sp=True))
-    assert sp.recompute_working == 2 * k * 4096 * d * 2 // 2
+    assert sp.recompute_working == 2 * k * 4096 * d * 2 // 2 + int(
+        backward_buffers(g.components, sp=True).xreplace({**v, sym.N_tp: 2}))
 
 
 # -- interleaved 1F1B -----------------------------------------------------------------------------
@@ -268,7 +274,8 @@ def test_formulas_round_trip(model, extra, capsys):
     v = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"], sym.B: 1,
          sym.T: 4096, sym.b_a: 2, sym.N_sh: r["hsdp_shard"] or r["dp"]}
     total = parse(r["formula"]["total"]).xreplace(v)
-    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - r["breakdown"]["recompute_working"]
+    b = r["breakdown"]  # per GPU = ... + max(loss_peak, recompute_working); the formula's total is the loss's moment
+    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - max(b["recompute_working"], b["loss_peak"]) + b["loss_peak"]
     if r["offload"] != "none":
         assert int(sympy.ceiling(parse(r["formula"]["host"]).xreplace(v))) == r["host_bytes_per_gpu"]
     assert main(["comm", model, "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0
@@ -326,7 +333,8 @@ def test_sheet_sections_are_the_train_and_comm_formulas(name):
     kw = dict(seq=4096, micro_batch=1, global_batch=MICRO_BATCHES * lay["dp"], zero=1, sp=True, **lay)
     tm = train_memory(m, TrainSetup.of(**kw))
     assert ctx["memory"]["total"] == tm.per_gpu
-    assert [r["value"] for r in ctx["memory"]["states"]] == [tm.weights, tm.gradients, tm.optimizer, tm.activations]
+    assert [r["value"] for r in ctx["memory"]["states"]] == [tm.weights, tm.gradients, tm.optimizer, tm.activations] + [
+        x for x in (tm.gathered, tm.loss_peak) if x]
     c = comm(m, TrainSetup.of(**kw))
     assert {r["name"]: r["value"] for r in ctx["comm"]} == {k: x for k, x in c["bytes"].items() if x}
     for r in ctx["memory"]["states"] + ctx["comm"]:

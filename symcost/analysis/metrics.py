@@ -157,10 +157,13 @@ def training_terms(model, name: str, o: Options) -> Terms:
     docs = {"weights": "bf16 weights of the stage's parameters, / N_g under ZeRO-3",
             "gradients": "gradients, / N_g under ZeRO >= 2",
             "optimizer": "optimizer state (AdamW: 12 bytes per parameter), / N_g under ZeRO >= 1",
-            "activations": "1F1B micro-batches in flight x the bytes one micro-batch's backward keeps"}
-    for key in ("weights", "gradients", "optimizer", "activations"):
+            "activations": "1F1B micro-batches in flight x the bytes one micro-batch's backward keeps",
+            "gathered": "ZeRO-3/FSDP's unsharded working set (the largest wrapping unit, prefetch, its gradients)",
+            "loss_peak": "logits and cross-entropy gradients of one micro-batch on the last stage"}
+    for key in ("weights", "gradients", "optimizer", "gathered", "activations", "loss_peak"):
         if key in tm.formula:
-            t.add(key, sympy.sympify(tm.formula[key]), docs[key])
+            f = tm.formula[key]
+            t.add(key, sympy.sympify(f.total if isinstance(f, Terms) else f), docs[key])
     return t
 
 

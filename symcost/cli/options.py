@@ -309,12 +309,15 @@ SP = Option(("--sp",), "train", "sequence parallelism (needs --tp > 1; default o
             action=argparse.BooleanOptionalAction)
 ZERO = Option(("--zero",), "train", "ZeRO stage (3 = FSDP full shard; 1 + --grad-dtype fp32 = Megatron's "
               "distributed optimizer; default 0)", kind=integer, choices=(0, 1, 2, 3), example="1")
-RECOMPUTE = Option(("--recompute",), "train", "activation recomputation (default none)",
-                   choices=("none", "selective", "full"), example="selective")
+RECOMPUTE = Option(("--recompute",), "train", "activation recomputation: selective = Megatron's (the attention "
+                   "core); full = every layer's input only; op = torchtitan's op-level selective checkpointing "
+                   "(the layer input, every second matmul's output, the attention output: the activations line; "
+                   "default none)", choices=("none", "selective", "full", "op"), example="selective")
 RECOMPUTE_METHOD = Option(("--recompute-method",), "train", "with --recompute full, Megatron's --recompute-method: "
                           "uniform — groups of --recompute-layers consecutive layers per checkpoint; block — only "
                           "the first --recompute-layers layers of each model chunk are recomputed, the rest keep "
-                          "their activations (default uniform)", choices=("uniform", "block"), default="uniform",
+                          "their activations; every — every --recompute-layers-th layer is recomputed (torchtitan's "
+                          "selective layer AC) (default uniform)", choices=("uniform", "block", "every"), default="uniform",
                           example="block")
 RECOMPUTE_LAYERS = Option(("--recompute-layers",), "train", "Megatron's --recompute-num-layers: layers per "
                           "checkpoint (uniform) or recomputed layers per model chunk (block) (default 1)",
@@ -322,7 +325,31 @@ RECOMPUTE_LAYERS = Option(("--recompute-layers",), "train", "Megatron's --recomp
 OPTIMIZER = Option(("--optimizer",), "train", "optimizer state bytes per parameter, fp32 master copy included: "
                    "adamw 12 (two fp32 moments), sgd 8 (momentum), adam8bit 6 + 1/256 (two int8 moments, fp32 "
                    "block scales)", choices=("adamw", "sgd", "adam8bit"), default="adamw", example="adam8bit")
-GRAD_DTYPE = Option(("--grad-dtype",), "train", choices=TRAIN_DTYPES, default="bf16", example="fp32")
+GRAD_DTYPE = Option(("--grad-dtype",), "train", "gradient bytes b_g of the gradients line (default: the "
+                    "--framework's, bf16 without one)", choices=TRAIN_DTYPES, example="fp32")
+FRAMEWORK = Option(("--framework",), "train", "memory conventions of one engine (training/framework.py): bytes per "
+                   "parameter of weights/gradients/optimizer, the gathered unit and its prefetch, "
+                   "reshard-after-forward, the loss's logits; megatron 18 B/param (fp32 grads), deepspeed its "
+                   "estimators', fsdp2/torchtitan/hf 16 B/param (one fp32 shard); explicit options override "
+                   "(default: symcost's, bf16 weights and gradients)",
+                   choices=("megatron", "deepspeed", "fsdp2", "torchtitan", "hf"), example="fsdp2")
+HEADROOM_GIB = Option(("--headroom-gib",), "train", "GiB per GPU kept free for the CUDA context, NCCL buffers and "
+                      "allocator fragmentation: fits = per GPU <= the driver-reported memory minus this (default "
+                      "2: vLLM's logged non-torch memory, 0.35-1.38 GiB in tests/data/vllm_startup.json, plus "
+                      "fragmentation)", kind=real(), default=2.0, example="4")
+LOSS_CHUNKS = Option(("--loss-chunks",), "train", "cross-entropy over N chunks of the tokens (Liger's fused linear "
+                     "cross-entropy, chunked CE): divides the loss_peak line by N (default 1)", kind=positive,
+                     default=1, metavar="N", example="8")
+RECOMPUTE_MODULES = Option(("--recompute-modules",), "train", "with --recompute selective, Megatron's "
+                           "--recompute-modules, comma-separated: core_attn (the default: the attention core), mlp "
+                           "(a dense FFN from its input), moe (an MoE block from its input): the activations line",
+                           metavar="M,M", example="core_attn,mlp")
+VOCAB_PAD = Option(("--vocab-pad",), "train", "pad the vocabulary V up to a multiple of N x tp (Megatron's "
+                   "--make-vocab-size-divisible-by N): every term with V (embedding, head, logits, loss_peak) "
+                   "uses the padded size (default: the config's V)", kind=positive, metavar="N", example="128")
+RESHARD = Option(("--reshard-after-forward",), "train", "FSDP/ZeRO-3 reshard_after_forward: off keeps every unit "
+                 "unsharded from forward to backward (the gathered line); default: on, off under --pp > 1 "
+                 "with --framework torchtitan", choices=("default", "on", "off"), default="default", example="off")
 ACT_DTYPE = Option(("--act-dtype",), "train", choices=TRAIN_DTYPES, default="bf16", example="fp32")
 ATTENTION_KERNEL = Option(("--attention-kernel",), "train", choices=("flash", "eager"), default="flash",
                           example="eager")

@@ -108,12 +108,65 @@ def text_groups(model):
     return [g for g in model.groups if any(c.modality == "text" for c in g.components)]
 
 
-def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp, capacity=None) -> Terms:
+def op_saved(components, bw: Backward) -> list[Saved]:
+    """What torchtitan's op-level selective activation checkpointing keeps of one layer
+    (``--recompute op``; torchtitan's policy of its 2024-25 benchmarks, ``_apply_ac_to_transformer_block``
+    with ``_save_list`` = mm, the SDPA kernels, reduce-scatter, and "recompute every second mm"; later
+    torchtitan names the saved tensors per model, ``sac_save_list``): the block's input b_a·d (the checkpoint's argument), the
+    outputs of the 1st, 3rd, 5th ... dense ``mm`` of the layer in forward order (the components'
+    ``Linear`` primitives as declared: q, k, v, o, gate, up, down; routed experts run grouped
+    matmuls, which are not in the list, and are recomputed), and the attention kernel's outputs
+    (the flash declaration's ``out`` and fp32 ``lse``). Everything else is recomputed in backward."""
+    from ..core.primitives import Linear
+    flash = Backward(kernel="flash", recompute="none", act_dtype=bw.act_dtype, scan=bw.scan)
+    width = next((w for w in (c.residual_width() for c in components) if w is not None), sym.d)
+    out = [replace(layer_input(width), doc="checkpointed block input (op-level selective)")]
+    n = 0
+    for c in components:
+        for p in c.primitives(None):
+            if isinstance(p, Linear) and p.active is None and p.rows is None and not p.tied and p.params() != 0:
+                n += 1
+                if n % 2:
+                    out.append(Saved(f"{c.key}/{p.name}", p.out * p.copies, sym.b_a, "tp" if p.tp == "col" else "seq",
+                                     doc=f"mm #{n} output (saved: odd-numbered)"))
+        try:
+            recs = c.saved(flash)
+        except NotImplementedError:
+            recs = []
+        out += [replace(s, name=f"{c.key}/{s.name}") for s in recs if s.name in ("out", "lse")]
+    return out
+
+
+#: Megatron-LM's ``--recompute-modules`` (selective granularity) symcost models, and what each keeps
+RECOMPUTE_MODULES = ("core_attn", "mlp", "moe")
+
+
+def module_records(c, bw: Backward, modules, capacity=None) -> list[Saved]:
+    """What component ``c`` keeps under Megatron's selective recomputation of ``modules``
+    (``transformer_layer.py`` / ``--recompute-modules``): ``core_attn`` (the default) recomputes the
+    attention core (the attention components' ``selective`` declaration: q, k, v kept); ``mlp`` a
+    dense FFN and ``moe`` an MoE block from their input alone (b_a·d, hidden-wide). Others as declared."""
+    from ..components.ffn import FFN
+    if "mlp" in modules and isinstance(c, FFN) or "moe" in modules and isinstance(c, MoE):
+        return [Saved("input", c.d, sym.b_a, "seq", doc=f"{c.key} input: the module is recomputed (--recompute-modules)")]
+    if "core_attn" in modules and bw.recompute == "none":
+        bw = Backward(kernel=bw.kernel, recompute="selective", act_dtype=bw.act_dtype, scan=bw.scan)
+    elif "core_attn" not in modules and bw.recompute == "selective":
+        bw = Backward(kernel=bw.kernel, recompute="none", act_dtype=bw.act_dtype, scan=bw.scan)
+    return _records(c, bw, capacity)
+
+
+def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp, capacity=None,
+                op: bool = False, loss_chunks: int = 1, modules=None) -> Terms:
     """Bytes saved for backward over one micro-batch of ``B`` sequences of ``T`` tokens, all layers.
 
     Symbolic in ``B``, ``T``, ``b_a`` and the parallel sizes ``N_tp``, ``N_cp`` (pass integers to
     fix them); substitute the model's values to get numbers. ``capacity``: the MoE capacity
-    factor (``routed_rows``), None = dropless.
+    factor (``routed_rows``), None = dropless. ``op``: torchtitan's op-level selective
+    checkpointing of every decoder layer (``op_saved``; ``bw.recompute`` is then "none").
+    ``loss_chunks`` > 1: a chunked / fused cross-entropy keeps no log-softmax of the whole sequence
+    (the head's ``log_softmax_fp32`` goes; one chunk's is in ``loss_peak``). ``modules``: Megatron's
+    ``--recompute-modules`` under selective recomputation (``module_records``; None = core_attn).
     """
     kw = dict(sp=sp, tp=tp, cp=cp)
     out = Terms()
@@ -121,13 +174,16 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
         out.add(c.key, _tree(_records(c, bw), **kw), c.label())
     for g in text_groups(model):
         layer = Terms()
-        if bw.recompute == "full":
+        if op:
+            layer.add("op_saved", _tree(op_saved(g.components, bw), **kw), "op-level selective checkpoint")
+        elif bw.recompute == "full":
             width = next((w for w in (c.residual_width() for c in g.components) if w is not None), sym.d)
             layer.add("layer_input", _bytes(layer_input(width), **kw), "checkpointed layer input b_a·d "
                       "(the residual stream's width: n_hc·d with hyper-connections)")
         else:
             for c in g.components:
-                recs = _records(c, bw, capacity)
+                recs = (_records(c, bw, capacity) if modules is None else
+                        module_records(c, bw, modules, capacity))
                 if recs:
                     layer.add(c.key, _tree(recs, **kw), c.label())
         n = g.checkpoints if bw.recompute == "full" and g.checkpoints is not None else g.count
@@ -137,7 +193,8 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
     if shared:
         out.add("shared", shared, "computed once, read by every layer")
     for c in model.post:
-        out.add(c.key, _tree(_records(c, bw), **kw), c.label())
+        recs = [r for r in _records(c, bw) if loss_chunks == 1 or r.name != "log_softmax_fp32"]
+        out.add(c.key, _tree(recs, **kw), c.label())
     return out
 
 
@@ -193,3 +250,52 @@ def korthikanti(model, *, recompute: str = "none", sp: bool = True, tp=sym.N_tp,
     else:
         raise SymcostError(f"--recompute: unknown mode {recompute!r}")
     return Terms({"layers": L * per}, {"layers": "Korthikanti et al. 2022 Table 2, per layer × L"})
+
+
+def loss_peak(model, bw: Backward, *, chunks: int = 1, logits_held: bool = True, tp=sym.N_tp, cp=sym.N_cp) -> Terms:
+    """The transient at the LM head and cross-entropy, beyond what the backward saves (the head's
+    ``saved``: its input and the fp32 log-softmax), per token row of the last stage, vocab split over N_tp:
+
+        logits             b_a·V   the head's output in the compute dtype, alive while the model's
+                                   output holds it (transformers' ``CausalLMOutput.logits``; torchtitan
+                                   deletes ``pred`` before ``loss.backward()``: ``logits_held`` False)
+        grad_log_probs     4·V     nll_loss's gradient of the fp32 log-probabilities
+        grad_logits_fp32   4·V     log_softmax's gradient of the fp32 upcast ``logits.float()``
+
+    rows = B·T/(N_cp·c): with ``chunks`` c > 1 (Liger's fused linear cross-entropy, torchtitan's
+    ``ChunkedLossWrapper``) one chunk's logits and gradients are alive at a time, and its fp32
+    log-softmax (4·V, ``log_probs_fp32``) is a transient of the chunk instead of a saved tensor. The forward's own transient (the logits and
+    their fp32 upcast, (b_a + 4)·V) is smaller than the backward's. Counted on top of the saved set,
+    as one micro-batch's backward peak (``memory``: the larger of it and a recomputed layer's)."""
+    head = next((c for c in model.post if c.key == "lm_head"), None)
+    out = Terms()
+    if head is None:
+        return out
+    rows = B * T / cp / chunks
+    V = head.V
+    if chunks > 1:  # the chunk's log-probabilities: not saved for the whole sequence (``activations``)
+        out.add("log_probs_fp32", rows * V * 4 / tp, "fp32 log-softmax of one chunk (chunked loss)")
+    if logits_held:
+        out.add("logits", rows * V * sym.b_a / tp, "logits [B·T, V/N_tp] in the compute dtype, held by the output")
+    out.add("grad_log_probs", rows * V * 4 / tp, "fp32 gradient of the log-probabilities (nll_loss backward)")
+    out.add("grad_logits_fp32", rows * V * 4 / tp, "fp32 gradient of the upcast logits (log_softmax backward)")
+    return out
+
+
+def backward_buffers(components, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp) -> sympy.Expr:
+    """Gradient buffers alive while one layer runs its backward, beyond its saved set: the gradient
+    arriving at its output and the one it forms for its input (2·b_a·d per token, the residual
+    stream's width; ÷N_tp under sequence parallelism), and inside a gated FFN's backward the
+    gradient of the down projection's input and those of the gate and up outputs (3·b_a·w/N_tp
+    per token, w the widest column-parallel dense projection of the layer: d_ff for a SwiGLU MLP).
+    rows = B·T/N_cp. Counted with the layer's working set (``recompute.Recompute.chunk``'s
+    ``extra``), never with the saved set: they are gone once the layer's backward ends."""
+    from ..core.primitives import Linear
+    width = next((w for w in (c.residual_width() for c in components) if w is not None), sym.d)
+    wide = [p.out for c in components for p in c.primitives(None)
+            if isinstance(p, Linear) and p.tp == "col" and p.active is None and p.rows is None]
+    rows = B * T / cp
+    hidden = 2 * rows * width * sym.b_a / (tp if sp else 1)
+    if not wide:
+        return hidden
+    return hidden + 3 * rows * sympy.Max(*wide) * sym.b_a / tp

@@ -1,8 +1,16 @@
 """Per-GPU training memory: model states of the heaviest pipeline stage plus the activations 1F1B
-keeps in flight there.
+keeps in flight there, and the transients of one micro-batch's backward.
 
-    per GPU = max over stages s of  states_s + min(m, N_pp − s) · A_s  (+ one layer's working set
-                                                                         under full recompute)
+    per GPU = max over stages s of  states_s + gathered_s + min(m, N_pp − s) · A_s
+                                    + max(loss_peak_s, working_s)
+
+``gathered_s``: ZeRO-3 / FSDP's unsharded working set (``states.gathered_terms``, the framework's
+wrapping unit and prefetch, every offload mode); ``loss_peak_s``: the logits and cross-entropy
+gradients on the last stage (``activations.loss_peak``); ``working_s``: the backward's working set
+of one layer (its recomputed saved set under full / op-level recompute, its gradient buffers
+``activations.backward_buffers``, its EP dispatch buffers) — the loss's and a layer's transients
+come at different moments, so the larger counts. Bytes per parameter of each state are the
+``--framework``'s (``framework``).
 
 with m micro-batches per step, A_s the bytes one micro-batch's backward keeps on stage s (its
 layers, plus the embedding on the first stage and the final norm, head and loss on the last;
@@ -31,13 +39,25 @@ from ..components.moe import MoE
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.terms import exact
-from .activations import activations, dispatch_buffers, korthikanti, per_layer, shared_tensors
+from .activations import (
+    _bytes,
+    _records,
+    activations,
+    backward_buffers,
+    dispatch_buffers,
+    korthikanti,
+    loss_peak,
+    module_records,
+    per_layer,
+    shared_tensors,
+)
 from .flops import padded_expert_flops, train_flops
-from .plan import rank_stages, stages
+from .framework import framework
+from .plan import _split, rank_stages, stages
 from .recompute import add_up, recomputed_units
 from .schedule import in_flight, peak
 from .setup import TrainSetup, has_experts
-from .states import WEIGHT_BYTES, param_groups, zero_terms
+from .states import estimator_host_node, gathered_terms, param_groups, zero_terms
 
 
 @dataclass
@@ -56,6 +76,9 @@ class TrainMemory:
     formula: dict = field(default_factory=dict)
     stages: list = field(default_factory=list)
     host: int = 0  # offloaded states on the host (per GPU), not in per_gpu
+    gathered: int = 0  # ZeRO-3 / FSDP's unsharded working set (``states.gathered_terms``)
+    loss_peak: int = 0  # the head and loss transient (``activations.loss_peak``)
+    host_node: int | None = None  # --framework deepspeed: the estimators' host bytes per node
 
 
 def layout_values(model, setup) -> dict:
@@ -76,8 +99,69 @@ def state_formula(stage: dict, setup) -> dict:
     st = setup.states
     groups = param_groups(stage["split"], stage["whole"], stage["experts"],
                           None if st.shard is None else sym.N_sh)
-    return {k: sympy.sympify(x) for k, x in
-            zero_terms(groups, setup.plan.zero, st.K, st.bg, WEIGHT_BYTES["bf16"], st.offload).items()}
+    bw, bg, K = st.bytes(setup.plan.zero)
+    return {k: sympy.sympify(x) for k, x in zero_terms(groups, setup.plan.zero, K, bg, bw, st.offload).items()}
+
+
+def modules(components, v):
+    """DeepSpeed's modules of some components, (split, whole, experts) parameters each: every weight
+    with its bias is one module (an ``nn.Linear``, a norm, the embedding), and a component's routed
+    experts are one (transformers' fused expert tensors ``gate_up_proj`` / ``down_proj`` live on one
+    module) — what ``stage3.model_to_params`` takes the largest of."""
+    from ..components.embedding import Embedding
+    from ..core.primitives import Linear
+    out = []
+    for c in components:
+        routed = 0
+        for p in c.primitives(None):
+            n = p.params()
+            if n == 0:
+                continue
+            n = exact(n, v)
+            if getattr(p, "active", None) is not None:
+                routed += n
+            elif (isinstance(p, Linear) and p.tp is not None) or isinstance(c, Embedding):
+                out.append((n, 0, 0))
+            else:
+                out.append((0, n, 0))
+        if routed:
+            out.append((0, 0, routed))
+    return out
+
+
+def rank_units(model, setup, r: int) -> list[tuple]:
+    """The wrapping units on pipeline rank ``r`` (``framework``): (split, whole, experts) parameters
+    of each distinct decoder layer it holds (tower blocks on rank 0 too), the embedding (rank 0) and
+    the final norm + head (the last rank) — torchtitan's ``fully_shard`` of each block, of
+    ``tok_embeddings`` and of ``[norm, output]``; under DeepSpeed each module of those."""
+    v, pp, virtual = model.values, setup.plan.pp, setup.virtual
+    fw = framework(setup.states.framework)
+    order = model.layers()
+    rk = rank_stages(model, pp, virtual)[r]
+    ids = [i for ch in rk.get("chunks", [rk]) for i in ch["layer_ids"]]
+    layers = {tuple(g.name for g in order[i]) for i in ids}
+    groups = {g.name: g for g in model.groups}
+    parts = [[groups[n] for n in names] for names in sorted(layers)]
+    if r == 0:
+        parts += [[g] for g in model.groups if g.tower]
+    comps = [[c for g in p for c in g.components] for p in parts]
+    if r == 0:
+        comps.append(list(model.pre))
+    if r == pp - 1:
+        comps.append(list(model.post))
+    if fw.unit == "module":
+        return list({u for cs in comps for u in modules(cs, v)})
+    return list({_split(cs, v) for cs in comps})
+
+
+def gathered_formula(model, setup, r: int, rank: dict) -> sympy.Expr:
+    """Rank ``r``'s ZeRO-3 / FSDP working set (``states.gathered_terms``) in N_tp and N_ep."""
+    p = setup.plan
+    if p.zero < 3:
+        return sympy.Integer(0)
+    fw = framework(setup.states.framework)
+    return gathered_terms(rank_units(model, setup, r), (rank["split"], rank["whole"], rank["experts"]), fw, p.zero,
+                          fw.resharded(p.pp, setup.reshard), p.pp)
 
 
 def model_states(model, setup) -> list[dict]:
@@ -121,8 +205,14 @@ def measured_note(model) -> str:
             f"other families")
 
 
-def train_memory(model, setup: TrainSetup) -> TrainMemory:
-    """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here)."""
+def _tree_total(c, bw, capacity, sp, tp, cp):
+    """The bytes component ``c`` saves as declared (no recomputation), per layer."""
+    return sum((_bytes(r, sp=sp, tp=tp, cp=cp) for r in _records(c, bw, capacity)), sympy.Integer(0))
+
+
+def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMemory:
+    """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here);
+    ``gpus_per_node`` only for DeepSpeed's host bytes per node (``host_node``)."""
     setup.check(model)
     plan, states_opt, rc, bw = setup.plan, setup.states, setup.recompute, setup.backward
     seq, micro_batch, virtual, capacity = setup.seq, setup.micro_batch, setup.virtual, setup.capacity
@@ -161,7 +251,8 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
         working = [0] * pp
         notes.append("activations: Korthikanti et al. 2022 Table 2 (dense GPT layer, 2-byte), preset")
     else:
-        tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity)
+        tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity, op=rc.mode == "op",
+                           loss_chunks=setup.loss_chunks, modules=rc.modules)
         flat = tree.at(vals)
         pre_keys, post_keys = {c.key for c in model.pre}, {c.key for c in model.post}
         pre = sum(v for k, v in flat.items() if k.split("/")[0] in pre_keys or k.startswith("shared/"))
@@ -172,16 +263,25 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
         units = {g.name: exact(g.count, model.values) for g in model.groups if g.name in tree}
         kept = {n: Fraction(exact(tree[n].total, vals), c) for n, c in units.items()}
         saved = kept
-        if rc.mode == "full":
+        if rc.mode in ("full", "op"):
             saved = {n: Fraction(exact(t.total, vals)) for n, t in per_layer(model, bw, capacity, sp=sp, tp=tp,
                                                                                cp=cp).items()}
         order = model.layers()
-        if rc.mode == "full" and rc.method == "block":  # the groups with layers it does not rerun keep
+        if rc.mode == "full" and rc.method in ("block", "every"):  # the groups with layers it does not rerun keep
             all_units = add_up([ch["layers"] for ch in chunks])  # their shared tensors (RoPE tables)
             keep = {g for g, n in all_units.items() if n > rerun.get(g, 0)}
             pre += (shared_tensors(model, bw, set(rerun), keep, sp=sp, tp=tp, cp=cp).total_at(vals)
                     - (exact(tree["shared"].total, vals) if "shared" in tree else 0))
-        extra = {g.name: 0 for g in model.groups}
+        # working memory of a layer's backward: its gradient buffers (``backward_buffers``), and with EP
+        # its dispatch buffers
+        extra = {g.name: (exact(backward_buffers(g.components, sp=sp, tp=tp, cp=cp), vals) if g.name in tree else 0)
+                 for g in model.groups}
+        if rc.modules is not None and set(rc.modules) & {"mlp", "moe"}:  # a recomputed module's saved set
+            for g in model.groups:                                     # is alive again in its backward
+                if g.name in tree:
+                    extra[g.name] += max((exact(_tree_total(c, bw, capacity, sp, tp, cp), vals) for c in g.components
+                                          if module_records(c, bw, rc.modules, capacity) != _records(c, bw, capacity)),
+                                         default=0)
         if ep > 1:
             for g in model.groups:
                 for c in g.components:
@@ -203,6 +303,27 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
             chunk_acts.append(accs)
             per_stage_acts.append(sum(accs))
             working.append(max(works, default=0))
+    fw = framework(states_opt.framework)
+    lvals = {k: sympy.Integer(x) for k, x in ((sym.N_tp, tp), (sym.N_ep, ep))}
+    ranks = rank_stages(model, pp, virtual)
+    gathered = [int(sympy.ceiling(gathered_formula(model, setup, r, ranks[r]).xreplace(lvals))) for r in range(pp)]
+    ltree = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.logits_held, tp=tp, cp=cp)
+    loss = int(sympy.ceiling(ltree.total.xreplace(vals))) if ltree else 0
+    notes.append(f"convention: {fw.label}" + ("" if fw.name is None else f" [--framework {fw.name}; {fw.source}]"))
+    if plan.zero == 3:
+        notes.append("gathered: ZeRO-3/FSDP working set, " + (
+            f"{fw.unit_bytes} B per parameter of the largest module (DeepSpeed's largest_layer_memory)"
+            if fw.unit == "module" else
+            f"{fw.unit_bytes} B per parameter of the largest wrapping unit (decoder layer, embedding or norm+head: "
+            f"the unit computed + the prefetched next in bf16, its unsharded gradients)"
+            if fw.resharded(pp, setup.reshard) else
+            "not resharded after forward: the rank's parameters unsharded in bf16 (2 B/param)"
+            + (f" and gradients accumulated unsharded over the micro-batches ({fw.reduce_bytes} B/param)"
+               if pp > 1 else "")))
+    if loss:
+        notes.append("loss_peak: logits and cross-entropy gradients of one micro-batch on the last stage"
+                     + (f" in {setup.loss_chunks} chunks" if setup.loss_chunks > 1 else "")
+                     + "; per GPU = states + gathered + activations + max(loss_peak, recompute_working)")
     rows = []
     for s, st in enumerate(states):
         if virtual == 1 or chunk_acts is None:
@@ -213,15 +334,18 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
             counts = peak(pp, s, virtual, m, chunk_acts[s])
             held = sum(c * a for c, a in zip(counts, chunk_acts[s]))
             inflight = sympy.Rational(sum(counts), virtual)
-        total = st["weights"] + st["gradients"] + st["optimizer"] + held + working[s]
+        loss_s = loss if s == pp - 1 else 0
+        total = st["weights"] + st["gradients"] + st["optimizer"] + gathered[s] + held + max(working[s], loss_s)
         rows.append({"stage": s, "weights": st["weights"], "gradients": st["gradients"],
-                     "optimizer": st["optimizer"], "host": st["host"], "activations": held,
+                     "optimizer": st["optimizer"], "gathered": gathered[s], "loss_peak": loss_s,
+                     "host": st["host"], "activations": held,
                      "activations_per_micro_batch": per_stage_acts[s],
                      "in_flight": int(inflight) if sympy.Integer(inflight) == inflight else str(inflight),
                      "in_flight_chunks": counts, "recompute_working": working[s], "per_gpu": total,
                      "layers": st["layers"]})
     heavy = max(rows, key=lambda r: r["per_gpu"])
-    ftree = train_flops(model, recompute=recompute, recomputed=rerun)
+    # op-level checkpointing reruns every second dense matmul: not counted in the FLOPs per step (left out)
+    ftree = train_flops(model, recompute="none" if recompute == "op" else recompute, recomputed=rerun)
     if capacity is None:
         flops = exact(ftree.total, model.values_with(T=seq, B=micro_batch * m * dp))
     else:  # the experts also compute on the padding
@@ -233,6 +357,18 @@ def train_memory(model, setup: TrainSetup) -> TrainMemory:
                       heavy["per_gpu"], flops, notes, heavy["stage"], m, heavy["in_flight"],
                       heavy["recompute_working"], formulas, rows)
     out.host = heavy["host"]
+    out.gathered, out.loss_peak = heavy["gathered"], heavy["loss_peak"]
+    if fw.name == "deepspeed":  # the estimators' host figure per node (``states.estimator_host_node``)
+        psi = sum(sum(r[k] for k in ("split", "whole", "experts")) for r in stages(model, 1))
+        largest = max((sum(u) for u in rank_units(model, setup.replace(pp=1, virtual=1), 0)), default=0)
+        host = state_formula(ranks[heavy["stage"]], setup)["host"].xreplace(
+            {k: sympy.Integer(x) for k, x in layout_values(model, setup).items() if k in (sym.N_dp, sym.N_tp, sym.N_cp,
+                                                                                          sym.N_ep, sym.N_sh)})
+        out.host_node = int(sympy.floor(estimator_host_node(plan.zero, offload, psi, largest, plan.world,
+                                                            gpus_per_node, host)))
+    out.formula["gathered"] = gathered_formula(model, setup, heavy["stage"], ranks[heavy["stage"]])
+    if heavy["loss_peak"]:
+        out.formula["loss_peak"] = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.logits_held)
     return out
 
 
@@ -248,7 +384,8 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
         out["host"] = f["host"]
     if engine:
         bw, sp, capacity = setup.backward, plan.sp, setup.capacity
-        tree = activations(model, bw, sp=sp, capacity=capacity)
+        tree = activations(model, bw, sp=sp, capacity=capacity, op=setup.recompute.mode == "op",
+                           loss_chunks=setup.loss_chunks, modules=setup.recompute.modules)
         n_chunks = plan.pp * virtual
         counts = heavy["in_flight_chunks"]
         per = sympy.Integer(0)

@@ -1,4 +1,6 @@
-"""Megatron-LM's full-recomputation methods: which decoder layers a model chunk recomputes.
+"""Megatron-LM's full-recomputation methods: which decoder layers a model chunk recomputes; and
+torchtitan's op-level selective checkpointing (``op``: ``activations.op_saved`` per layer, one
+layer's recomputed saved set alive at a time in backward, like full's working set).
 
 ``--recompute-granularity full`` checkpoints whole layers; ``--recompute-method`` and
 ``--recompute-num-layers N`` say which (Megatron-core ``TransformerBlock._checkpointed_forward``,
@@ -10,6 +12,9 @@ applied to each model chunk: a pipeline stage, or one virtual stage under interl
   transformers' gradient checkpointing does).
 * ``block``: only the chunk's first N layers are checkpointed (each its own checkpoint); the
   others keep their whole saved set and are not recomputed — a middle ground between none and full.
+* ``every``: torchtitan's selective layer checkpointing (``selective_ac_option = N``,
+  ``_apply_ac_to_transformer_block``): every N-th block (the N-th, 2N-th, ... of the chunk) is
+  checkpointed whole, the others keep their saved set; the formulas are block's, with that set.
 
 Per chunk, with in_i the bytes a checkpoint of layer i keeps (its input), s_i its saved set without
 recomputation and w_i its working buffers outside the saved set (EP dispatch):
@@ -26,7 +31,7 @@ from dataclasses import dataclass
 
 from ..core.errors import SymcostError
 
-METHODS = ("uniform", "block")
+METHODS = ("uniform", "block", "every")
 
 
 @dataclass(frozen=True)
@@ -37,14 +42,25 @@ class Recompute:
     mode: str = "none"
     method: str = "uniform"
     layers: int = 1
+    modules: tuple | None = None  # Megatron's --recompute-modules under selective (None: core_attn)
 
     def check(self) -> None:
-        if self.mode not in ("none", "selective", "full"):
+        if self.mode not in ("none", "selective", "full", "op"):
             raise SymcostError(f"--recompute: unknown mode {self.mode!r}")
         if self.method not in METHODS:
             raise SymcostError(f"--recompute-method: must be one of {', '.join(METHODS)}, got {self.method!r}")
         if isinstance(self.layers, bool) or not isinstance(self.layers, int) or self.layers < 1:
             raise SymcostError(f"--recompute-layers: must be a positive integer, got {self.layers!r}")
+        if self.modules is not None:
+            from .activations import RECOMPUTE_MODULES
+            if self.mode != "selective":
+                raise SymcostError("--recompute-modules applies to --recompute selective (Megatron's "
+                                   "--recompute-granularity selective)")
+            bad = [x for x in self.modules if x not in RECOMPUTE_MODULES]
+            if bad or not self.modules:
+                raise SymcostError(f"--recompute-modules: {', '.join(bad) or 'none given'} not modelled (symcost "
+                                   f"models {', '.join(RECOMPUTE_MODULES)}; Megatron's layernorm, moe_act, "
+                                   f"mla_up_proj, shared_experts are not)")
         if self.mode != "full" and (self.method, self.layers) != ("uniform", 1):
             raise SymcostError("--recompute-method / --recompute-layers apply to --recompute full only "
                                "(Megatron's --recompute-granularity full)")
@@ -55,10 +71,14 @@ class Recompute:
         return self.mode == "full" and self.method == "uniform" and self.layers == 1
 
     def describe(self) -> str:
+        if self.modules is not None:
+            return f"recompute=selective, modules {','.join(self.modules)} (Megatron's --recompute-modules)"
         if self.mode != "full" or self.per_layer:
             return f"recompute={self.mode}"
         if self.method == "uniform":
             return f"recompute=full, uniform: groups of {self.layers} layers per checkpoint"
+        if self.method == "every":
+            return f"recompute=full, every {self.layers}-th layer of each model chunk (torchtitan's selective layer AC)"
         return f"recompute=full, block: the first {self.layers} layers of each model chunk"
 
     def recomputed(self, n: int) -> list[bool]:
@@ -67,6 +87,8 @@ class Recompute:
             return [False] * n
         if self.method == "uniform":
             return [True] * n
+        if self.method == "every":
+            return [(i + 1) % self.layers == 0 for i in range(n)]
         return [i < self.layers for i in range(n)]
 
     def chunk(self, kept_in: list, saved: list, extra: list) -> tuple:
@@ -75,9 +97,11 @@ class Recompute:
         ``extra`` in transient buffers (the formulas of the module docstring; under none or
         selective every layer keeps ``saved``). Numbers, or NumPy arrays (``train --search``)."""
         n = len(saved)
+        if self.mode == "op":  # each layer keeps its op-level set; in backward one layer's recomputed ops are alive
+            return sum(kept_in), _largest(saved[i] + extra[i] for i in range(n))
         if self.mode != "full":
             return sum(saved), _largest(extra)
-        if self.method == "block":
+        if self.method in ("block", "every"):
             r = self.recomputed(n)
             held = sum(kept_in[i] if r[i] else saved[i] for i in range(n))
             work = _largest((saved[i] if r[i] else 0) + extra[i] for i in range(n))

@@ -24,7 +24,7 @@ def links(gpu, *, ib_gbs: float, gpus_per_node: int, alpha_us: float, pcie_gbs: 
 def comm_recompute(recompute: str, cp: int) -> str:
     """The recomputation that changes communication: selective recompute re-runs the attention core,
     which sends nothing unless context parallelism (ring attention) splits it."""
-    return "none" if recompute == "selective" and cp == 1 else recompute
+    return "none" if recompute == "op" or (recompute == "selective" and cp == 1) else recompute
 
 
 def step(tm, cm: dict, setup, *, gpu, links: Links, mfu: float, overlap: float = 0.0) -> dict:

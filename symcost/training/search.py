@@ -56,14 +56,16 @@ from ..core.notation import sym
 from ..core.numeric import compile_exprs, integer_ratio
 from ..core.terms import exact
 from ..hardware.links import Links, collective_seconds, link_bytes_s
-from .activations import activations, dispatch_buffers, per_layer, routed_rows
+from .activations import activations, backward_buffers, dispatch_buffers, loss_peak, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
 from .flops import padded_parts, train_flops
+from .framework import HEADROOM_GIB, budget_bytes, framework
+from .memory import rank_units
 from .plan import Plan, layer_kinds, rank_stages
 from .recompute import Recompute, add_up, recomputed_units
 from .schedule import held_states, in_flight
 from .setup import ACT_BYTES, TrainSetup, check_capacity
-from .states import GRAD_BYTES, OFFLOAD, OPTIMIZER_BYTES, WEIGHT_BYTES, host_ops, host_traffic, param_groups, zero_terms
+from .states import OFFLOAD, OPTIMIZER_BYTES, WEIGHT_BYTES, States, host_ops, host_traffic, param_groups, zero_terms
 from .steptime import bubble, spans
 
 RECOMPUTES = ("none", "selective", "full")
@@ -216,13 +218,14 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
     return np.array(keep, dtype=np.int64)
 
 
-def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch):
+def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch,
+                  loss_chunks=1):
     """The activation terms ``train_memory`` sums, per layer group ("g:" + name, all its layers),
     the embedding side ("pre", with the shared tables), the head side ("post"), one layer's saved
     set while it is recomputed ("w:") and its EP dispatch buffers ("d:"): {key: [leaf formula, ...]}
     in (B, N_tp, N_cp), each leaf a term ``train_memory`` takes exactly (``terms.exact``)."""
     bw = Backward(kernel=kernel, recompute=rc, act_dtype=act_dtype, scan=scan)
-    tree = activations(model, bw, sp=sp, capacity=capacity)
+    tree = activations(model, bw, sp=sp, capacity=capacity, loss_chunks=loss_chunks)
 
     def leaves(keys):
         return [e for k in keys if k in tree for e in (tree[k].flatten().values() if hasattr(tree[k], "flatten")
@@ -234,6 +237,9 @@ def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want
     if want_working:
         for name, t in per_layer(model, bw, capacity, sp=sp).items():
             parts["w:" + name] = [t.total]
+    for g in model.groups:  # a layer's backward gradient buffers (``train_memory``'s working memory)
+        if g.name in tree:
+            parts["b:" + g.name] = [backward_buffers(g.components, sp=sp)]
     if want_dispatch:
         for g in model.groups:
             d = [dispatch_buffers(c, capacity, sp=sp) for c in g.components if isinstance(c, MoE)]
@@ -310,7 +316,7 @@ _PSI = (sympy.Dummy("S"), sympy.Dummy("W"), sympy.Dummy("X"))  # a rank's TP-spl
 
 
 @functools.lru_cache(maxsize=None)
-def _z_terms(pairs: tuple, K, bg: int, bw: int):
+def _z_terms(pairs: tuple, K, bg: int, bw: int, state_bytes: tuple = ()):
     """The model-state side of the candidates, compiled once for every (ZeRO, offload) pair asked:
     per pair, ``weights`` / ``gradients`` / ``optimizer`` (a GPU's bytes, exact:
     ``states.zero_terms``, rounded up per kind as ``train``; the function ``mem`` of the rank's
@@ -341,8 +347,10 @@ def _z_terms(pairs: tuple, K, bg: int, bw: int):
             cache[key] = {k: name(e, "traffic") for k, e in build().items()}
         return cache[key]
 
+    sb = dict(state_bytes)  # (zero, offload) -> the framework's (b_w, b_g, K) of the states (``States.bytes``)
     for zero, offload in pairs:
-        st = zero_terms(groups, zero, Kq, bg, bw, offload)
+        bw_s, bg_s, K_s = sb.get((zero, offload), (bw, bg, Kq))
+        st = zero_terms(groups, zero, K_s, bg_s, bw_s, offload)
         out = {k: name(sympy.ceiling(sympy.sympify(st[k]), evaluate=False), "mem")
                for k in ("weights", "gradients", "optimizer")}
 
@@ -382,6 +390,28 @@ def _per_micro_batch(key: str, e) -> dict:
     return {f"{key}_0": e0, f"{key}_1": e.xreplace({sym.m_mb: sympy.Integer(1)}) - e0}
 
 
+def _gathered(model, setup, fw, pp: int, v: int, i: int, st: dict, zero, tp, ep):
+    """``memory.gathered_formula`` (``states.gathered_terms``) of rank ``i`` on Z rows: exact, over the
+    common denominator N_tp·N_ep, rounded up as ``train_memory`` rounds it; 0 below ZeRO-3."""
+    if not (zero == 3).any():
+        return 0
+    units = rank_units(model, TrainSetup.of(seq=setup.seq, pp=pp, virtual=v, framework=fw.name), i)
+    den = tp * ep
+
+    def num(split, whole, experts):  # unit_params · N_tp·N_ep
+        return split * ep + whole * den + experts
+
+    U = np.zeros(len(tp), dtype=np.int64)
+    for u in units:
+        U = np.maximum(U, num(*u))
+    if fw.resharded(pp, setup.reshard):
+        total = fw.unit_bytes * U
+    else:
+        psi = num(st["split"], st["whole"], st["experts"])
+        total = 2 * psi + (fw.reduce_bytes * psi if pp > 1 else (fw.unit_bytes - 4) * U)
+    return np.where(zero == 3, -(-total // den), 0)
+
+
 @dataclass
 class Result:
     per_gpu_bytes: np.ndarray  # int64, exact
@@ -412,8 +442,11 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     links = links or Links.of(gpu)
     v = model.values
     lay, R, Z = space.lay, space.R, space.Z
-    a, bg, bw = ACT_BYTES[act_dtype], GRAD_BYTES[grad_dtype], WEIGHT_BYTES["bf16"]
+    # traffic: gradients reduced in the framework's reduce dtype (``States.bg``), weights gathered in bf16;
+    # memory: the framework's bytes per state at each (ZeRO, offload) (``States.bytes``)
+    a, bg, bw = ACT_BYTES[act_dtype], setup.states.bg, WEIGHT_BYTES["bf16"]
     Kf = OPTIMIZER_BYTES[optimizer]
+    fw = framework(setup.states.framework)
     Kn = Kf.numerator
     d = exact(sym.d, v)
     kinds = layer_kinds(model)
@@ -442,7 +475,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             if not mask.any():
                 continue
             fn = _compile_acts(model, rname, s_, kernel=kernel, act_dtype=act_dtype, scan=scan, seq=seq,
-                               capacity=capacity, want_working=rname == "full", want_dispatch=has_moe)
+                               capacity=capacity, want_working=rname == "full", want_dispatch=has_moe,
+                               loss_chunks=setup.loss_chunks)
             idx = np.nonzero(mask)[0]
             out, ok = fn(b[idx], r_tp[idx], r_cp[idx])
             for key, x in out.items():
@@ -454,6 +488,9 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     # checkpoint keeps is all of it) and the transient EP dispatch buffers (train: only with EP)
     saved = {g: np.where(full, acts["w:" + g], layer[g]) if "w:" + g in acts else layer[g] for g in layer}
     extra = {g: np.where(r_ep > 1, acts["d:" + g], 0) for g in counts if kinds[g].moe and "d:" + g in acts}
+    for g in counts:
+        if "b:" + g in acts:
+            extra[g] = extra.get(g, 0) + acts["b:" + g]
     order = model.layers()
     # -- compute and the R-side communication ----------------------------------------------------
     F = {}
@@ -479,6 +516,21 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
+    # the loss peak of the last rank (``activations.loss_peak``, as ``train_memory`` rounds it: up)
+    ltree = loss_peak(model, Backward(kernel=kernel, act_dtype=act_dtype, scan=scan), chunks=setup.loss_chunks,
+                      logits_held=fw.logits_held)
+    loss_fn = None
+    if ltree:
+        num, den = integer_ratio(sympy.sympify(ltree.total).xreplace({**model.values, sym.b_a: a, sym.T: seq}))
+        loss_fn = compile_exprs({"n": num, "q": den}, (sym.B, sym.N_tp, sym.N_cp), exact_int=True)
+
+    def loss_of(bb, tt, cc):
+        if loss_fn is None:
+            return 0
+        f = loss_fn(bb, tt, cc)
+        n_, q_ = (np.broadcast_to(np.asarray(f[k], dtype=np.int64), bb.shape) for k in ("n", "q"))
+        return -(-n_ // q_)
+
     # -- per (pp, v) group: ranks, memory tables, traffic ----------------------------------------
     mem = np.zeros(len(space), dtype=np.int64)
     R_bytes = {k: np.zeros(nR) for k in ("tp", "pp", "ep", "cp")}
@@ -488,7 +540,9 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     Z_cnt = {k: np.zeros((2, nZ)) for k in ("dp", "dp_replicate", "host")}
     zo_code = np.unique(Z["zero"] * 3 + Z["off"])  # the (ZeRO, offload) pairs present, as 3·zero + offload
     zo_pairs = [(int(c) // 3, int(c) % 3) for c in zo_code]
-    z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw)
+    state_bytes = tuple(((z_, OFFLOAD[o_]), States(offload=OFFLOAD[o_], optimizer=optimizer, grad_dtype=grad_dtype,
+                                                  framework=fw.name).bytes(z_)) for z_, o_ in zo_pairs)
+    z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw, state_bytes)
     z_names = {(z_, o_): z_names[z_, OFFLOAD[o_]] for z_, o_ in zo_pairs}
     key = lay["pp"] * 10**6 + lay["v"]
     bounds = np.flatnonzero(np.diff(key)) + 1
@@ -557,7 +611,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                 for mu in np.unique(mm):
                     sel = mm == mu
                     held[sel] = (CA[sel] @ _held_states(p_val, i, v_val, int(mu)).T).max(axis=1)
-            H.append(held + wk)
+            H.append(held + (np.maximum(wk, loss_of(bb, tt, cc)) if i == p_val - 1 else wk))
         # R side traffic: ``comm.activation_collectives`` compiled with the rank's composition as
         # symbols (``_r_terms``), per kept rank; the busiest rank of each dimension (first on ties)
         tt_f, ee_f, cc_f, bb_f, mm_f = (x.astype(float) for x in (tt, ee, cc, bb, mm))
@@ -628,6 +682,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             nonzero = (st["split"] + st["whole"] > 0, Y > 0)
             f = z_mem(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
             mem_i = sum(pick(f, k, np.int64) for k in ("weights", "gradients", "optimizer"))
+            mem_i = mem_i + _gathered(model, setup, fw, p_val, v_val, i, st, zz, zt, ze)
             o = {k: np.zeros((2, nz)) for k in Z_bytes}  # [part without m, part × m]
             for kd in Z_bytes:
                 for j in (0, 1):
@@ -678,23 +733,37 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
 
 def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
            virtual=None, hsdp=None, offload=None, links: Links | None = None, mfu: float = 0.4,
-           overlap: float = 0.0) -> dict:
+           overlap: float = 0.0, headroom_gib: float = HEADROOM_GIB) -> dict:
     """The ``top`` fastest candidates that fit (ties: less memory first). ``setup``: what is not
     swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
     ``offload``: None sweeps, a value pins."""
     check_capacity(model, setup.capacity)
     links = links or Links.of(gpu)
-    space = candidates(model, gpus, setup.seq, setup.batch.global_batch, zeros=ZEROS if zero is None else (zero,),
+    fw = framework(setup.states.framework)
+    if zero is not None:
+        fw.check(zero, offload or "none")
+    space = candidates(model, gpus, setup.seq, setup.batch.global_batch, zeros=fw.zeros if zero is None else (zero,),
                        recomputes=RECOMPUTES if recompute is None else (recompute,), sp=sp, virtual=virtual,
                        hsdp=hsdp, offload=offload, max_tp=links.gpus_per_node)
     r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap)
     mem, step = r.per_gpu_bytes, r.step_time_s
-    fits = (mem <= gpu.memory_bytes) & r.valid
-    fit = np.flatnonzero(fits)
-    if len(fit) > top:
-        thr = np.partition(step[fit], top - 1)[top - 1]
-        fit = fit[step[fit] <= thr]
-    best = fit[np.lexsort((mem[fit], step[fit]))][:top]
+    # fits: the driver-reported memory minus the headroom (``framework.budget_bytes``), as ``train`` judges
+    fits = (mem <= budget_bytes(gpu, headroom_gib)) & r.valid
+    pp_c, zero_c = space.lay["pp"][space.R["L"][space.r]], space.Z["zero"][space.z]
+    if fw.name == "deepspeed":  # what ``framework.Framework.check`` refuses: DeepSpeed's pipeline engine at ZeRO >= 2
+        fits &= ~((pp_c > 1) & (zero_c >= 2))
+    elif fw.name == "hf":  # transformers' Trainer has no pipeline stages
+        fits &= pp_c == 1
+    # proposed: CPU offload only when pinned (the host optimizer's time is not modelled); one setup per
+    # layout and schedule (dp, tp, pp, ep, cp, v, micro-batch, recompute, sp): the fastest of its
+    # settings (ZeRO, HSDP, offload), so the five shown differ in layout or schedule
+    offered = fits if offload is not None else fits & (space.Z["off"][space.z] == 0)
+    fit = np.flatnonzero(offered)
+    fit = fit[np.lexsort((mem[fit], step[fit]))]
+    ir = space.r[fit]
+    key = np.stack([space.R["L"][ir], space.R["b"][ir], space.R["rc"][ir], space.R["sp"][ir].astype(np.int64)], axis=1)
+    _, first = np.unique(key, axis=0, return_index=True)
+    best = fit[np.sort(first)][:top]
     pinned = {k: x for k, x in (("zero", zero), ("recompute", recompute), ("sp", sp), ("virtual_stages", virtual),
                                 ("hsdp_shard", hsdp), ("offload", offload)) if x is not None}
     swept = {"virtual_stages": sorted(set(np.unique(space.lay["v"]).tolist())),
@@ -707,6 +776,8 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
              "sp": sorted(set(np.unique(space.R["sp"]).tolist()))}
     n_bad = int((~r.valid).sum())
     return {"candidates": len(space) - n_bad, "fitting": int(fits.sum()), "pinned": pinned,
+            "shown": "the fastest setup of each layout and schedule; CPU offload only when --offload is given "
+                     "(its host optimizer time is not modelled)",
             "not_costed": n_bad,
             "swept": swept,
             "best": [{**space[i], "micro_batches": int(space.R["m"][space.r[i]]),

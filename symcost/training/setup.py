@@ -29,6 +29,8 @@ from fractions import Fraction
 from ..components.moe import MoE
 from ..core.conventions import Backward
 from ..core.errors import SymcostError
+from .framework import RESHARD
+from .framework import framework as framework_record
 from .plan import Plan
 from .recompute import Recompute
 from .states import States
@@ -61,20 +63,27 @@ class TrainSetup:
     virtual: int = 1
     activations: str = "engine"
     capacity: Fraction | None = None
+    reshard: str = "default"  # FSDP reshard_after_forward: on | off | default (the framework's)
+    loss_chunks: int = 1  # cross-entropy chunks (``activations.loss_peak``)
 
     @classmethod
     def of(cls, *, seq: int, micro_batch: int = 1, global_batch: int | None = None, dp=1, tp=1, pp=1, ep=1,
            cp=1, zero=0, sp=False, virtual=1, hsdp_shard=None, offload="none", optimizer="adamw",
-           grad_dtype="bf16", recompute="none", recompute_method="uniform", recompute_layers=1,
+           grad_dtype=None, recompute="none", recompute_method="uniform", recompute_layers=1,
            kernel="flash", act_dtype="bf16", scan="fused", activation_model="engine",
-           capacity=None) -> "TrainSetup":
+           capacity=None, framework=None, reshard="default", loss_chunks=1,
+           recompute_modules=None) -> "TrainSetup":
         """A setup from the command line's option names (``symcost train`` / ``comm``)."""
         return cls(batch=Batch(seq, micro_batch, global_batch),
                    plan=Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp),
-                   states=States(shard=hsdp_shard, offload=offload, optimizer=optimizer, grad_dtype=grad_dtype),
-                   recompute=Recompute(recompute, recompute_method, recompute_layers),
-                   backward=Backward(kernel=kernel, recompute=recompute, act_dtype=act_dtype, scan=scan),
-                   virtual=virtual, activations=activation_model, capacity=capacity)
+                   states=States(shard=hsdp_shard, offload=offload, optimizer=optimizer, grad_dtype=grad_dtype,
+                                 framework=framework),
+                   recompute=Recompute(recompute, recompute_method, recompute_layers,
+                                       None if recompute_modules is None else tuple(recompute_modules)),
+                   backward=Backward(kernel=kernel, recompute="none" if recompute == "op" else recompute,
+                                     act_dtype=act_dtype, scan=scan),
+                   virtual=virtual, activations=activation_model, capacity=capacity, reshard=reshard,
+                   loss_chunks=loss_chunks)
 
     def replace(self, **options) -> "TrainSetup":
         """This setup with some options (``of``'s names) changed."""
@@ -88,7 +97,8 @@ class TrainSetup:
                     hsdp_shard=s.shard, offload=s.offload, optimizer=s.optimizer, grad_dtype=s.grad_dtype,
                     recompute=r.mode, recompute_method=r.method, recompute_layers=r.layers, kernel=b.kernel,
                     act_dtype=b.act_dtype, scan=b.scan, activation_model=self.activations,
-                    capacity=self.capacity)
+                    capacity=self.capacity, framework=s.framework, reshard=self.reshard,
+                    loss_chunks=self.loss_chunks, recompute_modules=r.modules)
 
     # -- derived -------------------------------------------------------------------------------------
     @property
@@ -105,6 +115,12 @@ class TrainSetup:
         return self.batch.micro_batches(self.plan.dp)
 
     @property
+    def framework(self):
+        """The ``framework.Framework`` record of ``--framework`` (its ``name`` is None without one): the
+        conventions other costs key their own rules on (``states.framework`` holds the name)."""
+        return framework_record(self.states.framework)
+
+    @property
     def act_bytes(self) -> int:
         return ACT_BYTES[self.backward.act_dtype]
 
@@ -113,6 +129,13 @@ class TrainSetup:
         """Reject a setup the model cannot train with, naming the constraint (the CLI's messages)."""
         self.plan.check(model, self.seq)
         self.states.check(self.plan)
+        if self.reshard not in RESHARD:
+            raise SymcostError(f"--reshard-after-forward: must be one of {', '.join(RESHARD)}, got {self.reshard!r}")
+        if self.reshard != "default" and self.plan.zero != 3:
+            raise SymcostError(f"--reshard-after-forward {self.reshard} needs --zero 3 (only fully sharded "
+                               f"parameters are gathered and resharded)")
+        if isinstance(self.loss_chunks, bool) or not isinstance(self.loss_chunks, int) or self.loss_chunks < 1:
+            raise SymcostError(f"--loss-chunks: must be a positive integer, got {self.loss_chunks!r}")
         self.recompute.check()
         if self.activations == "korthikanti" and not (self.recompute.per_layer or self.recompute.mode != "full"):
             raise SymcostError("--recompute-method / --recompute-layers need --activations engine "

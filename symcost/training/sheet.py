@@ -29,7 +29,8 @@ from .setup import TrainSetup
 LAYOUT = {"dp": 2, "tp": 2, "pp": 2, "cp": 2, "ep": 2}
 MICRO_BATCHES = 4
 STATE_LHS = {"weights": r"M_{\text{weights}}", "gradients": r"M_{\text{grads}}",
-             "optimizer": r"M_{\text{optimizer}}", "activations": r"M_{\text{act}}"}
+             "optimizer": r"M_{\text{optimizer}}", "activations": r"M_{\text{act}}",
+             "gathered": r"M_{\text{gathered}}", "loss_peak": r"M_{\text{loss}}"}
 DIM_TEXT = {
     "dp": "data parallel: reduce-scatter of the gradients and all-gather of the updated weights "
           "(ZeRO-1), once per step, each parameter group over its own ranks",
@@ -99,11 +100,13 @@ def training_context(model, *, seq: int, lines_for) -> dict:
         per_gpu, working, in_flight = sum(figures.values()), 0, min(MICRO_BATCHES, lay["pp"])
     else:
         stage, heavy, formula = tm.stage, tm.stages[tm.stage], tm.formula
-        figures = {k: getattr(tm, k) for k in ("weights", "gradients", "optimizer", "activations")}
+        figures = {k: getattr(tm, k) for k in ("weights", "gradients", "optimizer", "gathered", "activations",
+                                               "loss_peak") if k in tm.formula and getattr(tm, k)}
+        figures = {k: getattr(tm, k) for k in ("weights", "gradients", "optimizer", "activations")} | figures
         per_gpu, working, in_flight = tm.per_gpu, tm.recompute_working, tm.in_flight
     states = []
     for key, value in figures.items():
-        expr = formula[key]
+        expr = formula[key].total if hasattr(formula[key], "total") else formula[key]
         states.append({"name": key, "value": value, "human": human_bytes(value),
                        "lines": lines_for(STATE_LHS[key], [expr if key != "activations" else
                                                            sympy.factor_terms(expr)], vals, value, "bytes")})

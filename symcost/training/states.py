@@ -33,8 +33,12 @@ shard, so host bytes are per GPU (a node's host holds the sum over its GPUs):
              forward and again before the backward all-gather and the gradient shard back:
              (2·m·b_w + m_rs·b_g)·Ψ_g/n_g per step (m_rs = m, or 1 when gradients sync on the
              last micro-batch only).
-The reduce buckets and the all-gathered unit being computed are transient working memory and are
-not counted (as without offload); the CPU optimizer's time is not modelled.
+The bytes per parameter b_w, b_g, K are the framework's (``framework.Framework.state_bytes``:
+``--framework``; an explicit ``--grad-dtype`` overrides it). The all-gathered working set of ZeRO-3 /
+FSDP (the unit computed, the prefetched next one and the unit's unsharded gradients; everything
+when parameters are not resharded after forward) is its own line, ``gathered`` (``gathered_terms``),
+on the GPU under every offload mode. The reduce buckets of ZeRO-1/2 are not counted; the CPU
+optimizer's time is not modelled.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ import sympy
 
 from ..core.errors import SymcostError
 from ..core.notation import sym
+from .framework import framework
 
 OFFLOAD = ("none", "optimizer", "params")
 #: PCIe 5.0 x16 per direction: 32 GT/s × 16 lanes × 128/130 encoding / 8 bits ≈ 63.0 GB/s
@@ -62,11 +67,13 @@ class States:
     shard: int | None = None  # HSDP: ZeRO shard group in data-parallel ranks (N_sh); None = all N_dp
     offload: str = "none"
     optimizer: str = "adamw"
-    grad_dtype: str = "bf16"
+    grad_dtype: str | None = None  # None: the framework's (``framework.Framework.state_bytes``; bf16 by default)
+    framework: str | None = None  # ``framework.FRAMEWORKS`` key; None: symcost's convention
 
     def check(self, plan) -> None:
         if self.offload not in OFFLOAD:
             raise SymcostError(f"--offload: unknown target {self.offload!r} ({', '.join(OFFLOAD)})")
+        framework(self.framework).check(plan.zero, self.offload, plan.pp)
         if self.offload == "optimizer" and plan.zero < 1:
             raise SymcostError("--offload optimizer needs --zero 1, 2 or 3 (ZeRO-Offload moves each rank's "
                                "optimizer partition to the host)")
@@ -90,18 +97,28 @@ class States:
     def check_dtypes(self) -> None:
         if self.optimizer not in OPTIMIZER_BYTES:
             raise SymcostError(f"--optimizer: unknown optimizer {self.optimizer!r} ({', '.join(OPTIMIZER_BYTES)})")
-        if self.grad_dtype not in GRAD_BYTES:
+        if self.grad_dtype is not None and self.grad_dtype not in GRAD_BYTES:
             raise SymcostError(f"--grad-dtype: unknown dtype {self.grad_dtype!r} (bf16, fp16, fp32)")
 
     @property
     def K(self) -> sympy.Rational:
-        """Optimizer bytes per parameter, exact."""
-        k = OPTIMIZER_BYTES[self.optimizer]
-        return sympy.Rational(k.numerator, k.denominator)
+        """Optimizer bytes per parameter, exact (the framework's; ``bytes``)."""
+        return self.bytes(0)[2]
 
     @property
     def bg(self) -> int:
-        return GRAD_BYTES[self.grad_dtype]
+        """Bytes per gradient element as it is reduced (``comm``): ``--grad-dtype``, else the framework's
+        reduce dtype (fp32 for Megatron and FSDP2, bf16 for DeepSpeed and symcost's)."""
+        if self.grad_dtype is not None:
+            return GRAD_BYTES[self.grad_dtype]
+        fw = framework(self.framework)
+        return 2 if fw.name is None else fw.reduce_bytes
+
+    def bytes(self, zero: int) -> tuple:
+        """(b_w, b_g, K) at ZeRO stage ``zero`` under the framework's conventions (exact)."""
+        bw, bg, K = framework(self.framework).state_bytes(zero, self.offload, self.grad_dtype, self.optimizer,
+                                                          OPTIMIZER_BYTES[self.optimizer])
+        return bw, bg, sympy.Rational(K.numerator, K.denominator) if isinstance(K, Fraction) else sympy.Integer(K)
 
     def groups(self, plan) -> tuple[tuple[int, int], tuple[int, int]]:
         """((n_dense, r), (n_experts, r)): ZeRO group sizes and replicas of the two parameter groups."""
@@ -165,3 +182,49 @@ def host_ops(m: int, offload: str, grad_sync: str = "every") -> int:
     if offload == "params":
         return 2 * m + (m if grad_sync == "every" else 1)
     return 0
+
+
+def unit_params(split, whole, experts):
+    """A unit's parameters on one GPU, in the layout symbols: split/N_tp + whole + experts/(N_ep·N_tp)."""
+    return sympy.sympify(split) / sym.N_tp + whole + sympy.sympify(experts) / (sym.N_ep * sym.N_tp)
+
+
+def gathered_terms(units, rank, fw, zero: int, resharded: bool, pp: int) -> sympy.Expr:
+    """ZeRO-3 / FSDP's working set on one GPU (``framework`` docstring), as an expression in N_tp and
+    N_ep: ``units`` the (split, whole, experts) parameters of each wrapping unit on the rank (its
+    decoder layers, its embedding, its final norm + head; DeepSpeed: each module), ``rank`` the rank's
+    own (split, whole, experts). Resharded after forward: ``fw.unit_bytes``·max_u U_u (the unit being
+    computed, the prefetched next one, the unit's unsharded gradients); not resharded: 2·Ψ_rank (every
+    unit unsharded in bf16 from forward to backward) plus, under PP (gradient sync off until the last
+    micro-batch), the gradients accumulated unsharded in the reduce dtype, b_r·Ψ_rank, else one unit's.
+    0 below ZeRO-3: the parameters are whole on every rank."""
+    if zero < 3 or not units:
+        return sympy.Integer(0)
+    U = sympy.Max(*[unit_params(*u) for u in units])
+    if resharded:
+        return fw.unit_bytes * U
+    psi = unit_params(*rank)
+    grads = fw.reduce_bytes * psi if pp > 1 else (fw.unit_bytes - 4) * U
+    return 2 * psi + grads
+
+
+def estimator_host_node(zero: int, offload: str, psi, largest, gpus: int, gpus_per_node: int, host_per_gpu=0):
+    """Host bytes per node as DeepSpeed's estimators charge them (``--framework deepspeed``;
+    ``stage3.estimate_zero3_model_states_mem_needs`` with zero.Init, ``stage_1_and_2.
+    estimate_zero2_model_states_mem_needs``), times their ``additional_buffer_factor`` 3/2:
+
+      ZeRO-3, offload      the node's GPUs' offloaded states, gpus_per_node·host_per_gpu
+                           (18·Ψ/nodes with parameters, 16·Ψ/nodes with the optimizer only)
+      ZeRO-3, no offload   each process builds the largest module in fp32 under zero.Init: 4·U·gpus_per_node
+      ZeRO-2, offload      max(4·N_gpus·Ψ, 16·Ψ): every process loads the fp32 model, or the whole
+                           model's fp32 gradients and optimizer states (the estimator does not divide
+                           them over nodes)
+      ZeRO ≤ 2, no offload each process loads the fp32 model: 4·Ψ·gpus_per_node
+    Exact rationals of Ψ (parameters), U (the largest module's) and the GPU counts."""
+    f = sympy.Rational(3, 2)
+    psi, largest = sympy.sympify(psi), sympy.sympify(largest)
+    if zero >= 3:
+        return f * (gpus_per_node * sympy.sympify(host_per_gpu) if offload != "none" else 4 * largest * gpus_per_node)
+    if offload != "none":
+        return f * sympy.Max(4 * gpus * psi, 16 * psi)
+    return f * 4 * psi * gpus_per_node

@@ -12,11 +12,13 @@ import sympy
 
 from ...architectures import loader
 from ...core.errors import SymcostError
+from ...core.notation import sym
 from ...core.terms import Terms
 from ...core.units import human_bytes, human_count
 from ...hardware.gpus import gpu as find_gpu
 from ...training import compare_presets, run, train_memory
 from ...training.comm import comm
+from ...training.framework import budget_bytes, framework, padded_vocab
 from ...training.recompute import Recompute
 from ...training.setup import TrainSetup, check_capacity
 from .. import options as o
@@ -27,12 +29,14 @@ _SHARED = (o.SEQ.but(required=True), o.MICRO_BATCH.but(required=True), o.GLOBAL_
 _STATES = (o.RECOMPUTE_METHOD, o.RECOMPUTE_LAYERS, o.OPTIMIZER, o.GRAD_DTYPE, o.ACT_DTYPE, o.ATTENTION_KERNEL)
 _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
 _TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS)
+_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES)
 OPTIONS = {
-    "train": (o.MODEL, *_SHARED, o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
+    "train": (o.MODEL, o.SEQ.but(required=True), o.MICRO_BATCH.but(help=o.MICRO_BATCH.help + " (required without "
+              "--search, which sweeps it)"), *_SHARED[2:], o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
               o.SEARCH, o.GPUS.but(help="world size for --search"), o.ACTIVATIONS, o.SCAN, *_STEP,
-              o.swept(o.VIRTUAL_STAGES), o.swept(o.OFFLOAD), o.swept(o.HSDP_SHARD), *_TAIL),
+              o.swept(o.VIRTUAL_STAGES), o.swept(o.OFFLOAD), o.swept(o.HSDP_SHARD), *_TAIL, *_MEMORY),
     "comm": (o.MODEL, *_SHARED, o.SP, o.ZERO, o.RECOMPUTE, *_STATES, *_STEP, o.VIRTUAL_STAGES, o.OFFLOAD,
-             o.HSDP_SHARD, *_TAIL),
+             o.HSDP_SHARD, *_TAIL, o.FRAMEWORK),
     "budget": (o.MODEL, o.TOKENS.but(required=True), o.GPUS.but(required=True), o.GPU.but(required=True),
                o.MFU.but(default=None, help="default: 0.4, or implied by --gpu-hours"), o.GPU_HOURS, o.FLOPS,
                o.SEQ.but(default=4096), o.GLOBAL_BATCH.but(help="sequences per step, for the step time")),
@@ -68,7 +72,9 @@ def _training(args) -> TrainSetup:
                 recompute_method=args.recompute_method, recompute_layers=args.recompute_layers,
                 **_parallel(args), optimizer=args.optimizer, grad_dtype=args.grad_dtype,
                 kernel=args.attention_kernel, act_dtype=args.act_dtype,
-                activation_model=getattr(args, "activations", "engine"), scan=getattr(args, "scan", "fused"))
+                activation_model=getattr(args, "activations", "engine"), scan=getattr(args, "scan", "fused"),
+                framework=args.framework, reshard=getattr(args, "reshard_after_forward", "default"),
+                loss_chunks=getattr(args, "loss_chunks", 1), recompute_modules=_modules(args))
 
 
 def _links(args, g):
@@ -83,7 +89,7 @@ def _step(args, g, tm, cm, setup: TrainSetup) -> dict:
 def _memory_and_step(m, args, g):
     """``train``: the memory of the layout, and its step time on ``g`` (None without a GPU)."""
     setup = _training(args)
-    tm = train_memory(m, setup)
+    tm = train_memory(m, setup, gpus_per_node=args.gpus_per_node)
     if g is None:
         return tm, None
     cm = comm(m, setup.replace(recompute=run.comm_recompute(args.recompute, args.cp)))
@@ -111,14 +117,33 @@ def _search(m, args):
     g = find_gpu(args.gpu)
     base = TrainSetup.of(seq=args.seq, global_batch=args.global_batch, capacity=args.capacity_factor,
                          kernel=args.attention_kernel, act_dtype=args.act_dtype, scan=args.scan,
-                         grad_dtype=args.grad_dtype, optimizer=args.optimizer)
+                         grad_dtype=args.grad_dtype, optimizer=args.optimizer, framework=args.framework,
+                         loss_chunks=args.loss_chunks)
     t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, base, gpus=args.gpus, gpu=g, zero=args.zero, recompute=args.recompute, sp=args.sp,
                virtual=args.virtual_stages, hsdp=args.hsdp_shard, offload=args.offload, links=_links(args, g),
-               mfu=args.mfu, overlap=args.overlap)
+               mfu=args.mfu, overlap=args.overlap, headroom_gib=args.headroom_gib)
     r["seconds"] = time.perf_counter() - t0
     r["cpu_seconds"] = time.process_time() - c0
     return r
+
+
+def _modules(args):
+    text = getattr(args, "recompute_modules", None)
+    return None if text is None else tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def _convention(args) -> str:
+    return framework(args.framework).label
+
+
+def _grad_dtype(args) -> str:
+    """The gradient dtype the gradients line uses: the option, or the framework's."""
+    if args.grad_dtype is not None:
+        return args.grad_dtype
+    setup = _training(args)
+    bg = setup.states.bytes(args.zero)[1]
+    return {2: "bf16", 4: "fp32"}.get(bg, f"{bg} B (bf16 + fp32 partitions)")
 
 
 # -- commands --------------------------------------------------------------------------------------
@@ -127,10 +152,14 @@ def _capacity(args):
 
 
 def _formula(m, tm) -> dict:
-    formula = {k: str((v.total if isinstance(v, Terms) else v).xreplace(m.values)) for k, v in tm.formula.items()}
+    def tot(v):
+        return v.total if isinstance(v, Terms) else v
+    formula = {k: str(tot(v).xreplace(m.values)) for k, v in tm.formula.items()}
     if "activations" in tm.formula:
-        formula["total"] = str(sum((tm.formula[k] for k in ("weights", "gradients", "optimizer", "activations")),
-                                   sympy.Integer(0)))
+        # the peak at the loss (the recomputed layer's working set, at another moment, has no formula)
+        keys = ["weights", "gradients", "optimizer", "gathered", "activations", "loss_peak"]
+        formula["total"] = str(sum((tot(tm.formula[k]) for k in keys if k in tm.formula),
+                                   sympy.Integer(0)).xreplace(m.values))
     return formula
 
 
@@ -138,16 +167,22 @@ def _train_payload(m, args, tm, g) -> dict:
     return {"model": m.name, "seq": args.seq, "micro_batch": args.micro_batch,
             "global_batch": args.global_batch or args.micro_batch * args.dp, "per_gpu_bytes": tm.per_gpu,
             "breakdown": {"weights": tm.weights, "gradients": tm.gradients, "optimizer": tm.optimizer,
-                          "activations": tm.activations, "recompute_working": tm.recompute_working},
-            "host_bytes_per_gpu": tm.host, "offload": args.offload, "hsdp_shard": args.hsdp_shard,
+                          "gathered": tm.gathered, "activations": tm.activations, "loss_peak": tm.loss_peak,
+                          "recompute_working": tm.recompute_working},
+            "framework": args.framework, "convention": _convention(args),
+            "headroom_gib": args.headroom_gib, "budget_bytes": None if g is None else budget_bytes(g, args.headroom_gib),
+            "host_bytes_per_gpu": tm.host, "offload": args.offload,
+            **({} if tm.host_node is None else {"host_bytes_per_node_deepspeed_estimator": tm.host_node}), "hsdp_shard": args.hsdp_shard,
             "virtual_stages": args.virtual_stages, "capacity_factor": _capacity(args),
             "heaviest_stage": tm.stage, "micro_batches": tm.micro_batches, "in_flight_micro_batches": tm.in_flight,
             "stages": [{k: v for k, v in r.items()} for r in tm.stages],
             "flops_per_step": tm.flops_per_step, "gpus": args.dp * args.tp * args.pp * args.cp,
-            "fits": None if g is None else tm.per_gpu <= g.memory_bytes, "gpu": g.name if g else None,
+            "fits": None if g is None else tm.per_gpu <= budget_bytes(g, args.headroom_gib), "gpu": g.name if g else None,
             "zero": args.zero, "sp": args.sp, "recompute": args.recompute,
             "recompute_method": args.recompute_method, "recompute_layers": args.recompute_layers,
-            "optimizer": args.optimizer, "grad_dtype": args.grad_dtype, "attention_kernel": args.attention_kernel,
+            "optimizer": args.optimizer, "grad_dtype": _grad_dtype(args), "attention_kernel": args.attention_kernel,
+            "reshard_after_forward": args.reshard_after_forward, "loss_chunks": args.loss_chunks,
+            "vocab_size": int(m.values[sym.V]) if sym.V in m.values else None,
             "act_dtype": args.act_dtype, "scan": args.scan, "activations_model": args.activations,
             "notes": tm.notes, "formula": _formula(m, tm), **_parallel(args)}
 
@@ -156,21 +191,33 @@ def cmd_train(args, out):
     m = loader.build(args.model)
     check_positions(m, args.seq, "--seq")
     if args.search:
+        if args.vocab_pad:
+            raise SymcostError("--vocab-pad with --search: the padding depends on each candidate's tp; pin a layout "
+                               "(drop --search)")
         return _cmd_search(m, args, out)
+    if args.vocab_pad:
+        m = padded_vocab(m, args.vocab_pad, args.tp)
+    if args.micro_batch is None:
+        raise SymcostError("train: --micro-batch is required (without --search)")
     args = _single(args)
     g = find_gpu(args.gpu) if args.gpu else None
     tm, step = _memory_and_step(m, args, g)
     payload = _train_payload(m, args, tm, g)
     if step is not None:
         payload["step"] = step
-    label = Recompute(args.recompute, args.recompute_method, args.recompute_layers).describe()
+    label = Recompute(args.recompute, args.recompute_method, args.recompute_layers, _modules(args)).describe()
     lines = [f"{m.name}: training memory per GPU (heaviest pipeline stage {tm.stage}), seq={args.seq}, "
              f"micro-batch={args.micro_batch}, ZeRO-{args.zero}, {label}, {args.optimizer}"]
-    lines += [f"  {k:<18} {v:>22,}  {human_bytes(v)}" for k, v in payload["breakdown"].items()]
+    tag = f"[{args.framework or 'symcost'}]"
+    lines += [f"  {k:<18} {v:>22,}  {human_bytes(v)}  {tag}" for k, v in payload["breakdown"].items()]
     lines.append(f"  {'per GPU':<18} {tm.per_gpu:>22,}  {human_bytes(tm.per_gpu)}"
-                 + (f"   fits on {g.name}: {payload['fits']}" if g else ""))
+                 + (f"   fits on {g.name}: {payload['fits']} (driver-reported {human_bytes(g.usable_bytes)} "
+                    f"- headroom {args.headroom_gib:g} GiB)" if g else ""))
     if args.offload != "none":
         lines.append(f"  {'host (offloaded)':<18} {tm.host:>22,}  {human_bytes(tm.host)}  per GPU, in CPU memory")
+    if tm.host_node is not None:
+        lines.append(f"  {'host per node':<18} {tm.host_node:>22,}  {human_bytes(tm.host_node)}  DeepSpeed's estimator "
+                     f"(x1.5 buffer factor, {args.gpus_per_node} GPUs per node)")
     lines.append(f"  micro-batches per step {tm.micro_batches}, in flight on that stage {tm.in_flight}")
     lines.append(f"  FLOPs per step (exact, causal): {tm.flops_per_step:,} = {human_count(tm.flops_per_step)}FLOP")
     if step is not None:
@@ -192,10 +239,13 @@ def _search_table(best: list[dict]) -> list[str]:
 
 
 def _cmd_search(m, args, out):
-    if not (args.gpus and args.gpu and args.global_batch):
-        raise SymcostError("--search needs --gpus, --gpu and --global-batch")
+    missing = [f for f, x in (("--gpus", args.gpus), ("--gpu", args.gpu), ("--global-batch", args.global_batch)) if not x]
+    if missing:
+        raise SymcostError(f"--search needs --gpus, --gpu and --global-batch (missing: {', '.join(missing)})")
     if args.activations != "engine":
         raise SymcostError("--search evaluates the engine's activations; drop --activations korthikanti")
+    if args.recompute_modules is not None:
+        raise SymcostError("--recompute-modules applies to one layout (drop --search, which sweeps --recompute)")
     if (args.recompute_method, args.recompute_layers) != ("uniform", 1):
         raise SymcostError("--search sweeps --recompute none|selective|full with every layer its own "
                            "checkpoint; --recompute-method / --recompute-layers apply to one layout (drop --search)")
@@ -207,7 +257,8 @@ def _cmd_search(m, args, out):
              f"evaluated in {r['seconds']:.2f} s ({r['cpu_seconds']:.2f} s CPU)"
              + (f"; pinned: {pins}" if pins else "") + "; fastest that fit:", *_search_table(r["best"])]
     if not r["best"]:
-        lines.append(f"  (none fits in {human_bytes(find_gpu(args.gpu).memory_bytes)})")
+        lines.append(f"  (none fits in {human_bytes(budget_bytes(find_gpu(args.gpu), args.headroom_gib))}: the "
+                     f"driver-reported memory minus --headroom-gib {args.headroom_gib:g})")
     if r["not_costed"]:
         lines.append(f"  {r['not_costed']:,} setups left out: an activation tensor would split into a fraction of "
                      f"a byte (a vocabulary- or sequence-parallel split that tp does not divide)")
