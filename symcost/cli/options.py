@@ -103,6 +103,20 @@ def positive(name):
     return parse
 
 
+def layer_counts(name):
+    """Comma-separated non-negative integers (``--pipeline-layout 4,4,4,1``)."""
+    def parse(text):
+        try:
+            values = [int(x) for x in text.split(",")]
+        except ValueError:
+            values = []
+        if not values or min(values) < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be comma-separated layer counts such as 4,4,4,1, "
+                                             f"got {_shown(text)!r}")
+        return values
+    return parse
+
+
 def integer(name):
     """Python's ``int`` (any sign; a command checks the range it needs)."""
     return int
@@ -341,10 +355,39 @@ SCAN = Option(("--scan",), "train", "what Mamba/DeltaNet/short-conv layers save:
               "run dispatches to (mamba_ssm, fla, causal-conv1d); reference — transformers' torch path (chunked "
               "scans), as the tests measure it", choices=("fused", "reference"), default="fused",
               example="reference")
-MFU = Option(("--mfu",), "train", "model FLOPs utilisation for the step time", kind=real(open_low=True, high=1.0),
-             default=0.4, example="0.5")
-OVERLAP = Option(("--overlap",), "train", "share of communication hidden", kind=real(high=1.0), default=0.0,
-                 example="0.5")
+MFU = Option(("--mfu",), "train", "override: compute at this model FLOPs utilisation of the BF16 peak (with "
+             "--overlap; default: each kernel class at its measured efficiency, the framework's overlap)",
+             kind=real(open_low=True, high=1.0), example="0.5")
+OVERLAP = Option(("--overlap",), "train", "with --mfu: share of communication hidden (default 0)", kind=real(high=1.0),
+                 default=0.0, example="0.5")
+PEAK_DTYPE = Option(("--peak-dtype",), "train", "the dense peak the budget's MFU is of: bf16, or fp8 (FP8 "
+                    "training's GEMM peak) (default bf16)", choices=("bf16", "fp8"), default="bf16", example="fp8")
+PRECISION = Option(("--precision",), "train", "GEMM precision of the step time: bf16, fp8 (per-tensor scaling) "
+                   "or mxfp8 (Blackwell MX blocks): GEMMs at the FP8 peak and the fp8 row of the GEMM "
+                   "calibration; attention, norms and the LM head stay bf16 (default bf16)",
+                   choices=("bf16", "fp8", "mxfp8"), default="bf16", example="fp8")
+SCHEDULE = Option(("--schedule",), "train", "pipeline schedule of the bubble term: 1f1b (p-1)(F+B), interleaved "
+                  "(p-1)(F+B)/v, zb-h1 (p-1)(F+B-2W), dualpipe (p/2-1)(F&B+B-3W) (default: interleaved with "
+                  "--virtual-stages > 1, else 1f1b)", choices=("1f1b", "interleaved", "zb-h1", "dualpipe"),
+                  example="zb-h1")
+HIDE = Option(("--hide",), "train", "override the framework's overlap of one dimension: DIM=on hides it behind "
+              "its compute window, DIM=off exposes it (dp, dp_replicate, tp, pp, ep, cp, host; repeatable)",
+              action="append", metavar="DIM=on|off", example="ep=on")
+ETP = Option(("--etp",), "parallel", "expert-tensor-parallel size (Megatron's --expert-tensor-parallel-size): "
+             "experts over ep x etp ranks folded across tp x dp x cp (default: = --tp)", kind=positive,
+             example="1")
+FIRST_STAGE_LAYERS = Option(("--first-stage-layers",), "train", "decoder layers of the first pipeline stage "
+                            "(Megatron's --decoder-first-pipeline-num-layers; the other stages split the rest)",
+                            kind=integer, metavar="N", example="7")
+LAST_STAGE_LAYERS = Option(("--last-stage-layers",), "train", "decoder layers of the last pipeline stage "
+                           "(--decoder-last-pipeline-num-layers)", kind=integer, metavar="N", example="7")
+ACCOUNT_EMBEDDING = Option(("--account-embedding",), "train", "the embedding takes one layer slot of the "
+                           "pipeline split (--account-for-embedding-in-pipeline-split)", action="store_true")
+ACCOUNT_LOSS = Option(("--account-loss",), "train", "the loss takes one layer slot of the pipeline split "
+                      "(--account-for-loss-in-pipeline-split)", action="store_true")
+PIPELINE_LAYOUT = Option(("--pipeline-layout",), "train", "decoder layers of each model chunk, pp x v entries in "
+                         "chunk order (Megatron's --pipeline-model-parallel-layout, counted)", kind=layer_counts,
+                         metavar="N,N,...", example="4,4,4,1")
 IB_GBS = Option(("--ib-gbs",), "train", "scale-out GB/s per GPU", kind=real(open_low=True), default=50.0,
                 example="25")
 GPUS_PER_NODE = Option(("--gpus-per-node",), "train", kind=positive, default=8, example="4")

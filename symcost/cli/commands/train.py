@@ -23,10 +23,11 @@ from .. import options as o
 from .common import check_positions
 
 _SHARED = (o.SEQ.but(required=True), o.MICRO_BATCH.but(required=True), o.GLOBAL_BATCH,
-           o.DP, o.TP, o.PP, o.EP, o.CP)
+           o.DP, o.TP, o.PP, o.EP, o.CP, o.ETP)
 _STATES = (o.RECOMPUTE_METHOD, o.RECOMPUTE_LAYERS, o.OPTIMIZER, o.GRAD_DTYPE, o.ACT_DTYPE, o.ATTENTION_KERNEL)
 _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
-_TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS)
+_TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS, o.PRECISION, o.SCHEDULE, o.HIDE, o.FIRST_STAGE_LAYERS, o.LAST_STAGE_LAYERS,
+         o.ACCOUNT_EMBEDDING, o.ACCOUNT_LOSS, o.PIPELINE_LAYOUT)
 OPTIONS = {
     "train": (o.MODEL, *_SHARED, o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
               o.SEARCH, o.GPUS.but(help="world size for --search"), o.ACTIVATIONS, o.SCAN, *_STEP,
@@ -35,6 +36,7 @@ OPTIONS = {
              o.HSDP_SHARD, *_TAIL),
     "budget": (o.MODEL, o.TOKENS.but(required=True), o.GPUS.but(required=True), o.GPU.but(required=True),
                o.MFU.but(default=None, help="default: 0.4, or implied by --gpu-hours"), o.GPU_HOURS, o.FLOPS,
+               o.PEAK_DTYPE,
                o.SEQ.but(default=4096), o.GLOBAL_BATCH.but(help="sequences per step, for the step time")),
     "presets": (o.MODEL, o.SEQ.but(required=True), o.BATCH),
 }
@@ -68,7 +70,10 @@ def _training(args) -> TrainSetup:
                 recompute_method=args.recompute_method, recompute_layers=args.recompute_layers,
                 **_parallel(args), optimizer=args.optimizer, grad_dtype=args.grad_dtype,
                 kernel=args.attention_kernel, act_dtype=args.act_dtype,
-                activation_model=getattr(args, "activations", "engine"), scan=getattr(args, "scan", "fused"))
+                activation_model=getattr(args, "activations", "engine"), scan=getattr(args, "scan", "fused"),
+                etp=args.etp, first_stage_layers=args.first_stage_layers, last_stage_layers=args.last_stage_layers,
+                account_embedding=args.account_embedding, account_loss=args.account_loss,
+                pipeline_layout=args.pipeline_layout)
 
 
 def _links(args, g):
@@ -76,7 +81,17 @@ def _links(args, g):
                      pcie_gbs=args.pcie_gbs)
 
 
-def _step(args, g, tm, cm, setup: TrainSetup) -> dict:
+def _step(m, args, g, tm, cm, setup: TrainSetup) -> dict:
+    """Without --mfu: kernels by class, the framework's overlap, the schedule's bubble
+    (``run.kernel_step``); with --mfu: compute at that MFU, --overlap hidden (``run.step``)."""
+    if args.mfu is None:
+        from ...training.overlap import parse_hide
+        return run.kernel_step(m, tm, cm, setup, gpu=g, links=_links(args, g),
+                               framework=getattr(args, "framework", None) or "megatron", schedule=args.schedule,
+                               precision=args.precision, hide=parse_hide(args.hide))
+    if args.schedule not in (None, "1f1b", "interleaved") or args.hide or args.precision != "bf16":
+        raise SymcostError("--schedule zb-h1/dualpipe, --hide and --precision shape the computed step time: "
+                           "drop --mfu (which replaces it by compute at one utilisation)")
     return run.step(tm, cm, setup, gpu=g, links=_links(args, g), mfu=args.mfu, overlap=args.overlap)
 
 
@@ -87,7 +102,7 @@ def _memory_and_step(m, args, g):
     if g is None:
         return tm, None
     cm = comm(m, setup.replace(recompute=run.comm_recompute(args.recompute, args.cp)))
-    return tm, _step(args, g, tm, cm, setup)
+    return tm, _step(m, args, g, tm, cm, setup)
 
 
 def _comm_and_step(m, args):
@@ -102,7 +117,7 @@ def _comm_and_step(m, args):
         return cm, None, None
     tm = train_memory(m, setup)
     g = find_gpu(args.gpu)
-    return cm, g, _step(args, g, tm, cm, setup)
+    return cm, g, _step(m, args, g, tm, cm, setup)
 
 
 def _search(m, args):
@@ -174,10 +189,20 @@ def cmd_train(args, out):
     lines.append(f"  micro-batches per step {tm.micro_batches}, in flight on that stage {tm.in_flight}")
     lines.append(f"  FLOPs per step (exact, causal): {tm.flops_per_step:,} = {human_count(tm.flops_per_step)}FLOP")
     if step is not None:
-        lines.append(f"  step time on {g.name} at MFU {args.mfu:.0%}: {step['step_time_s']:.3f} s "
-                     f"(bubble {step['bubble']:.1%})")
+        lines.append(_step_line(step, g, args))
     lines += [f"  note: {n}" for n in tm.notes]
     out.emit(payload, "\n".join(lines))
+
+
+def _step_line(step: dict, g, args) -> str:
+    if step.get("mfu") is not None:
+        return (f"  step time on {g.name} at MFU {args.mfu:.0%}, overlap {args.overlap:.0%}: {step['step_time_s']:.3f} s "
+                f"(bubble {step['bubble']:.1%})")
+    exposed = sum(step["exposed_comm_s"].values())
+    return (f"  step time on {g.name} ({step['precision']} GEMMs, kernels at measured efficiency, {step['framework']} "
+            f"overlap, {step['schedule']}): {step['step_time_s']:.3f} s = compute {step['compute_s']:.3f} + bubble "
+            f"{step['bubble_s']:.3f} + exposed comm {exposed:.3f}; implied MFU {step['mfu_implied']:.1%}, "
+            f"HFU {step['hfu_implied']:.1%}")
 
 
 def _search_table(best: list[dict]) -> list[str]:
@@ -235,7 +260,7 @@ def cmd_comm(args, out):
     lines += [f"  {k:<12} {v:>22,}  {human_bytes(v)}  in {cm['collectives'][k]} collectives"
               for k, v in per.items()]
     if t is not None:
-        lines.append(f"  step time on {g.name} at MFU {args.mfu:.0%}, overlap {args.overlap:.0%}: {t:.3f} s")
+        lines.append(_step_line(step, g, args))
     out.emit(payload, "\n".join(lines))
 
 
@@ -245,14 +270,16 @@ def cmd_budget(args, out):
     g = find_gpu(args.gpu)
     source = "--flops" if args.flops is not None else "exact training FLOPs (3 x forward, causal) per token x tokens"
     r = run.budget(m, gpu=g, tokens=args.tokens, gpus=args.gpus, seq=args.seq, mfu=args.mfu,
-                   gpu_hours=args.gpu_hours, flops=args.flops, global_batch=args.global_batch)
+                   gpu_hours=args.gpu_hours, flops=args.flops, global_batch=args.global_batch,
+                   peak_dtype=args.peak_dtype)
     payload = {"model": m.name, "gpu": g.name, "seq": args.seq, "flops_source": source, **r}
     lines = [f"{m.name}: training budget for {args.tokens:,} tokens on {args.gpus} x {g.name}",
              f"  FLOPs {r['flops']:.4g} ({source})",
              f"  at MFU {r['mfu']:.1%}: {r['wall_time_s'] / 86400:.2f} days, {r['gpu_hours'] / 1e6:.3f}M GPU-hours, "
              f"{r['tokens_per_s']:.4g} tokens/s"]
     if "implied_mfu" in r:
-        lines.append(f"  {args.gpu_hours:,.0f} GPU-hours imply MFU {r['implied_mfu']:.1%} of the BF16 peak")
+        lines.append(f"  {args.gpu_hours:,.0f} GPU-hours imply MFU {r['implied_mfu']:.1%} of the "
+                     f"{r['peak_dtype'].upper()} peak")
     out.emit(payload, "\n".join(lines))
 
 
