@@ -89,14 +89,16 @@ class TrainSetup:
     def options(self) -> dict:
         """``of``'s keywords for this setup."""
         p, s, r, b = self.plan, self.states, self.recompute, self.backward
-        return dict(seq=self.batch.seq, micro_batch=self.batch.micro_batch, global_batch=self.batch.global_batch,
-                    dp=p.dp, tp=p.tp, pp=p.pp, ep=p.ep, cp=p.cp, zero=p.zero, sp=p.sp, virtual=self.virtual,
-                    hsdp_shard=s.shard, offload=s.offload, optimizer=s.optimizer, grad_dtype=s.grad_dtype,
-                    recompute=r.mode, recompute_method=r.method, recompute_layers=r.layers, kernel=b.kernel,
-                    act_dtype=b.act_dtype, scan=b.scan, activation_model=self.activations,
-                    capacity=self.capacity, etp=p.etp, first_stage_layers=p.first, last_stage_layers=p.last,
-                    account_embedding=p.embed_slot, account_loss=p.loss_slot, pipeline_layout=p.layout, **({"ep": p.ep * p.tp // p.etp}
-                                                                                 if p.etp is not None else {}))
+        out = dict(seq=self.batch.seq, micro_batch=self.batch.micro_batch, global_batch=self.batch.global_batch,
+                   dp=p.dp, tp=p.tp, pp=p.pp, ep=p.ep, cp=p.cp, zero=p.zero, sp=p.sp, virtual=self.virtual,
+                   hsdp_shard=s.shard, offload=s.offload, optimizer=s.optimizer, grad_dtype=s.grad_dtype,
+                   recompute=r.mode, recompute_method=r.method, recompute_layers=r.layers, kernel=b.kernel,
+                   act_dtype=b.act_dtype, scan=b.scan, activation_model=self.activations,
+                   capacity=self.capacity, etp=p.etp, first_stage_layers=p.first, last_stage_layers=p.last,
+                   account_embedding=p.embed_slot, account_loss=p.loss_slot, pipeline_layout=p.layout)
+        if p.etp is not None:  # ``of`` folds --ep with --etp: give it the flag's value back
+            out["ep"] = p.ep * p.tp // p.etp
+        return out
 
     # -- derived -------------------------------------------------------------------------------------
     @property

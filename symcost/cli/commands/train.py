@@ -120,6 +120,11 @@ def _comm_and_step(m, args):
     return cm, g, _step(m, args, g, tm, cm, setup)
 
 
+def _hide(args):
+    from ...training.overlap import parse_hide
+    return parse_hide(args.hide)
+
+
 def _search(m, args):
     """``train --search``: the sweep (``training.search``) and the time it took."""
     from ...training.search import search  # lazy: NumPy (~70 ms), which only --search needs
@@ -130,7 +135,8 @@ def _search(m, args):
     t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, base, gpus=args.gpus, gpu=g, zero=args.zero, recompute=args.recompute, sp=args.sp,
                virtual=args.virtual_stages, hsdp=args.hsdp_shard, offload=args.offload, links=_links(args, g),
-               mfu=args.mfu, overlap=args.overlap)
+               mfu=args.mfu, overlap=args.overlap, framework=getattr(args, "framework", None) or "megatron",
+               precision=args.precision, hide=_hide(args))
     r["seconds"] = time.perf_counter() - t0
     r["cpu_seconds"] = time.process_time() - c0
     return r
@@ -224,6 +230,13 @@ def _cmd_search(m, args, out):
     if (args.recompute_method, args.recompute_layers) != ("uniform", 1):
         raise SymcostError("--search sweeps --recompute none|selective|full with every layer its own "
                            "checkpoint; --recompute-method / --recompute-layers apply to one layout (drop --search)")
+    fixed = [f for f, given in (("--etp", args.etp), ("--first-stage-layers", args.first_stage_layers),
+                                ("--last-stage-layers", args.last_stage_layers),
+                                ("--account-embedding", args.account_embedding), ("--account-loss", args.account_loss),
+                                ("--pipeline-layout", args.pipeline_layout), ("--schedule", args.schedule)) if given]
+    if fixed:
+        raise SymcostError(f"--search sweeps even pipeline splits under 1F1B/interleaving with experts sliced over "
+                           f"tp; {', '.join(fixed)} apply to one layout (drop --search)")
     r = _search(m, args)
     payload = {"model": m.name, "gpus": args.gpus, "gpu": args.gpu, "seq": args.seq,
                "global_batch": args.global_batch, "capacity_factor": _capacity(args), **r}
