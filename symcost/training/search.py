@@ -50,7 +50,7 @@ import numpy as np
 import sympy
 
 from ..components.moe import MoE
-from ..core.conventions import Backward
+from ..core.conventions import Backward, Phase
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.numeric import compile_exprs, integer_ratio
@@ -482,7 +482,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     compute = step_flops / G / peak
     if mfu is None:
         padded = None if cf is None else {rn: F[rn][1] * (m * r_dp * r_cp * rows) for rn in F}
-        compute, t_fb, t_gemm, t_attn = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp, G, m,
+        compute, t_fb, t_gemm, t_attn = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp, r_v, G, m,
                                                         seq=seq, batch=global_batch, capacity=cf, padded_rows=padded)
         # elementwise passes (compute's rule): 5 touches of each saved byte per micro-batch, the average rank
         saved_mb = sum(saved[g].astype(float) * counts[g] for g in saved) / r_pp
@@ -695,7 +695,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                   whole[space.r])
 
 
-def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, G, m, *, seq, batch, capacity, padded_rows):
+def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m, *, seq, batch, capacity,
+                    padded_rows):
     """``compute.class_times`` on arrays: the step's FLOPs by kernel class (``compute.kernel_class``
     of each leaf of ``train_flops``: forward, backward — attention's at 2.5× the forward, the
     FlashAttention count — and recomputation) per GPU, each class at its calibrated efficiency
@@ -762,11 +763,20 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, G, m, *, s
             sel = rc_name == rname
             q = parts[rname]
             gemm = np.where(sel, gemm - q["grouped_gemm"] / (P * e_x) + padded_rows[rname] / G / (P * e_x), gemm)
-    # the last pipeline rank also runs the LM head: the slowest rank is the average + (N_pp − 1)·its share
-    head = np.zeros(len(rows))
-    for rname in names:
-        head = np.where(rc_name == rname, parts[rname]["head"] / (P16 * e_h), head)
-    gemm = gemm + head * (r_pp - 1)
+    # the pipeline runs at its slowest rank: scale by max over ranks of its forward FLOPs (its layers,
+    # the head on the last) over the mean (``plan.rank_stages``), per (N_pp, v)
+    slow = np.ones(len(rows))
+    fwd = {path: float(exact(e, model.values_with(T=seq, B=1))) for path, e in
+           model.flops(Phase(kind="prefill", attention="causal", logits="all")).flatten().items()}
+    counts = {g.name: exact(g.count, v) for g in model.groups}
+    for pv in np.unique(r_pp * 1000 + r_v):
+        p_, v_ = int(pv // 1000), int(pv % 1000)
+        ranks = rank_stages(model, p_, v_)
+        per = [sum(f * st["layers"].get(path.split("/", 1)[0], 0) / counts[path.split("/", 1)[0]]
+                   if path.split("/", 1)[0] in counts else (f if i == p_ - 1 else 0.0) for path, f in fwd.items())
+               for i, st in enumerate(ranks)]
+        slow = np.where((r_pp == p_) & (r_v == v_), max(per) / (sum(per) / p_), slow)
+    gemm, attn = gemm * slow, attn * slow
     out = gemm + attn
     return out, out / m, gemm, attn
 
