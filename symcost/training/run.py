@@ -49,7 +49,7 @@ def budget(model, *, gpu, tokens: int, gpus: int, seq: int = 4096, mfu: float | 
     total = flops if flops is not None else float(Fraction(per_seq, seq) * tokens)
     if peak_dtype == "fp8" and "fp8" not in gpu.peak_tflops:
         raise SymcostError(f"--peak-dtype fp8: {gpu.name} has no FP8 tensor cores")
-    peak = gpu.peak(peak_dtype)[0]
+    peak = float(gpu.peak(peak_dtype)[0])
     r = budget_at(total, gpus=gpus, peak_flops=peak, mfu=mfu, gpu_hours=gpu_hours, tokens=tokens)
     out = {"step_time_s": None, **r, "peak_dtype": peak_dtype}
     if global_batch:

@@ -45,8 +45,9 @@ OPTIONS = {
 SWEPT_DEFAULTS = {"zero": 0, "recompute": "none", "sp": False, "virtual_stages": 1, "offload": "none",
                   "hsdp_shard": None}
 COMM_NOTE = ("bytes the busiest GPU of each dimension sends per step (ring collectives); step time: alpha-beta "
-             "per collective, NVLink inside a node, scale-out link across nodes, compute at --mfu of the dense "
-             "BF16 peak, --overlap hidden, pipeline bubble (p-1)/(v*m+p-1); dp_replicate: HSDP's all-reduce "
+             "per collective, NVLink inside a node, scale-out link across nodes; compute per kernel class at its "
+             "measured efficiency, each framework's overlap and the schedule's bubble (with --mfu: compute at that "
+             "share of the dense BF16 peak, --overlap hidden, bubble (p-1)/(v*m+p-1)); dp_replicate: HSDP's all-reduce "
              "across replicas; host: CPU offload's PCIe bytes, both directions, at --pcie-gbs")
 
 # -- parsed options -> symcost.training ------------------------------------------------------------
@@ -86,13 +87,16 @@ def _step(m, args, g, tm, cm, setup: TrainSetup) -> dict:
     (``run.kernel_step``); with --mfu: compute at that MFU, --overlap hidden (``run.step``)."""
     if args.mfu is None:
         from ...training.overlap import parse_hide
+        if args.overlap is not None:
+            raise SymcostError("--overlap (one hidden share for every collective) applies with --mfu; without it "
+                               "each framework's overlap is computed per dimension (override one with --hide DIM=on|off)")
         return run.kernel_step(m, tm, cm, setup, gpu=g, links=_links(args, g),
                                framework=getattr(args, "framework", None) or "megatron", schedule=args.schedule,
                                precision=args.precision, hide=parse_hide(args.hide))
     if args.schedule not in (None, "1f1b", "interleaved") or args.hide or args.precision != "bf16":
         raise SymcostError("--schedule zb-h1/dualpipe, --hide and --precision shape the computed step time: "
                            "drop --mfu (which replaces it by compute at one utilisation)")
-    return run.step(tm, cm, setup, gpu=g, links=_links(args, g), mfu=args.mfu, overlap=args.overlap)
+    return run.step(tm, cm, setup, gpu=g, links=_links(args, g), mfu=args.mfu, overlap=args.overlap or 0.0)
 
 
 def _memory_and_step(m, args, g):
@@ -127,6 +131,9 @@ def _hide(args):
 
 def _search(m, args):
     """``train --search``: the sweep (``training.search``) and the time it took."""
+    if args.mfu is None and args.overlap is not None:
+        raise SymcostError("--overlap (one hidden share for every collective) applies with --mfu; without it "
+                           "each framework's overlap is computed per dimension (override one with --hide DIM=on|off)")
     from ...training.search import search  # lazy: NumPy (~70 ms), which only --search needs
     g = find_gpu(args.gpu)
     base = TrainSetup.of(seq=args.seq, global_batch=args.global_batch, capacity=args.capacity_factor,
@@ -135,7 +142,7 @@ def _search(m, args):
     t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, base, gpus=args.gpus, gpu=g, zero=args.zero, recompute=args.recompute, sp=args.sp,
                virtual=args.virtual_stages, hsdp=args.hsdp_shard, offload=args.offload, links=_links(args, g),
-               mfu=args.mfu, overlap=args.overlap, framework=getattr(args, "framework", None) or "megatron",
+               mfu=args.mfu, overlap=args.overlap or 0.0, framework=getattr(args, "framework", None) or "megatron",
                precision=args.precision, hide=_hide(args))
     r["seconds"] = time.perf_counter() - t0
     r["cpu_seconds"] = time.process_time() - c0
@@ -202,7 +209,8 @@ def cmd_train(args, out):
 
 def _step_line(step: dict, g, args) -> str:
     if step.get("mfu") is not None:
-        return (f"  step time on {g.name} at MFU {args.mfu:.0%}, overlap {args.overlap:.0%}: {step['step_time_s']:.3f} s "
+        return (f"  step time on {g.name} at MFU {args.mfu:.0%}, overlap {args.overlap or 0:.0%}: "
+                f"{step['step_time_s']:.3f} s "
                 f"(bubble {step['bubble']:.1%})")
     exposed = sum(step["exposed_comm_s"].values())
     return (f"  step time on {g.name} ({step['precision']} GEMMs, kernels at measured efficiency, {step['framework']} "
