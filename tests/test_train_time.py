@@ -325,3 +325,13 @@ def test_efficiencies_are_kernel_data_not_the_measured_set():
         for row in rows:
             assert row["source"] and "training_throughput" not in row["source"]
             assert "Megatron-Bridge" not in row["source"] and "torchtitan" not in row["source"]
+
+
+def test_fp8_all_gather_halves_the_gather_bytes():
+    s = TrainSetup.of(seq=4096, micro_batch=1, global_batch=16, dp=8, zero=3, grad_dtype="fp32")
+    m = s.micro_batches
+    assert compute.fp8_all_gather_share(s, "fp8") == pytest.approx((2 * m + 4 * m) / (4 * m + 4 * m))
+    with pytest.raises(SymcostError, match="--zero 3"):
+        compute.fp8_all_gather_share(s.replace(zero=1), "fp8")
+    with pytest.raises(SymcostError, match="--precision"):
+        compute.fp8_all_gather_share(s, "bf16")

@@ -374,6 +374,9 @@ SCHEDULE = Option(("--schedule",), "train", "pipeline schedule of the bubble ter
 HIDE = Option(("--hide",), "train", "override the framework's overlap of one dimension: DIM=on hides it behind "
               "its compute window, DIM=off exposes it (dp, dp_replicate, tp, pp, ep, cp, host; repeatable)",
               action="append", metavar="DIM=on|off", example="ep=on")
+FP8_ALL_GATHER = Option(("--fp8-all-gather",), "train", "with --precision fp8/mxfp8 and --zero 3: the FSDP "
+                        "parameter all-gathers move FP8 weights, 1 byte each (torchao's "
+                        "enable_fsdp_float8_all_gather): the dp term's gather bytes halve", action="store_true")
 ETP = Option(("--etp",), "parallel", "expert-tensor-parallel size (Megatron's --expert-tensor-parallel-size): "
              "experts over ep x etp ranks folded across tp x dp x cp (default: = --tp)", kind=positive,
              example="1")

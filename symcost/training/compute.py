@@ -103,6 +103,20 @@ def fp8_weight_copy_bytes(params: int, precision: str) -> int:
     return 2 * params + extra
 
 
+def fp8_all_gather_share(setup, precision: str) -> float:
+    """The share of the ZeRO-3 data-parallel seconds left when the parameter all-gathers move FP8
+    weights (torchao's ``enable_fsdp_float8_all_gather`` under FSDP2/torchtitan): per micro-batch
+    2·b_w → 2·1 bytes of gathers beside the b_g of the reduce-scatter (``comm.dp_collectives``):
+    (2·m + rs·b_g)/(2·m·b_w + rs·b_g), rs = m reduce-scatters. Refused outside ZeRO-3 / FP8."""
+    from .states import WEIGHT_BYTES
+    if precision == "bf16":
+        raise SymcostError("--fp8-all-gather needs --precision fp8 or mxfp8")
+    if setup.plan.zero != 3:
+        raise SymcostError("--fp8-all-gather needs --zero 3 (FSDP gathers the parameters every micro-batch)")
+    m, bg, bw = setup.micro_batches, setup.states.bg, WEIGHT_BYTES["bf16"]
+    return (2 * m + m * bg) / (2 * m * bw + m * bg)
+
+
 @dataclass
 class StageWork:
     """One pipeline rank's forward FLOPs per micro-batch on one GPU, by kernel class, and the

@@ -60,10 +60,12 @@ def budget(model, *, gpu, tokens: int, gpus: int, seq: int = 4096, mfu: float | 
 
 
 def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, framework: str = "megatron",
-                schedule: str | None = None, precision: str = "bf16", hide: dict | None = None) -> dict:
+                schedule: str | None = None, precision: str = "bf16", hide: dict | None = None,
+                fp8_all_gather: bool = False) -> dict:
     """The step time of ``setup`` from the hardware (no MFU): every pipeline rank's kernels by class
     (``compute``), the optimizer step, the framework's overlap and the schedule's bubble
-    (``steptime.kernel_step``). ``tm`` (``train_memory``) gives the optimizer shard and the saved
+    (``steptime.kernel_step``); ``fp8_all_gather``: ZeRO-3 gathers the weights in FP8
+    (``compute.fp8_all_gather_share``). ``tm`` (``train_memory``) gives the optimizer shard and the saved
     activations the elementwise traffic is counted from, ``cm`` (``comm``) the collectives."""
     from . import compute
     from .memory import train_memory
@@ -96,7 +98,10 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, framework: str
     gb = setup.batch.global_batch or setup.micro_batch * p.dp
     model_flops = per_seq * gb / world
     bg, bw = setup.states.bg, 2
-    out = step_at(ranks, comm_seconds(cm, setup, links), setup, framework=framework, schedule=schedule, hide=hide,
+    comm_s = comm_seconds(cm, setup, links)
+    if fp8_all_gather:
+        comm_s["dp"] *= compute.fp8_all_gather_share(setup, precision)
+    out = step_at(ranks, comm_s, setup, framework=framework, schedule=schedule, hide=hide,
                   model_flops_per_gpu=float(model_flops), hardware_flops_per_gpu=tm.flops_per_step / world,
                   peak_bf16=gpu.bf16_tflops * 1e12, grad_share=bg / (bg + bw))
     out["precision"] = precision

@@ -26,7 +26,7 @@ _SHARED = (o.SEQ.but(required=True), o.MICRO_BATCH.but(required=True), o.GLOBAL_
            o.DP, o.TP, o.PP, o.EP, o.CP, o.ETP)
 _STATES = (o.RECOMPUTE_METHOD, o.RECOMPUTE_LAYERS, o.OPTIMIZER, o.GRAD_DTYPE, o.ACT_DTYPE, o.ATTENTION_KERNEL)
 _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
-_TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS, o.PRECISION, o.SCHEDULE, o.HIDE, o.FIRST_STAGE_LAYERS, o.LAST_STAGE_LAYERS,
+_TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS, o.PRECISION, o.FP8_ALL_GATHER, o.SCHEDULE, o.HIDE, o.FIRST_STAGE_LAYERS, o.LAST_STAGE_LAYERS,
          o.ACCOUNT_EMBEDDING, o.ACCOUNT_LOSS, o.PIPELINE_LAYOUT)
 OPTIONS = {
     "train": (o.MODEL, *_SHARED, o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
@@ -92,9 +92,12 @@ def _step(m, args, g, tm, cm, setup: TrainSetup) -> dict:
                                "each framework's overlap is computed per dimension (override one with --hide DIM=on|off)")
         return run.kernel_step(m, tm, cm, setup, gpu=g, links=_links(args, g),
                                framework=getattr(args, "framework", None) or "megatron", schedule=args.schedule,
-                               precision=args.precision, hide=parse_hide(args.hide))
-    if args.schedule not in (None, "1f1b", "interleaved") or args.hide or args.precision != "bf16":
-        raise SymcostError("--schedule zb-h1/dualpipe, --hide and --precision shape the computed step time: "
+                               precision=args.precision, hide=parse_hide(args.hide),
+                               fp8_all_gather=args.fp8_all_gather)
+    if args.schedule not in (None, "1f1b", "interleaved") or args.hide or args.precision != "bf16" \
+            or args.fp8_all_gather:
+        raise SymcostError("--schedule zb-h1/dualpipe, --hide, --precision and --fp8-all-gather shape the computed "
+                           "step time: "
                            "drop --mfu (which replaces it by compute at one utilisation)")
     return run.step(tm, cm, setup, gpu=g, links=_links(args, g), mfu=args.mfu, overlap=args.overlap or 0.0)
 
