@@ -335,3 +335,17 @@ def test_fp8_all_gather_halves_the_gather_bytes():
         compute.fp8_all_gather_share(s.replace(zero=1), "fp8")
     with pytest.raises(SymcostError, match="--precision"):
         compute.fp8_all_gather_share(s, "bf16")
+
+
+def test_budget_decimal_suffixes_and_flops_convention(capsys):
+    base = ["budget", "llama-3.1-70b", "--gpus", "1024", "--gpu", "H100", "--mfu", "0.4", "--json"]
+    assert main(base + ["--tokens", "15T"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert main(base + ["--tokens", "15000000000000"]) == 0
+    assert json.loads(capsys.readouterr().out) == a and a["tokens"] == 15 * 10**12
+    assert main(base + ["--tokens", "2.5K", "--flops-convention", "6nd"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    m = loader.build("llama-3.1-70b")
+    assert r["tokens"] == 2500 and r["flops_convention"] == "6nd"
+    assert r["flops"] == pytest.approx(6 * m.active_params().total_at(m.values) * 2500)
+    assert main(base + ["--tokens", "1.5"]) == 2 and "whole number" in capsys.readouterr().err

@@ -103,6 +103,30 @@ def positive(name):
     return parse
 
 
+DECIMAL = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "P": 10**15}
+
+
+def decimal_count(*, integral: bool):
+    """A positive count with decimal suffixes (15T = 15·10^12, 2.7M = 2.7·10^6), read exactly as
+    decimal text (never through a float); ``integral``: the value must be a whole number."""
+    def kind(name):
+        def parse(text):
+            t = text.strip()
+            scale = DECIMAL.get(t[-1:].upper(), 1) if t else 1
+            body = t[:-1] if scale != 1 else t
+            try:
+                value = Fraction(body) * scale
+            except (ValueError, ZeroDivisionError):
+                raise argparse.ArgumentTypeError(f"{name} must be a positive number, decimal suffixes K M B T "
+                                                 f"(15T = 15*10^12), got {_shown(text)!r}") from None
+            if value <= 0 or (integral and value.denominator != 1):
+                raise argparse.ArgumentTypeError(f"{name} must be a positive {'whole ' if integral else ''}number, "
+                                                 f"got {text}")
+            return int(value) if integral else float(value)
+        return parse
+    return kind
+
+
 def layer_counts(name):
     """Comma-separated non-negative integers (``--pipeline-layout 4,4,4,1``)."""
     def parse(text):
@@ -363,6 +387,10 @@ OVERLAP = Option(("--overlap",), "train", "with --mfu: share of communication hi
                  example="0.5")
 PEAK_DTYPE = Option(("--peak-dtype",), "train", "the dense peak the budget's MFU is of: bf16, or fp8 (FP8 "
                     "training's GEMM peak) (default bf16)", choices=("bf16", "fp8"), default="bf16", example="fp8")
+FLOPS_CONVENTION = Option(("--flops-convention",), "train", "how the budget's FLOPs per token are counted: exact "
+                          "(3 x forward, causal pairs), 6nd, torchtitan (6N + attention) or megatron "
+                          "(num_floating_point_operations) (default exact)",
+                          choices=("exact", "6nd", "torchtitan", "megatron"), default="exact", example="6nd")
 PRECISION = Option(("--precision",), "train", "GEMM precision of the step time: bf16, fp8 (per-tensor scaling) "
                    "or mxfp8 (Blackwell MX blocks): GEMMs at the FP8 peak and the fp8 row of the GEMM "
                    "calibration; attention, norms and the LM head stay bf16 (default bf16)",
@@ -410,10 +438,10 @@ CAPACITY_FACTOR = Option(("--capacity-factor",), "train", "MoE expert capacity f
                          "dropless, k*tokens)", kind=ratio, metavar="X", example="5/4")
 PCIE_GBS = Option(("--pcie-gbs",), "train", "host link GB/s per GPU and direction, for --offload (PCIe 5.0 x16)",
                   kind=real(open_low=True), default=63.0, example="32")
-TOKENS = Option(("--tokens",), "train", "training tokens in all (suffixes K, M, G = 2^10, 2^20, 2^30; plain digits "
-                "for 15T-style counts)", kind=positive, example="14800000000000")
-GPU_HOURS = Option(("--gpu-hours",), "train", "a published budget: report its MFU", kind=real(open_low=True),
-                   example="2664000")
+TOKENS = Option(("--tokens",), "train", "training tokens in all (decimal suffixes K, M, B, T: 15T = 15*10^12)",
+                kind=decimal_count(integral=True), example="14.8T")
+GPU_HOURS = Option(("--gpu-hours",), "train", "a published budget: report its MFU (decimal suffixes: 2.788M)",
+                   kind=decimal_count(integral=False), example="2.664M")
 FLOPS = Option(("--flops",), "train", "a published FLOPs figure instead of the engine's", kind=real(open_low=True),
                example="3.8e24")
 

@@ -39,19 +39,30 @@ def step(tm, cm: dict, setup, *, gpu, links: Links, mfu: float, overlap: float =
 
 def budget(model, *, gpu, tokens: int, gpus: int, seq: int = 4096, mfu: float | None = None,
            gpu_hours: float | None = None, flops: float | None = None, global_batch: int | None = None,
-           peak_dtype: str = "bf16") -> dict:
+           peak_dtype: str = "bf16", convention: str = "exact") -> dict:
     """Wall time, tokens/s and GPU-hours to train ``tokens`` tokens on ``gpus`` × ``gpu``
     (``steptime.budget``): the FLOPs are ``flops`` if given, else the exact training FLOPs per token at
     ``seq`` × tokens; with ``global_batch``, the step time and the number of steps too. ``peak_dtype``
-    fp8: the MFU is of the FP8 dense peak (FP8 training's GEMMs; refused where the GPU has none)."""
+    fp8: the MFU is of the FP8 dense peak (FP8 training's GEMMs; refused where the GPU has none).
+    ``convention``: the FLOPs per sequence counted exactly (3 × forward, causal) or by a published
+    closed form (``flops.preset_6nd``, ``preset_torchtitan``, ``preset_megatron``)."""
     from ..core.errors import SymcostError
-    per_seq = train_flops(model).total_at(model.values_with(T=seq, B=1))
+    from .flops import preset_6nd, preset_megatron, preset_torchtitan
+    presets = {"6nd": preset_6nd, "torchtitan": preset_torchtitan, "megatron": preset_megatron}
+    v1 = model.values_with(T=seq, B=1)
+    if convention == "exact":
+        per_seq = train_flops(model).total_at(v1)
+    elif convention in presets:
+        per_seq = presets[convention](model).xreplace(v1)
+        per_seq = Fraction(int(per_seq.p), int(per_seq.q))
+    else:
+        raise SymcostError(f"--flops-convention: unknown {convention!r} (exact, 6nd, torchtitan, megatron)")
     total = flops if flops is not None else float(Fraction(per_seq, seq) * tokens)
     if peak_dtype == "fp8" and "fp8" not in gpu.peak_tflops:
         raise SymcostError(f"--peak-dtype fp8: {gpu.name} has no FP8 tensor cores")
     peak = float(gpu.peak(peak_dtype)[0])
     r = budget_at(total, gpus=gpus, peak_flops=peak, mfu=mfu, gpu_hours=gpu_hours, tokens=tokens)
-    out = {"step_time_s": None, **r, "peak_dtype": peak_dtype}
+    out = {"step_time_s": None, **r, "peak_dtype": peak_dtype, "flops_convention": convention}
     if global_batch:
         steps = tokens / (global_batch * seq)
         out["step_time_s"] = r["wall_time_s"] / steps

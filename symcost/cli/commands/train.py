@@ -36,7 +36,7 @@ OPTIONS = {
              o.HSDP_SHARD, *_TAIL),
     "budget": (o.MODEL, o.TOKENS.but(required=True), o.GPUS.but(required=True), o.GPU.but(required=True),
                o.MFU.but(default=None, help="default: 0.4, or implied by --gpu-hours"), o.GPU_HOURS, o.FLOPS,
-               o.PEAK_DTYPE,
+               o.PEAK_DTYPE, o.FLOPS_CONVENTION,
                o.SEQ.but(default=4096), o.GLOBAL_BATCH.but(help="sequences per step, for the step time")),
     "presets": (o.MODEL, o.SEQ.but(required=True), o.BATCH),
 }
@@ -292,10 +292,12 @@ def cmd_budget(args, out):
     m = loader.build(args.model)
     check_positions(m, args.seq, "--seq")
     g = find_gpu(args.gpu)
-    source = "--flops" if args.flops is not None else "exact training FLOPs (3 x forward, causal) per token x tokens"
+    source = ("--flops" if args.flops is not None else
+              "exact training FLOPs (3 x forward, causal) per token x tokens" if args.flops_convention == "exact" else
+              f"{args.flops_convention} preset FLOPs per token x tokens")
     r = run.budget(m, gpu=g, tokens=args.tokens, gpus=args.gpus, seq=args.seq, mfu=args.mfu,
                    gpu_hours=args.gpu_hours, flops=args.flops, global_batch=args.global_batch,
-                   peak_dtype=args.peak_dtype)
+                   peak_dtype=args.peak_dtype, convention=args.flops_convention)
     payload = {"model": m.name, "gpu": g.name, "seq": args.seq, "flops_source": source, **r}
     lines = [f"{m.name}: training budget for {args.tokens:,} tokens on {args.gpus} x {g.name}",
              f"  FLOPs {r['flops']:.4g} ({source})",
