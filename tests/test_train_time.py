@@ -75,7 +75,7 @@ def test_overlap_never_hides_more_than_its_compute(framework, zero):
     ex = overlap.exposed(framework, comm_s, t_F=t_F, t_B=t_B, t_gemm=0.8, t_attn=0.3, m=m, zero=zero, layers=10,
                          hide={"ep": True})
     compute = m * (t_F + t_B)
-    for dim, d in ex.items():
+    for d in ex.values():
         assert d["hidden_s"] + d["exposed_s"] == pytest.approx(d["time_s"])
         assert 0 <= d["hidden_s"] <= compute + 1e-12
     assert ex["tp"]["hidden_s"] <= 0.8 and ex["cp"]["hidden_s"] <= 0.3

@@ -63,7 +63,7 @@ ATTN_BWD_FACTOR = 2.5  # FlashAttention's backward FLOPs per forward FLOP (recom
 def kernel_class(path: str) -> str:
     """The kernel class of a FLOP-tree leaf (module docstring)."""
     leaf = path.rsplit("/", 1)[-1]
-    if leaf in ("scores", "values") or leaf.endswith("_scores") or leaf.endswith("_values"):
+    if leaf in ("scores", "values") or leaf.endswith(("_scores", "_values")):
         return "attention"
     if leaf.startswith("experts"):
         return "grouped_gemm"

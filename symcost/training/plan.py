@@ -255,7 +255,7 @@ def stage_sizes(L: int, pp: int) -> list[int]:
     return sizes
 
 
-def rank_stages(model, pp: int, virtual: int = 1, plan: "Plan | None" = None) -> list[dict]:
+def rank_stages(model, pp: int, virtual: int = 1, plan: Plan | None = None) -> list[dict]:
     """Each pipeline rank's parameters; with ``virtual`` > 1 the sum of its model chunks
     r, r + pp, ..., r + (v−1)·pp of ``stages(model, pp·v)`` (Megatron's interleaved placement),
     each chunk kept under ``"chunks"``. ``plan``: its uneven split (``Plan.chunk_sizes``), if any."""
