@@ -349,3 +349,13 @@ def test_budget_decimal_suffixes_and_flops_convention(capsys):
     assert r["tokens"] == 2500 and r["flops_convention"] == "6nd"
     assert r["flops"] == pytest.approx(6 * m.active_params().total_at(m.values) * 2500)
     assert main(base + ["--tokens", "1.5"]) == 2 and "whole number" in capsys.readouterr().err
+
+
+def test_ddp_all_reduce_hides_behind_the_last_backward_only():
+    ex = overlap.exposed("hf", {"dp": 1.0}, t_F=0.5, t_B=0.6, t_gemm=1, t_attn=1, m=4, zero=0, layers=8)
+    assert ex["dp"]["hidden_s"] == pytest.approx(0.6) and ex["dp"]["exposed_s"] == pytest.approx(0.4)
+    z1 = overlap.exposed("megatron", {"dp": 1.0}, t_F=0.5, t_B=0.6, t_gemm=1, t_attn=1, m=4, zero=1, layers=8,
+                         grad_share=0.5)
+    assert z1["dp"]["exposed_s"] == 0  # 0.5 reduce behind 0.6, 0.5 gather behind 0.5
+    z3 = overlap.exposed("fsdp2", {"dp": 1.0}, t_F=0.5, t_B=0.6, t_gemm=1, t_attn=1, m=4, zero=3, layers=8)
+    assert z3["dp"]["exposed_s"] == pytest.approx(1.0 / 16)  # the first unit's gather of each pass

@@ -99,14 +99,16 @@ def exposed(framework: str, comm_s: dict, *, t_F: float, t_B: float, t_gemm: flo
                 e += first
                 rule = "FSDP prefetch: gathers behind each unit's compute, reduce-scatter behind backward"
             else:
-                red, gat = t * grad_share, t * (1 - grad_share)
+                share = 1.0 if zero == 0 else grad_share  # DDP: one gradient all-reduce, nothing gathered
+                red, gat = t * share, t * (1 - share)
                 e1, h1 = _split(red, t_B)
                 if framework == "deepspeed":
                     e2, h2 = gat, 0.0
                 else:
                     e2, h2 = _split(gat, t_F)
                 e, h = e1 + e2, h1 + h2
-                rule = "gradient reduce behind the last backward, parameter gather behind the first forward"
+                rule = ("gradient all-reduce behind the last backward" if zero == 0 else
+                        "gradient reduce behind the last backward, parameter gather behind the first forward")
         elif dim == "tp":
             e, h = _split(t, t_gemm)
             rule = "TP comm overlap with the GEMMs"

@@ -813,7 +813,8 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
         if dim != "dp" or not hide.get(dim, True):
             step += tt
             continue
-        red, gat = tt * grad_share, tt * (1 - grad_share)
+        share = np.where(zz == 0, 1.0, grad_share)  # DDP: all of it is the gradient all-reduce
+        red, gat = tt * share, tt * (1 - share)
         low = np.maximum(red - tb, 0) + (gat if framework == "deepspeed" else np.maximum(gat - tf, 0))
         first = tt * r_pp[r] / (2 * layers)  # the first unit's gather of each pass (overlap.exposed)
         z3 = np.maximum(tt - first - comp, 0) + first
