@@ -60,7 +60,7 @@ def test_mfu_override_still_computes_at_the_given_mfu(capsys):
     argv = ["train", "llama-3.1-8b", "--seq", "4096", "--micro-batch", "1", "--dp", "8", "--gpu", "H100", "--json"]
     assert main(argv + ["--mfu", "0.5"]) == 0
     s = json.loads(capsys.readouterr().out)["step"]
-    assert s["mfu"] == 0.5 and s["mfu_implied"] == pytest.approx(s["compute_s"] / s["step_time_s"] * 0.5, rel=0.02)
+    assert s["mfu"] == 0.5 and s["hfu_implied"] == pytest.approx(s["compute_s"] / s["step_time_s"] * 0.5, rel=0.02)
     assert main(argv) == 0
     k = json.loads(capsys.readouterr().out)["step"]
     assert k["mfu"] is None and 0 < k["mfu_implied"] < 1 and set(k["exposed_comm_s"]) >= {"dp", "tp", "pp"}

@@ -59,7 +59,8 @@ def step_time(flops_per_gpu: int, cm: dict, setup, *, peak_flops: float, mfu: fl
     total = step_seconds(compute, sum(per_dim.values()), overlap, b)
     return {"step_time_s": total, "compute_s": compute, "comm_s": per_dim,
             "exposed_comm_s": {k: (1 - overlap) * t for k, t in per_dim.items()},
-            "bubble": b, "mfu": mfu, "overlap": overlap, "mfu_implied": flops_per_gpu / (total * peak_flops)}
+            "bubble": b, "mfu": mfu, "overlap": overlap,
+            "hfu_implied": flops_per_gpu / (total * peak_flops)}  # FLOPs run (recomputation included) per second
 
 
 def budget(flops: float, *, gpus: int, peak_flops: float, mfu: float | None = None,
