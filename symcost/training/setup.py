@@ -29,6 +29,7 @@ from fractions import Fraction
 from ..components.moe import MoE
 from ..core.conventions import Backward
 from ..core.errors import SymcostError
+from ..core.notation import sym
 from .plan import Plan
 from .recompute import Recompute
 from .states import States
@@ -121,6 +122,13 @@ class TrainSetup:
     # -- validation ----------------------------------------------------------------------------------
     def check(self, model) -> None:
         """Reject a setup the model cannot train with, naming the constraint (the CLI's messages)."""
+        p = self.plan
+        if p.etp is not None and sym.E in model.values:
+            ep_flag = p.ep * p.tp // p.etp
+            E = int(model.values[sym.E])
+            if E % ep_flag:
+                raise SymcostError(f"--ep {ep_flag} does not divide the routed experts E={E} (each expert-parallel "
+                                   f"rank holds E/ep whole experts, sliced over --etp {p.etp})")
         self.plan.check(model, self.seq)
         self.states.check(self.plan)
         self.recompute.check()
