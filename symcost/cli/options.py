@@ -103,6 +103,44 @@ def positive(name):
     return parse
 
 
+DECIMAL = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "P": 10**15}
+
+
+def decimal_count(*, integral: bool):
+    """A positive count with decimal suffixes (15T = 15·10^12, 2.7M = 2.7·10^6), read exactly as
+    decimal text (never through a float); ``integral``: the value must be a whole number."""
+    def kind(name):
+        def parse(text):
+            t = text.strip()
+            scale = DECIMAL.get(t[-1:].upper(), 1) if t else 1
+            body = t[:-1] if scale != 1 else t
+            try:
+                value = Fraction(body) * scale
+            except (ValueError, ZeroDivisionError):
+                raise argparse.ArgumentTypeError(f"{name} must be a positive number, decimal suffixes K M B T "
+                                                 f"(15T = 15*10^12), got {_shown(text)!r}") from None
+            if value <= 0 or (integral and value.denominator != 1):
+                raise argparse.ArgumentTypeError(f"{name} must be a positive {'whole ' if integral else ''}number, "
+                                                 f"got {text}")
+            return int(value) if integral else float(value)
+        return parse
+    return kind
+
+
+def layer_counts(name):
+    """Comma-separated non-negative integers (``--pipeline-layout 4,4,4,1``)."""
+    def parse(text):
+        try:
+            values = [int(x) for x in text.split(",")]
+        except ValueError:
+            values = []
+        if not values or min(values) < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be comma-separated layer counts such as 4,4,4,1, "
+                                             f"got {_shown(text)!r}")
+        return values
+    return parse
+
+
 def integer(name):
     """Python's ``int`` (any sign; a command checks the range it needs)."""
     return int
@@ -368,10 +406,47 @@ SCAN = Option(("--scan",), "train", "what Mamba/DeltaNet/short-conv layers save:
               "run dispatches to (mamba_ssm, fla, causal-conv1d); reference — transformers' torch path (chunked "
               "scans), as the tests measure it", choices=("fused", "reference"), default="fused",
               example="reference")
-MFU = Option(("--mfu",), "train", "model FLOPs utilisation for the step time", kind=real(open_low=True, high=1.0),
-             default=0.4, example="0.5")
-OVERLAP = Option(("--overlap",), "train", "share of communication hidden", kind=real(high=1.0), default=0.0,
+MFU = Option(("--mfu",), "train", "override: compute at this model FLOPs utilisation of the BF16 peak (with "
+             "--overlap; default: each kernel class at its measured efficiency, the framework's overlap)",
+             kind=real(open_low=True, high=1.0), example="0.5")
+OVERLAP = Option(("--overlap",), "train", "with --mfu: share of communication hidden (default 0; without --mfu "
+                 "each framework's overlap is computed, --hide overrides a dimension)", kind=real(high=1.0),
                  example="0.5")
+PEAK_DTYPE = Option(("--peak-dtype",), "train", "the dense peak the budget's MFU is of: bf16, or fp8 (FP8 "
+                    "training's GEMM peak) (default bf16)", choices=("bf16", "fp8"), default="bf16", example="fp8")
+FLOPS_CONVENTION = Option(("--flops-convention",), "train", "how the budget's FLOPs per token are counted: exact "
+                          "(3 x forward, causal pairs), 6nd, torchtitan (6N + attention) or megatron "
+                          "(num_floating_point_operations) (default exact)",
+                          choices=("exact", "6nd", "torchtitan", "megatron"), default="exact", example="6nd")
+PRECISION = Option(("--precision",), "train", "GEMM precision of the step time: bf16, fp8 (per-tensor scaling) "
+                   "or mxfp8 (Blackwell MX blocks): GEMMs at the FP8 peak and the fp8 row of the GEMM "
+                   "calibration; attention, norms and the LM head stay bf16 (default bf16)",
+                   choices=("bf16", "fp8", "mxfp8"), default="bf16", example="fp8")
+SCHEDULE = Option(("--schedule",), "train", "pipeline schedule of the bubble term: 1f1b (p-1)(F+B), interleaved "
+                  "(p-1)(F+B)/v, zb-h1 (p-1)(F+B-2W), dualpipe (p/2-1)(F&B+B-3W) (default: interleaved with "
+                  "--virtual-stages > 1, else 1f1b)", choices=("1f1b", "interleaved", "zb-h1", "dualpipe"),
+                  example="zb-h1")
+HIDE = Option(("--hide",), "train", "override the framework's overlap of one dimension: DIM=on hides it behind "
+              "its compute window, DIM=off exposes it (dp, dp_replicate, tp, pp, ep, cp, host; repeatable)",
+              action="append", metavar="DIM=on|off", example="ep=on")
+FP8_ALL_GATHER = Option(("--fp8-all-gather",), "train", "with --precision fp8/mxfp8 and --zero 3: the FSDP "
+                        "parameter all-gathers move FP8 weights, 1 byte each (torchao's "
+                        "enable_fsdp_float8_all_gather): the dp term's gather bytes halve", action="store_true")
+ETP = Option(("--etp",), "parallel", "expert-tensor-parallel size (Megatron's --expert-tensor-parallel-size): "
+             "experts over ep x etp ranks folded across tp x dp x cp (default: = --tp)", kind=positive,
+             example="1")
+FIRST_STAGE_LAYERS = Option(("--first-stage-layers",), "train", "decoder layers of the first pipeline stage "
+                            "(Megatron's --decoder-first-pipeline-num-layers; the other stages split the rest)",
+                            kind=integer, metavar="N", example="7")
+LAST_STAGE_LAYERS = Option(("--last-stage-layers",), "train", "decoder layers of the last pipeline stage "
+                           "(--decoder-last-pipeline-num-layers)", kind=integer, metavar="N", example="7")
+ACCOUNT_EMBEDDING = Option(("--account-embedding",), "train", "the embedding takes one layer slot of the "
+                           "pipeline split (--account-for-embedding-in-pipeline-split)", action="store_true")
+ACCOUNT_LOSS = Option(("--account-loss",), "train", "the loss takes one layer slot of the pipeline split "
+                      "(--account-for-loss-in-pipeline-split)", action="store_true")
+PIPELINE_LAYOUT = Option(("--pipeline-layout",), "train", "decoder layers of each model chunk, pp x v entries in "
+                         "chunk order (Megatron's --pipeline-model-parallel-layout, counted)", kind=layer_counts,
+                         metavar="N,N,...", example="4,4,4,1")
 IB_GBS = Option(("--ib-gbs",), "train", "scale-out GB/s per GPU", kind=real(open_low=True), default=50.0,
                 example="25")
 GPUS_PER_NODE = Option(("--gpus-per-node",), "train", kind=positive, default=8, example="4")
@@ -390,10 +465,10 @@ CAPACITY_FACTOR = Option(("--capacity-factor",), "train", "MoE expert capacity f
                          "dropless, k*tokens)", kind=ratio, metavar="X", example="5/4")
 PCIE_GBS = Option(("--pcie-gbs",), "train", "host link GB/s per GPU and direction, for --offload (PCIe 5.0 x16)",
                   kind=real(open_low=True), default=63.0, example="32")
-TOKENS = Option(("--tokens",), "train", "training tokens in all (suffixes K, M, G = 2^10, 2^20, 2^30; plain digits "
-                "for 15T-style counts)", kind=positive, example="14800000000000")
-GPU_HOURS = Option(("--gpu-hours",), "train", "a published budget: report its MFU", kind=real(open_low=True),
-                   example="2664000")
+TOKENS = Option(("--tokens",), "train", "training tokens in all (decimal suffixes K, M, B, T: 15T = 15*10^12)",
+                kind=decimal_count(integral=True), example="14.8T")
+GPU_HOURS = Option(("--gpu-hours",), "train", "a published budget: report its MFU (decimal suffixes: 2.788M)",
+                   kind=decimal_count(integral=False), example="2.664M")
 FLOPS = Option(("--flops",), "train", "a published FLOPs figure instead of the engine's", kind=real(open_low=True),
                example="3.8e24")
 

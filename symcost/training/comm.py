@@ -81,7 +81,7 @@ def comm(model, setup: TrainSetup, *, grad_sync="every", sp_regather=True) -> di
     m = setup.micro_batches
     check_pipeline(model, plan, m, setup.virtual)
     rc.check()
-    all_stages = rank_stages(model, plan.pp, setup.virtual)
+    all_stages = rank_stages(model, plan.pp, setup.virtual, plan)
     again = [add_up(recomputed_units(model, rc, st.get("chunks", [st]))) for st in all_stages]
     states = model_states(model, setup)
     kinds = layer_kinds(model)

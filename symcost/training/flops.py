@@ -157,8 +157,20 @@ def _megatron_mtp(model) -> sympy.Expr:
     return sym.L_mtp if sym.L_mtp in model.values else sympy.Integer(0)
 
 
-def preset_megatron(model) -> sympy.Expr:
+def preset_megatron(model, *, swiglu_only: bool = False) -> sympy.Expr:
     """Megatron-LM ``num_floating_point_operations``, its standard or hybrid path, in notation.
+
+    ``swiglu_only``: the gate multiplier as the count behind Megatron-Bridge's published 25.11
+    throughput tables takes it — from ``--swiglu``, so a GLU with another activation (GPT-OSS's
+    clamped SwiGLU, ``MoESaves.glu == "clamped"``) counts as a two-matrix MLP (f = 2). That, with
+    no sliding-window term (every layer full causal, as here), is the whole GPT-OSS difference:
+    the published TFLOPS / tokens-per-second of the three GPT-OSS-120B rows in
+    tests/data/training_throughput_measured.json are reproduced to < 0.5 %, and the exact count is
+    1.12× (T = 8192) – 1.20× (T = 4096) of it — one third of the routed experts' GEMMs (the
+    gate) not counted there, against the 64 query heads' causal pairs on the 18 windowed layers
+    counted there and not here. Current Megatron-Bridge (``training/utils/flop_utils.py``) keys
+    the multiplier on ``gated_linear_unit`` and has a window term: its count would move to this
+    engine's. A convention, stated; not a bug on either side.
 
     Standard path (GQA or MLA, dense / MoE / latent MoE, Gated DeltaNet, MTP), per token:
       3·2·[ Σ_layers (attention + FFN terms) + L_mtp·(3d + 2d²) + d·V·(1 + L_mtp) ], with
@@ -184,7 +196,7 @@ def preset_megatron(model) -> sympy.Expr:
     for g in model.groups:
         per = sympy.Integer(0)
         for c in g.components:
-            per += _megatron_standard_term(c)
+            per += _megatron_standard_term(c, swiglu_only)
         total += g.count * per
         last = per
     d = sym.d
@@ -192,7 +204,14 @@ def preset_megatron(model) -> sympy.Expr:
     return 3 * 2 * B * T * (total + d * sym.V * (1 + mtp))
 
 
-def _megatron_standard_term(c) -> sympy.Expr:
+def _glu_factor(c, swiglu_only: bool) -> int:
+    if not c.gated:
+        return 2
+    clamped = getattr(getattr(c, "saves", None), "glu", None) == "clamped"
+    return 2 if swiglu_only and clamped else 3
+
+
+def _megatron_standard_term(c, swiglu_only: bool = False) -> sympy.Expr:
     """One layer's component, per token, before the 3·2 factor (Megatron's standard path)."""
     from ..components.gated_deltanet import GatedDeltaNet  # lazy: presets only; train loads just its family
     from ..components.mla import MLA  # lazy: presets only; train loads just its family
@@ -212,9 +231,9 @@ def _megatron_standard_term(c) -> sympy.Expr:
         return (c.d * (2 * qk + 2 * v + 2 * c.H_lv) + c.K_c * (2 * qk + v)
                 + 4 * c.H_lv * c.D_lv ** 2 + c.d * v)
     if isinstance(c, FFN):
-        return c.d * c.d_ff * (3 if c.gated else 2)
+        return c.d * c.d_ff * _glu_factor(c, swiglu_only)
     if isinstance(c, MoE):
-        f = 3 if c.gated else 2
+        f = _glu_factor(c, swiglu_only)
         routed = (c.d * c.d_moe * c.k * f if c.d_lat is None
                   else c.d_moe * c.k * f * c.d_lat + 2 * c.d * c.d_lat)
         shared = c.d * c.d_sh * f if c.d_sh is not None else 0

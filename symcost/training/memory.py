@@ -175,7 +175,7 @@ def model_states(model, setup) -> list[dict]:
         vals[sym.N_sh] = setup.states.shard
     vals = {k: sympy.Integer(x) for k, x in vals.items()}
     rows = []
-    for st in rank_stages(model, p.pp, setup.virtual):
+    for st in rank_stages(model, p.pp, setup.virtual, p):
         f = state_formula(st, setup)
         rows.append({**{k: int(sympy.ceiling(x.xreplace(vals))) for k, x in f.items()},
                      "params_dense": Fraction(st["split"], p.tp) + st["whole"],
@@ -219,7 +219,8 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
     dp, tp, pp, ep, cp, sp = plan.dp, plan.tp, plan.pp, plan.ep, plan.cp, plan.sp
     recompute, activation_model, hsdp_shard, offload = rc.mode, setup.activations, states_opt.shard, states_opt.offload
     m = setup.micro_batches
-    chunks = stages(model, pp * virtual)  # the model chunks, in order (one per stage without interleaving)
+    # the model chunks, in order (one per stage without interleaving; the plan's uneven split, if any)
+    chunks = stages(model, pp * virtual, setup.plan.chunk_sizes(model.n_layers(), virtual))
     rerun = add_up(recomputed_units(model, rc, chunks))  # units of each group full recomputation reruns
     vals = layout_values(model, setup)
     states = model_states(model, setup)
@@ -377,7 +378,7 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
     N_ep, and N_sh under HSDP), B, T and b_a, with the stage's parameter counts as numbers: its
     model states (``state_formula``) and, with the engine's activations, the chunks in flight."""
     plan, virtual = setup.plan, setup.virtual
-    st = rank_stages(model, plan.pp, virtual)[heavy["stage"]]
+    st = rank_stages(model, plan.pp, virtual, plan)[heavy["stage"]]
     f = state_formula(st, setup)
     out = {k: f[k] for k in ("weights", "gradients", "optimizer")}
     if setup.states.offload != "none":

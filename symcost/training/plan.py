@@ -36,6 +36,89 @@ class Plan(Layout):
 
     zero: int = 0
     sp: bool = False
+    first: int | None = None  # Megatron --decoder-first-pipeline-num-layers
+    last: int | None = None  # Megatron --decoder-last-pipeline-num-layers
+    embed_slot: bool = False  # --account-for-embedding-in-pipeline-split
+    loss_slot: bool = False  # --account-for-loss-in-pipeline-split
+    etp: int | None = None  # --expert-tensor-parallel-size (None: = N_tp); ``ep`` is then the folded N_ep
+    layout: tuple | None = None  # decoder layers per model chunk (Megatron --pipeline-model-parallel-layout)
+
+    @property
+    def uneven(self) -> bool:
+        return (self.first is not None or self.last is not None or self.embed_slot or self.loss_slot
+                or self.layout is not None)
+
+    def chunk_sizes(self, L: int, virtual: int = 1) -> list[int] | None:
+        """Decoder layers of each of the pp·v model chunks in model order (chunk j·pp + r is rank r's
+        j-th), or None for the even split (``stage_sizes``). Megatron's two uneven forms, each with
+        its own rule (``megatron/core/transformer/transformer_layer.py``,
+        ``get_transformer_layer_offset``; ``TransformerConfig`` checks):
+
+          first/last stage layer counts: the other (middle) stages split L − first − last evenly;
+            with v > 1 each of first, last and the middle stages' share splits evenly into v chunks;
+          embedding/loss accounted: L + 1 (+ 1) slots split evenly into pp·v chunks, the first chunk
+            giving one slot to the embedding, the last one to the loss.
+        The two cannot be combined. An explicit ``layout`` (Megatron's
+        ``--pipeline-model-parallel-layout``, read here as the decoder layers of each chunk) must
+        have pp·v entries summing to L. Each failure names its rule."""
+        if not self.uneven:
+            return None
+        pp, v = self.pp, virtual
+        if self.layout is not None:
+            sizes = list(self.layout)
+            if len(sizes) != pp * v:
+                raise SymcostError(f"--pipeline-layout has {len(sizes)} model chunks; pp × v = {pp} × {v} = "
+                                   f"{pp * v} needed (chunk j·pp + r is rank r's j-th)")
+            if sum(sizes) != L or min(sizes) < 0:
+                raise SymcostError(f"--pipeline-layout's chunks hold {sum(sizes)} decoder layers; the model has "
+                                   f"L={L} (each chunk ≥ 0)")
+            if self.first is not None or self.last is not None or self.embed_slot or self.loss_slot:
+                raise SymcostError("--pipeline-layout cannot be combined with the other uneven-stage options")
+            return sizes
+        if pp == 1:
+            raise SymcostError("uneven pipeline stages (--first-stage-layers / --last-stage-layers / "
+                               "--account-embedding / --account-loss) need --pp > 1")
+        if (self.first is not None or self.last is not None) and (self.embed_slot or self.loss_slot):
+            raise SymcostError("--first-stage-layers / --last-stage-layers cannot be combined with "
+                               "--account-embedding / --account-loss (Megatron refuses both at once)")
+        if self.embed_slot or self.loss_slot:
+            n = L + self.embed_slot + self.loss_slot
+            if n % (pp * v):
+                raise SymcostError(f"layers L={L} + {int(self.embed_slot)} (embedding) + {int(self.loss_slot)} "
+                                   f"(loss) = {n} must split evenly into pp × v = {pp * v} model chunks")
+            sizes = [n // (pp * v)] * (pp * v)
+            sizes[0] -= self.embed_slot
+            sizes[-1] -= self.loss_slot
+            if min(sizes) < 0:
+                raise SymcostError(f"the embedding/loss slots leave a model chunk with fewer than 0 layers "
+                                   f"(L={L}, pp × v = {pp * v})")
+            return sizes
+        first, last = self.first or 0, self.last or 0
+        for name, x in (("--first-stage-layers", self.first), ("--last-stage-layers", self.last)):
+            if x is not None and (x < 0 or x % v):
+                raise SymcostError(f"{name} {x} must be a non-negative multiple of the virtual stages v={v} "
+                                   f"(each of the stage's v model chunks takes the same number)")
+        mid_stages = pp - (self.first is not None) - (self.last is not None)
+        middle = L - first - last
+        if middle < 0:
+            raise SymcostError(f"--first-stage-layers {first} + --last-stage-layers {last} exceed the layers L={L}")
+        if mid_stages == 0:
+            if middle:
+                raise SymcostError(f"pp={pp} leaves no middle stage for the other {middle} layers")
+        elif middle % (mid_stages * v):
+            raise SymcostError(f"the middle {mid_stages} stage(s) must split the other L − first − last = {middle} "
+                               f"layers evenly into {mid_stages} × v = {mid_stages * v} model chunks")
+        per_mid = middle // (mid_stages * v) if mid_stages else 0
+        sizes = []
+        for j in range(v):
+            for r in range(pp):
+                if r == 0 and self.first is not None:
+                    sizes.append(first // v)
+                elif r == pp - 1 and self.last is not None:
+                    sizes.append(last // v)
+                else:
+                    sizes.append(per_mid)
+        return sizes
 
     def check(self, model, seq: int | None = None, *, gpus: int | None = None) -> None:
         """Reject layouts that do not factor, naming the constraint (``Layout.check`` + training's own)."""
@@ -103,7 +186,7 @@ def layer_kinds(model) -> dict[str, LayerKind]:
     return out
 
 
-def stages(model, pp: int) -> list[dict]:
+def stages(model, pp: int, sizes: list[int] | None = None) -> list[dict]:
     """Each stage's parameters: {"split", "whole", "experts", "layers": {group: count}}.
 
     The decoder layers are taken in the model's own order (``Model.layers()``: Jamba's attention
@@ -118,7 +201,10 @@ def stages(model, pp: int) -> list[dict]:
     order = model.layers()
     # L/pp layers per stage; when pp does not divide L the L mod pp extra layers go to the
     # interior stages (1, 2, ...), away from the embedding stage and the head stage
-    sizes = stage_sizes(len(order), pp)
+    if sizes is None:
+        sizes = stage_sizes(len(order), pp)
+    elif len(sizes) != pp or sum(sizes) != len(order):
+        raise SymcostError(f"pipeline split {sizes} does not cover the L={len(order)} layers in {pp} chunks")
     bounds = [sum(sizes[:i]) for i in range(pp + 1)]
     emb = _split([c for c in model.pre if c.key not in model.shared_copies], v)
     shared = [(c, model.shared_copies[c.key]) for c in model.pre if c.key in model.shared_copies]
@@ -169,13 +255,14 @@ def stage_sizes(L: int, pp: int) -> list[int]:
     return sizes
 
 
-def rank_stages(model, pp: int, virtual: int = 1) -> list[dict]:
+def rank_stages(model, pp: int, virtual: int = 1, plan: Plan | None = None) -> list[dict]:
     """Each pipeline rank's parameters; with ``virtual`` > 1 the sum of its model chunks
     r, r + pp, ..., r + (v−1)·pp of ``stages(model, pp·v)`` (Megatron's interleaved placement),
-    each chunk kept under ``"chunks"``."""
+    each chunk kept under ``"chunks"``. ``plan``: its uneven split (``Plan.chunk_sizes``), if any."""
+    sizes = plan.chunk_sizes(model.n_layers(), virtual) if plan is not None else None
     if virtual == 1:
-        return stages(model, pp)
-    chunks = stages(model, pp * virtual)
+        return stages(model, pp, sizes)
+    chunks = stages(model, pp * virtual, sizes)
     out = []
     for r in range(pp):
         mine = [chunks[r + j * pp] for j in range(virtual)]

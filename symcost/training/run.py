@@ -38,16 +38,81 @@ def step(tm, cm: dict, setup, *, gpu, links: Links, mfu: float, overlap: float =
 
 
 def budget(model, *, gpu, tokens: int, gpus: int, seq: int = 4096, mfu: float | None = None,
-           gpu_hours: float | None = None, flops: float | None = None, global_batch: int | None = None) -> dict:
+           gpu_hours: float | None = None, flops: float | None = None, global_batch: int | None = None,
+           peak_dtype: str = "bf16", convention: str = "exact") -> dict:
     """Wall time, tokens/s and GPU-hours to train ``tokens`` tokens on ``gpus`` × ``gpu``
     (``steptime.budget``): the FLOPs are ``flops`` if given, else the exact training FLOPs per token at
-    ``seq`` × tokens; with ``global_batch``, the step time and the number of steps too."""
-    per_seq = train_flops(model).total_at(model.values_with(T=seq, B=1))
+    ``seq`` × tokens; with ``global_batch``, the step time and the number of steps too. ``peak_dtype``
+    fp8: the MFU is of the FP8 dense peak (FP8 training's GEMMs; refused where the GPU has none).
+    ``convention``: the FLOPs per sequence counted exactly (3 × forward, causal) or by a published
+    closed form (``flops.preset_6nd``, ``preset_torchtitan``, ``preset_megatron``)."""
+    from ..core.errors import SymcostError
+    from .flops import preset_6nd, preset_megatron, preset_torchtitan
+    presets = {"6nd": preset_6nd, "torchtitan": preset_torchtitan, "megatron": preset_megatron}
+    v1 = model.values_with(T=seq, B=1)
+    if convention == "exact":
+        per_seq = train_flops(model).total_at(v1)
+    elif convention in presets:
+        per_seq = presets[convention](model).xreplace(v1)
+        per_seq = Fraction(int(per_seq.p), int(per_seq.q))
+    else:
+        raise SymcostError(f"--flops-convention: unknown {convention!r} (exact, 6nd, torchtitan, megatron)")
     total = flops if flops is not None else float(Fraction(per_seq, seq) * tokens)
-    r = budget_at(total, gpus=gpus, peak_flops=gpu.bf16_tflops * 1e12, mfu=mfu, gpu_hours=gpu_hours, tokens=tokens)
-    out = {"step_time_s": None, **r}
+    if peak_dtype == "fp8" and "fp8" not in gpu.peak_tflops:
+        raise SymcostError(f"--peak-dtype fp8: {gpu.name} has no FP8 tensor cores")
+    peak = float(gpu.peak(peak_dtype)[0])
+    r = budget_at(total, gpus=gpus, peak_flops=peak, mfu=mfu, gpu_hours=gpu_hours, tokens=tokens)
+    out = {"step_time_s": None, **r, "peak_dtype": peak_dtype, "flops_convention": convention}
     if global_batch:
         steps = tokens / (global_batch * seq)
         out["step_time_s"] = r["wall_time_s"] / steps
         out["steps"] = steps
+    return out
+
+
+def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str | None = None, precision: str = "bf16", hide: dict | None = None,
+                fp8_all_gather: bool = False) -> dict:
+    """The step time of ``setup`` from the hardware (no MFU): every pipeline rank's kernels by class
+    (``compute``), the optimizer step, the overlap of the setup's ``--framework`` (``overlap``) and the schedule's bubble
+    (``steptime.kernel_step``); ``fp8_all_gather``: ZeRO-3 gathers the weights in FP8
+    (``compute.fp8_all_gather_share``). ``tm`` (``train_memory``) gives the optimizer shard and the saved
+    activations the elementwise traffic is counted from, ``cm`` (``comm``) the collectives."""
+    from . import compute
+    from .memory import train_memory
+    from .plan import rank_stages
+    from .recompute import add_up, recomputed_units
+    from .schedule import check_schedule
+    from .steptime import comm_seconds
+    from .steptime import kernel_step as step_at
+
+    compute.check_precision(precision, gpu)
+    schedule = schedule or ("interleaved" if setup.virtual > 1 else "1f1b")
+    check_schedule(schedule, setup.plan.pp, setup.micro_batches, setup.virtual)
+    plain = tm if setup.recompute.mode == "none" else train_memory(model, setup.replace(recompute="none"))
+    stages = rank_stages(model, setup.plan.pp, setup.virtual, setup.plan)
+    again = [add_up(recomputed_units(model, setup.recompute, st.get("chunks", [st]))) for st in stages]
+    works = compute.rank_work(model, setup, again)
+    p = setup.plan
+    ranks = []
+    for i, (w, st) in enumerate(zip(works, stages)):
+        acts = plain.stages[i]["activations_per_micro_batch"]
+        params = int(st["split"] // p.tp + st["whole"] + st["experts"] // (p.tp * p.ep))
+        cast = compute.fp8_weight_cast_bytes(params, precision) / setup.micro_batches
+        r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2, 3 * acts + cast / 2, setup.recompute.mode)
+        r["t_opt"] = compute.optimizer_seconds(setup, tm.stages[i]["optimizer"], gpu)
+        r["layers"] = sum(st["layers"].values())
+        ranks.append(r)
+    world = p.dp * p.tp * p.pp * p.cp
+    from .flops import train_flops
+    per_seq = train_flops(model).total_at(model.values_with(T=setup.seq, B=1))
+    gb = setup.batch.global_batch or setup.micro_batch * p.dp
+    model_flops = per_seq * gb / world
+    bg, bw = setup.states.bg, 2
+    comm_s = comm_seconds(cm, setup, links)
+    if fp8_all_gather:
+        comm_s["dp"] *= compute.fp8_all_gather_share(setup, precision)
+    out = step_at(ranks, comm_s, setup, framework=setup.states.framework, schedule=schedule, hide=hide,
+                  model_flops_per_gpu=float(model_flops), hardware_flops_per_gpu=tm.flops_per_step / world,
+                  peak_bf16=gpu.bf16_tflops * 1e12, grad_share=bg / (bg + bw))
+    out["precision"] = precision
     return out

@@ -77,3 +77,56 @@ def first_stage_microbatches(p: int, v: int):
     """Korthikanti et al. 2022 §4.2.3: micro-batches' worth of activations the first stage holds
     under interleaved 1F1B, p·(1 + (p − 1)/(p·v)), as a fraction."""
     return p * (1 + Fraction(p - 1, p * v))
+
+
+# -- the bubble of each schedule ----------------------------------------------------------------------
+#: schedules ``--schedule`` names (``interleaved`` is 1F1B with ``--virtual-stages`` v > 1)
+SCHEDULES = ("1f1b", "interleaved", "zb-h1", "dualpipe")
+
+
+def bubble_seconds(schedule: str, p: int, F: float, B: float, W: float, virtual: int = 1) -> float:
+    """Idle time of a pipeline rank per step, in the time of one micro-batch's stage work: F its
+    forward, B its full backward (input and weight gradients), W the weight-gradient part of B.
+
+      1F1B         (p − 1)·(F + B)                       Narayanan et al. 2021 §2.2
+      interleaved  (p − 1)·(F + B)/v                     (v model chunks per rank, each 1/v of the work)
+      zb-h1        (p − 1)·(F + B − 2W)                  Qi et al. 2023, "Zero Bubble Pipeline
+                                                         Parallelism" (ZB-H1; the DeepSeek-V3
+                                                         report's Table 2 "ZB1P")
+      dualpipe     (p/2 − 1)·(F&B + B − 3W)              DeepSeek-V3 report Table 2, F&B = F + B
+                                                         (the overlapped pair's compute; its
+                                                         all-to-alls hidden)
+    0 without a pipeline."""
+    if p == 1:
+        return 0.0
+    if schedule in ("1f1b", "interleaved"):
+        return (p - 1) * (F + B) / virtual
+    if schedule == "zb-h1":
+        return (p - 1) * (F + B - 2 * W)
+    if schedule == "dualpipe":
+        return (p // 2 - 1) * ((F + B) + B - 3 * W)
+    raise ValueError(schedule)
+
+
+def check_schedule(schedule: str, p: int, m: int, virtual: int) -> None:
+    """Each schedule's constraints, as its implementation asserts them: interleaving needs v > 1
+    (``setup.check_pipeline`` the rest); zero-bubble and DualPipe run one chunk per rank (v = 1,
+    DualPipe's two directions hold two); DualPipe needs an even number of ranks and an even number
+    of micro-batches, at least 2·p (``dualpipe/dualpipe.py``, ``DualPipe.step``'s assertions)."""
+    from ..core.errors import SymcostError
+    if schedule not in SCHEDULES:
+        raise SymcostError(f"--schedule: unknown {schedule!r} ({', '.join(SCHEDULES)})")
+    if schedule == "interleaved" and virtual == 1:
+        raise SymcostError("--schedule interleaved needs --virtual-stages > 1")
+    if schedule in ("zb-h1", "dualpipe", "1f1b") and virtual > 1:
+        raise SymcostError(f"--schedule {schedule} runs one model chunk per rank: drop --virtual-stages "
+                           f"{virtual} (or use --schedule interleaved)")
+    if schedule in ("zb-h1", "dualpipe") and p == 1:
+        raise SymcostError(f"--schedule {schedule} needs --pp > 1")
+    if schedule == "dualpipe":
+        if p % 2:
+            raise SymcostError(f"--schedule dualpipe needs an even --pp (its two directions pair rank r "
+                               f"with p − 1 − r), got {p}")
+        if m % 2 or m < 2 * p:
+            raise SymcostError(f"--schedule dualpipe needs an even number of micro-batches, at least 2 × pp = "
+                               f"{2 * p}, got {m} (DualPipe.step's assertion)")

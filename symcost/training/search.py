@@ -50,11 +50,12 @@ import numpy as np
 import sympy
 
 from ..components.moe import MoE
-from ..core.conventions import Backward
+from ..core.conventions import Backward, Phase
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.numeric import compile_exprs, integer_ratio
 from ..core.terms import exact
+from ..hardware.calibration import efficiency
 from ..hardware.links import Links, collective_seconds, link_bytes_s
 from .activations import activations, backward_buffers, dispatch_buffers, loss_peak, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
@@ -431,11 +432,13 @@ class Result:
         return {"micro_batches": m, "bubble": float(t["bubble"][ir]), "bytes": out}
 
 
-def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None = None, mfu: float = 0.4,
-             overlap: float = 0.0) -> Result:
+def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None = None, mfu: float | None = None,
+             overlap: float = 0.0, precision: str = "bf16", hide: dict | None = None) -> Result:
     """Per-GPU bytes (exact) and step time of every candidate. ``setup`` gives what is not swept
     (the batch: seq and global batch; the optimizer and gradient dtype; the backward conventions;
-    the capacity factor); ``links`` the α–β model (default: ``gpu``'s NVLink, ``Links``' others)."""
+    the capacity factor); ``links`` the α–β model (default: ``gpu``'s NVLink, ``Links``' others).
+    Without ``mfu``: the kernel-class compute, framework overlap and bubble of
+    ``run.kernel_step`` on arrays (``_kernel_compute``, ``_kernel_step``)."""
     seq, global_batch, capacity = setup.seq, setup.batch.global_batch, setup.capacity
     kernel, act_dtype, scan = setup.backward.kernel, setup.backward.act_dtype, setup.backward.scan
     grad_dtype, optimizer = setup.states.grad_dtype, setup.states.optimizer
@@ -456,7 +459,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     cf = None if capacity is None else Fraction(capacity)
     counts = {g.name: exact(g.count, v) for g in model.groups}
     G = int(lay["dp"][0] * lay["tp"][0] * lay["pp"][0] * lay["cp"][0])
-    peak = gpu.bf16_tflops * 1e12 * mfu
+    peak = gpu.bf16_tflops * 1e12 * (mfu or 1.0)
     nR, nZ = len(R["L"]), len(Z["L"])
     # layout columns on the rows of each table
     rL, zL = R["L"], Z["L"]
@@ -513,6 +516,14 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                              exact_int=True)(r_cp, b)["rows"]  # activations.routed_rows, padded
         step_flops = f0 + fe * (m * r_dp * r_cp * rows)
     compute = step_flops / G / peak
+    if mfu is None:
+        padded = None if cf is None else {rn: F[rn][1] * (m * r_dp * r_cp * rows) for rn in F}
+        compute, t_fb, t_gemm, t_attn = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp, r_v, G, m,
+                                                        seq=seq, batch=global_batch, capacity=cf, padded_rows=padded)
+        # elementwise passes (compute's rule): 5 touches of each saved byte per micro-batch, the average rank
+        saved_mb = sum(saved[g].astype(float) * counts[g] for g in saved) / r_pp
+        ew = 5 * saved_mb * m / (gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory)
+        compute, t_fb = compute + ew, t_fb + ew / m
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
@@ -723,6 +734,13 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         tz1 += t(kd, Z_bytes[kd][1], Z_cnt[kd][1], span_z.get(kd))
     # ``steptime.step_seconds`` distributed over the two tables: (compute + (1 − overlap)·(t_R + t_Z0
     # + m·t_Z1)) / (1 − bubble), the R part formed once per R row
+    if mfu is None:
+        step = _kernel_step(fw.name, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v,
+                            {k: t(k, R_bytes[k], R_cnt[k], span_r[k]) for k in R_bytes},
+                            {kd: (t(kd, Z_bytes[kd][0], Z_cnt[kd][0], span_z.get(kd)),
+                                  t(kd, Z_bytes[kd][1], Z_cnt[kd][1], span_z.get(kd))) for kd in Z_bytes},
+                            space, Z["zero"], bg / (bg + bw), model.n_layers())
+        return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "bubble": bub}, whole[space.r])
     ov = 1 - overlap
     inv = 1 / (1 - bub)
     P = (compute + ov * tr) * inv
@@ -731,9 +749,137 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                   whole[space.r])
 
 
+def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m, *, seq, batch, capacity,
+                    padded_rows):
+    """``compute.class_times`` on arrays: the step's FLOPs by kernel class (``compute.kernel_class``
+    of each leaf of ``train_flops``: forward, backward — attention's at 2.5× the forward, the
+    FlashAttention count — and recomputation) per GPU, each class at its calibrated efficiency
+    at the candidate's rows M = b·T/N_cp (experts at k·M/(E/N_ep)). Returns (compute seconds,
+    compute per micro-batch, GEMM seconds, attention seconds) per R row. Left out here, kept in
+    ``run.kernel_step``: the elementwise passes, the optimizer step and the imbalance between
+    pipeline ranks (the search costs the average GPU)."""
+    from .compute import ATTN_BWD_FACTOR, kernel_class
+    v = model.values
+    P, _ = gpu.peak("bf16" if precision == "bf16" else "fp8")
+    P16 = gpu.peak("bf16")[0]
+    k_route = int(v[sym.k]) if sym.E in v else 0
+    E = int(v[sym.E]) if sym.E in v else 1
+    names = sorted(set(rc_name))
+    parts = {}
+    for rname in names:
+        tree = train_flops(model, recompute=rname)
+        vals = model.values_with(T=seq, B=batch)
+        acc = {"gemm": 0, "head": 0, "grouped_gemm": 0, "attn_f": 0, "attn_b": 0}
+        for top in ("forward", "backward", "recompute"):
+            if top not in tree:
+                continue
+            for path, e in tree[top].flatten().items():
+                c = kernel_class(path)
+                f = exact(e, vals)
+                if c == "attention":
+                    acc["attn_b" if top == "backward" else "attn_f"] += f
+                elif c == "gemm" and "/" not in path and path.endswith("lm_head"):
+                    acc["head"] += f
+                else:
+                    acc[c] += f
+        parts[rname] = {k: float(x) / G for k, x in acc.items()}
+
+    def eta(op, dtype, ms):
+        uniq = np.unique(ms)
+        look = {int(u): efficiency(gpu.name, op, dtype=dtype, m=max(int(u), 1)).eta_compute for u in uniq}
+        return np.vectorize(look.get, otypes=[float])(ms)
+
+    gd = precision
+    e_g = eta("gemm", gd, rows)
+    e_h = eta("gemm", "bf16", rows)
+    if k_route:
+        er = (k_route * rows * r_ep) // E
+        try:
+            e_x = eta("grouped_gemm", gd, er)
+        except SymcostError:
+            e_x = eta("gemm", gd, er)
+    else:
+        e_x = e_g
+    e_af = eta("attn_prefill", "bf16", rows)
+    e_ab = eta("attn_backward", "bf16", rows)
+    out = np.zeros(len(rows))
+    gemm = np.zeros(len(rows))
+    attn = np.zeros(len(rows))
+    for rname in names:
+        q = parts[rname]
+        sel = rc_name == rname
+        g_t = q["gemm"] / (P * e_g) + q["head"] / (P16 * e_h) + q["grouped_gemm"] / (P * e_x)
+        a_t = q["attn_f"] / (P16 * e_af) + ATTN_BWD_FACTOR / 2 * q["attn_b"] / (P16 * e_ab)
+        gemm = np.where(sel, g_t, gemm)
+        attn = np.where(sel, a_t, attn)
+    if padded_rows is not None:  # padded to capacity: the experts run the padded rows (flops.padded_parts)
+        for rname in names:
+            sel = rc_name == rname
+            q = parts[rname]
+            gemm = np.where(sel, gemm - q["grouped_gemm"] / (P * e_x) + padded_rows[rname] / G / (P * e_x), gemm)
+    # the pipeline runs at its slowest rank: scale by max over ranks of its forward FLOPs (its layers,
+    # the head on the last) over the mean (``plan.rank_stages``), per (N_pp, v)
+    slow = np.ones(len(rows))
+    fwd = {path: float(exact(e, model.values_with(T=seq, B=1))) for path, e in
+           model.flops(Phase(kind="prefill", attention="causal", logits="all")).flatten().items()}
+    counts = {g.name: exact(g.count, v) for g in model.groups}
+    for pv in np.unique(r_pp * 1000 + r_v):
+        p_, v_ = int(pv // 1000), int(pv % 1000)
+        ranks = rank_stages(model, p_, v_)
+        per = [sum(f * st["layers"].get(path.split("/", 1)[0], 0) / counts[path.split("/", 1)[0]]
+                   if path.split("/", 1)[0] in counts else (f if i == p_ - 1 else 0.0) for path, f in fwd.items())
+               for i, st in enumerate(ranks)]
+        slow = np.where((r_pp == p_) & (r_v == v_), max(per) / (sum(per) / p_), slow)
+    gemm, attn = gemm * slow, attn * slow
+    out = gemm + attn
+    return out, out / m, gemm, attn
+
+
+def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t_r: dict, t_z: dict, space,
+                 z_zero, grad_share, layers: int):
+    """``steptime.kernel_step`` on arrays: compute + the schedule's bubble (1F1B / interleaved,
+    (p − 1)·(t_F + t_B)/v) + each dimension's exposed time by ``overlap``'s rules (min with the
+    compute window it hides behind), per candidate."""
+    from .overlap import DEFAULT_HIDE
+    hide = {**DEFAULT_HIDE.get(framework, {}), **(hide or {})}
+    r, z = space.r, space.z
+    bub = (r_pp - 1) * t_fb / r_v
+    exposed_r = np.zeros(len(compute))
+    t_f, t_b = t_fb / 3, 2 * t_fb / 3
+    for dim, tt in t_r.items():
+        on = hide.get(dim, True)
+        if not on:
+            exposed_r += tt
+        elif dim == "tp":
+            exposed_r += np.maximum(tt - t_gemm, 0)
+        elif dim == "cp":
+            exposed_r += np.maximum(tt - t_attn, 0)
+        elif dim == "pp":
+            exposed_r += np.where(r_v > 1, np.maximum(tt - compute, 0), tt)
+        else:  # ep: behind another micro-batch's compute
+            exposed_r += np.maximum(tt - compute, 0)
+    base = compute + bub + exposed_r
+    step = base[r].copy()
+    mm, tf, tb, comp = m[r], t_f[r], t_b[r], compute[r]
+    zz = z_zero[z]
+    for dim, (t0, t1) in t_z.items():
+        tt = t0[z] + mm * t1[z]
+        if dim != "dp" or not hide.get(dim, True):
+            step += tt
+            continue
+        share = np.where(zz == 0, 1.0, grad_share)  # DDP: all of it is the gradient all-reduce
+        red, gat = tt * share, tt * (1 - share)
+        low = np.maximum(red - tb, 0) + (gat if framework == "deepspeed" else np.maximum(gat - tf, 0))
+        first = tt * r_pp[r] / (2 * layers)  # the first unit's gather of each pass (overlap.exposed)
+        z3 = np.maximum(tt - first - comp, 0) + first
+        step += np.where(zz >= 3, z3, low)
+    return step
+
+
 def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
-           virtual=None, hsdp=None, offload=None, links: Links | None = None, mfu: float = 0.4,
-           overlap: float = 0.0, headroom_gib: float = HEADROOM_GIB) -> dict:
+           virtual=None, hsdp=None, offload=None, links: Links | None = None, mfu: float | None = None,
+           overlap: float = 0.0, headroom_gib: float = HEADROOM_GIB, precision: str = "bf16",
+           hide: dict | None = None) -> dict:
     """The ``top`` fastest candidates that fit (ties: less memory first). ``setup``: what is not
     swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
     ``offload``: None sweeps, a value pins."""
@@ -745,7 +891,7 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     space = candidates(model, gpus, setup.seq, setup.batch.global_batch, zeros=fw.zeros if zero is None else (zero,),
                        recomputes=RECOMPUTES if recompute is None else (recompute,), sp=sp, virtual=virtual,
                        hsdp=hsdp, offload=offload, max_tp=links.gpus_per_node)
-    r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap)
+    r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap, precision=precision, hide=hide)
     mem, step = r.per_gpu_bytes, r.step_time_s
     # fits: the driver-reported memory minus the headroom (``framework.budget_bytes``), as ``train`` judges
     fits = (mem <= budget_bytes(gpu, headroom_gib)) & r.valid

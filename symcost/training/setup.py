@@ -31,6 +31,7 @@ from ..core.conventions import Backward
 from ..core.errors import SymcostError
 from .framework import RESHARD
 from .framework import framework as framework_record
+from ..core.notation import sym
 from .plan import Plan
 from .recompute import Recompute
 from .states import States
@@ -72,10 +73,16 @@ class TrainSetup:
            grad_dtype=None, recompute="none", recompute_method="uniform", recompute_layers=1,
            kernel="flash", act_dtype="bf16", scan="fused", activation_model="engine",
            capacity=None, framework=None, reshard="default", loss_chunks=1,
-           recompute_modules=None) -> "TrainSetup":
-        """A setup from the command line's option names (``symcost train`` / ``comm``)."""
+           recompute_modules=None, etp=None, first_stage_layers=None, last_stage_layers=None,
+           account_embedding=False, account_loss=False, pipeline_layout=None) -> "TrainSetup":
+        """A setup from the command line's option names (``symcost train`` / ``comm``). ``etp`` is
+        Megatron's expert-tensor-parallel size: experts over ep·etp ranks, folded here into the
+        engine's N_ep = ep·etp/N_tp (``fold_experts``)."""
         return cls(batch=Batch(seq, micro_batch, global_batch),
-                   plan=Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp),
+                   plan=Plan(dp=dp, tp=tp, pp=pp, ep=fold_experts(ep, etp, tp, dp, cp), cp=cp, zero=zero, sp=sp,
+                             first=first_stage_layers, last=last_stage_layers, embed_slot=bool(account_embedding),
+                             loss_slot=bool(account_loss), etp=etp,
+                             layout=None if pipeline_layout is None else tuple(pipeline_layout)),
                    states=States(shard=hsdp_shard, offload=offload, optimizer=optimizer, grad_dtype=grad_dtype,
                                  framework=framework),
                    recompute=Recompute(recompute, recompute_method, recompute_layers,
@@ -92,13 +99,18 @@ class TrainSetup:
     def options(self) -> dict:
         """``of``'s keywords for this setup."""
         p, s, r, b = self.plan, self.states, self.recompute, self.backward
-        return dict(seq=self.batch.seq, micro_batch=self.batch.micro_batch, global_batch=self.batch.global_batch,
-                    dp=p.dp, tp=p.tp, pp=p.pp, ep=p.ep, cp=p.cp, zero=p.zero, sp=p.sp, virtual=self.virtual,
-                    hsdp_shard=s.shard, offload=s.offload, optimizer=s.optimizer, grad_dtype=s.grad_dtype,
-                    recompute=r.mode, recompute_method=r.method, recompute_layers=r.layers, kernel=b.kernel,
-                    act_dtype=b.act_dtype, scan=b.scan, activation_model=self.activations,
-                    capacity=self.capacity, framework=s.framework, reshard=self.reshard,
-                    loss_chunks=self.loss_chunks, recompute_modules=r.modules)
+        out = dict(seq=self.batch.seq, micro_batch=self.batch.micro_batch, global_batch=self.batch.global_batch,
+                   dp=p.dp, tp=p.tp, pp=p.pp, ep=p.ep, cp=p.cp, zero=p.zero, sp=p.sp, virtual=self.virtual,
+                   hsdp_shard=s.shard, offload=s.offload, optimizer=s.optimizer, grad_dtype=s.grad_dtype,
+                   recompute=r.mode, recompute_method=r.method, recompute_layers=r.layers, kernel=b.kernel,
+                   act_dtype=b.act_dtype, scan=b.scan, activation_model=self.activations,
+                   capacity=self.capacity, framework=s.framework, reshard=self.reshard,
+                   loss_chunks=self.loss_chunks, recompute_modules=r.modules, etp=p.etp,
+                   first_stage_layers=p.first, last_stage_layers=p.last, account_embedding=p.embed_slot,
+                   account_loss=p.loss_slot, pipeline_layout=p.layout)
+        if p.etp is not None:  # ``of`` folds --ep with --etp: give it the flag's value back
+            out["ep"] = p.ep * p.tp // p.etp
+        return out
 
     # -- derived -------------------------------------------------------------------------------------
     @property
@@ -127,6 +139,13 @@ class TrainSetup:
     # -- validation ----------------------------------------------------------------------------------
     def check(self, model) -> None:
         """Reject a setup the model cannot train with, naming the constraint (the CLI's messages)."""
+        p = self.plan
+        if p.etp is not None and sym.E in model.values:
+            ep_flag = p.ep * p.tp // p.etp
+            E = int(model.values[sym.E])
+            if E % ep_flag:
+                raise SymcostError(f"--ep {ep_flag} does not divide the routed experts E={E} (each expert-parallel "
+                                   f"rank holds E/ep whole experts, sliced over --etp {p.etp})")
         self.plan.check(model, self.seq)
         self.states.check(self.plan)
         if self.reshard not in RESHARD:
@@ -153,17 +172,41 @@ def micro_batches(global_batch: int | None, micro_batch: int, dp: int) -> int:
     return gb // (micro_batch * dp)
 
 
+def fold_experts(ep: int, etp, tp: int, dp: int, cp: int) -> int:
+    """Megatron's MoE parallel folding with its own expert-TP size: a routed-expert layer spans
+    ep·etp ranks of the N_tp·N_dp·N_cp ranks of a stage (expert-data-parallel size
+    N_tp·N_dp·N_cp/(ep·etp); ``megatron/core/parallel_state.py``, ``initialize_model_parallel``:
+    the expert groups must tile tp·dp·cp). The engine spreads an expert layer over N_tp·N_ep ranks,
+    so N_ep = ep·etp/N_tp, which must be a whole number (N_tp dividing ep·etp). Returns N_ep."""
+    if etp is None or etp == tp:
+        return ep
+    if etp < 1:
+        raise SymcostError(f"--etp: must be a positive integer, got {etp}")
+    if (tp * dp * cp) % (ep * etp):
+        raise SymcostError(f"--ep {ep} × --etp {etp} = {ep * etp} must divide tp × dp × cp = {tp * dp * cp} "
+                           f"(Megatron's expert groups tile the tensor-, data- and context-parallel ranks)")
+    if (ep * etp) % tp:
+        raise SymcostError(f"--ep {ep} × --etp {etp} = {ep * etp} must be a multiple of --tp {tp}: this engine "
+                           f"places an expert layer over whole tensor-parallel groups")
+    return ep * etp // tp
+
+
 def check_pipeline(model, plan: Plan, m: int, virtual: int) -> None:
     """Interleaved 1F1B's constraints (Megatron-LM): v > 1 needs a pipeline, the layers split
-    evenly into N_pp·v chunks, and m a multiple of N_pp (micro-batch groups of N_pp)."""
+    evenly into N_pp·v chunks (or by the plan's uneven rule, ``Plan.chunk_sizes``), and m a
+    multiple of N_pp (micro-batch groups of N_pp)."""
+    L = model.n_layers()
+    if plan.uneven:
+        plan.chunk_sizes(L, virtual)
     if virtual == 1:
         return
     if plan.pp == 1:
         raise SymcostError(f"--virtual-stages {virtual} needs --pp > 1 (interleaving splits pipeline stages)")
-    L = model.n_layers()
-    if L % (plan.pp * virtual):
+    if not plan.uneven and L % (plan.pp * virtual):
         raise SymcostError(f"--virtual-stages {virtual}: pp × v = {plan.pp} × {virtual} = {plan.pp * virtual} "
-                           f"must divide the layers L={L} (equal model chunks)")
+                           f"must divide the layers L={L} (equal model chunks; or give the first/last stages their own "
+                           f"counts, --first-stage-layers / --last-stage-layers, or --account-embedding / "
+                           f"--account-loss)")
     if m % plan.pp:
         raise SymcostError(f"--virtual-stages {virtual}: the micro-batches per step ({m}) must be a multiple "
                            f"of --pp {plan.pp} (Megatron's interleaved schedule runs them in groups of pp)")

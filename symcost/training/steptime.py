@@ -55,11 +55,12 @@ def step_time(flops_per_gpu: int, cm: dict, setup, *, peak_flops: float, mfu: fl
     per_dim = {dim: float(collective_seconds(nbytes, counts.get(dim, 0), link_bytes_s(dim, span.get(dim), links),
                                              links.alpha_s))
                for dim, nbytes in cm["bytes"].items()}
-    exposed = (1 - overlap) * sum(per_dim.values())
     b = float(bubble(p.pp, cm["micro_batches"], setup.virtual))
     total = step_seconds(compute, sum(per_dim.values()), overlap, b)
-    return {"step_time_s": total, "compute_s": compute, "comm_s": per_dim, "exposed_comm_s": exposed,
-            "bubble": b, "mfu": mfu, "overlap": overlap}
+    return {"step_time_s": total, "compute_s": compute, "comm_s": per_dim,
+            "exposed_comm_s": {k: (1 - overlap) * t for k, t in per_dim.items()},
+            "bubble": b, "mfu": mfu, "overlap": overlap,
+            "hfu_implied": flops_per_gpu / (total * peak_flops)}  # FLOPs run (recomputation included) per second
 
 
 def budget(flops: float, *, gpus: int, peak_flops: float, mfu: float | None = None,
@@ -78,3 +79,58 @@ def budget(flops: float, *, gpus: int, peak_flops: float, mfu: float | None = No
     out.update({"mfu": mfu, "wall_time_s": seconds, "gpu_hours": seconds * gpus / 3600,
                 "tokens_per_s": tokens / seconds, "days": seconds / 86400})
     return out
+
+
+# -- the step from the hardware: kernels by class, each framework's overlap, the schedule's bubble ----
+def comm_seconds(cm: dict, setup, links: Links) -> dict:
+    """t_dim = n_dim·α + bytes_dim/β_dim per dimension (``comm.comm``'s answer ``cm``)."""
+    p = setup.plan
+    span = spans(p.dp, p.tp, p.pp, p.ep, p.cp, setup.states.shard)
+    counts = cm["collectives"]
+    return {dim: float(collective_seconds(nbytes, counts.get(dim, 0), link_bytes_s(dim, span.get(dim), links),
+                                          links.alpha_s))
+            for dim, nbytes in cm["bytes"].items()}
+
+
+def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "megatron", schedule: str = "1f1b",
+                hide: dict | None = None, model_flops_per_gpu: float, hardware_flops_per_gpu: float,
+                peak_bf16: float, grad_share: float = 0.5) -> dict:
+    """One step's time with no MFU given: each pipeline rank's per-micro-batch kernel times
+    (``ranks``: ``compute.class_times`` answers with ``t_opt`` and ``layers`` added), the framework's
+    overlap (``overlap.exposed``) and the schedule's bubble (``schedule.bubble_seconds``):
+
+        t_rank = m·(t_F + t_B + t_R) + t_opt
+        t_step = max_rank t_rank + bubble(F, B, W of the slowest rank) + Σ_dim exposed_dim
+
+    Implied MFU = model FLOPs per GPU / (t_step · P_bf16), HFU the same with the FLOPs the
+    hardware runs (recomputation included), both against the dense BF16 peak."""
+    from .overlap import exposed as exposed_comm
+    from .schedule import bubble_seconds
+    p = setup.plan
+    m = setup.micro_batches
+    per_rank = [m * (r["t_F"] + r["t_B"] + r["t_R"]) + r["t_opt"] for r in ranks]
+    slow = max(range(len(ranks)), key=per_rank.__getitem__)
+    r = ranks[slow]
+    bub = bubble_seconds(schedule, p.pp, r["t_F"] + r["t_R"], r["t_B"], r["t_W"], setup.virtual)
+    t_gemm = m * sum(r[ph][c] for ph in ("forward", "backward") for c in ("gemm", "grouped_gemm", "head"))
+    t_attn = m * (r["forward"]["attention"] + r["backward"]["attention"])
+    ex = exposed_comm(framework, comm_s, t_F=r["t_F"], t_B=r["t_B"], t_gemm=t_gemm, t_attn=t_attn, m=m,
+                      zero=p.zero, layers=max(r["layers"], 1), virtual=setup.virtual, schedule=schedule,
+                      grad_share=grad_share, hide=hide)
+    exposed_total = sum(d["exposed_s"] for d in ex.values())
+    total = per_rank[slow] + bub + exposed_total
+    classes = {c: m * (r["forward"][c] + r["backward"][c]) for c in r["forward"]}
+    classes["recompute"] = m * r["t_R"]
+    classes["optimizer"] = r["t_opt"]
+    return {"step_time_s": total, "compute_s": per_rank[slow], "kernel_s": classes,
+            "comm_s": {k: d["time_s"] for k, d in ex.items()},
+            "exposed_comm_s": {k: d["exposed_s"] for k, d in ex.items()},
+            "hidden_comm_s": {k: d["hidden_s"] for k, d in ex.items()},
+            "overlap_rules": {k: d["rule"] for k, d in ex.items()},
+            "bubble_s": bub, "bubble": bub / total if total else 0.0, "slowest_rank": slow,
+            "mfu_implied": model_flops_per_gpu / (total * peak_bf16),
+            "hfu_implied": hardware_flops_per_gpu / (total * peak_bf16),
+            "mfu": None, "overlap": None, "framework": framework or "symcost (Megatron's overlap)", "schedule": schedule,
+            "efficiency": r["eta"], "gemm_peak_dtype": r["gemm_dtype"], "notes": r["notes"],
+            "convention": "MFU/HFU against the dense BF16 peak; model FLOPs = 3 x forward (causal), "
+                          "hardware FLOPs add recomputation"}

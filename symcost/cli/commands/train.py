@@ -25,10 +25,11 @@ from .. import options as o
 from .common import check_positions
 
 _SHARED = (o.SEQ.but(required=True), o.MICRO_BATCH.but(required=True), o.GLOBAL_BATCH,
-           o.DP, o.TP, o.PP, o.EP, o.CP)
+           o.DP, o.TP, o.PP, o.EP, o.CP, o.ETP)
 _STATES = (o.RECOMPUTE_METHOD, o.RECOMPUTE_LAYERS, o.OPTIMIZER, o.GRAD_DTYPE, o.ACT_DTYPE, o.ATTENTION_KERNEL)
 _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
-_TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS)
+_TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS, o.PRECISION, o.FP8_ALL_GATHER, o.SCHEDULE, o.HIDE, o.FIRST_STAGE_LAYERS,
+         o.LAST_STAGE_LAYERS, o.ACCOUNT_EMBEDDING, o.ACCOUNT_LOSS, o.PIPELINE_LAYOUT)
 _MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES)
 OPTIONS = {
     "train": (o.MODEL, o.SEQ.but(required=True), o.MICRO_BATCH.but(help=o.MICRO_BATCH.help + " (required without "
@@ -39,6 +40,7 @@ OPTIONS = {
              o.HSDP_SHARD, *_TAIL, o.FRAMEWORK),
     "budget": (o.MODEL, o.TOKENS.but(required=True), o.GPUS.but(required=True), o.GPU.but(required=True),
                o.MFU.but(default=None, help="default: 0.4, or implied by --gpu-hours"), o.GPU_HOURS, o.FLOPS,
+               o.PEAK_DTYPE, o.FLOPS_CONVENTION,
                o.SEQ.but(default=4096), o.GLOBAL_BATCH.but(help="sequences per step, for the step time")),
     "presets": (o.MODEL, o.SEQ.but(required=True), o.BATCH),
 }
@@ -47,8 +49,9 @@ OPTIONS = {
 SWEPT_DEFAULTS = {"zero": 0, "recompute": "none", "sp": False, "virtual_stages": 1, "offload": "none",
                   "hsdp_shard": None}
 COMM_NOTE = ("bytes the busiest GPU of each dimension sends per step (ring collectives); step time: alpha-beta "
-             "per collective, NVLink inside a node, scale-out link across nodes, compute at --mfu of the dense "
-             "BF16 peak, --overlap hidden, pipeline bubble (p-1)/(v*m+p-1); dp_replicate: HSDP's all-reduce "
+             "per collective, NVLink inside a node, scale-out link across nodes; compute per kernel class at its "
+             "measured efficiency, each framework's overlap and the schedule's bubble (with --mfu: compute at that "
+             "share of the dense BF16 peak, --overlap hidden, bubble (p-1)/(v*m+p-1)); dp_replicate: HSDP's all-reduce "
              "across replicas; host: CPU offload's PCIe bytes, both directions, at --pcie-gbs")
 
 # -- parsed options -> symcost.training ------------------------------------------------------------
@@ -74,7 +77,10 @@ def _training(args) -> TrainSetup:
                 kernel=args.attention_kernel, act_dtype=args.act_dtype,
                 activation_model=getattr(args, "activations", "engine"), scan=getattr(args, "scan", "fused"),
                 framework=args.framework, reshard=getattr(args, "reshard_after_forward", "default"),
-                loss_chunks=getattr(args, "loss_chunks", 1), recompute_modules=_modules(args))
+                loss_chunks=getattr(args, "loss_chunks", 1), recompute_modules=_modules(args),
+                etp=args.etp, first_stage_layers=args.first_stage_layers, last_stage_layers=args.last_stage_layers,
+                account_embedding=args.account_embedding, account_loss=args.account_loss,
+                pipeline_layout=args.pipeline_layout)
 
 
 def _links(args, g):
@@ -82,8 +88,23 @@ def _links(args, g):
                      pcie_gbs=args.pcie_gbs)
 
 
-def _step(args, g, tm, cm, setup: TrainSetup) -> dict:
-    return run.step(tm, cm, setup, gpu=g, links=_links(args, g), mfu=args.mfu, overlap=args.overlap)
+def _step(m, args, g, tm, cm, setup: TrainSetup) -> dict:
+    """Without --mfu: kernels by class, the framework's overlap, the schedule's bubble
+    (``run.kernel_step``); with --mfu: compute at that MFU, --overlap hidden (``run.step``)."""
+    if args.mfu is None:
+        from ...training.overlap import parse_hide
+        if args.overlap is not None:
+            raise SymcostError("--overlap (one hidden share for every collective) applies with --mfu; without it "
+                               "each framework's overlap is computed per dimension (override one with --hide DIM=on|off)")
+        return run.kernel_step(m, tm, cm, setup, gpu=g, links=_links(args, g), schedule=args.schedule,
+                               precision=args.precision, hide=parse_hide(args.hide),
+                               fp8_all_gather=args.fp8_all_gather)
+    if args.schedule not in (None, "1f1b", "interleaved") or args.hide or args.precision != "bf16" \
+            or args.fp8_all_gather:
+        raise SymcostError("--schedule zb-h1/dualpipe, --hide, --precision and --fp8-all-gather shape the computed "
+                           "step time: "
+                           "drop --mfu (which replaces it by compute at one utilisation)")
+    return run.step(tm, cm, setup, gpu=g, links=_links(args, g), mfu=args.mfu, overlap=args.overlap or 0.0)
 
 
 def _memory_and_step(m, args, g):
@@ -93,7 +114,7 @@ def _memory_and_step(m, args, g):
     if g is None:
         return tm, None
     cm = comm(m, setup.replace(recompute=run.comm_recompute(args.recompute, args.cp)))
-    return tm, _step(args, g, tm, cm, setup)
+    return tm, _step(m, args, g, tm, cm, setup)
 
 
 def _comm_and_step(m, args):
@@ -108,11 +129,19 @@ def _comm_and_step(m, args):
         return cm, None, None
     tm = train_memory(m, setup)
     g = find_gpu(args.gpu)
-    return cm, g, _step(args, g, tm, cm, setup)
+    return cm, g, _step(m, args, g, tm, cm, setup)
+
+
+def _hide(args):
+    from ...training.overlap import parse_hide
+    return parse_hide(args.hide)
 
 
 def _search(m, args):
     """``train --search``: the sweep (``training.search``) and the time it took."""
+    if args.mfu is None and args.overlap is not None:
+        raise SymcostError("--overlap (one hidden share for every collective) applies with --mfu; without it "
+                           "each framework's overlap is computed per dimension (override one with --hide DIM=on|off)")
     from ...training.search import search  # lazy: NumPy (~70 ms), which only --search needs
     g = find_gpu(args.gpu)
     base = TrainSetup.of(seq=args.seq, global_batch=args.global_batch, capacity=args.capacity_factor,
@@ -122,7 +151,8 @@ def _search(m, args):
     t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, base, gpus=args.gpus, gpu=g, zero=args.zero, recompute=args.recompute, sp=args.sp,
                virtual=args.virtual_stages, hsdp=args.hsdp_shard, offload=args.offload, links=_links(args, g),
-               mfu=args.mfu, overlap=args.overlap, headroom_gib=args.headroom_gib)
+               mfu=args.mfu, overlap=args.overlap or 0.0, headroom_gib=args.headroom_gib,
+               precision=args.precision, hide=_hide(args))
     r["seconds"] = time.perf_counter() - t0
     r["cpu_seconds"] = time.process_time() - c0
     return r
@@ -221,10 +251,21 @@ def cmd_train(args, out):
     lines.append(f"  micro-batches per step {tm.micro_batches}, in flight on that stage {tm.in_flight}")
     lines.append(f"  FLOPs per step (exact, causal): {tm.flops_per_step:,} = {human_count(tm.flops_per_step)}FLOP")
     if step is not None:
-        lines.append(f"  step time on {g.name} at MFU {args.mfu:.0%}: {step['step_time_s']:.3f} s "
-                     f"(bubble {step['bubble']:.1%})")
+        lines.append(_step_line(step, g, args))
     lines += [f"  note: {n}" for n in tm.notes]
     out.emit(payload, "\n".join(lines))
+
+
+def _step_line(step: dict, g, args) -> str:
+    if step.get("mfu") is not None:
+        return (f"  step time on {g.name} at MFU {args.mfu:.0%}, overlap {args.overlap or 0:.0%}: "
+                f"{step['step_time_s']:.3f} s "
+                f"(bubble {step['bubble']:.1%})")
+    exposed = sum(step["exposed_comm_s"].values())
+    return (f"  step time on {g.name} ({step['precision']} GEMMs, kernels at measured efficiency, {step['framework']} "
+            f"overlap, {step['schedule']}): {step['step_time_s']:.3f} s = compute {step['compute_s']:.3f} + bubble "
+            f"{step['bubble_s']:.3f} + exposed comm {exposed:.3f}; implied MFU {step['mfu_implied']:.1%}, "
+            f"HFU {step['hfu_implied']:.1%}")
 
 
 def _search_table(best: list[dict]) -> list[str]:
@@ -249,6 +290,13 @@ def _cmd_search(m, args, out):
     if (args.recompute_method, args.recompute_layers) != ("uniform", 1):
         raise SymcostError("--search sweeps --recompute none|selective|full with every layer its own "
                            "checkpoint; --recompute-method / --recompute-layers apply to one layout (drop --search)")
+    fixed = [f for f, given in (("--etp", args.etp), ("--first-stage-layers", args.first_stage_layers),
+                                ("--last-stage-layers", args.last_stage_layers),
+                                ("--account-embedding", args.account_embedding), ("--account-loss", args.account_loss),
+                                ("--pipeline-layout", args.pipeline_layout), ("--schedule", args.schedule)) if given]
+    if fixed:
+        raise SymcostError(f"--search sweeps even pipeline splits under 1F1B/interleaving with experts sliced over "
+                           f"tp; {', '.join(fixed)} apply to one layout (drop --search)")
     r = _search(m, args)
     payload = {"model": m.name, "gpus": args.gpus, "gpu": args.gpu, "seq": args.seq,
                "global_batch": args.global_batch, "capacity_factor": _capacity(args), **r}
@@ -286,7 +334,7 @@ def cmd_comm(args, out):
     lines += [f"  {k:<12} {v:>22,}  {human_bytes(v)}  in {cm['collectives'][k]} collectives"
               for k, v in per.items()]
     if t is not None:
-        lines.append(f"  step time on {g.name} at MFU {args.mfu:.0%}, overlap {args.overlap:.0%}: {t:.3f} s")
+        lines.append(_step_line(step, g, args))
     out.emit(payload, "\n".join(lines))
 
 
@@ -294,16 +342,20 @@ def cmd_budget(args, out):
     m = loader.build(args.model)
     check_positions(m, args.seq, "--seq")
     g = find_gpu(args.gpu)
-    source = "--flops" if args.flops is not None else "exact training FLOPs (3 x forward, causal) per token x tokens"
+    source = ("--flops" if args.flops is not None else
+              "exact training FLOPs (3 x forward, causal) per token x tokens" if args.flops_convention == "exact" else
+              f"{args.flops_convention} preset FLOPs per token x tokens")
     r = run.budget(m, gpu=g, tokens=args.tokens, gpus=args.gpus, seq=args.seq, mfu=args.mfu,
-                   gpu_hours=args.gpu_hours, flops=args.flops, global_batch=args.global_batch)
+                   gpu_hours=args.gpu_hours, flops=args.flops, global_batch=args.global_batch,
+                   peak_dtype=args.peak_dtype, convention=args.flops_convention)
     payload = {"model": m.name, "gpu": g.name, "seq": args.seq, "flops_source": source, **r}
     lines = [f"{m.name}: training budget for {args.tokens:,} tokens on {args.gpus} x {g.name}",
              f"  FLOPs {r['flops']:.4g} ({source})",
              f"  at MFU {r['mfu']:.1%}: {r['wall_time_s'] / 86400:.2f} days, {r['gpu_hours'] / 1e6:.3f}M GPU-hours, "
              f"{r['tokens_per_s']:.4g} tokens/s"]
     if "implied_mfu" in r:
-        lines.append(f"  {args.gpu_hours:,.0f} GPU-hours imply MFU {r['implied_mfu']:.1%} of the BF16 peak")
+        lines.append(f"  {args.gpu_hours:,.0f} GPU-hours imply MFU {r['implied_mfu']:.1%} of the "
+                     f"{r['peak_dtype'].upper()} peak")
     out.emit(payload, "\n".join(lines))
 
 

@@ -1,0 +1,361 @@
+"""Issue 28: step time from the hardware (no --mfu) against published measured runs; overlap, bubbles,
+uneven stages, expert folding, FP8; the GPT-OSS FLOP convention.
+
+The measured set is tests/data/training_throughput_measured.json (``tests/training_throughput.py``
+builds each row's setup and predicts it; ``python -m tests.training_throughput`` prints the table).
+"""
+import json
+
+import pytest
+
+from symcost.architectures import loader
+from symcost.cli.main import main
+from symcost.core.errors import SymcostError
+from symcost.hardware.gpus import gpu
+from symcost.training import compute, overlap, schedule
+from symcost.training.flops import preset_megatron, train_flops
+from symcost.training.plan import Plan, rank_stages
+from symcost.training.setup import TrainSetup, fold_experts
+from tests import training_throughput as tt
+
+
+@pytest.fixture(scope="module")
+def table():
+    return tt.table()
+
+
+# -- the measured set ------------------------------------------------------------------------------
+def test_measured_set_is_sourced():
+    rows = tt.rows()
+    assert len(rows) >= 30
+    sources = {r["source"].get("repo") or r["source"].get("paper") for r in rows}
+    assert len(sources) >= 4
+    for r in rows:
+        assert r["source"] and r["figure"] and r["assumed"], r["id"]
+        assert r["dp"] * r["tp"] * r["pp"] * r["cp"] == r["gpus"], r["id"]
+        assert r["global_batch"] % (r["micro_batch"] * r["dp"]) == 0, r["id"]
+
+
+def test_every_published_layout_is_accepted(table):
+    out, refused = table
+    assert refused == []
+    assert len(out) == len(tt.rows())
+
+
+def test_step_time_median_within_25_percent(table):
+    """No --mfu: each kernel class at its measured efficiency. Median |predicted/measured − 1|."""
+    out, _ = table
+    assert tt.summary(out)["median_abs_error"] <= 0.25
+
+
+@pytest.mark.xfail(strict=True, reason="not met: worst rows are Qwen3-30B-A3B at micro-batch 1-2 (3.3x, 2.8x "
+                   "faster than measured: small expert GEMMs and per-layer MoE overheads are not modelled) and "
+                   "torchtitan's 128K-256K context-parallel runs on 500 W H100s (2.2-2.3x)")
+def test_step_time_worst_within_2x(table):
+    out, _ = table
+    assert tt.summary(out)["worst_factor"] <= 2.0
+
+
+def test_mfu_override_still_computes_at_the_given_mfu(capsys):
+    argv = ["train", "llama-3.1-8b", "--seq", "4096", "--micro-batch", "1", "--dp", "8", "--gpu", "H100", "--json"]
+    assert main(argv + ["--mfu", "0.5"]) == 0
+    s = json.loads(capsys.readouterr().out)["step"]
+    assert s["mfu"] == 0.5 and s["hfu_implied"] == pytest.approx(s["compute_s"] / s["step_time_s"] * 0.5, rel=0.02)
+    assert main(argv) == 0
+    k = json.loads(capsys.readouterr().out)["step"]
+    assert k["mfu"] is None and 0 < k["mfu_implied"] < 1 and set(k["exposed_comm_s"]) >= {"dp", "tp", "pp"}
+
+
+# -- overlap ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("framework", overlap.FRAMEWORKS)
+@pytest.mark.parametrize("zero", [0, 1, 3])
+def test_overlap_never_hides_more_than_its_compute(framework, zero):
+    comm_s = {"dp": 9.0, "tp": 5.0, "pp": 2.0, "ep": 7.0, "cp": 3.0, "host": 1.0}
+    t_F, t_B, m = 0.1, 0.2, 4
+    ex = overlap.exposed(framework, comm_s, t_F=t_F, t_B=t_B, t_gemm=0.8, t_attn=0.3, m=m, zero=zero, layers=10,
+                         hide={"ep": True})
+    compute = m * (t_F + t_B)
+    for d in ex.values():
+        assert d["hidden_s"] + d["exposed_s"] == pytest.approx(d["time_s"])
+        assert 0 <= d["hidden_s"] <= compute + 1e-12
+    assert ex["tp"]["hidden_s"] <= 0.8 and ex["cp"]["hidden_s"] <= 0.3
+    assert ex["host"]["hidden_s"] == 0
+    # a dimension turned off is exposed whole; a short collective hides whole behind a long window
+    assert overlap.exposed(framework, {"cp": 0.1}, t_F=1, t_B=2, t_gemm=3, t_attn=1, m=1, zero=zero,
+                           layers=1, hide={"cp": False})["cp"]["exposed_s"] == 0.1
+    assert overlap.exposed(framework, {"cp": 0.1}, t_F=1, t_B=2, t_gemm=3, t_attn=1, m=1, zero=zero,
+                           layers=1)["cp"]["exposed_s"] == 0
+
+
+def test_bad_hide_and_framework_are_refused():
+    with pytest.raises(SymcostError, match="unknown dimension"):
+        overlap.parse_hide(["xx=on"])
+    with pytest.raises(SymcostError, match="on or off"):
+        overlap.parse_hide(["tp=maybe"])
+    with pytest.raises(SymcostError, match="--framework"):
+        overlap.exposed("jax", {}, t_F=1, t_B=1, t_gemm=1, t_attn=1, m=1, zero=0, layers=1)
+
+
+# -- bubbles ---------------------------------------------------------------------------------------
+def _replay_1f1b(p, m, F, B):
+    """A 1F1B timeline (each rank: warm-up forwards, 1F1B steady state, cool-down backwards;
+    a forward waits for the previous rank's, a backward for the next rank's) -> the idle time of
+    rank 0 in the step, the schedule's bubble."""
+    import itertools
+    done_f, done_b = {}, {}
+    ops = []
+    for r in range(p):
+        w = min(p - r - 1, m)
+        seq = [("F", i) for i in range(w)]
+        f, b = w, 0
+        while f < m:
+            seq.append(("F", f))
+            f += 1
+            seq.append(("B", b))
+            b += 1
+        seq += [("B", i) for i in range(b, m)]
+        ops.append(seq)
+    t = [0.0] * p
+    pos = [0] * p
+    for _ in itertools.count():
+        moved = False
+        for r in range(p):
+            while pos[r] < len(ops[r]):
+                kind, i = ops[r][pos[r]]
+                if kind == "F":
+                    dep = done_f.get((r - 1, i), 0.0) if r > 0 else 0.0
+                    if r > 0 and (r - 1, i) not in done_f:
+                        break
+                    t[r] = max(t[r], dep) + F
+                    done_f[(r, i)] = t[r]
+                else:
+                    if r < p - 1 and (r + 1, i) not in done_b:
+                        break
+                    dep = done_b.get((r + 1, i), done_f.get((r, i), 0.0))
+                    t[r] = max(t[r], dep) + B
+                    done_b[(r, i)] = t[r]
+                pos[r] += 1
+                moved = True
+        if not moved:
+            break
+    return max(t) - m * (F + B)
+
+
+@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (8, 8), (4, 16)])
+def test_1f1b_bubble_equals_the_replayed_schedule(p, m):
+    F, B = 1.0, 2.0
+    assert schedule.bubble_seconds("1f1b", p, F, B, 1.0) == pytest.approx(_replay_1f1b(p, m, F, B))
+
+
+def test_bubble_closed_forms():
+    F, B, W = 1.0, 2.0, 1.0  # W: the weight-gradient half of B
+    assert schedule.bubble_seconds("1f1b", 8, F, B, W) == 7 * 3
+    assert schedule.bubble_seconds("interleaved", 8, F, B, W, virtual=4) == pytest.approx(7 * 3 / 4)
+    assert schedule.bubble_seconds("zb-h1", 8, F, B, W) == 7 * 1  # (p−1)(F+B−2W): a third of 1F1B's
+    assert schedule.bubble_seconds("dualpipe", 8, F, B, W) == 3 * (3 + 2 - 3)  # (p/2−1)(F&B+B−3W)
+    assert schedule.bubble_seconds("dualpipe", 1, F, B, W) == 0
+
+
+def test_schedule_refusals_name_the_rule():
+    with pytest.raises(SymcostError, match="even --pp"):
+        schedule.check_schedule("dualpipe", 3, 12, 1)
+    with pytest.raises(SymcostError, match="at least 2 × pp"):
+        schedule.check_schedule("dualpipe", 4, 6, 1)
+    with pytest.raises(SymcostError, match="one model chunk"):
+        schedule.check_schedule("zb-h1", 4, 8, 2)
+    with pytest.raises(SymcostError, match="virtual-stages > 1"):
+        schedule.check_schedule("interleaved", 4, 8, 1)
+    schedule.check_schedule("dualpipe", 4, 8, 1)
+
+
+# -- uneven stages, expert folding -----------------------------------------------------------------
+@pytest.mark.parametrize("plan,L,v", [
+    (Plan(pp=16, first=7, last=7), 126, 1),                        # the Llama 3 405B run
+    (Plan(pp=16, embed_slot=True, loss_slot=True), 126, 4),        # Megatron-Bridge 405B
+    (Plan(pp=8, embed_slot=True, loss_slot=True), 94, 3),          # Qwen3-235B
+    (Plan(pp=4, layout=tuple([4] + [4] * 14 + [1])), 61, 4),       # DeepSeek-V3's layout map (4, 4)
+    (Plan(pp=4, first=8, last=4), 60, 4),
+])
+def test_uneven_stages_conserve_layers(plan, L, v):
+    sizes = plan.chunk_sizes(L, v)
+    assert len(sizes) == plan.pp * v and sum(sizes) == L and min(sizes) >= 0
+
+
+def test_uneven_stages_place_the_layers_on_their_ranks():
+    m = tt.model_of({"model": "tests/data/training_configs/llama-3.1-405b.json"})
+    plan = Plan(pp=16, first=7, last=7)
+    ranks = rank_stages(m, 16, 1, plan)
+    assert [sum(r["layers"].values()) for r in ranks] == [7] + [8] * 14 + [7]
+    inter = rank_stages(m, 8, 2, Plan(pp=8, embed_slot=True, loss_slot=True))
+    assert sum(sum(r["layers"].values()) for r in inter) == 126
+    assert [len(r["chunks"]) for r in inter] == [2] * 8
+
+
+@pytest.mark.parametrize("plan,L,v,match", [
+    (Plan(pp=16, first=6, last=7), 126, 1, "split the other"),
+    (Plan(pp=4, first=3, last=4), 60, 2, "multiple of the virtual stages"),
+    (Plan(pp=16, embed_slot=True), 126, 4, "must split evenly"),
+    (Plan(pp=4, first=8, embed_slot=True), 60, 1, "cannot be combined"),
+    (Plan(pp=4, layout=(4, 4, 4)), 12, 1, "pp × v"),
+    (Plan(pp=2, layout=(4, 4)), 12, 1, "L=12"),
+])
+def test_uneven_stage_refusals_name_the_rule(plan, L, v, match):
+    with pytest.raises(SymcostError, match=match):
+        plan.chunk_sizes(L, v)
+
+
+def test_interleaving_over_uneven_layers_needs_a_rule(capsys):
+    base = ["train", "deepseek-v3", "--seq", "4096", "--micro-batch", "1", "--global-batch", "256", "--pp", "4",
+            "--dp", "4", "--ep", "4", "--virtual-stages", "4"]
+    assert main(base) == 2
+    assert "must divide the layers L=61" in capsys.readouterr().err
+    assert main(base + ["--pipeline-layout", ",".join(map(str, [4] + [4] * 14 + [1]))]) == 0
+
+
+def test_expert_tensor_parallel_folding():
+    """Megatron's folding: experts over ep·etp ranks tiling tp·dp·cp; --ep 32 with dp·cp = 16 at tp 2, etp 1
+    is a published shape (refused before: N_ep had to divide dp·cp)."""
+    assert fold_experts(32, 1, 2, 16, 1) == 16
+    assert fold_experts(64, 1, 2, 64, 1) == 32
+    assert fold_experts(8, None, 4, 8, 1) == 8
+    with pytest.raises(SymcostError, match="must divide tp × dp × cp"):
+        fold_experts(64, 1, 2, 16, 1)
+    with pytest.raises(SymcostError, match="multiple of --tp"):
+        fold_experts(2, 1, 4, 8, 1)
+    s = TrainSetup.of(seq=4096, global_batch=64, dp=16, tp=2, ep=32, etp=1)
+    s.check(loader.build("deepseek-v3"))
+    assert s.plan.ep == 16 and s.plan.expert_ranks == 32 and s.replace(zero=1).plan.etp == 1
+
+
+# -- FP8 -------------------------------------------------------------------------------------------
+def test_fp8_peaks_and_bytes():
+    h = gpu("H100")
+    with pytest.raises(SymcostError, match="Blackwell"):
+        compute.check_precision("mxfp8", h)
+    with pytest.raises(SymcostError, match="no FP8"):
+        compute.check_precision("fp8", gpu("A100-80GB"))
+    compute.check_precision("mxfp8", gpu("B200"))
+    assert compute.fp8_weight_copy_bytes(1000, "bf16") == 0
+    assert compute.fp8_weight_copy_bytes(1000, "fp8") == 2000
+    assert compute.fp8_weight_copy_bytes(1024, "mxfp8") == 2048 + 64
+    assert compute.fp8_weight_cast_bytes(10, "fp8") == 60
+
+
+def test_fp8_runs_gemms_at_the_fp8_peak_and_keeps_attention_and_head_in_bf16(capsys):
+    argv = ["train", "llama-3.1-8b", "--seq", "8192", "--micro-batch", "1", "--dp", "8", "--zero", "1", "--gpu",
+            "H100", "--json"]
+    out = {}
+    for p in ("bf16", "fp8"):
+        assert main(argv + ["--precision", p]) == 0
+        out[p] = json.loads(capsys.readouterr().out)["step"]
+    b, f = out["bf16"]["kernel_s"], out["fp8"]["kernel_s"]
+    assert out["fp8"]["gemm_peak_dtype"] == "fp8"
+    assert f["gemm"] < b["gemm"] and f["attention"] == b["attention"] and f["head"] == b["head"]
+    assert out["fp8"]["step_time_s"] < out["bf16"]["step_time_s"]
+
+
+def test_budget_peak_dtype(capsys):
+    argv = ["budget", "llama-3.1-70b", "--tokens", "15000000000000", "--gpus", "1024", "--gpu", "H100", "--json"]
+    assert main(argv + ["--peak-dtype", "fp8", "--mfu", "0.4"]) == 0
+    f = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--mfu", "0.4"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert f["peak_dtype"] == "fp8" and f["wall_time_s"] == pytest.approx(b["wall_time_s"] * 989 / 1979)
+    assert main(["budget", "llama-3.1-8b", "--tokens", "1000", "--gpus", "8", "--gpu", "A100-80GB",
+                 "--peak-dtype", "fp8"]) == 2
+    assert "no FP8" in capsys.readouterr().err
+
+
+# -- kernel classes --------------------------------------------------------------------------------
+def test_kernel_classes_partition_the_forward_flops():
+    m = loader.build("deepseek-v3")
+    s = TrainSetup.of(seq=4096, global_batch=8, dp=8, ep=8)
+    works = compute.rank_work(m, s)
+    leaves = compute.forward_leaves(m, s)
+    total = sum(sum(w.flops.values()) + w.head for w in works)
+    assert total == pytest.approx(sum(leaves.values()))  # one rank holds every layer: nothing lost
+    assert works[0].flops["grouped_gemm"] > 0 and works[0].flops["attention"] > 0
+    assert works[0].expert_rows == 8 * 4096 // (256 // 8)
+
+
+# -- GPT-OSS's FLOPs against Megatron-Bridge's ------------------------------------------------------
+def test_gpt_oss_flops_convention_reproduces_megatron_bridge():
+    """The published TFLOPS / tokens-per-second of the GPT-OSS-120B rows is Megatron's count with the
+    gate multiplier taken from --swiglu (a clamped GLU counts as two matrices) and no window term."""
+    m = tt.model_of({"model": "tests/data/training_configs/gpt-oss-120b.json"})
+    rows = [r for r in tt.rows() if "gpt-oss" in r["model"]]
+    assert len(rows) == 3
+    for r in rows:
+        implied = r["figure"]["model_tflops_per_gpu"] * 1e12 / r["figure"]["tokens_per_s_per_gpu"]
+        v = m.values_with(T=r["seq"], B=1)
+        ours = float(preset_megatron(m, swiglu_only=True).xreplace(v)) / r["seq"]
+        assert ours == pytest.approx(implied, rel=0.005)
+        exact = train_flops(m).total_at(v) / r["seq"]
+        assert 1.10 < exact / ours < 1.21
+    dense = loader.build("llama-3.1-8b")  # plain SwiGLU: both readings agree
+    assert preset_megatron(dense, swiglu_only=True) == preset_megatron(dense)
+
+
+def test_search_ranks_by_the_kernel_step_time(capsys):
+    base = ["train", "llama-3.1-8b", "--seq", "4096", "--micro-batch", "1", "--global-batch", "64", "--gpu", "H100",
+            "--json"]
+    assert main(base + ["--search", "--gpus", "16"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    times = [b["step_time_s"] for b in r["best"]]
+    assert times == sorted(times)
+    b = r["best"][0]
+    argv = base + ["--micro-batch", str(b["micro_batch"]), "--zero", str(b["zero"]), "--recompute", b["recompute"],
+                   "--offload", b["offload"], "--virtual-stages", str(b["virtual_stages"]),
+                   "--sp" if b["sp"] else "--no-sp"]
+    argv += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
+    if b["hsdp_shard"] is not None:
+        argv += ["--hsdp-shard", str(b["hsdp_shard"])]
+    assert main(argv) == 0
+    t = json.loads(capsys.readouterr().out)["step"]
+    assert t["mfu"] is None and t["step_time_s"] == pytest.approx(b["step_time_s"], rel=0.05)
+    assert main(base + ["--search", "--gpus", "16", "--schedule", "zb-h1"]) == 2
+    assert "drop --search" in capsys.readouterr().err
+
+
+def test_efficiencies_are_kernel_data_not_the_measured_set():
+    """Every calibration row training reads names its source, and none is the throughput set."""
+    import importlib.resources as res
+    for name in ("gemm", "attn_prefill", "attn_backward", "elementwise", "optimizer"):
+        rows = json.loads((res.files("symcost.hardware") / "kernels" / f"{name}.json").read_text())["rows"]
+        for row in rows:
+            assert row["source"] and "training_throughput" not in row["source"]
+            assert "Megatron-Bridge" not in row["source"] and "torchtitan" not in row["source"]
+
+
+def test_fp8_all_gather_halves_the_gather_bytes():
+    s = TrainSetup.of(seq=4096, micro_batch=1, global_batch=16, dp=8, zero=3, grad_dtype="fp32")
+    m = s.micro_batches
+    assert compute.fp8_all_gather_share(s, "fp8") == pytest.approx((2 * m + 4 * m) / (4 * m + 4 * m))
+    with pytest.raises(SymcostError, match="--zero 3"):
+        compute.fp8_all_gather_share(s.replace(zero=1), "fp8")
+    with pytest.raises(SymcostError, match="--precision"):
+        compute.fp8_all_gather_share(s, "bf16")
+
+
+def test_budget_decimal_suffixes_and_flops_convention(capsys):
+    base = ["budget", "llama-3.1-70b", "--gpus", "1024", "--gpu", "H100", "--mfu", "0.4", "--json"]
+    assert main(base + ["--tokens", "15T"]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert main(base + ["--tokens", "15000000000000"]) == 0
+    assert json.loads(capsys.readouterr().out) == a and a["tokens"] == 15 * 10**12
+    assert main(base + ["--tokens", "2.5K", "--flops-convention", "6nd"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    m = loader.build("llama-3.1-70b")
+    assert r["tokens"] == 2500 and r["flops_convention"] == "6nd"
+    assert r["flops"] == pytest.approx(6 * m.active_params().total_at(m.values) * 2500)
+    assert main(base + ["--tokens", "1.5"]) == 2 and "whole number" in capsys.readouterr().err
+
+
+def test_ddp_all_reduce_hides_behind_the_last_backward_only():
+    ex = overlap.exposed("hf", {"dp": 1.0}, t_F=0.5, t_B=0.6, t_gemm=1, t_attn=1, m=4, zero=0, layers=8)
+    assert ex["dp"]["hidden_s"] == pytest.approx(0.6) and ex["dp"]["exposed_s"] == pytest.approx(0.4)
+    z1 = overlap.exposed("megatron", {"dp": 1.0}, t_F=0.5, t_B=0.6, t_gemm=1, t_attn=1, m=4, zero=1, layers=8,
+                         grad_share=0.5)
+    assert z1["dp"]["exposed_s"] == 0  # 0.5 reduce behind 0.6, 0.5 gather behind 0.5
+    z3 = overlap.exposed("fsdp2", {"dp": 1.0}, t_F=0.5, t_B=0.6, t_gemm=1, t_attn=1, m=4, zero=3, layers=8)
+    assert z3["dp"]["exposed_s"] == pytest.approx(1.0 / 16)  # the first unit's gather of each pass
