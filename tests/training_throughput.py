@@ -37,6 +37,7 @@ def setup_of(row: dict) -> TrainSetup:
     return TrainSetup.of(seq=row["seq"], micro_batch=row["micro_batch"], global_batch=row["global_batch"],
                          dp=row["dp"], tp=row["tp"], pp=row["pp"], ep=row["ep"], cp=row["cp"], zero=row["zero"],
                          sp=row["tp"] > 1, virtual=row["virtual"], recompute=row["recompute"], grad_dtype="fp32",
+                         framework=row["framework"],
                          etp=row.get("etp"), first_stage_layers=row.get("first_stage_layers"),
                          last_stage_layers=row.get("last_stage_layers"),
                          account_embedding=row.get("account_embedding", False),
@@ -56,8 +57,7 @@ def predict(row: dict) -> dict:
     tm = train_memory(m, setup)
     cm = comm(m, setup.replace(recompute=run.comm_recompute(row["recompute"], row["cp"])))
     links = run.links(g, ib_gbs=50.0, gpus_per_node=NVLINK_DOMAIN.get(row["gpu"], 8), alpha_us=10.0, pcie_gbs=63.0)
-    st = run.kernel_step(m, tm, cm, setup, gpu=g, links=links, framework=row["framework"],
-                         schedule=row.get("schedule"), precision=row["precision"], hide=row.get("hide"))
+    st = run.kernel_step(m, tm, cm, setup, gpu=g, links=links, schedule=row.get("schedule"), precision=row["precision"], hide=row.get("hide"))
     return {"predicted_s": st["step_time_s"], "measured_s": measured_step(row, m), "step": st}
 
 
