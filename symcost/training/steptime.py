@@ -130,7 +130,7 @@ def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "meg
             "bubble_s": bub, "bubble": bub / total if total else 0.0, "slowest_rank": slow,
             "mfu_implied": model_flops_per_gpu / (total * peak_bf16),
             "hfu_implied": hardware_flops_per_gpu / (total * peak_bf16),
-            "mfu": None, "overlap": None, "framework": framework or "symcost (Megatron's overlap)", "schedule": schedule,
+            "mfu": None, "overlap": None, "framework": framework or "megatron (no --framework)", "schedule": schedule,
             "efficiency": r["eta"], "gemm_peak_dtype": r["gemm_dtype"], "notes": r["notes"],
             "convention": "MFU/HFU against the dense BF16 peak; model FLOPs = 3 x forward (causal), "
                           "hardware FLOPs add recomputation"}
