@@ -12,9 +12,11 @@ which). Serving's latency model and training's step time read the same rows.
 
 Each file holds ``{"op_class", "about", "rows": [...]}``; a row has ``gpu`` (a catalogue name, or
 ``"*"`` for the class's default), ``dtype`` (or ``"*"``), an optional regime (``m_min``/``m_max``:
-the GEMM's token rows M; ``bytes_min``/``bytes_max``: a collective's message size), ``eta_compute``,
-``eta_memory``, ``floor_us`` and ``source``. A lookup takes the most specific row that matches:
-the GPU before ``"*"``, the dtype before ``"*"``, a row with a regime before one without.
+the GEMM's token rows M; ``bytes_min``/``bytes_max``: a collective's message size), an optional
+``variant`` (a kernel family inside the class: ``mla`` attention, a collective's ``all_reduce`` /
+``all_to_all`` / ...), ``eta_compute``, ``eta_memory``, ``floor_us`` and ``source``. A lookup takes the
+most specific row that matches: the GPU before ``"*"``, the variant asked before none, the dtype before
+``"*"``, a row with a regime before one without. A row with a variant answers only that variant.
 """
 from __future__ import annotations
 
@@ -69,14 +71,18 @@ def rows(op_class: str) -> tuple[dict, ...]:
     return tuple(json.loads(path.read_text(encoding="utf-8"))["rows"])
 
 
-def efficiency(gpu: str, op_class: str, *, dtype: str = "bf16", m=None, nbytes=None) -> Efficiency:
-    """The most specific measured row for ``gpu`` × ``op_class`` × ``dtype`` at GEMM rows ``m`` or
-    message size ``nbytes``; SymcostError naming the class when no row (not even a default) applies."""
+def efficiency(gpu: str, op_class: str, *, dtype: str = "bf16", m=None, nbytes=None,
+               variant: str | None = None) -> Efficiency:
+    """The most specific measured row for ``gpu`` × ``op_class`` × ``dtype`` (× ``variant``) at GEMM
+    rows ``m`` or message size ``nbytes``; SymcostError naming the class when no row (not even a
+    default) applies."""
     best, rank = None, None
     for row in rows(op_class):
         if row["gpu"] not in (gpu, "*") or row.get("dtype", "*") not in (dtype, "*") or not _matches(row, m, nbytes):
             continue
-        r = (row["gpu"] == gpu, row.get("dtype", "*") == dtype,
+        if row.get("variant") not in (None, variant):
+            continue
+        r = (row["gpu"] == gpu, row.get("variant") is not None, row.get("dtype", "*") == dtype,
              any(k in row for k in ("m_min", "m_max", "bytes_min", "bytes_max")))
         if rank is None or r > rank:
             best, rank = row, r
