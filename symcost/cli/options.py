@@ -287,7 +287,30 @@ BW_EFF = Option(("--bw-eff",), "serve", "fraction of the HBM bandwidth reached",
                 kind=real(open_low=True, high=1.0), default=1.0, example="0.8")
 DEPLOY_GPUS = Option(("--gpus",), "serve", "N, or MIN-MAX for every N in the range (default: the smallest power "
                      "of two that fits)", example="8-16")
-TOP = Option(("--top",), "serve", "print only the best N layouts (0: all)", kind=integer, default=0, example="5")
+TOP = Option(("--top",), "serve", "print only the best N layouts, N >= 1 (default: all)", kind=positive,
+             example="5")
+IDEAL = Option(("--ideal",), "serve", "the pure roofline bound: every kernel at the dense peak and the full HBM "
+               "and link bandwidth, no kernel floors or collective latencies (eta = 1, t_0 = alpha = 0; default: "
+               "the calibrated kernel model of symcost.hardware.kernels)", action="store_true")
+CONCURRENCY = Option(("--concurrency",), "serve", "total requests in flight, spread over the data-parallel replicas "
+                     "(batch per replica = ceil(N / dp); instead of --batch)", kind=positive, example="64")
+ISL = Option(("--isl",), "serve", "input tokens per request: TTFT is the prefill of one prompt of ISL tokens "
+             "(default: --T)", kind=positive, example="1024")
+OSL = Option(("--osl",), "serve", "output tokens per request: the KV holds ISL + OSL tokens per request and TPOT "
+             "is taken at context ISL + OSL/2 (default 0: --T is the context)", kind=positive, example="1024")
+MAX_TTFT = Option(("--max-ttft",), "serve", "SLA: time to first token at most S seconds (a layout filter)",
+                  kind=real(open_low=True), metavar="S", example="0.5")
+MAX_TPOT = Option(("--max-tpot",), "serve", "SLA: time per output token at most S seconds; the batch per replica is "
+                  "solved for: the largest meeting it that the KV holds", kind=real(open_low=True), metavar="S",
+                  example="0.02")
+SORT = Option(("--sort",), "serve", "rank layouts meeting the SLA by tokens/s per GPU (throughput), TTFT, TPOT "
+              "or GPU count (default throughput)", choices=("throughput", "ttft", "tpot", "gpus"),
+              default="throughput", example="tpot")
+
+def pin(row: "Option", what: str) -> "Option":
+    """``deploy``'s form of a layout size: given, it pins the dimension; else it is swept."""
+    return row.but(default=None, metavar="N", help=f"pin {what} (default: every value is tried)")
+
 
 # parallel: layout sizes
 DP = Option(("--dp",), "parallel", "data-parallel replicas", kind=positive, default=1, example="8")

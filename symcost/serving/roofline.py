@@ -35,8 +35,11 @@ from .plan import Plan, ServeSetup, plan
 NOTE = ("per rank of the layout: FLOPs of the step split over t*p ranks (matmuls, causal attention, "
         "logits of the last token); bytes = the rank's checkpoint weights (routed experts as far as the "
         "batch touches them, uniform routing; once per chunk of --max-batched-tokens in prefill) + KV "
-        "read/written; step = max(FLOPs/peak, bytes/bandwidth) + TP all-reduce + EP all-to-all at "
-        "the link bandwidth, no overlap; a step crosses the p stages in turn; efficiencies as given")
+        "read/written; time = sum over kernel classes (dense GEMM, grouped MoE GEMM, attention, elementwise) "
+        "of max(FLOPs/(peak*eta_c), bytes/(HBM*eta_m)) + kernels*floor, + TP all-reduce, EP all-to-all "
+        "(only with EP, each rank its own rows) and PP sends at alpha + volume/(link*eta), the link NVLink "
+        "inside the NVLink domain, scale-out across it; eta, floors, alpha measured per GPU and kernel class "
+        "(symcost.hardware.kernels; --ideal: 1 and 0); no overlap; a step crosses the p stages in turn")
 
 #: the largest decode batch the compute-bound bisection tries
 MAX_BATCH = 1 << 16

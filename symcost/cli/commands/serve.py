@@ -23,7 +23,7 @@ OPTIONS = {
                                                    "chunked-prefill step")),
     "roofline": (o.MODEL, o.PHASE.but(required=True), o.T.but(required=True),
                  o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE[1:],
-                 o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF),
+                 o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL),
     "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(required=True, help="context per request"),
                o.BATCH.but(help="concurrent requests per replica"), o.TOP, o.SERVE_GPU.but(required=True),
                *o.SERVE[1:]),
@@ -146,15 +146,22 @@ def _roofline_payload(m, args, s) -> dict:
             "convention": ROOF_NOTE + "; " + Phase(kind=args.phase, attention="causal", logits="last",
                                                     mla=args.mla).describe(),
             "note": f"{p.layout.label()} on {p.gpu.name}, {s.peak_dtype_used} dense peak x {args.compute_eff}, "
-                    f"HBM x {args.bw_eff}"}
+                    f"HBM x {args.bw_eff} (compute/memory/comm_time_s: the pure split; time_s, ttft_s, tpot_s: the "
+                    f"{'ideal bound' if args.ideal else 'calibrated kernel model'})",
+            "latency_model": "ideal" if args.ideal else "calibrated",
+            "latency_terms": {k: {"seconds": v, "formula": s.calibrated.formula[k]} for k, v in s.calibrated.terms.items()},
+            "latency_values": s.calibrated.values, "latency_sources": s.calibrated.sources,
+            "kernel_dtypes": {k: {"op_class": v[0], "dtype": v[1], "peak_dtype": v[2], "runs": v[3]}
+                              for k, v in s.calibrated.dtypes.items()}}
 
 
 def cmd_roofline(args, out):
     m, raw = read_model(args.model)
     check_positions(m, args.T + (1 if args.phase == "decode" else 0))
     s = roofline(m, raw, _setup(args, m), phase=args.phase, T=args.T, batch=args.batch,
-                 compute_dtype=args.compute_dtype, compute_eff=args.compute_eff, bw_eff=args.bw_eff)
+                 compute_dtype=args.compute_dtype, compute_eff=args.compute_eff, bw_eff=args.bw_eff, ideal=args.ideal)
     payload, p = _roofline_payload(m, args, s), s.plan
+    c = s.calibrated
     text = (f"{m.name}: roofline of one {args.phase} step, T={args.T}, B={args.batch}, {p.layout.label()} on "
             f"{p.gpu.name}\n"
             f"  per rank: FLOPs {s.flops:,}   bytes {s.bytes:,}   intensity {payload['intensity']:.1f} FLOP/B "
@@ -165,5 +172,8 @@ def cmd_roofline(args, out):
             f"{payload['tokens_per_s_per_gpu']:.0f} tokens/s per GPU   decode turns compute-bound at "
             f"B={s.compute_bound_batch}\n"
             f"  fits at B={args.batch}: {payload['fits']} (KV {p.kv.tokens:,} tokens per GPU)\n"
-            f"  ({ROOF_NOTE})")
+            f"  latency model ({'ideal bound' if args.ideal else 'calibrated'}), one stage of the {args.phase} step:\n"
+            + "".join(f"    {k:<28} {v * 1e3:>10.3f} ms\n" for k, v in c.terms.items())
+            + "".join(f"    {k:<12} runs {v[3]} ({v[0]}/{v[1]}, {v[2]} peak)\n" for k, v in c.dtypes.items())
+            + f"  ({ROOF_NOTE})")
     out.emit(payload, text)
