@@ -478,6 +478,39 @@ def calibration_values(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16
     return {k: sympy.Float(val) for k, val in v.items()}, used
 
 
+def calibration_arrays(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16", phase="decode") -> dict:
+    """``calibration_values`` over arrays of regimes (one per layout or batch): the same rows, looked up as
+    step functions (``calibration.efficiency_array``)."""
+    import numpy as np  # lazy: only the vectorised layout search passes arrays (numpy is optional)
+    from ..hardware.calibration import efficiency_array
+    from ..core.errors import SymcostError
+    v = {}
+    op, cd, _, _ = dtypes["gemm"]
+    try:
+        g = efficiency_array(gpu.name, op, np.maximum(regime["_rows"], 1), dtype=cd)
+    except SymcostError:  # a quantised class with no rows falls back to bf16 GEMMs, as the scalar path
+        g = efficiency_array(gpu.name, "gemm", np.maximum(regime["_rows"], 1), dtype="bf16")
+    v.update({sym.eta_cg: g[0], sym.eta_mg: g[1], sym.t_g: g[2]})
+    x = efficiency_array(gpu.name, "grouped_gemm", np.ceil(regime["_expert_rows"]), dtype=dtypes["grouped_gemm"][1])
+    v.update({sym.eta_cx: x[0], sym.eta_mx: x[1], sym.t_x: x[2]})
+    variant = "mla" if _is_mla_model(model) else None
+    if phase == "decode":
+        a = efficiency_array(gpu.name, "attn_decode", np.ones_like(regime["_rows"]),
+                             dtype="fp8" if kv_dtype == "fp8" else "bf16", variant=variant)
+    else:
+        a = efficiency_array(gpu.name, "attn_prefill", np.maximum(regime["_tokens"], 1), dtype="bf16", variant=variant)
+    v.update({sym.eta_ca: a[0], sym.eta_ma: a[1], sym.t_a: a[2]})
+    ew = efficiency(gpu.name, "elementwise", dtype="*")
+    v.update({sym.eta_me: ew.eta_memory, sym.t_e: ew.floor_s})
+    r = efficiency_array(gpu.name, "collective", np.maximum(regime["_message"], 1), key="bytes", dtype="*",
+                         variant="all_reduce")
+    v.update({sym.eta_ar: r[1], sym.alpha_ar: r[2]})
+    q = efficiency_array(gpu.name, "collective", np.maximum(regime["_aa_message"], 1), key="bytes", dtype="*",
+                         variant="all_to_all")
+    v.update({sym.eta_aa: q[1], sym.alpha_aa: q[2]})
+    return v
+
+
 def hardware_values(gpu, dtypes: dict, mem_util: float, links: Links | None = None) -> dict:
     """Peaks per class, HBM and link bandwidths, NVLink domain: the GPU's symbols for the latency model."""
     gv, _ = gpu_values(gpu, dtypes["gemm"][2], mem_util)
@@ -567,6 +600,26 @@ class CalibratedLatency:
         formula = {k: str(e) for k, e in sf.terms.flatten().items()}
         return Evaluated(sum(terms.values()), terms, {str(k): float(v) for k, v in {**self.hw, **cv}.items()},
                          src, self.dtypes, formula)
+
+    def evaluate_arrays(self, phase: str, values: dict, *, ideal: bool = False) -> dict:
+        """The phase's step terms (one stage, seconds) over arrays of the layout symbols, T, B, M and x_ep
+        (``values``: symbol -> array): {term: array} and ``"total"``."""
+        import numpy as np  # lazy: only the vectorised layout search passes arrays (numpy is optional)
+        fn, syms = self.compiled(phase)
+        base = {**{k: float(v) for k, v in self.hw.items()}, **values}
+        shape = np.broadcast(*[np.asarray(v) for v in values.values()]).shape
+        if ideal:
+            cal = {k: float(v) for k, v in ideal_values().items()}
+        else:
+            filler = {**{k: float(v) for k, v in ideal_values().items()}, **base}
+            reg = fn(*[filler.get(s, 1.0) for s in syms])
+            reg = {k: np.broadcast_to(np.asarray(reg[k], dtype=float), shape) for k in self.REGIME}
+            cal = calibration_arrays(self.model, self.setup.gpu, self.dtypes, reg, kv_dtype=self.kv_dtype, phase=phase)
+        vals = {**base, **cal}
+        out = fn(*[vals[s] for s in syms])
+        terms = {k: np.broadcast_to(np.asarray(out[k], dtype=float), shape) for k in self.step(phase).terms.flatten()}
+        terms["total"] = sum(terms.values())
+        return terms
 
     def seconds(self, name: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False) -> float:
         """TTFT (prefill of one prompt of T) or TPOT (decode of ``batch`` at T), N_pp stages in turn."""

@@ -6,7 +6,7 @@ from ...core.errors import SymcostError
 from ...core.notation import sym
 from ...core.units import human_bytes
 from ...serving.deploy import NOTE as DEPLOY_NOTE
-from ...serving.deploy import deploy
+from ...serving.deploy import Workload, deploy
 from ...hardware.gpus import CATALOGUE
 from ...hardware.gpus import gpu as find_gpu
 from ...serving.plan import NOTE as SERVE_NOTE
@@ -24,9 +24,15 @@ OPTIONS = {
     "roofline": (o.MODEL, o.PHASE.but(required=True), o.T.but(required=True),
                  o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE[1:],
                  o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL),
-    "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(required=True, help="context per request"),
-               o.BATCH.but(help="concurrent requests per replica"), o.TOP, o.SERVE_GPU.but(required=True),
-               *o.SERVE[1:]),
+    "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(help="context per request (or --isl/--osl)"),
+               o.BATCH.but(default=None, help="concurrent requests per replica (default 1; or --concurrency, or "
+                                              "solved for under --max-tpot)"),
+               o.CONCURRENCY, o.ISL, o.OSL, o.MAX_TTFT, o.MAX_TPOT, o.SORT, o.TOP, o.IDEAL,
+               o.SERVE_GPU.but(required=True),
+               *(r for r in o.SERVE[1:] if r not in (o.TP, o.PP, o.DP, o.EP)),
+               o.pin(o.TP, "the tensor-parallel size"), o.pin(o.PP, "the pipeline stages"),
+               o.pin(o.DP, "the data-parallel replicas"),
+               o.pin(o.EP, "vLLM's expert-parallel group size (1: off; else tp x dp)")),
     "gpus": (),
 }
 
@@ -87,28 +93,80 @@ def cmd_memory(args, out):
     out.emit(payload, "\n".join(lines))
 
 
+def _workload(args) -> Workload:
+    """The workload the options state, or exit 2 naming the conflict."""
+    if args.T is None and args.isl is None:
+        raise SymcostError("deploy: give --T (context per request) or --isl (input tokens, with --osl)")
+    if args.T is not None and args.isl is not None:
+        raise SymcostError("--T and --isl both given: --T is the context, --isl + --osl state it instead")
+    if args.osl is not None and args.isl is None:
+        raise SymcostError("--osl needs --isl (the context is ISL + OSL)")
+    if args.batch is not None and args.concurrency is not None:
+        raise SymcostError("--batch (per replica) and --concurrency (in all) both given: give one")
+    if args.batch is not None and args.max_tpot is not None:
+        raise SymcostError("--batch and --max-tpot both given: under --max-tpot the batch is solved for "
+                           "(or give --concurrency to check a load against the SLA)")
+    isl = args.isl if args.isl is not None else args.T
+    return Workload(isl=isl, osl=args.osl or 0, batch=args.batch or 1, concurrency=args.concurrency,
+                    max_ttft=args.max_ttft, max_tpot=args.max_tpot)
+
+
 def cmd_deploy(args, out):
     m, raw = read_model(args.model)
-    check_positions(m, args.T)
+    work = _workload(args)
+    check_positions(m, work.context)
     setup = _setup(args, m, layout=False)
     counts = o.gpu_counts(args.gpus) if args.gpus else None
     if args.gpus and not counts:
         raise SymcostError(f"--gpus: expected N or MIN-MAX (positive integers), got {args.gpus!r}")
-    res = deploy(m, raw, setup, gpus=counts, T=args.T, batch=args.batch)
+    pins = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep}
+    if counts is None and all(pins[k] is not None for k in ("tp", "pp", "dp")):
+        counts = [args.tp * args.pp * args.dp]
+    res = deploy(m, raw, setup, gpus=counts, T=work.context, batch=work.batch, work=work, pins=pins,
+                 sort=args.sort, ideal=args.ideal)
     rows = res["layouts"][: args.top] if args.top else res["layouts"]
     g = setup.gpu
-    payload = {"model": m.name, "gpu": g.name, "T": args.T, "batch": args.batch,
+    n_fit = sum(r["fits"] for r in res["layouts"])
+    n_sla = sum(r["meets_sla"] for r in res["layouts"])
+    payload = {"model": m.name, "gpu": g.name, "T": work.context, "batch": args.batch if args.batch else work.batch,
+               "isl": work.isl, "osl": work.osl, "concurrency": work.concurrency, "max_ttft_s": work.max_ttft,
+               "max_tpot_s": work.max_tpot, "sort": args.sort, "latency_model": "ideal" if args.ideal else "calibrated",
                "gpus": counts if counts else [rows[0]["gpus"]] if rows else [],
-               "layouts": rows, "count": len(res["layouts"]), "compute_dtype": res["compute_dtype"],
-               "peak_dtype_used": res["peak_dtype_used"], "convention": DEPLOY_NOTE}
-    lines = [f"{m.name} on {g.name}: {len(res['layouts'])} valid layouts, T={args.T}, batch={args.batch} "
-             f"({res['compute_dtype']} compute, {res['peak_dtype_used']} peak)",
-             f"  {'layout':<22} {'GPUs':>4} {'fits':>5} {'KV tokens':>12} {'conc@T':>8} {'TTFT s':>8} "
-             f"{'TPOT ms':>8} {'tok/s/GPU':>10}"]
+               "layouts": rows, "count": len(res["layouts"]), "fitting": n_fit, "meeting_sla": n_sla,
+               "fewest_gpus": res["fewest_gpus"], "closest": res["closest"],
+               "compute_dtype": res["compute_dtype"], "peak_dtype_used": res["peak_dtype_used"],
+               "kernel_dtypes": res["kernel_dtypes"], "convention": DEPLOY_NOTE}
+    sla = "" if not (work.max_ttft or work.max_tpot) else (
+        " SLA" + (f" TTFT <= {work.max_ttft * 1e3:g} ms" if work.max_ttft else "")
+        + (f" TPOT <= {work.max_tpot * 1e3:g} ms" if work.max_tpot else "") + ";")
+    load = (f"concurrency {work.concurrency} in all" if work.concurrency is not None else
+            "batch per replica solved for" if work.solve else f"batch {work.batch} per replica")
+    ctx = f"ISL {work.isl}, OSL {work.osl}" if work.osl else f"T={work.context}"
+    lines = [f"{m.name} on {g.name}: {len(res['layouts'])} layouts, {n_fit} fit, {n_sla} meet the workload "
+             f"({ctx}, {load};{sla} {'ideal bound' if args.ideal else 'calibrated kernels'}; "
+             f"{res['compute_dtype']} compute, {res['peak_dtype_used']} peak)",
+             f"  {'layout':<22} {'GPUs':>4} {'fits':>5} {'SLA':>5} {'KV tokens':>12} {'conc@T':>8} {'B/rep':>6} "
+             f"{'TTFT s':>8} {'TPOT ms':>8} {'tok/s/GPU':>10}"]
     for r in rows:
         lines.append(f"  TP{r['tp']}·PP{r['pp']}·DP{r['dp']}·EP{r['ep']:<7} {r['gpus']:>4} {str(r['fits']):>5} "
-                     f"{r['kv_capacity_tokens']:>12,} {r['max_concurrency']:>8.2f} {r['ttft_s']:>8.3f} "
-                     f"{r['tpot_s'] * 1e3:>8.2f} {r['tokens_per_s_per_gpu']:>10.1f}")
+                     f"{str(r['meets_sla']):>5} {r['kv_capacity_tokens']:>12,} {r['max_concurrency']:>8.2f} "
+                     f"{r['batch_per_replica']:>6} {r['ttft_s']:>8.3f} {r['tpot_s'] * 1e3:>8.2f} "
+                     f"{r['tokens_per_s_per_gpu']:>10.1f}")
+    if not res["fits_any"]:
+        few = res["fewest_gpus"]
+        lines.append(f"  no layout fits: the weights and one request's KV ({work.context:,} tokens) do not fit "
+                     + (f"on these GPU counts; the fewest {g.name} that would: {few}" if few else
+                        f"on up to 1,024 {g.name}"))
+    elif n_sla == 0 and res["closest"]:
+        c = res["closest"]
+        lines.append(f"  no layout meets the workload; the closest: TP{c['tp']}·PP{c['pp']}·DP{c['dp']}·EP{c['ep']} "
+                     f"({c['gpus']} GPUs) with TTFT {c['ttft_s'] * 1e3:.1f} ms, TPOT {c['tpot_s'] * 1e3:.2f} ms at "
+                     f"batch {max(c['batch_per_replica'], 1)} per replica")
+    elif n_sla == 0:
+        lines.append("  no layout meets the workload (the KV of every fitting layout holds fewer requests "
+                     "than asked)")
+    kd = res["kernel_dtypes"]
+    lines.append("  kernels: " + "; ".join(f"{k} {v['runs']} ({v['peak_dtype']} peak)" for k, v in kd.items()))
     out.emit(payload, "\n".join(lines))
 
 
