@@ -82,6 +82,24 @@ def first(repo: Path, system: str, op: str, name: str) -> str | None:
     return None
 
 
+def by_dtype(repo: Path, system: str, op: str, name: str, key: str) -> dict:
+    """{dtype: (path, rows)}: per dtype the rows of the first framework (FRAMEWORKS order) and, within
+    it, the latest version that measured that dtype (a later partial re-collection may hold one dtype only)."""
+    def version(f):
+        v = f.split("/")[-2]
+        return tuple(int(x) if x.isdigit() else 0 for x in v.replace("rc", ".").replace("post", ".").split("."))
+    out = {}
+    for fw in FRAMEWORKS:
+        files = sorted((f for f in git_files(repo, f"/{system}/{op}/{fw}/") if f.endswith(f"/{name}.parquet")),
+                       key=version, reverse=True)
+        for f in files:
+            rows = table(repo, f)
+            for dt in {r[key] for r in rows}:
+                if dt not in out:
+                    out[dt] = (f, [r for r in rows if r[key] == dt])
+    return out
+
+
 def table(repo: Path, path: str) -> list[dict]:
     import pyarrow.parquet as pq
     blob = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{path}"], capture_output=True, check=True).stdout
@@ -131,14 +149,13 @@ def row(gpu, dtype, ec, em, t0, med, p90, n, src, regime=None, variant=None, abo
 
 
 def gemms(repo, name, sysname, g):
-    path = first(repo, sysname, "gemm", "gemm_perf")
-    if not path:
-        return {}
-    rows = [r for r in table(repo, path) if r["n"] >= 512 and r["k"] >= 512]
+    found = by_dtype(repo, sysname, "gemm", "gemm_perf", "gemm_dtype")
     out = {"gemm": [], "quant_gemm": []}
-    for dt in sorted({r["gemm_dtype"] for r in rows}):
+    for dt in sorted(found):
         if dt not in COMPUTE:
             continue
+        path, rows = found[dt]
+        rows = [r for r in rows if r["n"] >= 512 and r["k"] >= 512]
         cdt, label = COMPUTE[dt]
         P = g.peak(cdt)[0]
         cls = "gemm" if dt in ("bfloat16", "fp8") else "quant_gemm"
@@ -157,14 +174,13 @@ def gemms(repo, name, sysname, g):
 
 
 def moes(repo, name, sysname, g):
-    path = first(repo, sysname, "moe", "moe_perf")
-    if not path:
-        return []
-    rows = [r for r in table(repo, path) if r["distribution"] in ("balanced", "uniform")]
+    found = by_dtype(repo, sysname, "moe", "moe_perf", "moe_dtype")
     out = []
-    for dt in sorted({r["moe_dtype"] for r in rows}):
+    for dt in sorted(found):
         if dt not in COMPUTE:
             continue
+        path, rows = found[dt]
+        rows = [r for r in rows if r["distribution"] in ("balanced", "uniform")]
         cdt, label = COMPUTE[dt]
         P = g.peak(cdt)[0]
         for lo, hi in E_REGIMES:
@@ -280,15 +296,21 @@ def main(repo: Path):
     COMMIT = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()
     classes = {c: [] for c in ("gemm", "quant_gemm", "grouped_gemm", "attn_prefill", "attn_decode", "collective")}
+    only = set(ONLY) or set(classes)
     for name, sysname in SYSTEMS.items():
         g = find_gpu(name)
         print(name, file=sys.stderr)
-        for k, v in gemms(repo, name, sysname, g).items():
-            classes[k] += v
-        classes["grouped_gemm"] += moes(repo, name, sysname, g)
-        for k, v in attention(repo, name, sysname, g).items():
-            classes[k] += v
-        classes["collective"] += collectives(repo, name, sysname, g)
+        if only & {"gemm", "quant_gemm"}:
+            for k, v in gemms(repo, name, sysname, g).items():
+                classes[k] += v
+        if "grouped_gemm" in only:
+            classes["grouped_gemm"] += moes(repo, name, sysname, g)
+        if only & {"attn_prefill", "attn_decode"}:
+            for k, v in attention(repo, name, sysname, g).items():
+                classes[k] += v
+        if "collective" in only:
+            classes["collective"] += collectives(repo, name, sysname, g)
+    classes = {k: v for k, v in classes.items() if k in only}
     kdir = ROOT / "symcost" / "hardware" / "kernels"
     for cls, rows in classes.items():
         path = kdir / f"{cls}.json"
@@ -324,7 +346,12 @@ def add_defaults(kdir: Path) -> None:
 
 
 COMMIT = ""
+ONLY: list = []  # --only gemm,quant_gemm,grouped_gemm: re-derive those classes, keep the rest
 if __name__ == "__main__":
+    if "--only" in sys.argv:
+        i = sys.argv.index("--only")
+        ONLY = sys.argv[i + 1].split(",")
+        del sys.argv[i:i + 2]
     if sys.argv[1:2] == ["--defaults-only"]:
         add_defaults(ROOT / "symcost" / "hardware" / "kernels")
     else:

@@ -21,6 +21,7 @@ from functools import cached_property
 import sympy
 
 from ..core.conventions import Phase
+from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.primitives import Linear
 from ..core.terms import Terms, exact
@@ -451,12 +452,16 @@ def calibration_values(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16
         try:
             g = efficiency(gpu.name, op_try[0], dtype=op_try[1], m=max(1, int(R)))
             break
-        except Exception:  # noqa: BLE001 — a quantised class with no rows falls back to bf16 GEMMs, stated
+        except SymcostError:  # a quantised class with no rows falls back to bf16 GEMMs, stated
             g = None
     v.update({sym.eta_cg: g.eta_compute, sym.eta_mg: g.eta_memory, sym.t_g: g.floor_s})
     used["gemm"] = f"{op_try[0]}/{op_try[1]} M={int(R)}: {g.source}"
     op, cd, _, _ = dtypes["grouped_gemm"]
-    x = efficiency(gpu.name, "grouped_gemm", dtype=cd, m=max(0, int(-(-xr // 1))))
+    try:
+        x = efficiency(gpu.name, "grouped_gemm", dtype=cd, m=max(0, int(-(-xr // 1))))
+    except SymcostError:  # no measured rows for this dtype: the bf16 fused-MoE rows, stated
+        cd = "bf16 (no rows for " + cd + ")"
+        x = efficiency(gpu.name, "grouped_gemm", dtype="bf16", m=max(0, int(-(-xr // 1))))
     v.update({sym.eta_cx: x.eta_compute, sym.eta_mx: x.eta_memory, sym.t_x: x.floor_s})
     used["grouped_gemm"] = f"{cd} rows/expert={int(-(-xr // 1))}: {x.source}"
     variant = "mla" if _is_mla_model(model) else None
@@ -491,7 +496,10 @@ def calibration_arrays(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16
     except SymcostError:  # a quantised class with no rows falls back to bf16 GEMMs, as the scalar path
         g = efficiency_array(gpu.name, "gemm", np.maximum(regime["_rows"], 1), dtype="bf16")
     v.update({sym.eta_cg: g[0], sym.eta_mg: g[1], sym.t_g: g[2]})
-    x = efficiency_array(gpu.name, "grouped_gemm", np.ceil(regime["_expert_rows"]), dtype=dtypes["grouped_gemm"][1])
+    try:
+        x = efficiency_array(gpu.name, "grouped_gemm", np.ceil(regime["_expert_rows"]), dtype=dtypes["grouped_gemm"][1])
+    except SymcostError:  # as the scalar path: the bf16 fused-MoE rows
+        x = efficiency_array(gpu.name, "grouped_gemm", np.ceil(regime["_expert_rows"]), dtype="bf16")
     v.update({sym.eta_cx: x[0], sym.eta_mx: x[1], sym.t_x: x[2]})
     variant = "mla" if _is_mla_model(model) else None
     if phase == "decode":
@@ -597,7 +605,16 @@ class CalibratedLatency:
         fn, syms = self.compiled(phase)
         out = fn(*[float(vals[s]) for s in syms])
         terms = {k: float(out[k]) for k in sf.terms.flatten()}
-        formula = {k: str(e) for k, e in sf.terms.flatten().items()}
+        # the layout, B and the NVLink domain substituted: the link is then chosen (no Piecewise left) and
+        # the touched-expert power has a numeric exponent, so the text parses back with symcost.parse
+        fixed = {k: v for k, v in at.items() if k not in (sym.T, sym.M)}
+        fixed[sym.D_nv] = self.hw[sym.D_nv]
+        formula = {}
+        for k, e in sf.terms.flatten().items():
+            try:
+                formula[k] = str(sympy.sympify(e).xreplace(fixed))
+            except ValueError:  # a batch of millions: the exact power passes Python's 4,300-digit limit
+                formula[k] = str(sympy.sympify(e).xreplace({x: v for x, v in fixed.items() if x != sym.B}))
         return Evaluated(sum(terms.values()), terms, {str(k): float(v) for k, v in {**self.hw, **cv}.items()},
                          src, self.dtypes, formula)
 
