@@ -208,3 +208,24 @@ def test_deploy_unmet_sla_names_the_closest_layout(run):
     r = run("deploy", "llama-3.1-8b", "--gpu", "H100", "--gpus", "8", "--isl", "1024", "--max-tpot", "0.0001")
     assert r.returncode == 0
     assert "closest: TP" in r.stdout and "TPOT" in r.stdout
+
+
+def test_disaggregated_plan_conserves_requests_and_kv_bytes(run):
+    from symcost.hardware.links import Links
+    from symcost.serving.deploy import disaggregate, kv_bytes
+    m, raw = read_model("llama-3.1-8b")
+    r = run("cache", "llama-3.1-8b", "--T", "2048", "--json")
+    assert kv_bytes(m, "bf16", 2048) == json.loads(r.stdout)["bytes"]  # the KV handed over = the cache of ISL
+    setup = ServeSetup(layout=Layout(), gpu=find_gpu("H100"))
+    comp = compile_model(m, raw, gpu=setup.gpu)
+    cal = CalibratedLatency(m, comp.ck, setup, weights=comp.weights)
+    work = Workload(isl=2048, osl=512, max_tpot=0.02)
+    rows = evaluate(comp, layouts(m, 2) + layouts(m, 4), gpu=setup.gpu, T=work.context, batch=1, latency=cal, work=work)
+    plan = disaggregate(m, rows, work, kv_dtype="bf16", links=Links.of(setup.gpu))
+    assert plan is not None
+    rp = plan.x * plan.prefill["dp"] / plan.prefill["ttft_s"]
+    rd = plan.y * plan.decode["batch_per_replica"] * plan.decode["dp"] / (work.osl * plan.decode["tpot_s"])
+    assert plan.served == pytest.approx(min(rp, rd)) and plan.served <= rp and plan.served <= rd
+    assert plan.gpus == plan.x * plan.prefill["gpus"] + plan.y * plan.decode["gpus"]
+    assert plan.tokens_per_s_per_gpu == pytest.approx(plan.served * work.osl / plan.gpus)
+    assert plan.ttft_s == pytest.approx(plan.prefill["ttft_s"] + plan.kv_transfer_s)

@@ -303,6 +303,10 @@ MAX_TTFT = Option(("--max-ttft",), "serve", "SLA: time to first token at most S 
 MAX_TPOT = Option(("--max-tpot",), "serve", "SLA: time per output token at most S seconds; the batch per replica is "
                   "solved for: the largest meeting it that the KV holds", kind=real(open_low=True), metavar="S",
                   example="0.02")
+DISAGG = Option(("--disagg",), "serve", "also plan disaggregated serving: x prefill and y decode instances (xPyD, "
+                "up to 8 each) of the layouts evaluated, the prompt's KV moved once over NVLink inside the NVLink "
+                "domain or the scale-out link across it, the pool ratio matched to ISL/OSL; printed beside the "
+                "best aggregated layout (needs --isl and --osl)", action="store_true")
 SORT = Option(("--sort",), "serve", "rank layouts meeting the SLA by tokens/s per GPU (throughput), TTFT, TPOT "
               "or GPU count (default throughput)", choices=("throughput", "ttft", "tpot", "gpus"),
               default="throughput", example="tpot")

@@ -258,7 +258,8 @@ def fewest_gpus(comp, model, latency, setup, work, *, limit: int = 1024) -> int 
 
 
 def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, batch: int,
-           work: Workload | None = None, pins: dict | None = None, sort: str = "throughput", ideal: bool = False) -> dict:
+           work: Workload | None = None, pins: dict | None = None, sort: str = "throughput", ideal: bool = False,
+           disagg: bool = False) -> dict:
     """Every valid layout on each GPU count of ``gpus`` for ``setup`` (its GPU, dtypes and engine
     settings; the layouts are swept, ``setup.layout`` is not used) matching ``pins``; ``gpus`` None: the
     smallest power of two (up to 64) with a layout that fits. The formulas are built and compiled once,
@@ -296,4 +297,77 @@ def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, bat
         out["fewest_gpus"] = fewest_gpus(comp, model, lat, setup, work)
     if out["fits_any"] and not out["meets_sla_any"] and (work.max_ttft or work.max_tpot):
         out["closest"] = _closest(rows, work)
+    if disagg:
+        from ..hardware.links import Links
+        out["disagg"] = disaggregate(model, rows, work, kv_dtype=setup.kv_dtype, links=Links.of(setup.gpu))
     return out
+
+
+# -- disaggregated serving (xPyD) ---------------------------------------------------------------
+@dataclass(frozen=True)
+class DisaggPlan:
+    """x prefill instances of one layout, y decode instances of another, and what they serve.
+
+    rate_p = x · dp_p / TTFT_p(one prompt)        prompts per second the prefill pool finishes
+    rate_d = y · b · dp_d / (OSL · TPOT_d(b))      requests per second the decode pool finishes
+    served = min(rate_p, rate_d)                   every request prefilled once, decoded once (conserved)
+    TTFT   = TTFT_p + KV(ISL) / (β · min(g_p, g_d)) the prompt's KV moved once, each GPU over its own link
+    """
+
+    prefill: dict
+    decode: dict
+    x: int
+    y: int
+    kv_bytes_per_request: int
+    kv_transfer_s: float
+    rate_prefill: float  # requests/s
+    rate_decode: float
+    served: float
+    ttft_s: float
+    tpot_s: float
+    gpus: int
+    tokens_per_s_per_gpu: float
+    link: str
+
+
+def kv_bytes(model, kv_dtype: str, T: int) -> int:
+    """KV (and state) bytes of one request of T tokens, every layer (what a prefill pool hands over)."""
+    import sympy
+
+    from .memory import cache_bytes
+    return int(sympy.ceiling(cache_bytes(model, kv_dtype).xreplace({**model.values, sym.T: sympy.Integer(T),
+                                                                   sym.B: sympy.Integer(1)})))
+
+
+def disaggregate(model, rows: list[dict], work: Workload, *, kv_dtype: str, links, max_pool: int = 8,
+                 candidates: int = 12) -> DisaggPlan | None:
+    """The best xPyD plan from evaluated aggregated ``rows`` (their TTFT is a prefill pool's, their TPOT at
+    the solved batch a decode pool's): pools up to ``max_pool`` instances each, ranked by output tokens/s
+    per GPU; only layouts that fit (and, in decode, meet the TPOT limit) and a TTFT within the limit."""
+    if work.osl <= 0:
+        raise SymcostError("--disagg needs --osl (the decode pool's work per request)")
+    nbytes = kv_bytes(model, kv_dtype, work.isl)
+    fit = [r for r in rows if r["fits"]]
+    pre = sorted(fit, key=lambda r: r["ttft_s"] * r["gpus"] / r["dp"])[:candidates]
+    dec = [r for r in fit if r["batch_per_replica"] >= 1 and (work.max_tpot is None or r["tpot_s"] <= work.max_tpot)]
+    dec = sorted(dec, key=lambda r: -r["batch_per_replica"] * r["dp"] / r["tpot_s"] / r["gpus"])[:candidates]
+    best = None
+    for p in pre:
+        rp = p["dp"] / p["ttft_s"]
+        for d in dec:
+            rd = d["batch_per_replica"] * d["dp"] / (work.osl * d["tpot_s"])
+            for x in range(1, max_pool + 1):
+                for y in range(1, max_pool + 1):
+                    g = x * p["gpus"] + y * d["gpus"]
+                    inside = g <= links.gpus_per_node
+                    beta = links.nvlink_bytes_s if inside else links.ib_bytes_s
+                    move = nbytes / (beta * min(p["gpus"], d["gpus"]))
+                    ttft = p["ttft_s"] + move
+                    if work.max_ttft is not None and ttft > work.max_ttft:
+                        continue
+                    served = min(x * rp, y * rd)
+                    tps = served * work.osl / g
+                    if best is None or tps > best.tokens_per_s_per_gpu:
+                        best = DisaggPlan(p, d, x, y, nbytes, move, x * rp, y * rd, served, ttft, d["tpot_s"], g, tps,
+                                          "NVLink" if inside else "scale-out")
+    return best

@@ -27,7 +27,7 @@ OPTIONS = {
     "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(help="context per request (or --isl/--osl)"),
                o.BATCH.but(default=None, help="concurrent requests per replica (default 1; or --concurrency, or "
                                               "solved for under --max-tpot)"),
-               o.CONCURRENCY, o.ISL, o.OSL, o.MAX_TTFT, o.MAX_TPOT, o.SORT, o.TOP, o.IDEAL,
+               o.CONCURRENCY, o.ISL, o.OSL, o.MAX_TTFT, o.MAX_TPOT, o.SORT, o.TOP, o.IDEAL, o.DISAGG,
                o.SERVE_GPU.but(required=True),
                *(r for r in o.SERVE[1:] if r not in (o.TP, o.PP, o.DP, o.EP)),
                o.pin(o.TP, "the tensor-parallel size"), o.pin(o.PP, "the pipeline stages"),
@@ -122,8 +122,11 @@ def cmd_deploy(args, out):
     pins = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep}
     if counts is None and all(pins[k] is not None for k in ("tp", "pp", "dp")):
         counts = [args.tp * args.pp * args.dp]
+    if args.disagg and work.concurrency is not None:
+        raise SymcostError("--disagg with --concurrency: the disaggregated plan is sized by its pools' rates; "
+                           "give --max-tpot/--max-ttft (or --batch) instead")
     res = deploy(m, raw, setup, gpus=counts, T=work.context, batch=work.batch, work=work, pins=pins,
-                 sort=args.sort, ideal=args.ideal)
+                 sort=args.sort, ideal=args.ideal, disagg=args.disagg)
     rows = res["layouts"][: args.top] if args.top else res["layouts"]
     g = setup.gpu
     n_fit = sum(r["fits"] for r in res["layouts"])
@@ -165,6 +168,31 @@ def cmd_deploy(args, out):
     elif n_sla == 0:
         lines.append("  no layout meets the workload (the KV of every fitting layout holds fewer requests "
                      "than asked)")
+    if args.disagg:
+        dp_ = res["disagg"]
+        agg = next((r for r in res["layouts"] if r["meets_sla"]), None)
+        payload["disagg"] = None if dp_ is None else {
+            "prefill": {k: dp_.prefill[k] for k in ("tp", "pp", "dp", "ep", "gpus", "ttft_s")}, "x": dp_.x,
+            "decode": {k: dp_.decode[k] for k in ("tp", "pp", "dp", "ep", "gpus", "tpot_s", "batch_per_replica")},
+            "y": dp_.y, "gpus": dp_.gpus, "ttft_s": dp_.ttft_s, "tpot_s": dp_.tpot_s,
+            "kv_bytes_per_request": dp_.kv_bytes_per_request, "kv_transfer_s": dp_.kv_transfer_s,
+            "kv_link": dp_.link, "requests_per_s": dp_.served, "prefill_rate": dp_.rate_prefill,
+            "decode_rate": dp_.rate_decode, "tokens_per_s_per_gpu": dp_.tokens_per_s_per_gpu}
+        payload["aggregated_best"] = agg
+        if agg:
+            lines.append(f"  aggregated best:    TP{agg['tp']}·PP{agg['pp']}·DP{agg['dp']}·EP{agg['ep']} x1 "
+                         f"({agg['gpus']} GPUs): TTFT {agg['ttft_s'] * 1e3:.1f} ms, TPOT {agg['tpot_s'] * 1e3:.2f} ms, "
+                         f"{agg['tokens_per_s_per_gpu']:.1f} tok/s/GPU")
+        if dp_ is None:
+            lines.append("  disaggregated: no prefill/decode pair fits and meets the SLA")
+        else:
+            P, D = dp_.prefill, dp_.decode
+            lines.append(f"  disaggregated {dp_.x}P{dp_.y}D: prefill TP{P['tp']}·PP{P['pp']}·DP{P['dp']}·EP{P['ep']} x{dp_.x}, "
+                         f"decode TP{D['tp']}·PP{D['pp']}·DP{D['dp']}·EP{D['ep']} x{dp_.y} at batch "
+                         f"{D['batch_per_replica']} ({dp_.gpus} GPUs): TTFT {dp_.ttft_s * 1e3:.1f} ms (KV "
+                         f"{dp_.kv_bytes_per_request / 2**20:.1f} MiB over {dp_.link} {dp_.kv_transfer_s * 1e3:.2f} ms), "
+                         f"TPOT {dp_.tpot_s * 1e3:.2f} ms, {dp_.tokens_per_s_per_gpu:.1f} tok/s/GPU "
+                         f"({dp_.served:.1f} requests/s)")
     kd = res["kernel_dtypes"]
     lines.append("  kernels: " + "; ".join(f"{k} {v['runs']} ({v['peak_dtype']} peak)" for k, v in kd.items()))
     out.emit(payload, "\n".join(lines))
