@@ -116,15 +116,17 @@ def cmd_gpus(args, out):
     rows = [{"name": g.name, "memory_bytes": g.memory_bytes, "usable_bytes": g.usable_bytes,
              "usable_measured": g.usable_measured, "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
              "peak_flops": {k: round(v * 10**12) for k, v in g.peak_tflops.items()},
-             "link_bytes_per_s": round(g.link_gbs * 10**9), "link": g.link, "source": g.source}
+             "link_bytes_per_s": round(g.link_gbs * 10**9), "link": g.link, "nvlink_domain": g.nvlink_domain,
+             "scaleout_bytes_per_s": round(g.scaleout_gbs * 10**9), "source": g.source}
             for g in CATALOGUE.values()]
-    text = "\n".join(f"  {r['name']:<12} {human_bytes(r['usable_bytes']):>28}{'' if r['usable_measured'] else '*'}  "
-                     f"{r['bandwidth_bytes_per_s'] / 1e12:5.2f} TB/s  "
+    text = "\n".join(f"  {r['name']:<14} {human_bytes(r['usable_bytes']):>28}{'' if r['usable_measured'] else '*'}  "
+                     f"{r['bandwidth_bytes_per_s'] / 1e12:5.2f} TB/s  x{r['nvlink_domain']:<3} "
                      + "  ".join(f"{k} {v / 1e12:,.0f}" for k, v in r["peak_flops"].items()) + " TFLOPS"
                      for r in rows)
     out.emit({"gpus": rows, "convention": "usable_bytes: total memory as the driver reports it "
-              "(* = not measured, nominal used); peak_flops: dense tensor-core FLOP/s per dtype"},
-             "GPU catalogue (usable memory, HBM bandwidth, dense peaks):\n" + text
+              "(* = not measured, nominal used); peak_flops: dense tensor-core FLOP/s per dtype; nvlink_domain: "
+              "GPUs per scale-up domain; scaleout_bytes_per_s: per-GPU scale-out NIC, one direction"},
+             "GPU catalogue (usable memory, HBM bandwidth, NVLink domain, dense peaks):\n" + text
              + "\n  * no driver report in the catalogue: nominal memory")
 
 
