@@ -76,6 +76,7 @@ class Plan:
     cudagraph_rank: int = 0
     deciding_rank: dict = field(default_factory=dict)
     tokens_override: int | None = None  # SGLang's max_total_num_tokens (no block rounding)
+    kv_cache_memory_given: bool = False
 
     def activation_terms(self) -> dict:
         """Every profiled term on this rank: {path: {"bytes": int, "formula": str}}."""
@@ -227,6 +228,7 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
     p.non_torch_rank = nt_rank
     p.cudagraph_rank = graphs
     p.tokens_override = tokens_override
+    p.kv_cache_memory_given = setup.kv_cache_memory is not None
     p.deciding_rank = deciding_rank(model, lay)
     return p
 
@@ -265,11 +267,13 @@ def deciding_rank(model, lay: Layout) -> dict:
 
 
 #: the accounting ``memory`` states with every answer
-NOTE = ("vLLM accounting per GPU: budget = usable memory x --mem-util; weights = checkpoint bytes "
-        "(quantization_config, scales included) split by the layout; activations = the peak of one "
-        "chunked-prefill step of --max-batched-tokens tokens (an estimate); overhead = a stated "
-        "allowance (--overhead-gib non-torch + --cudagraph-gib); the rest holds KV pages "
-        "(vLLM block sizes, hybrid page alignment)")
+NOTE = ("engine accounting per GPU (--engine, --vllm-version): budget = usable memory x --mem-util; weights "
+        "= checkpoint bytes (quantization_config, scales included) split by the layout, as loaded (MXFP4 "
+        "experts padded for the MoE kernel); activations = vLLM's profiled peak, the larger of the forward over "
+        "M = max_num_batched_tokens tokens and the dummy sampler over S = max_num_seqs sequences "
+        "(activation_terms); overhead = non-torch memory (modelled, or --overhead-gib) + --cudagraph-gib; the "
+        "rest holds KV pages (vLLM block sizes, hybrid page alignment); SGLang: mem_fraction_static pool, "
+        "activations outside it")
 
 
 def gpus_needed(model, raw: dict, setup: ServeSetup, *, T: int, batch: int, max_tp: int = 64) -> int | None:

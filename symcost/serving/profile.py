@@ -17,12 +17,16 @@ vLLM V1 (>= 0.8; ``vllm/v1/worker/gpu_worker.py`` ``Worker.determine_available_m
                                                ``fused_moe.fused_experts`` intermediate caches /
                                                ``modular_kernel`` workspace13 + workspace2)
         router               M·E·b_a + 8·M·k   router logits, top-k weights (fp32) and ids (int32)
-      sampler  (``_dummy_sampler_run``, S = min(max_num_seqs, M) sequences):
+      sampler  (``_dummy_sampler_run``, S = min(max_num_seqs, M) sequences, top-k = V − 1 and
+                top-p < 1 so the widest path runs, ``topk_topp_sampler.apply_top_k_top_p``):
         hidden_states        M·d·b_a           held from the forward
         logits               S·V·b_a           lm_head output gathered to the full vocabulary
-        logits_fp32          4·S·V             ``Sampler.forward``: logits.to(float32) / temperature
-        probs                4·S·V             ``TopKTopPSampler``: softmax
-        exponential_noise    4·S·V             q = empty_like(probs).exponential_() (Gumbel trick)
+        logits_fp32          4·S·V             logits.to(float32)
+        sorted_logits        4·S·V             logits.sort() values
+        sort_indices         8·S·V             logits.sort() int64 indices
+        sorted_probs         4·S·V             softmax of the sorted logits (cumsum in place)
+        top_p_mask           S·V               bool mask
+        scattered_logits     4·S·V             scatter back to vocabulary order
     non_torch = W_base + Min(1, N_tp·N_pp − 1)·W_comm   (W_comm only inside an NVLink domain)
       W_base: cuBLAS/cuBLASLt workspaces and lazily loaded kernel modules; W_comm: NCCL channel
       buffers of the two communicators (PyNccl + torch.distributed) and the custom all-reduce's
@@ -32,8 +36,8 @@ vLLM V1 (>= 0.8; ``vllm/v1/worker/gpu_worker.py`` ``Worker.determine_available_m
       off by default: PR #30515); --cudagraph-gib states an allowance when wanted.
 vLLM V0 (<= 0.7; ``vllm/worker/worker.py`` ``determine_num_available_blocks``): the same
     budget; the profile runs max_num_batched_tokens = max(max_model_len, 2048) without chunked
-    prefill (512 with it, on by default past 32K), and samples inside the forward, with
-    log-probabilities (one more 4·S·V).
+    prefill (chunked prefill, on by default past 32K: 512 tokens in 0.6, 2048 from 0.7), and
+    samples S = 256 sequences inside the forward with the same top-k/top-p worst case.
 SGLang (``python/sglang/srt/model_executor/model_runner.py`` ``profile_max_num_token``):
     rest = free_after_weights − total_at_init·(1 − mem_fraction_static)
          = mem_fraction_static·(usable − W_base) − weights − W_comm
@@ -109,7 +113,8 @@ class Engine:
             return m or 8192, s or 1024
         big = gpu is not None and gpu.usable_bytes >= 70 * GiB and not gpu.name.upper().startswith(("A100", "A800"))
         if not self.v1:
-            dm = max(max_model_len, 2048) if max_model_len <= 32768 else 512
+            chunk = 512 if version_tuple(self.version) < (0, 7) else 2048
+            dm = max(max_model_len, 2048) if max_model_len <= 32768 else chunk
             return m or dm, min(s or 256, m or dm)
         if version_tuple(self.version) >= (0, 9) and big:
             dm, ds = 8192, 1024
@@ -183,8 +188,14 @@ def forward_terms(model, act_bytes: int = 2) -> Terms:
     return out
 
 
-def sampler_terms(model, S: int, *, logprobs: bool = False, act_bytes: int = 2) -> Terms:
-    """The dummy sampler run over S sequences (full vocabulary on every rank after the gather)."""
+def sampler_terms(model, S: int, *, act_bytes: int = 2) -> Terms:
+    """The dummy sampler run over S sequences, at its widest point: both engines profile the
+    sampler with top-k = V − 1 and top-p < 1 (V1 ``GPUModelRunner._dummy_sampler_run`` dummy
+    ``SamplingMetadata``; V0 ``ModelRunner.profile_run``: ``SamplingParams(top_p=0.99,
+    top_k=vocab_size - 1)``), so the PyTorch top-k/top-p path (``apply_top_k_top_p``: sort,
+    softmax, cumsum, mask, scatter) holds, per sequence and vocabulary entry, the gathered logits
+    and their fp32 copy, the sorted values and int64 indices, the sorted probabilities, the mask
+    and the scattered result at once: (b_a + 4 + 4 + 8 + 4 + 1 + 4)·S·V."""
     vals = model.values
     d = sympy.Integer(exact(sym.d, vals))
     V = sympy.Integer(exact(sym.V, vals))
@@ -193,11 +204,12 @@ def sampler_terms(model, S: int, *, logprobs: bool = False, act_bytes: int = 2) 
     out = Terms()
     out.add("hidden_states", M * d * b, "the forward's output, held")
     out.add("logits", S * V * b, "lm_head output gathered to the full vocabulary, S·V")
-    out.add("logits_fp32", 4 * S * V, "logits.to(float32) / temperature")
-    out.add("probs", 4 * S * V, "softmax")
-    out.add("exponential_noise", 4 * S * V, "q = empty_like(probs).exponential_()")
-    if logprobs:
-        out.add("logprobs", 4 * S * V, "V0 sampler: log_softmax for the returned log-probabilities")
+    out.add("logits_fp32", 4 * S * V, "logits.to(float32)")
+    out.add("sorted_logits", 4 * S * V, "top-k/top-p: logits.sort() values")
+    out.add("sort_indices", 8 * S * V, "top-k/top-p: logits.sort() int64 indices")
+    out.add("sorted_probs", 4 * S * V, "top-p: softmax of the sorted logits (cumsum in place)")
+    out.add("top_p_mask", S * V, "top-p: bool mask")
+    out.add("scattered_logits", 4 * S * V, "logits_sort.scatter(...) back to vocabulary order")
     return out
 
 
@@ -244,7 +256,7 @@ def profile(model, gpu, engine: Engine, *, max_model_len: int) -> Profile:
     """The engine's profiled terms for ``model`` on ``gpu`` (None: defaults of a small GPU)."""
     m, s = engine.limits(gpu, max_model_len)
     fwd = forward_terms(model)
-    smp = sampler_terms(model, s, logprobs=not engine.v1)
+    smp = sampler_terms(model, s)
     return Profile(engine, fwd, smp, non_torch_terms(gpu, engine), m, s)
 
 

@@ -7,7 +7,7 @@ from ...core.notation import sym
 from ...core.units import human_bytes
 from ...serving.deploy import NOTE as DEPLOY_NOTE
 from ...serving.deploy import deploy
-from ...hardware.gpus import CATALOGUE
+from ...hardware.gpus import CATALOGUE, custom
 from ...hardware.gpus import gpu as find_gpu
 from ...serving.plan import NOTE as SERVE_NOTE
 from ...serving.plan import Layout, ServeSetup, memory
@@ -18,7 +18,7 @@ from .common import check_positions, read_model
 
 OPTIONS = {
     "memory": (o.MODEL, o.T.but(required=True, help="context per request (max_model_len)"),
-               o.BATCH.but(default=None, required=True, help="concurrent requests of T tokens"), *o.SERVE,
+               o.BATCH.but(default=None, required=True, help="concurrent requests of T tokens"), *o.MEMORY_SERVE,
                o.PHASE.but(default="prefill", help="accepted for compatibility: the activation peak is one "
                                                    "chunked-prefill step")),
     "roofline": (o.MODEL, o.PHASE.but(required=True), o.T.but(required=True),
@@ -35,13 +35,19 @@ LAYOUT_SYMBOLS = (sym.N_tp, sym.N_ep, sym.N_pp, sym.N_dp, sym.M, sym.T, sym.M_gp
 
 
 def _setup(args, m, layout: bool = True) -> ServeSetup:
-    """The serving options as one ``ServeSetup`` (``layout``: build the one --tp/--pp/--dp/--ep say)."""
+    """The serving options as one ``ServeSetup`` (``layout``: build the one --tp/--pp/--dp/--ep say);
+    ``memory``'s engine options where the command has them (the others keep their fixed defaults)."""
     g = find_gpu(args.gpu) if args.gpu else None
+    if getattr(args, "gpu_memory", None):
+        g = custom(args.gpu_memory, g)
     lay = Layout.vllm(m, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep) if layout else Layout()
+    extra = {k: getattr(args, a) for k, a in (("engine", "engine"), ("vllm_version", "vllm_version"),
+                                              ("max_num_seqs", "max_num_seqs"), ("kv_cache_memory", "kv_cache_memory"),
+                                              ("moe_backend", "moe_backend")) if getattr(args, a, None) is not None}
     return ServeSetup(layout=lay, gpu=g, kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype,
                       experts_dtype=args.experts_dtype, quant_fallback=args.quant_fallback, mem_util=args.mem_util,
                       max_batched_tokens=args.max_batched_tokens, overhead_gib=args.overhead_gib,
-                      cudagraph_gib=args.cudagraph_gib, block_size=args.block_size, mla=args.mla)
+                      cudagraph_gib=args.cudagraph_gib, block_size=args.block_size, mla=args.mla, **extra)
 
 
 def _memory_payload(m, args, r) -> dict:
@@ -57,7 +63,12 @@ def _memory_payload(m, args, r) -> dict:
             "kv_capacity_tokens": kv.tokens if g else None, "max_concurrency": kv.max_concurrency if g else None,
             "kv_block_size": kv.block_size, "kv_page_bytes": kv.page_bytes,
             "kv_blocks_per_request": kv.blocks_per_request, "kv_notes": kv.notes,
-            "max_batched_tokens": args.max_batched_tokens, "mem_util": args.mem_util,
+            "max_batched_tokens": p.profile.max_batched_tokens, "max_num_seqs": p.profile.max_num_seqs,
+            "mem_util": args.mem_util, "engine": p.profile.engine.name,
+            "engine_version": p.profile.engine.version if p.profile.engine.name == "vllm" else None,
+            "activation_terms": p.activation_terms(), "non_torch_bytes_per_gpu": p.non_torch_rank,
+            "cudagraph_bytes_per_gpu": p.cudagraph_rank, "weights_loaded_bytes": p.weights_loaded_rank,
+            "weights_file_bytes_per_gpu": p.weights_rank, "deciding_rank": p.deciding_rank,
             "tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep, "mla": args.mla,
             "component_dtypes": p.dtypes, "notes": p.notes,
             "formula": {k: str(v) for k, v in p.formulas.formula().items()},
@@ -70,11 +81,15 @@ def cmd_memory(args, out):
     m, raw = read_model(args.model)
     check_positions(m, args.T)
     r = memory(m, raw, _setup(args, m), T=args.T, batch=args.batch)
+    p = r.plan
+    if args.gpu_memory and p.kv_cache_memory_given is False and p.budget_rank < p.weights_loaded_rank:
+        raise SymcostError(f"--gpu-memory: {args.gpu_memory:,} bytes x --mem-util {args.mem_util} is below the "
+                           f"weights one GPU loads ({p.weights_loaded_rank:,} bytes)")
     payload, p, kv, g = _memory_payload(m, args, r), r.plan, r.plan.kv, r.plan.gpu
     lines = [f"{m.name}: serving memory at T={args.T}, B={args.batch}, layout {p.layout.label()} "
              f"(weights {payload['quantization']}, KV {args.kv_dtype})"]
-    for key in ("weights_bytes", "cache_bytes", "weights_per_gpu_bytes", "activation_bytes",
-                "overhead_bytes_per_gpu", "per_gpu_bytes"):
+    for key in ("weights_bytes", "cache_bytes", "weights_per_gpu_bytes", "weights_loaded_bytes", "activation_bytes",
+                "non_torch_bytes_per_gpu", "overhead_bytes_per_gpu", "per_gpu_bytes"):
         lines.append(f"  {key:<24} {payload[key]:>22,}  {human_bytes(payload[key])}")
     if g:
         lines.append(f"  on {g.name} ({human_bytes(g.usable_bytes)} usable, x{args.mem_util}) x {p.layout.gpus}: "
