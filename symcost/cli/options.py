@@ -480,14 +480,15 @@ def swept(row: Option) -> Option:
 #: the serving options of memory, roofline and deploy (``serving.plan.ServeSetup``)
 SERVE = (SERVE_GPU, WEIGHTS_DTYPE, EXPERTS_DTYPE, QUANT_FALLBACK, KV_DTYPE, MEM_UTIL, MAX_BATCHED_TOKENS,
          OVERHEAD_GIB, CUDAGRAPH_GIB, BLOCK_SIZE, TP, PP, DP, EP, MLA)
-#: ``memory``: the engine's own defaults for M and the non-torch memory (modelled), and its options
-MEMORY_SERVE = tuple(
+#: ``memory``, ``deploy``, ``roofline``: the engine's own defaults for M and the non-torch memory (modelled)
+SERVE_MODELLED = tuple(
     o.but(default=None, help="tokens per chunked-prefill step M (vLLM's max_num_batched_tokens; default: the "
                              "engine's for the GPU, 8192 or 2048): the forward terms of the profile")
     if o is MAX_BATCHED_TOKENS else
     o.but(default=None, help="non-torch memory per GPU, GiB (default: modelled, engine_memory.json)")
-    if o is OVERHEAD_GIB else o for o in SERVE) + (ENGINE, VLLM_VERSION, MAX_NUM_SEQS, KV_CACHE_MEMORY, GPU_MEMORY,
-                                                    MOE_BACKEND)
+    if o is OVERHEAD_GIB else o for o in SERVE)
+#: ``memory``: the modelled defaults and the engine's options
+MEMORY_SERVE = SERVE_MODELLED + (ENGINE, VLLM_VERSION, MAX_NUM_SEQS, KV_CACHE_MEMORY, GPU_MEMORY, MOE_BACKEND)
 #: the phase and conventions of the symbolic commands (a metric of FLOPs)
 SYMBOLIC_PHASE = (PHASE.but(default="prefill"), *CONVENTIONS)
 

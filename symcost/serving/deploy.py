@@ -17,7 +17,7 @@ from ..core.errors import SymcostError
 from ..core.notation import sym
 from .formulas import compile_exprs, compute_dtype, gpu_values, serve_formulas
 from .plan import NOTE as SERVE_NOTE
-from .plan import Layout, ServeSetup, check_layout
+from .plan import Layout, ServeSetup, check_layout, engine_formulas
 from .quant import checkpoint
 from .roofline import NOTE as ROOF_NOTE
 from .roofline import Latency
@@ -63,9 +63,11 @@ class Compiled:
 
 
 def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dtype=None, quant_fallback=False,
-                  overhead_bytes=2**30, mla="auto", compute=None, gpu=None) -> Compiled:
+                  overhead_bytes=2**30, mla="auto", compute=None, gpu=None, formulas=None) -> Compiled:
+    """``formulas``: the engine's serving formulas (``plan.engine_formulas``, what ``memory`` evaluates);
+    None: the plain ones with a flat ``overhead_bytes``."""
     ck = checkpoint(model, raw, weights_dtype, quant_fallback, experts_dtype)
-    f = serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=overhead_bytes, lazy=True)
+    f = formulas or serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=overhead_bytes, lazy=True)
     lat = Latency(model, ck, kv_dtype=kv_dtype, mla=mla, weights=f.weights)
     exprs = {"weights": f.weights.total, "activation": f.activation, "fixed": f.fixed,
              "num_blocks": f.num_blocks, "groups": f.kv.groups, "block": f.kv.block, "need": f.kv.need,
@@ -125,14 +127,15 @@ def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, bat
     smallest = gpus is None
     # float GiB, as deploy has always summed them; plan sums their decimal texts exactly (the two can
     # differ by a byte when the float sum falls just under a whole byte)
-    over = int((setup.overhead_gib + setup.cudagraph_gib) * 2**30)
+    # the engine's formulas, as ``memory`` evaluates them (weights as loaded, profiled peak, non-torch)
+    formulas, chunk = engine_formulas(model, raw, setup, T=T, lazy=True)
     comp = compile_model(model, raw, gpu=setup.gpu, kv_dtype=setup.kv_dtype, weights_dtype=setup.weights_dtype,
                          experts_dtype=setup.experts_dtype, quant_fallback=setup.quant_fallback,
-                         overhead_bytes=over, mla=setup.mla)
+                         mla=setup.mla, formulas=formulas)
     rows = []
     for n in POWERS if smallest else gpus:
         got = evaluate(comp, layouts(model, n), gpu=setup.gpu, T=T, batch=batch,
-                       max_batched_tokens=setup.max_batched_tokens, mem_util=setup.mem_util)
+                       max_batched_tokens=chunk, mem_util=setup.mem_util)
         if smallest:
             rows = got
             if any(r["fits"] for r in got):

@@ -163,30 +163,14 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
     check_layout(model, lay, gpus)
     if not 0 < mem_util <= 1:
         raise SymcostError(f"--mem-util must be in (0, 1], got {mem_util}")
-    engine = Engine(setup.engine, setup.vllm_version, setup.max_num_seqs, setup.max_batched_tokens)
-    prof = profile(model, gpu, engine, max_model_len=T)
-    ck = setup.checkpoint(model, raw)
-    base = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0, block_size=setup.block_size,
-                          state_dtype=setup.state_dtype)
-    notes = list(ck.notes)
-    backend = setup.moe_backend or default_moe_backend(gpu, version_tuple(engine.version))
-    pad, pad_notes = expert_padding(model, ck, base.weights, backend)
-    notes += pad_notes
-    weights = base.weights.copy()
-    if pad != 0:
-        weights.add("expert_padding", pad, f"MXFP4 experts padded for the {backend} kernel")
+    f, prof, ck, base_weights, notes = _engine_formulas(model, raw, setup, T=T)
+    engine = prof.engine
+    non_torch = f.overhead - int(Fraction(str(setup.cudagraph_gib)) * GiB)
     graphs = int(Fraction(str(setup.cudagraph_gib)) * GiB)
-    if setup.overhead_gib is not None:
-        non_torch = sympy.Integer(int(Fraction(str(setup.overhead_gib)) * GiB))
-    elif engine.name == "sglang":  # the base is outside the fraction's total, the communicators inside
-        nt = prof.non_torch.flatten()
-        non_torch = nt.get("communicators", sympy.Integer(0)) + _rational(mem_util) * nt["libraries"]
-    else:
-        non_torch = prof.non_torch.total
-    f = ServeFormulas(weights, prof.peak, non_torch + graphs, base.kv)
+    weights = f.weights
     vals = _values(lay, {sym.M: sympy.Integer(prof.max_batched_tokens), sym.T: sympy.Integer(T)})
     w_total = ck.total(model.values, served=True)
-    w_rank = _int(base.weights.total, vals)
+    w_rank = _int(base_weights.total, vals)
     w_loaded = _int(weights.total, vals)
     act = _int(f.activation, vals)
     nt_rank = _int(non_torch, vals)
@@ -231,6 +215,41 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
     p.kv_cache_memory_given = setup.kv_cache_memory is not None
     p.deciding_rank = deciding_rank(model, lay)
     return p
+
+
+def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False):
+    engine = Engine(setup.engine, setup.vllm_version, setup.max_num_seqs, setup.max_batched_tokens)
+    prof = profile(model, setup.gpu, engine, max_model_len=T)
+    ck = setup.checkpoint(model, raw)
+    base = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0, block_size=setup.block_size,
+                          state_dtype=setup.state_dtype, lazy=lazy)
+    notes = list(ck.notes)
+    backend = setup.moe_backend or default_moe_backend(setup.gpu, version_tuple(engine.version))
+    pad, pad_notes = expert_padding(model, ck, base.weights, backend)
+    notes += pad_notes
+    weights = base.weights.copy()
+    if pad != 0:
+        weights.add("expert_padding", pad, f"MXFP4 experts padded for the {backend} kernel")
+    graphs = int(Fraction(str(setup.cudagraph_gib)) * GiB)
+    if setup.overhead_gib is not None:
+        non_torch = sympy.Integer(int(Fraction(str(setup.overhead_gib)) * GiB))
+    elif engine.name == "sglang":  # the base is outside the fraction's total, the communicators inside
+        nt = prof.non_torch.flatten()
+        non_torch = nt.get("communicators", sympy.Integer(0)) + _rational(setup.mem_util) * nt["libraries"]
+    else:
+        non_torch = prof.non_torch.total
+    peak = prof.peak
+    if lazy and isinstance(peak, sympy.Max):
+        peak = sympy.Max(*peak.args, evaluate=False)
+    return ServeFormulas(weights, peak, non_torch + graphs, base.kv), prof, ck, base.weights, notes
+
+
+def engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False) -> tuple[ServeFormulas, int]:
+    """The serving formulas of ``setup`` as ``plan`` evaluates them — weights as loaded, the engine's
+    profiled peak, its non-torch memory, the KV pages — with the engine's step size M (the one
+    implementation ``memory``, ``deploy`` and ``roofline`` share). Returns (formulas, M)."""
+    f, prof, *_ = _engine_formulas(model, raw, setup, T=T, lazy=lazy)
+    return f, prof.max_batched_tokens
 
 
 def _rational(x: float) -> sympy.Rational:

@@ -22,11 +22,11 @@ OPTIONS = {
                o.PHASE.but(default="prefill", help="accepted for compatibility: the activation peak is one "
                                                    "chunked-prefill step")),
     "roofline": (o.MODEL, o.PHASE.but(required=True), o.T.but(required=True),
-                 o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE[1:],
+                 o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE_MODELLED[1:],
                  o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF),
     "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(required=True, help="context per request"),
                o.BATCH.but(help="concurrent requests per replica"), o.TOP, o.SERVE_GPU.but(required=True),
-               *o.SERVE[1:]),
+               *o.SERVE_MODELLED[1:]),
     "gpus": (),
 }
 
