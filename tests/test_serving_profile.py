@@ -112,3 +112,30 @@ def test_memory_json_has_the_engine_terms(capsys):
     code, out, _ = _run(capsys, "--gpu", "H100", "--gpu-memory-utilization", "0.8", "--max-num-seqs", "64", "--json")
     d = json.loads(out)
     assert d["mem_util"] == 0.8 and d["max_num_seqs"] == 64
+
+
+@pytest.mark.parametrize("name", ["gemma-4-26b-a4b", "qwen3-next-80b-a3b-thinking", "nemotron-h-56b-base-8k"])
+def test_hybrid_pages_unified_one_implementation(name):
+    """Gemma 4 (sliding pages twice the full ones), Qwen3-Next and Nemotron-H (state pages): vLLM's
+    groups share one page size; kv_capacity and memory's plan are the same code and agree."""
+    from symcost.architectures import loader
+    from symcost.serving.formulas import kv_formula
+    from symcost.serving.vllm import kv_capacity
+    m = symcost.build(name)
+    raw = loader.read_json(name)[1]
+    kv = kv_capacity(m, 20 * GiB, max_model_len=131072)
+    assert kv.tokens > 0 and kv.page_bytes > 0
+    f = kv_formula(m)
+    vals = {sym.N_tp: 1, sym.N_pp: 1, sym.N_ep: 1, sym.T: 131072, sym.M: 8192}
+    kinds = {k[0] for k in f.kinds}
+    if kinds == {"sliding", "full"}:  # Gemma 4: per-token bytes differ, the pages are made equal
+        pts = {int(k[1].xreplace(vals)) for k in f.kinds}
+        assert len(pts) == 2 and kv.page_bytes == 16 * max(pts)
+        # a full layer's block is raised to largest page / its page · 16 tokens = 32
+        full_pt = min(pts)
+        assert kv.page_bytes // full_pt == 32
+    else:
+        assert "state" in kinds and any("padded" in n for n in kv.notes)
+    p = plan(m, raw, ServeSetup(gpu=gpu("H200"), kv_cache_memory=20 * GiB, overhead_gib=None,
+                                max_batched_tokens=8192), T=131072)
+    assert (p.kv.tokens, p.kv.num_blocks) == (kv.tokens, kv.num_blocks)
