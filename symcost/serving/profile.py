@@ -24,6 +24,7 @@ vLLM V1 (>= 0.8; ``vllm/v1/worker/gpu_worker.py`` ``Worker.determine_available_m
         logits_fp32          4·S·V             logits.to(float32)
         sorted_logits        4·S·V             logits.sort() values
         sort_indices         8·S·V             logits.sort() int64 indices
+        top_k_mask           S·V               bool mask, held while top-p runs
         sorted_probs         4·S·V             softmax of the sorted logits (cumsum in place)
         top_p_mask           S·V               bool mask
         scattered_logits     4·S·V             scatter back to vocabulary order
@@ -195,7 +196,7 @@ def sampler_terms(model, S: int, *, act_bytes: int = 2) -> Terms:
     top_k=vocab_size - 1)``), so the PyTorch top-k/top-p path (``apply_top_k_top_p``: sort,
     softmax, cumsum, mask, scatter) holds, per sequence and vocabulary entry, the gathered logits
     and their fp32 copy, the sorted values and int64 indices, the sorted probabilities, the mask
-    and the scattered result at once: (b_a + 4 + 4 + 8 + 4 + 1 + 4)·S·V."""
+    and both masks and the scattered result at once: (b_a + 4 + 4 + 8 + 1 + 4 + 1 + 4)·S·V."""
     vals = model.values
     d = sympy.Integer(exact(sym.d, vals))
     V = sympy.Integer(exact(sym.V, vals))
@@ -207,6 +208,7 @@ def sampler_terms(model, S: int, *, act_bytes: int = 2) -> Terms:
     out.add("logits_fp32", 4 * S * V, "logits.to(float32)")
     out.add("sorted_logits", 4 * S * V, "top-k/top-p: logits.sort() values")
     out.add("sort_indices", 8 * S * V, "top-k/top-p: logits.sort() int64 indices")
+    out.add("top_k_mask", S * V, "top-k: bool mask (still referenced while top-p runs)")
     out.add("sorted_probs", 4 * S * V, "top-p: softmax of the sorted logits (cumsum in place)")
     out.add("top_p_mask", S * V, "top-p: bool mask")
     out.add("scattered_logits", 4 * S * V, "logits_sort.scatter(...) back to vocabulary order")
