@@ -15,6 +15,7 @@ import pytest
 
 import symcost
 from symcost.architectures import loader
+from symcost.hardware.gpus import custom
 from symcost.hardware.gpus import gpu as find_gpu
 from symcost.serving.plan import Layout, ServeSetup, plan
 
@@ -32,6 +33,8 @@ def _load(source):
 
 def setup_of(case, m) -> ServeSetup:
     g = find_gpu(case["gpu"]) if case.get("gpu") else None
+    if case.get("gpu_memory_gib"):  # a card outside the catalogue: its logged total (--gpu-memory)
+        g = custom(round(case["gpu_memory_gib"] * GiB), g)
     util = case.get("gpu_memory_utilization") or 0.9
     return ServeSetup(layout=Layout.vllm(m, tp=case["tp"], pp=case.get("pp", 1)), gpu=g, kv_dtype=case["kv_dtype"],
                       mem_util=util, max_batched_tokens=case.get("max_num_batched_tokens"), overhead_gib=None,
@@ -75,7 +78,7 @@ def rows():
 
 
 def test_the_set_is_sourced_and_complete():
-    assert len(CASES) >= 18
+    assert len(CASES) >= 22
     for c in CASES:
         for key in ("source", "quote", "engine", "engine_version", "tp", "max_model_len", "kv_dtype", "logged",
                     "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "dtype", "quantization"):
