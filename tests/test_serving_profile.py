@@ -139,3 +139,36 @@ def test_hybrid_pages_unified_one_implementation(name):
     p = plan(m, raw, ServeSetup(gpu=gpu("H200"), kv_cache_memory=20 * GiB, overhead_gib=None,
                                 max_batched_tokens=8192), T=131072)
     assert (p.kv.tokens, p.kv.num_blocks) == (kv.tokens, kv.num_blocks)
+
+
+def test_modelopt_hf_quant_config_beside_config_json(tmp_path, capsys):
+    """A ModelOpt checkpoint's hf_quant_config.json is read as its quantization_config (NVFP4 here):
+    the weights cost 4.5 bits (+ scales), not the config's bf16."""
+    import shutil
+    from symcost.architectures import loader
+    d = tmp_path / "Llama-3.1-8B-Instruct-NVFP4"
+    d.mkdir()
+    shutil.copy(loader.BUNDLED / "llama-3.1-8b.json", d / "config.json")
+    (d / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16,
+                                                            "exclude_modules": ["lm_head"]}}))
+    _, raw = loader.read_json(str(d))
+    assert raw["quantization_config"]["quant_method"] == "modelopt"
+    code = main(["memory", str(d), "--T", "4096", "--batch", "1", "--json"])
+    out = capsys.readouterr()
+    d16 = json.loads(out.out)
+    assert code == 0 and "nvfp4" in d16["quantization"] and "warning" not in out.err
+    assert d16["weights_bytes"] < 16_060_522_496 * 0.45  # 4-bit body, bf16 embedding and head
+
+
+def test_quantised_name_without_quantisation_warns_once(tmp_path, capsys):
+    import shutil
+    from symcost.architectures import loader
+    d = tmp_path / "Llama-3.1-8B-Instruct-AWQ"
+    d.mkdir()
+    shutil.copy(loader.BUNDLED / "llama-3.1-8b.json", d / "config.json")
+    assert main(["memory", str(d), "--T", "4096", "--batch", "1"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("the name says AWQ") == 1
+    assert main(["memory", str(d), "--T", "4096", "--batch", "1", "--weights-dtype", "int4"]) == 0
+    assert "the name says" not in capsys.readouterr().err  # the dtype is stated

@@ -545,3 +545,22 @@ def expert_padding(model, ck: Checkpoint, weights: Terms, backend: str) -> tuple
     note = (f"MXFP4 experts padded for the {backend} MoE kernel: intermediate to a multiple of {a_i} per rank, "
             f"hidden to {a_d} (vLLM mxfp4.py)")
     return extra, [note] if extra != 0 else []
+
+
+#: words in a checkpoint's name that say it is quantised (``name_says_quantized``)
+_QUANT_WORDS = re.compile(r"(?<![a-z0-9])(fp8|fp4|nvfp4|mxfp4|int4|int8|w4a16|w8a8|w4a8|awq|gptq|4bit|8bit|bnb)"
+                          r"(?![a-z0-9])", re.IGNORECASE)
+
+
+def name_says_quantized(name: str, raw: dict) -> str | None:
+    """One warning line when a checkpoint's name says FP8/FP4/INT4/AWQ/GPTQ... but its config states
+    no quantisation (no quantization_config, no hf_quant_config.json): the weights are then costed at
+    the config's dtype, which is likely wrong."""
+    if not isinstance(name, str) or quant_config(raw)[0] is not None:
+        return None
+    m = _QUANT_WORDS.search(name.replace("_", "-"))
+    if m is None:
+        return None
+    return (f"{name}: the name says {m.group(1).upper()} but the config states no quantisation "
+            f"(quantization_config / hf_quant_config.json); the weights are costed at the config's dtype "
+            f"(--weights-dtype to state it)")
