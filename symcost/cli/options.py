@@ -39,13 +39,13 @@ def parse_size(text: str) -> int:
     return int(digits) * mult
 
 
-_MEM_UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "KB": 10**3, "MB": 10**6,
+_MEM_UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "KB": 10**3, "MB": 10**6,
               "GB": 10**9, "TB": 10**12}
 
 
 def memory_size(name):
-    """A memory size: bytes, or a decimal number with a unit (23.58GiB, 80GB, 512MiB); exact bytes
-    (the decimal text times the unit, rounded down)."""
+    """A memory size: bytes, or a decimal number with a unit (23.58GiB, 80GB, 512MiB; K/M/G/T alone
+    are binary, as context sizes are); exact bytes (the decimal text times the unit, rounded down)."""
     def parse(text):
         t = text.strip().replace("_", "").replace(" ", "")
         i = len(t)
