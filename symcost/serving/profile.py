@@ -18,16 +18,14 @@ vLLM V1 (>= 0.8; ``vllm/v1/worker/gpu_worker.py`` ``Worker.determine_available_m
                                                ``modular_kernel`` workspace13 + workspace2)
         router               M·E·b_a + 8·M·k   router logits, top-k weights (fp32) and ids (int32)
       sampler  (``_dummy_sampler_run``, S = min(max_num_seqs, M) sequences, top-k = V − 1 and
-                top-p < 1 so the widest path runs, ``topk_topp_sampler.apply_top_k_top_p``):
+                top-p < 1 so the widest path runs; at its widest, inside logits.sort()):
         hidden_states        M·d·b_a           held from the forward
         logits               S·V·b_a           lm_head output gathered to the full vocabulary
         logits_fp32          4·S·V             logits.to(float32)
         sorted_logits        4·S·V             logits.sort() values
         sort_indices         8·S·V             logits.sort() int64 indices
-        top_k_mask           S·V               bool mask, held while top-p runs
-        sorted_probs         4·S·V             softmax of the sorted logits (cumsum in place)
-        top_p_mask           S·V               bool mask
-        scattered_logits     4·S·V             scatter back to vocabulary order
+        sort_iota            8·S·V             the segmented radix sort's int64 index input
+        sort_double_buffer   12·S·V            cub SortPairs' alternate keys and values
     non_torch = W_base + Min(1, N_tp·N_pp − 1)·W_comm   (W_comm only inside an NVLink domain)
       W_base: cuBLAS/cuBLASLt workspaces and lazily loaded kernel modules; W_comm: NCCL channel
       buffers of the two communicators (PyNccl + torch.distributed) and the custom all-reduce's
@@ -190,13 +188,17 @@ def forward_terms(model, act_bytes: int = 2) -> Terms:
 
 
 def sampler_terms(model, S: int, *, act_bytes: int = 2) -> Terms:
-    """The dummy sampler run over S sequences, at its widest point: both engines profile the
-    sampler with top-k = V − 1 and top-p < 1 (V1 ``GPUModelRunner._dummy_sampler_run`` dummy
+    """The dummy sampler run over S sequences, at its widest point. Both engines profile the sampler
+    with top-k = V − 1 and top-p < 1 (V1 ``GPUModelRunner._dummy_sampler_run``'s dummy
     ``SamplingMetadata``; V0 ``ModelRunner.profile_run``: ``SamplingParams(top_p=0.99,
-    top_k=vocab_size - 1)``), so the PyTorch top-k/top-p path (``apply_top_k_top_p``: sort,
-    softmax, cumsum, mask, scatter) holds, per sequence and vocabulary entry, the gathered logits
-    and their fp32 copy, the sorted values and int64 indices, the sorted probabilities, the mask
-    and both masks and the scattered result at once: (b_a + 4 + 4 + 8 + 1 + 4 + 1 + 4)·S·V."""
+    top_k=vocab_size - 1)``), so the PyTorch path ``topk_topp_sampler.apply_top_k_top_p`` runs and
+    starts with ``logits.sort()``. On CUDA a row of V > 4096 entries is sorted by ATen's segmented
+    radix sort (``Sort.cu`` → ``cub::DeviceSegmentedRadixSort::SortPairs``), which takes an int64
+    iota of the indices as its input values and a temporary double buffer of keys and values. At
+    that moment the rank holds, per sequence and vocabulary entry: the gathered logits (b_a), their
+    fp32 copy (4), the sorted values (4) and int64 indices (8), the iota (8) and cub's double buffer
+    (4 + 8) — (b_a + 36)·S·V, more than the later top-p stage (masks, sorted probabilities,
+    scattered logits: (b_a + 26)·S·V) or the softmax and exponential noise after it."""
     vals = model.values
     d = sympy.Integer(exact(sym.d, vals))
     V = sympy.Integer(exact(sym.V, vals))
@@ -208,10 +210,8 @@ def sampler_terms(model, S: int, *, act_bytes: int = 2) -> Terms:
     out.add("logits_fp32", 4 * S * V, "logits.to(float32)")
     out.add("sorted_logits", 4 * S * V, "top-k/top-p: logits.sort() values")
     out.add("sort_indices", 8 * S * V, "top-k/top-p: logits.sort() int64 indices")
-    out.add("top_k_mask", S * V, "top-k: bool mask (still referenced while top-p runs)")
-    out.add("sorted_probs", 4 * S * V, "top-p: softmax of the sorted logits (cumsum in place)")
-    out.add("top_p_mask", S * V, "top-p: bool mask")
-    out.add("scattered_logits", 4 * S * V, "logits_sort.scatter(...) back to vocabulary order")
+    out.add("sort_iota", 8 * S * V, "segmented radix sort: int64 iota of the indices (its input values)")
+    out.add("sort_double_buffer", 12 * S * V, "cub SortPairs temporary storage: alternate keys (fp32) + values (int64)")
     return out
 
 
