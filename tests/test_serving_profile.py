@@ -60,6 +60,8 @@ def test_pipeline_stages_split_as_vllm_and_the_deciding_stage():
     m = symcost.build("deepseek-v3")
     r = deciding_rank(m, Layout(pp=4))
     assert r["pp_stage"] == 2 and r["layers_per_stage"] == [15, 15, 16, 15]
+    even = deciding_rank(symcost.build("llama-3.1-8b"), Layout(pp=2))
+    assert even["pp_stage"] == 1  # equal splits: the last stage, with the head and the sampler
 
 
 def test_kv_cache_memory_skips_the_profile():

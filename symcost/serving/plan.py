@@ -270,15 +270,18 @@ def pp_partition(layers: int, pp: int) -> list[int]:
 def deciding_rank(model, lay: Layout) -> dict:
     """The rank vLLM's KV sizing is decided on (it takes the minimum over workers): with one stage
     any tensor-parallel rank (they are alike); with pipeline stages, the stage holding the most
-    layers and, among equals, the embedding or the head, whichever is larger. Symcost costs that
-    stage as ⌈L/pp⌉ layers plus the larger edge, which bounds every stage of vLLM's split."""
+    layers and, among equals, the last (the head and the sampler run there), then the first (the
+    embedding). Symcost costs that stage as ⌈L/pp⌉ layers plus the larger edge and the whole
+    profiled peak, which bounds every stage of vLLM's split (``pp_partition``)."""
     if lay.pp == 1:
         return {"pp_stage": 0, "tp_rank": 0, "why": "one stage: every tensor-parallel rank holds the same"}
     vals = model.values
     layers = sum(exact(g.count, vals) for g in model.groups)
     parts = pp_partition(int(layers), lay.pp)
     most = max(parts)
-    stage = max(range(lay.pp), key=lambda i: (parts[i], i in (0, lay.pp - 1)))
+    # ties go to the last stage: it holds the head and runs the sampler (``is_last_rank``), whose
+    # terms are the profile's widest on large vocabularies
+    stage = max(range(lay.pp), key=lambda i: (parts[i], i == lay.pp - 1, i == 0))
     return {"pp_stage": stage, "tp_rank": 0, "layers_per_stage": parts,
             "why": f"stage {stage} holds {parts[stage]} of {layers} layers (vLLM's split {parts}); "
                    f"symcost bounds it as ⌈L/pp⌉ = {-(-int(layers) // lay.pp)} layers + the larger of "

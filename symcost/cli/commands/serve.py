@@ -86,8 +86,12 @@ def cmd_memory(args, out):
         raise SymcostError(f"--gpu-memory: {args.gpu_memory:,} bytes x --mem-util {args.mem_util} is below the "
                            f"weights one GPU loads ({p.weights_loaded_rank:,} bytes)")
     payload, p, kv, g = _memory_payload(m, args, r), r.plan, r.plan.kv, r.plan.gpu
+    e = p.profile.engine
     lines = [f"{m.name}: serving memory at T={args.T}, B={args.batch}, layout {p.layout.label()} "
-             f"(weights {payload['quantization']}, KV {args.kv_dtype})"]
+             f"(weights {payload['quantization']}, KV {args.kv_dtype})",
+             f"  engine {e.name}" + (f" {e.version} ({'V1' if e.v1 else 'V0'})" if e.name == "vllm" else "")
+             + f": profile over M = {p.profile.max_batched_tokens:,} tokens, S = {p.profile.max_num_seqs:,} "
+               f"sequences; deciding rank: pp stage {p.deciding_rank['pp_stage']}"]
     for key in ("weights_bytes", "cache_bytes", "weights_per_gpu_bytes", "weights_loaded_bytes", "activation_bytes",
                 "non_torch_bytes_per_gpu", "overhead_bytes_per_gpu", "per_gpu_bytes"):
         lines.append(f"  {key:<24} {payload[key]:>22,}  {human_bytes(payload[key])}")
