@@ -467,7 +467,7 @@ def metric_section(dtypes: bool = True) -> Section:
                                   "quantization_config)"), KV_DTYPE) if dtypes else ()),
         MEM_UTIL.but(help="vLLM's gpu_memory_utilization"),
         MAX_BATCHED_TOKENS.but(help="M, tokens per chunked-prefill step"),
-        OVERHEAD_GIB.but(help="non-torch allowance per GPU, GiB"),
+        OVERHEAD_GIB.but(default=None, help="non-torch memory per GPU, GiB (default: modelled, as memory does)"),
         ZERO.but(choices=None, default=0, metavar="N", help="train_memory: ZeRO stage 0-3"),
         RECOMPUTE.but(default="none", help="train_memory: activation recomputation")))
 
