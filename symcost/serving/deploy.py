@@ -17,7 +17,7 @@ from ..core.errors import SymcostError
 from ..core.notation import sym
 from .formulas import compile_exprs, compute_dtype, gpu_values, serve_formulas
 from .plan import NOTE as SERVE_NOTE
-from .plan import Layout, ServeSetup, check_layout
+from .plan import Layout, ServeSetup, check_layout, engine_formulas
 from .quant import checkpoint
 from .roofline import NOTE as ROOF_NOTE
 from .roofline import Latency
@@ -96,9 +96,13 @@ class Compiled:
 
 
 def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dtype=None, quant_fallback=False,
-                  overhead_bytes=2**30, mla="auto", compute=None, gpu=None, block_size=None) -> Compiled:
+                  overhead_bytes=2**30, mla="auto", compute=None, gpu=None, formulas=None,
+                  block_size=None) -> Compiled:
+    """``formulas``: the engine's serving formulas (``plan.engine_formulas``, what ``memory`` evaluates);
+    None: the plain ones with a flat ``overhead_bytes``."""
     ck = checkpoint(model, raw, weights_dtype, quant_fallback, experts_dtype)
-    f = serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=overhead_bytes, lazy=True, block_size=block_size)
+    f = formulas or serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=overhead_bytes, lazy=True,
+                                   block_size=block_size)
     lat = Latency(model, ck, kv_dtype=kv_dtype, mla=mla, weights=f.weights)
     exprs = {"weights": f.weights.total, "activation": f.activation, "fixed": f.fixed,
              "num_blocks": f.num_blocks, "groups": f.kv.groups, "block": f.kv.block, "need": f.kv.need,
@@ -243,13 +247,13 @@ def _closest(rows: list[dict], work: Workload) -> dict | None:
     return min(fit, key=miss) if fit else None
 
 
-def fewest_gpus(comp, model, latency, setup, work, *, limit: int = 1024) -> int | None:
+def fewest_gpus(comp, model, latency, setup, work, *, chunk: int = 8192, limit: int = 1024) -> int | None:
     """The fewest GPUs of ``setup.gpu`` (powers of two up to ``limit``) with a layout whose KV holds one
     request of the workload's context."""
     n = 1
     while n <= limit:
         got = evaluate(comp, layouts(model, n), gpu=setup.gpu, T=work.context, batch=1,
-                       max_batched_tokens=setup.max_batched_tokens, mem_util=setup.mem_util, latency=latency,
+                       max_batched_tokens=chunk, mem_util=setup.mem_util, latency=latency,
                        work=Workload(isl=work.isl, osl=work.osl, batch=1))
         if any(r["fits"] for r in got):
             return n
@@ -271,16 +275,16 @@ def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, bat
     smallest = gpus is None
     # float GiB, as deploy has always summed them; plan sums their decimal texts exactly (the two can
     # differ by a byte when the float sum falls just under a whole byte)
-    over = int((setup.overhead_gib + setup.cudagraph_gib) * 2**30)
+    # the engine's formulas, as ``memory`` evaluates them (weights as loaded, profiled peak, non-torch)
+    formulas, chunk = engine_formulas(model, raw, setup, T=work.context, lazy=True)
     comp = compile_model(model, raw, gpu=setup.gpu, kv_dtype=setup.kv_dtype, weights_dtype=setup.weights_dtype,
                          experts_dtype=setup.experts_dtype, quant_fallback=setup.quant_fallback,
-                         overhead_bytes=over, mla=setup.mla, block_size=setup.block_size)
+                         mla=setup.mla, formulas=formulas, block_size=setup.block_size)
     lat = CalibratedLatency(model, comp.ck, setup, kv_dtype=setup.kv_dtype, mla=setup.mla, weights=comp.weights)
     rows = []
     for n in POWERS if smallest else gpus:
         got = evaluate(comp, layouts(model, n, pins=pins), gpu=setup.gpu, T=work.context, batch=work.batch,
-                       max_batched_tokens=setup.max_batched_tokens, mem_util=setup.mem_util, latency=lat, work=work,
-                       ideal=ideal)
+                       max_batched_tokens=chunk, mem_util=setup.mem_util, latency=lat, work=work, ideal=ideal)
         if smallest:
             rows = got
             if any(r["fits"] for r in got):
@@ -294,7 +298,7 @@ def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, bat
            "fits_any": any(r["fits"] for r in rows), "meets_sla_any": any(r["meets_sla"] for r in rows),
            "fewest_gpus": None, "closest": None}
     if rows and not out["fits_any"]:
-        out["fewest_gpus"] = fewest_gpus(comp, model, lat, setup, work)
+        out["fewest_gpus"] = fewest_gpus(comp, model, lat, setup, work, chunk=chunk)
     if out["fits_any"] and not out["meets_sla_any"] and (work.max_ttft or work.max_tpot):
         out["closest"] = _closest(rows, work)
     if disagg:

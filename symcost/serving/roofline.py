@@ -203,9 +203,10 @@ def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: 
     weight_bytes = int(sympy.ceiling(rf.parts["weights_read"].xreplace({**base, sym.T: T, sym.B: batch})))
     cal = CalibratedLatency(model, ck, setup, kv_dtype=setup.kv_dtype, mla=setup.mla, compute_dtype=compute_dtype)
     lay = setup.layout
-    ttft = cal.seconds("ttft", lay, T=T, batch=batch, max_batched_tokens=setup.max_batched_tokens, ideal=ideal)
-    tpot = cal.seconds("tpot", lay, T=T, batch=batch, max_batched_tokens=setup.max_batched_tokens, ideal=ideal)
-    step = cal.evaluate(phase, lay, T=T, batch=batch, max_batched_tokens=setup.max_batched_tokens, ideal=ideal)
+    M = int(p.values[sym.M])  # the engine's step size (setup.max_batched_tokens, or its default for the GPU)
+    ttft = cal.seconds("ttft", lay, T=T, batch=batch, max_batched_tokens=M, ideal=ideal)
+    tpot = cal.seconds("tpot", lay, T=T, batch=batch, max_batched_tokens=M, ideal=ideal)
+    step = cal.evaluate(phase, lay, T=T, batch=batch, max_batched_tokens=M, ideal=ideal)
     return Step(p, phase, T, batch, rf, base, int(sympy.ceiling(r["flops"])), int(sympy.ceiling(r["bytes"])),
                 float(r["compute_time"]), float(r["memory_time"]), float(r["comm_time"]),
                 ttft, tpot, compute_bound_batch(lat.decode, base, T), cdt,

@@ -7,7 +7,7 @@ from ...core.notation import sym
 from ...core.units import human_bytes
 from ...serving.deploy import NOTE as DEPLOY_NOTE
 from ...serving.deploy import Workload, deploy
-from ...hardware.gpus import CATALOGUE
+from ...hardware.gpus import CATALOGUE, custom
 from ...hardware.gpus import gpu as find_gpu
 from ...serving.plan import NOTE as SERVE_NOTE
 from ...serving.plan import Layout, ServeSetup, memory
@@ -18,18 +18,18 @@ from .common import check_positions, read_model
 
 OPTIONS = {
     "memory": (o.MODEL, o.T.but(required=True, help="context per request (max_model_len)"),
-               o.BATCH.but(default=None, required=True, help="concurrent requests of T tokens"), *o.SERVE,
+               o.BATCH.but(default=None, required=True, help="concurrent requests of T tokens"), *o.MEMORY_SERVE,
                o.PHASE.but(default="prefill", help="accepted for compatibility: the activation peak is one "
                                                    "chunked-prefill step")),
     "roofline": (o.MODEL, o.PHASE.but(required=True), o.T.but(required=True),
-                 o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE[1:],
+                 o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE_MODELLED[1:],
                  o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL),
     "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(help="context per request (or --isl/--osl)"),
                o.BATCH.but(default=None, help="concurrent requests per replica (default 1; or --concurrency, or "
                                               "solved for under --max-tpot)"),
                o.CONCURRENCY, o.ISL, o.OSL, o.MAX_TTFT, o.MAX_TPOT, o.SORT, o.TOP, o.IDEAL, o.DISAGG,
                o.SERVE_GPU.but(required=True),
-               *(r for r in o.SERVE[1:] if r not in (o.TP, o.PP, o.DP, o.EP)),
+               *(r for r in o.SERVE_MODELLED[1:] if r not in (o.TP, o.PP, o.DP, o.EP)),
                o.pin(o.TP, "the tensor-parallel size"), o.pin(o.PP, "the pipeline stages"),
                o.pin(o.DP, "the data-parallel replicas"),
                o.pin(o.EP, "vLLM's expert-parallel group size (1: off; else tp x dp)")),
@@ -41,13 +41,19 @@ LAYOUT_SYMBOLS = (sym.N_tp, sym.N_ep, sym.N_pp, sym.N_dp, sym.M, sym.T, sym.M_gp
 
 
 def _setup(args, m, layout: bool = True) -> ServeSetup:
-    """The serving options as one ``ServeSetup`` (``layout``: build the one --tp/--pp/--dp/--ep say)."""
+    """The serving options as one ``ServeSetup`` (``layout``: build the one --tp/--pp/--dp/--ep say);
+    ``memory``'s engine options where the command has them (the others keep their fixed defaults)."""
     g = find_gpu(args.gpu) if args.gpu else None
+    if getattr(args, "gpu_memory", None):
+        g = custom(args.gpu_memory, g)
     lay = Layout.vllm(m, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep) if layout else Layout()
+    extra = {k: getattr(args, a) for k, a in (("engine", "engine"), ("vllm_version", "vllm_version"),
+                                              ("max_num_seqs", "max_num_seqs"), ("kv_cache_memory", "kv_cache_memory"),
+                                              ("moe_backend", "moe_backend")) if getattr(args, a, None) is not None}
     return ServeSetup(layout=lay, gpu=g, kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype,
                       experts_dtype=args.experts_dtype, quant_fallback=args.quant_fallback, mem_util=args.mem_util,
                       max_batched_tokens=args.max_batched_tokens, overhead_gib=args.overhead_gib,
-                      cudagraph_gib=args.cudagraph_gib, block_size=args.block_size, mla=args.mla)
+                      cudagraph_gib=args.cudagraph_gib, block_size=args.block_size, mla=args.mla, **extra)
 
 
 def _memory_payload(m, args, r) -> dict:
@@ -63,7 +69,12 @@ def _memory_payload(m, args, r) -> dict:
             "kv_capacity_tokens": kv.tokens if g else None, "max_concurrency": kv.max_concurrency if g else None,
             "kv_block_size": kv.block_size, "kv_page_bytes": kv.page_bytes,
             "kv_blocks_per_request": kv.blocks_per_request, "kv_notes": kv.notes,
-            "max_batched_tokens": args.max_batched_tokens, "mem_util": args.mem_util,
+            "max_batched_tokens": p.profile.max_batched_tokens, "max_num_seqs": p.profile.max_num_seqs,
+            "mem_util": args.mem_util, "engine": p.profile.engine.name,
+            "engine_version": p.profile.engine.version if p.profile.engine.name == "vllm" else None,
+            "activation_terms": p.activation_terms(), "non_torch_bytes_per_gpu": p.non_torch_rank,
+            "cudagraph_bytes_per_gpu": p.cudagraph_rank, "weights_loaded_bytes": p.weights_loaded_rank,
+            "weights_file_bytes_per_gpu": p.weights_rank, "deciding_rank": p.deciding_rank,
             "tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep, "mla": args.mla,
             "component_dtypes": p.dtypes, "notes": p.notes,
             "formula": {k: str(v) for k, v in p.formulas.formula().items()},
@@ -76,11 +87,19 @@ def cmd_memory(args, out):
     m, raw = read_model(args.model)
     check_positions(m, args.T)
     r = memory(m, raw, _setup(args, m), T=args.T, batch=args.batch)
+    p = r.plan
+    if args.gpu_memory and p.kv_cache_memory_given is False and p.budget_rank < p.weights_loaded_rank:
+        raise SymcostError(f"--gpu-memory: {args.gpu_memory:,} bytes x --mem-util {args.mem_util} is below the "
+                           f"weights one GPU loads ({p.weights_loaded_rank:,} bytes)")
     payload, p, kv, g = _memory_payload(m, args, r), r.plan, r.plan.kv, r.plan.gpu
+    e = p.profile.engine
     lines = [f"{m.name}: serving memory at T={args.T}, B={args.batch}, layout {p.layout.label()} "
-             f"(weights {payload['quantization']}, KV {args.kv_dtype})"]
-    for key in ("weights_bytes", "cache_bytes", "weights_per_gpu_bytes", "activation_bytes",
-                "overhead_bytes_per_gpu", "per_gpu_bytes"):
+             f"(weights {payload['quantization']}, KV {args.kv_dtype})",
+             f"  engine {e.name}" + (f" {e.version} ({'V1' if e.v1 else 'V0'})" if e.name == "vllm" else "")
+             + f": profile over M = {p.profile.max_batched_tokens:,} tokens, S = {p.profile.max_num_seqs:,} "
+               f"sequences; deciding rank: pp stage {p.deciding_rank['pp_stage']}"]
+    for key in ("weights_bytes", "cache_bytes", "weights_per_gpu_bytes", "weights_loaded_bytes", "activation_bytes",
+                "non_torch_bytes_per_gpu", "overhead_bytes_per_gpu", "per_gpu_bytes"):
         lines.append(f"  {key:<24} {payload[key]:>22,}  {human_bytes(payload[key])}")
     if g:
         lines.append(f"  on {g.name} ({human_bytes(g.usable_bytes)} usable, x{args.mem_util}) x {p.layout.gpus}: "
@@ -202,15 +221,17 @@ def cmd_gpus(args, out):
     rows = [{"name": g.name, "memory_bytes": g.memory_bytes, "usable_bytes": g.usable_bytes,
              "usable_measured": g.usable_measured, "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
              "peak_flops": {k: round(v * 10**12) for k, v in g.peak_tflops.items()},
-             "link_bytes_per_s": round(g.link_gbs * 10**9), "link": g.link, "source": g.source}
+             "link_bytes_per_s": round(g.link_gbs * 10**9), "link": g.link, "nvlink_domain": g.nvlink_domain,
+             "scaleout_bytes_per_s": round(g.scaleout_gbs * 10**9), "source": g.source}
             for g in CATALOGUE.values()]
-    text = "\n".join(f"  {r['name']:<12} {human_bytes(r['usable_bytes']):>28}{'' if r['usable_measured'] else '*'}  "
-                     f"{r['bandwidth_bytes_per_s'] / 1e12:5.2f} TB/s  "
+    text = "\n".join(f"  {r['name']:<14} {human_bytes(r['usable_bytes']):>28}{'' if r['usable_measured'] else '*'}  "
+                     f"{r['bandwidth_bytes_per_s'] / 1e12:5.2f} TB/s  x{r['nvlink_domain']:<3} "
                      + "  ".join(f"{k} {v / 1e12:,.0f}" for k, v in r["peak_flops"].items()) + " TFLOPS"
                      for r in rows)
     out.emit({"gpus": rows, "convention": "usable_bytes: total memory as the driver reports it "
-              "(* = not measured, nominal used); peak_flops: dense tensor-core FLOP/s per dtype"},
-             "GPU catalogue (usable memory, HBM bandwidth, dense peaks):\n" + text
+              "(* = not measured, nominal used); peak_flops: dense tensor-core FLOP/s per dtype; nvlink_domain: "
+              "GPUs per scale-up domain; scaleout_bytes_per_s: per-GPU scale-out NIC, one direction"},
+             "GPU catalogue (usable memory, HBM bandwidth, NVLink domain, dense peaks):\n" + text
              + "\n  * no driver report in the catalogue: nominal memory")
 
 
