@@ -282,15 +282,15 @@ def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, bat
                          mla=setup.mla, formulas=formulas, block_size=setup.block_size)
     lat = CalibratedLatency(model, comp.ck, setup, kv_dtype=setup.kv_dtype, mla=setup.mla, weights=comp.weights)
     rows = []
-    for n in POWERS if smallest else gpus:
-        got = evaluate(comp, layouts(model, n, pins=pins), gpu=setup.gpu, T=work.context, batch=work.batch,
-                       max_batched_tokens=chunk, mem_util=setup.mem_util, latency=lat, work=work, ideal=ideal)
-        if smallest:
-            rows = got
-            if any(r["fits"] for r in got):
+    kw = dict(gpu=setup.gpu, T=work.context, batch=work.batch, max_batched_tokens=chunk, mem_util=setup.mem_util,
+              latency=lat, work=work, ideal=ideal)
+    if smallest:
+        for n in POWERS:
+            rows = evaluate(comp, layouts(model, n, pins=pins), **kw)
+            if any(r["fits"] for r in rows):
                 break
-        else:
-            rows += got
+    else:  # every count's layouts as one set of arrays: one bisection for all of them
+        rows = evaluate(comp, [lay for n in gpus for lay in layouts(model, n, pins=pins)], **kw)
     rows = rank(rows, sort)
     out = {"layouts": rows, "compute_dtype": comp.dtype, "peak_dtype_used": comp.peak_used,
            "kernel_dtypes": {k: {"op_class": v[0], "dtype": v[1], "peak_dtype": v[2], "runs": v[3]}
