@@ -233,3 +233,29 @@ def test_disaggregated_plan_conserves_requests_and_kv_bytes(run):
     assert plan.gpus == plan.x * plan.prefill["gpus"] + plan.y * plan.decode["gpus"]
     assert plan.tokens_per_s_per_gpu == pytest.approx(plan.served * work.osl / plan.gpus)
     assert plan.ttft_s == pytest.approx(plan.prefill["ttft_s"] + plan.kv_transfer_s)
+
+
+def test_speculative_decoding_with_the_mtp_draft():
+    from symcost.serving.roofline import draft_modules, tokens_per_step
+    assert sympy.expand(tokens_per_step().xreplace({sym.n_d: 1}).doit() - (1 + sym.a_acc)) == 0
+    m, cal = _cal("deepseek-v3", "H200")
+    assert draft_modules(m) == 1
+    lay = Layout.vllm(m, tp=8)
+    kw = dict(T=2048, batch=16, max_batched_tokens=8192)
+    plain = cal.seconds("tpot", lay, **kw)
+    spec = [cal.seconds("tpot", lay, accept=a, **kw) for a in (0.0, 0.5, 0.9)]
+    assert spec[0] > plain  # nothing accepted: the verify and draft cost more than a plain step
+    assert spec[0] > spec[1] > spec[2]
+    # deploy's vectorised TPOT with speculation equals the scalar path
+    m, raw = read_model("deepseek-v3")
+    setup = ServeSetup(layout=Layout(), gpu=find_gpu("H200"))
+    comp = compile_model(m, raw, gpu=setup.gpu)
+    lat = CalibratedLatency(m, comp.ck, setup, weights=comp.weights)
+    work = Workload(isl=2048, batch=16, accept=0.5)
+    rows = evaluate(comp, [lay], gpu=setup.gpu, T=2048, batch=16, latency=lat, work=work)
+    assert rows[0]["tpot_s"] == pytest.approx(lat.seconds("tpot", lay, accept=0.5, **kw), rel=1e-9)
+
+
+def test_accept_rate_refused_without_a_draft(run):
+    r = run("deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "512", "--accept-rate", "0.7")
+    assert r.returncode == 2 and "--accept-rate" in r.stderr

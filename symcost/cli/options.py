@@ -332,6 +332,10 @@ DISAGG = Option(("--disagg",), "serve", "also plan disaggregated serving: x pref
                 "up to 8 each) of the layouts evaluated, the prompt's KV moved once over NVLink inside the NVLink "
                 "domain or the scale-out link across it, the pool ratio matched to ISL/OSL; printed beside the "
                 "best aggregated layout (needs --isl and --osl)", action="store_true")
+ACCEPT_RATE = Option(("--accept-rate",), "serve", "speculative decoding with the model's own MTP draft (DeepSeek/GLM "
+                     "MTP layers): the acceptance rate a_acc of a draft token; TPOT = (verify step of B·(1+n_d) "
+                     "rows + n_d draft passes) / Σ a^i (default: no speculation)", kind=real(high=1.0),
+                     metavar="R", example="0.7")
 SORT = Option(("--sort",), "serve", "rank layouts meeting the SLA by tokens/s per GPU (throughput), TTFT, TPOT "
               "or GPU count (default throughput)", choices=("throughput", "ttft", "tpot", "gpus"),
               default="throughput", example="tpot")

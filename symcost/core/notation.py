@@ -237,6 +237,8 @@ TABLE: tuple[Entry, ...] = (
     Entry("eta_aa", "\\eta_{aa}", "all-to-all share of the link bandwidth (by message size)", "(calibration)",
           "ratio"),
     Entry("alpha_aa", "\\alpha_{aa}", "all-to-all latency per call, seconds", "(calibration)", "seconds"),
+    Entry("a_acc", "a_{acc}", "speculative decoding: acceptance rate of one draft token", "(--accept-rate)", "ratio"),
+    Entry("n_d", "n_{d}", "speculative decoding: draft tokens per step (the model's MTP modules)", "(config: MTP layers)"),
     # -- training: activation bytes --
     Entry("b_a", "b_{a}", "bytes per activation element (compute dtype)", "(--act-dtype)", "bytes"),
     # -- parallel layouts, serving and training (symcost.model.parallel) --

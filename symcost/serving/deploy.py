@@ -134,6 +134,7 @@ class Workload:
     concurrency: int | None = None
     max_ttft: float | None = None
     max_tpot: float | None = None
+    accept: float | None = None  # speculative decoding with the model's MTP draft at this acceptance rate
 
     @property
     def context(self) -> int:
@@ -204,8 +205,15 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     ttft = latency.evaluate_arrays("prefill", _latency_values(a, float(work.isl), ones, M), ideal=ideal)["total"] * pp
 
     def tpot_of(b):
-        return latency.evaluate_arrays("decode", _latency_values(a, float(work.decode_context), b, M),
-                                       ideal=ideal)["total"] * pp
+        step = latency.evaluate_arrays("decode", _latency_values(a, float(work.decode_context), b, M),
+                                       ideal=ideal)["total"]
+        if work.accept is None:
+            return step * pp
+        from .roofline import _layers, draft_modules, spec_tpot
+        n = draft_modules(latency.model)
+        verify = latency.evaluate_arrays("decode", _latency_values(a, float(max(1, work.decode_context // (1 + n))),
+                                                                   b * (1 + n), M), ideal=ideal)["total"]
+        return spec_tpot(verify, step, _layers(latency.model), n, work.accept) * pp
     if work.solve:
         b = solve_batch(tpot_of, work.max_tpot, np.floor(conc), np).astype(float)
     elif work.concurrency is not None:

@@ -639,8 +639,46 @@ class CalibratedLatency:
         terms["total"] = sum(terms.values())
         return terms
 
-    def seconds(self, name: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False) -> float:
-        """TTFT (prefill of one prompt of T) or TPOT (decode of ``batch`` at T), N_pp stages in turn."""
+    def seconds(self, name: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False,
+                accept: float | None = None) -> float:
+        """TTFT (prefill of one prompt of T) or TPOT (decode of ``batch`` at T), N_pp stages in turn;
+        ``accept``: TPOT with the model's MTP draft at that acceptance rate (``spec_tpot``)."""
         phase, b = Latency.STEPS[name]
         ev = self.evaluate(phase, lay, T=T, batch=b or batch, max_batched_tokens=max_batched_tokens, ideal=ideal)
+        if name == "tpot" and accept is not None:
+            n = draft_modules(self.model)
+            verify = self.evaluate("decode", lay, T=max(1, T // (1 + n)), batch=batch * (1 + n),
+                                   max_batched_tokens=max_batched_tokens, ideal=ideal).seconds
+            return Latency.pipelined(spec_tpot(verify, ev.seconds, _layers(self.model), n, accept), lay.pp)
         return Latency.pipelined(ev.seconds, lay.pp)
+
+
+# -- speculative decoding with the model's own draft (MTP) ----------------------------------------------
+def tokens_per_step() -> sympy.Expr:
+    """Expected tokens a verify step emits with n_d draft tokens each accepted with probability a_acc
+    (accepted in order, the first rejection ends the run; the verify step's own token always counts):
+    Σ_{i=0..n_d} a^i = (1 − a^(n_d+1)) / (1 − a)."""
+    i = sympy.Dummy("i", integer=True, nonnegative=True)
+    return sympy.Sum(sym.a_acc ** i, (i, 0, sym.n_d))
+
+
+def spec_tpot(verify, step_b, layers, n_draft: int, accept: float) -> float:
+    """TPOT with speculation (numbers or arrays)::
+
+        TPOT = (verify + n_d · step(B) · 2 / (L + 1)) / Σ_{i=0..n_d} a^i
+
+    verify: one decode step of B·(1 + n_d) rows at context T/(1 + n_d) (the same KV bytes and attention
+    pairs as B sequences at T, the GEMMs on (1 + n_d)·B rows); each draft token runs one MTP module — one
+    decoder layer plus the shared LM head, costed as 2 of the L + 1 layer-equivalents of a decode step
+    (an approximation: the MTP layer is a typical layer, the head one more)."""
+    e = float(tokens_per_step().xreplace({sym.a_acc: sympy.Float(accept), sym.n_d: sympy.Integer(n_draft)}).doit())
+    return (verify + n_draft * step_b * 2 / (layers + 1)) / e
+
+
+def _layers(model) -> int:
+    return sum(exact(g.count, model.values) for g in model.groups if not g.tower)
+
+
+def draft_modules(model) -> int:
+    """MTP modules the checkpoint ships (0: no draft of its own)."""
+    return int(model.values.get(sym.L_mtp, 0)) if "mtp" in model.extras else 0

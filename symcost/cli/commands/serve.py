@@ -12,7 +12,7 @@ from ...hardware.gpus import gpu as find_gpu
 from ...serving.plan import NOTE as SERVE_NOTE
 from ...serving.plan import Layout, ServeSetup, memory
 from ...serving.roofline import NOTE as ROOF_NOTE
-from ...serving.roofline import roofline
+from ...serving.roofline import draft_modules, roofline
 from .. import options as o
 from .common import check_positions, read_model
 
@@ -27,7 +27,7 @@ OPTIONS = {
     "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(help="context per request (or --isl/--osl)"),
                o.BATCH.but(default=None, help="concurrent requests per replica (default 1; or --concurrency, or "
                                               "solved for under --max-tpot)"),
-               o.CONCURRENCY, o.ISL, o.OSL, o.MAX_TTFT, o.MAX_TPOT, o.SORT, o.TOP, o.IDEAL, o.DISAGG,
+               o.CONCURRENCY, o.ISL, o.OSL, o.MAX_TTFT, o.MAX_TPOT, o.SORT, o.TOP, o.IDEAL, o.DISAGG, o.ACCEPT_RATE,
                o.SERVE_GPU.but(required=True),
                *(r for r in o.SERVE_MODELLED[1:] if r not in (o.TP, o.PP, o.DP, o.EP)),
                o.pin(o.TP, "the tensor-parallel size"), o.pin(o.PP, "the pipeline stages"),
@@ -127,12 +127,15 @@ def _workload(args) -> Workload:
                            "(or give --concurrency to check a load against the SLA)")
     isl = args.isl if args.isl is not None else args.T
     return Workload(isl=isl, osl=args.osl or 0, batch=args.batch or 1, concurrency=args.concurrency,
-                    max_ttft=args.max_ttft, max_tpot=args.max_tpot)
+                    max_ttft=args.max_ttft, max_tpot=args.max_tpot, accept=args.accept_rate)
 
 
 def cmd_deploy(args, out):
     m, raw = read_model(args.model)
     work = _workload(args)
+    if args.accept_rate is not None and not draft_modules(m):
+        raise SymcostError(f"--accept-rate: {m.name} ships no draft (no MTP / next-n layers in its config), "
+                           f"so there is nothing to speculate with")
     check_positions(m, work.context)
     setup = _setup(args, m, layout=False)
     counts = o.gpu_counts(args.gpus) if args.gpus else None
@@ -161,8 +164,10 @@ def cmd_deploy(args, out):
     sla = "" if not (work.max_ttft or work.max_tpot) else (
         " SLA" + (f" TTFT <= {work.max_ttft * 1e3:g} ms" if work.max_ttft else "")
         + (f" TPOT <= {work.max_tpot * 1e3:g} ms" if work.max_tpot else "") + ";")
-    load = (f"concurrency {work.concurrency} in all" if work.concurrency is not None else
+    load = ("" if work.accept is None else f"MTP speculation at acceptance {work.accept:g}, ") + (
+            f"concurrency {work.concurrency} in all" if work.concurrency is not None else
             "batch per replica solved for" if work.solve else f"batch {work.batch} per replica")
+    payload["accept_rate"] = work.accept
     ctx = f"ISL {work.isl}, OSL {work.osl}" if work.osl else f"T={work.context}"
     lines = [f"{m.name} on {g.name}: {len(res['layouts'])} layouts, {n_fit} fit, {n_sla} meet the workload "
              f"({ctx}, {load};{sla} {'ideal bound' if args.ideal else 'calibrated kernels'}; "
