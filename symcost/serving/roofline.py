@@ -298,7 +298,8 @@ def _kernel_time(cls, F, Q, n) -> sympy.Expr:
 
 
 def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights: Terms | None = None) -> StepFormula:
-    """The calibrated step (module section docstring) of ``phase`` for B sequences at context T."""
+    """The calibrated step (``CALIBRATED_DOC``: the formula, the classes, the links) of ``phase`` for B
+    sequences at context T."""
     vals = model.values
     ph = Phase(kind=phase, attention="causal", logits="last", mla=mla)
     paths = _paths(model)
@@ -323,7 +324,7 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
     if phase == "decode":
         R, chunks = B, sympy.Integer(1)
     else:
-        R, chunks = sympy.Min(B * T, M), ceil_(B * T / M)
+        R, chunks = sympy.Min(B * T, M), sympy.ceiling(B * T / M)
     # rows reaching one expert per call: the EP group's rows (N_ep replicas with EP on) · k / E
     xrows = R * (1 + sym.x_ep * (sym.N_ep - 1)) * k / E if E else sympy.Integer(0)
     touched = 1 - (1 - sympy.Rational(k, E)) ** (B if phase == "decode" else B * T) if E else sympy.Integer(1)
@@ -340,8 +341,6 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
             counts["elementwise"] += per * ek
             if c.cache().flatten():
                 counts["attention"] += per
-    layers_stage = sum(sympy.ceiling(sympy.Integer(exact(g.count, vals)) / p) for g in model.groups
-                       if not g.tower and exact(g.count, vals))
     Q = {"gemm": nonrouted * chunks, "grouped_gemm": routed * touched * chunks,
          "attention": ideal.parts["kv_read"] + ideal.parts["kv_write"],
          "elementwise": counts["elementwise"] * R * d * ACT_BYTES * 2 * chunks}
@@ -373,12 +372,7 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
     terms.add("collectives", coll)
     flops = sum(v[0] for v in parts.values())
     nbytes = sum(v[1] for v in parts.values())
-    del layers_stage
     return StepFormula(phase, terms, flops, nbytes, R, xrows, S, aa_msg, parts)
-
-
-def ceil_(x):
-    return sympy.ceiling(x)
 
 
 def kernel_dtype(lay, gpu, grouped: bool) -> tuple[str, str, str]:
