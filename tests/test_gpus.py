@@ -30,3 +30,44 @@ def test_peaks_fall_back_and_say_so():
     assert gpu("H100").peak("fp4") == (1979 * 10**12, "fp8")
     assert gpu("B300").peak("fp4") == (14000 * 10**12, "fp4")
     assert len(CATALOGUE) >= 16
+
+
+def test_every_card_states_its_domain_and_scaleout_link():
+    """The cards of issue 22 are all there, each with an NVLink domain and a scale-out NIC."""
+    wanted = {"A100-40GB", "A100-80GB", "A100-40GB-PCIe", "A100-80GB-PCIe", "A10", "A10G", "L4", "L40", "L40S",
+              "RTX-3090", "RTX-4090", "RTX-5090", "RTX-6000-Ada", "RTX-PRO-6000", "H20", "H20-141GB", "H100-PCIe",
+              "H100", "H100-NVL", "H200", "H200-NVL", "GH200", "B200", "B300", "GB200", "GB300", "MI250X",
+              "MI300X", "MI325X", "MI355X"}
+    assert wanted <= set(CATALOGUE)
+    for g in CATALOGUE.values():
+        assert isinstance(g.nvlink_domain, int) and g.nvlink_domain >= 1, g.name
+        assert isinstance(g.scaleout_gbs, float) and g.scaleout_gbs > 0, g.name
+    assert gpu("GB200").nvlink_domain == 72 and gpu("H100").nvlink_domain == 8 and gpu("L40S").nvlink_domain == 1
+    assert gpu("H100").scaleout_gbs == 50.0 and gpu("B300").scaleout_gbs == 100.0
+
+
+def test_driver_reported_memory_of_the_cards_in_public_logs():
+    """What vLLM/PyTorch log as the card's total (two decimals of GiB, the log's precision)."""
+    for name, gib in (("RTX-3090", 23.58), ("A10", 22.18), ("A100-80GB", 79.25), ("H200", 139.81)):
+        assert round(gpu(name).usable_bytes / 2**30, 2) == gib and gpu(name).usable_measured
+
+
+def test_links_default_to_the_catalogue_domain_and_nic():
+    from symcost.hardware.links import Links
+    nvl = Links.of(gpu("GB200"))
+    assert nvl.gpus_per_node == 72 and nvl.ib_bytes_s == 50e9 and nvl.nvlink_bytes_s == 900e9
+    assert Links.of(gpu("L40S")).gpus_per_node == 1 and Links.of(gpu("B300")).ib_bytes_s == 100e9
+    pinned = Links.of(gpu("GB200"), gpus_per_node=4, ib_bytes_s=25e9)  # explicit rates still override
+    assert pinned.gpus_per_node == 4 and pinned.ib_bytes_s == 25e9
+
+
+def test_custom_card_keeps_base_peaks_or_has_none():
+    import pytest
+    from symcost.core.errors import SymcostError
+    from symcost.hardware.gpus import custom
+    c = custom(25_318_000_000, gpu("RTX-4090"))
+    assert c.usable_bytes == 25_318_000_000 and c.peak("bf16") == gpu("RTX-4090").peak("bf16")
+    bare = custom(25_318_000_000)
+    assert bare.usable_bytes == 25_318_000_000
+    with pytest.raises(SymcostError, match="--gpu-memory"):
+        bare.peak("bf16")

@@ -9,9 +9,17 @@ from symcost.core.notation import sym
 
 
 def test_symbols_are_positive_integers():
+    """Every dimension is a positive integer; the calibration's ratios and seconds are positive reals
+    and the expert-parallel switch is 0 or 1 (``notation._ASSUME``)."""
     for name in notation.names():
         s = getattr(sym, name)
-        assert s.is_integer and s.is_positive, name
+        kind = notation.ENTRIES[name].kind
+        if kind in ("ratio", "seconds"):
+            assert s.is_positive and s.is_real and s.is_integer is None, name
+        elif kind == "switch":
+            assert s.is_integer and s.is_nonnegative and s.is_positive is None, name
+        else:
+            assert s.is_integer and s.is_positive, name
 
 
 def test_E_and_N_are_not_sympy_builtins():

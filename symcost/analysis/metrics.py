@@ -26,7 +26,6 @@ N_ep (``parallel``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import sympy
 
@@ -62,7 +61,7 @@ class Options:
     weights_dtype: str | None = None
     mem_util: float = 0.9
     max_batched_tokens: int = 8192
-    overhead_gib: float = 1.0
+    overhead_gib: float | None = None  # None: the engine's non-torch memory, modelled (serving.profile)
     mla: str = "auto"
     zero: int = 0
     recompute: str = "none"
@@ -100,7 +99,6 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
     from ..serving.formulas import (  # lazy: check/scale on params|flops|cache load no serving/training
         compute_dtype,
         gpu_values,
-        serve_formulas,
     )
     from ..serving.roofline import Latency  # lazy: check/scale on params|flops|cache load no serving/training
     ck = _checkpoint(model, raw, o)
@@ -126,8 +124,14 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
         t.add("communication", parts["communication"],
               "N_pp · (TP all-reduce + EP all-to-all bytes) / BW_link, not overlapped")
         return t
-    over = int(Fraction(str(o.overhead_gib)) * 2**30)
-    f = serve_formulas(model, ck, kv_dtype=o.kv_dtype, overhead_bytes=over)
+    # the engine's formulas, as ``memory`` evaluates them (one implementation: ``plan.engine_formulas``)
+    from ..hardware.gpus import gpu as find_gpu  # lazy: check/scale on params|flops|cache load no serving/training
+    from ..serving.plan import ServeSetup, engine_formulas  # lazy: as above
+    setup = ServeSetup(gpu=find_gpu(o.gpu) if o.gpu is not None else None, kv_dtype=o.kv_dtype,
+                       weights_dtype=o.weights_dtype, mem_util=o.mem_util, max_batched_tokens=o.max_batched_tokens,
+                       overhead_gib=o.overhead_gib, mla=o.mla)
+    f, chunk = engine_formulas(model, raw, setup, T=o.T or 1)
+    bound[sym.M] = sympy.Integer(chunk)
     if name == "serve_memory":
         return f.terms().bind(bound)
     expr = f.kv_tokens if name == "kv_capacity" else f.max_concurrency

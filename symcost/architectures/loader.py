@@ -129,7 +129,29 @@ def read_json(source: str) -> tuple[str, dict]:
         raise SymcostError(f"{path}: invalid JSON: nested too deeply") from None
     if not isinstance(raw, dict):
         raise SymcostError(f"{path}: expected a JSON object, got {type(raw).__name__}")
-    return name, raw
+    return name, _with_modelopt(raw, path)
+
+
+def _with_modelopt(raw: dict, path: Path) -> dict:
+    """NVIDIA ModelOpt checkpoints state their quantisation in ``hf_quant_config.json`` beside
+    config.json (``{"quantization": {"quant_algo": "NVFP4", "exclude_modules": [...]}}``); vLLM reads
+    it as a ``modelopt`` quantization_config (``ModelOptFp8Config`` / ``ModelOptNvFp4Config``). The
+    config's own quantization_config, when it has one, wins."""
+    side = path.parent / "hf_quant_config.json" if path.name.endswith(".json") else None
+    if side is None or "quantization_config" in raw or not side.is_file():
+        return raw
+    try:
+        q = json.loads(side.read_text(encoding="utf-8", errors="replace")).get("quantization")
+    except (json.JSONDecodeError, ValueError, AttributeError):
+        raise SymcostError(f"{side}: invalid JSON (expected {{\"quantization\": {{\"quant_algo\": ...}}}})") from None
+    if not isinstance(q, dict) or not isinstance(q.get("quant_algo"), str):
+        raise SymcostError(f"{side}: field 'quantization.quant_algo': missing")
+    conv = {"quant_method": "modelopt", "quant_algo": q["quant_algo"],
+            "ignore": [str(x) for x in q.get("exclude_modules") or []]}
+    for key in ("kv_cache_quant_algo", "group_size"):
+        if key in q:
+            conv[key] = q[key]
+    return {**raw, "quantization_config": conv}
 
 
 #: adapters validated during one CLI command, by source (``caching``): the command loads its model

@@ -39,6 +39,30 @@ def parse_size(text: str) -> int:
     return int(digits) * mult
 
 
+_MEM_UNITS = {"": 1, "B": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40, "KB": 10**3, "MB": 10**6,
+              "GB": 10**9, "TB": 10**12}
+
+
+def memory_size(name):
+    """A memory size: bytes, or a decimal number with a unit (23.58GiB, 80GB, 512MiB; K/M/G/T alone
+    are binary, as context sizes are); exact bytes (the decimal text times the unit, rounded down)."""
+    def parse(text):
+        t = text.strip().replace("_", "").replace(" ", "")
+        i = len(t)
+        while i and t[i - 1].isalpha():
+            i -= 1
+        num, unit = t[:i], t[i:].upper()
+        try:
+            value = Fraction(num) if num and len(num) <= 30 and num.replace(".", "", 1).isdigit() else None
+        except (ValueError, ZeroDivisionError):
+            value = None
+        if value is None or unit not in _MEM_UNITS or value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive size such as 23.58GiB, 80GB or a byte "
+                                             f"count, got {_shown(text)!r}")
+        return int(value * _MEM_UNITS[unit])
+    return parse
+
+
 def _shown(text: str) -> str:
     return text if len(text) <= 40 else text[:40] + "..."
 
@@ -307,10 +331,11 @@ QUANT_FALLBACK = Option(("--quant-fallback",), "serve", "an unknown quantization
                         "dtype (default: error)", action="store_true")
 KV_DTYPE = Option(("--kv-dtype",), "serve", "KV-cache element dtype (bytes per element: bf16/fp16 2, fp32 4, "
                   "fp8 1)", choices=DTYPES, default="bf16", example="fp8")
-MEM_UTIL = Option(("--mem-util",), "serve", "vLLM's gpu_memory_utilization (0.9)",
+MEM_UTIL = Option(("--mem-util", "--gpu-memory-utilization"), "serve", "vLLM's gpu_memory_utilization (0.9; "
+                  "SGLang: mem_fraction_static): the budget M_gpu = usable memory x this",
                   kind=real(open_low=True, high=1.0), default=0.9, example="0.95")
-MAX_BATCHED_TOKENS = Option(("--max-batched-tokens",), "serve", "tokens per chunked-prefill step (vLLM's "
-                            "max_num_batched_tokens, 8192)", kind=positive, default=8192, example="16K")
+MAX_BATCHED_TOKENS = Option(("--max-batched-tokens", "--max-num-batched-tokens"), "serve", "tokens per "
+                            "chunked-prefill step M (vLLM's max_num_batched_tokens, 8192)", kind=positive, default=8192, example="16K")
 OVERHEAD_GIB = Option(("--overhead-gib",), "serve", "allowance for non-torch memory per GPU (CUDA context, NCCL, "
                       "cuBLAS), GiB", kind=real(), default=1.0, example="1.5")
 CUDAGRAPH_GIB = Option(("--cudagraph-gib",), "serve", "allowance for CUDA graphs per GPU, GiB (0: captured after "
@@ -325,7 +350,56 @@ BW_EFF = Option(("--bw-eff",), "serve", "fraction of the HBM bandwidth reached",
                 kind=real(open_low=True, high=1.0), default=1.0, example="0.8")
 DEPLOY_GPUS = Option(("--gpus",), "serve", "N, or MIN-MAX for every N in the range (default: the smallest power "
                      "of two that fits)", example="8-16")
-TOP = Option(("--top",), "serve", "print only the best N layouts (0: all)", kind=integer, default=0, example="5")
+TOP = Option(("--top",), "serve", "print only the best N layouts, N >= 1 (default: all)", kind=positive,
+             example="5")
+IDEAL = Option(("--ideal",), "serve", "the pure roofline bound: every kernel at the dense peak and the full HBM "
+               "and link bandwidth, no kernel floors or collective latencies (eta = 1, t_0 = alpha = 0; default: "
+               "the calibrated kernel model of symcost.hardware.kernels)", action="store_true")
+CONCURRENCY = Option(("--concurrency",), "serve", "total requests in flight, spread over the data-parallel replicas "
+                     "(batch per replica = ceil(N / dp); instead of --batch)", kind=positive, example="64")
+ISL = Option(("--isl",), "serve", "input tokens per request: TTFT is the prefill of one prompt of ISL tokens "
+             "(default: --T)", kind=positive, example="1024")
+OSL = Option(("--osl",), "serve", "output tokens per request: the KV holds ISL + OSL tokens per request and TPOT "
+             "is taken at context ISL + OSL/2 (default 0: --T is the context)", kind=positive, example="1024")
+MAX_TTFT = Option(("--max-ttft",), "serve", "SLA: time to first token at most S seconds (a layout filter)",
+                  kind=real(open_low=True), metavar="S", example="0.5")
+MAX_TPOT = Option(("--max-tpot",), "serve", "SLA: time per output token at most S seconds; the batch per replica is "
+                  "solved for: the largest meeting it that the KV holds", kind=real(open_low=True), metavar="S",
+                  example="0.02")
+DISAGG = Option(("--disagg",), "serve", "also plan disaggregated serving: x prefill and y decode instances (xPyD, "
+                "up to 8 each) of the layouts evaluated, the prompt's KV moved once over NVLink inside the NVLink "
+                "domain or the scale-out link across it, the pool ratio matched to ISL/OSL; printed beside the "
+                "best aggregated layout (needs --isl and --osl)", action="store_true")
+ACCEPT_RATE = Option(("--accept-rate",), "serve", "speculative decoding with the model's own MTP draft (DeepSeek/GLM "
+                     "MTP layers): the acceptance rate a_acc of a draft token; TPOT = (verify step of B·(1+n_d) "
+                     "rows + n_d draft passes) / Σ a^i (default: no speculation)", kind=real(high=1.0),
+                     metavar="R", example="0.7")
+SORT = Option(("--sort",), "serve", "rank layouts meeting the SLA by tokens/s per GPU (throughput), TTFT, TPOT "
+              "or GPU count (default throughput)", choices=("throughput", "ttft", "tpot", "gpus"),
+              default="throughput", example="tpot")
+
+def pin(row: "Option", what: str) -> "Option":
+    """``deploy``'s form of a layout size: given, it pins the dimension; else it is swept."""
+    return row.but(default=None, metavar="N", help=f"pin {what} (default: every value is tried)")
+
+
+ENGINE = Option(("--engine",), "serve", "whose start-up accounting: vllm (V1: budget - weights - profiled "
+                "peak - non-torch) or sglang (mem_fraction_static pool, activations outside it)",
+                choices=("vllm", "sglang"), default="vllm", example="sglang")
+VLLM_VERSION = Option(("--vllm-version",), "serve", "vLLM release modelled (X.Y): < 0.8 = the V0 engine's "
+                      "profile and defaults; changes the activation terms' M and S and the MXFP4 backend",
+                      default="0.11", metavar="X.Y", example="0.10")
+MAX_NUM_SEQS = Option(("--max-num-seqs",), "serve", "vLLM's max_num_seqs S: the sampler terms of the profile "
+                      "(default: 1024 on >= 70 GiB non-A100 GPUs, else 256)", kind=positive, example="256")
+KV_CACHE_MEMORY = Option(("--kv-cache-memory", "--kv-cache-memory-bytes"), "serve", "KV cache size per GPU "
+                         "(vLLM's --kv-cache-memory-bytes): skips the profile, kv_available = this",
+                         kind=memory_size, example="20GiB")
+GPU_MEMORY = Option(("--gpu-memory",), "serve", "total memory the driver reports for a card outside the "
+                    "catalogue (23.58GiB): replaces --gpu's usable memory (peaks from --gpu, else unknown)",
+                    kind=memory_size, example="23.58GiB")
+MOE_BACKEND = Option(("--moe-backend",), "serve", "MXFP4 expert kernel whose padding the loaded weights "
+                     "carry (default: flashinfer on B200/B300/GB200/GB300, triton on Hopper, marlin else)",
+                     choices=("marlin", "triton", "flashinfer"), example="marlin")
 
 # parallel: layout sizes
 DP = Option(("--dp",), "parallel", "data-parallel replicas", kind=positive, default=1, example="8")
@@ -529,7 +603,7 @@ def metric_section(dtypes: bool = True) -> Section:
                                   "quantization_config)"), KV_DTYPE) if dtypes else ()),
         MEM_UTIL.but(help="vLLM's gpu_memory_utilization"),
         MAX_BATCHED_TOKENS.but(help="M, tokens per chunked-prefill step"),
-        OVERHEAD_GIB.but(help="non-torch allowance per GPU, GiB"),
+        OVERHEAD_GIB.but(default=None, help="non-torch memory per GPU, GiB (default: modelled, as memory does)"),
         ZERO.but(choices=None, default=0, metavar="N", help="train_memory: ZeRO stage 0-3"),
         RECOMPUTE.but(default="none", help="train_memory: activation recomputation")))
 
@@ -542,6 +616,15 @@ def swept(row: Option) -> Option:
 #: the serving options of memory, roofline and deploy (``serving.plan.ServeSetup``)
 SERVE = (SERVE_GPU, WEIGHTS_DTYPE, EXPERTS_DTYPE, QUANT_FALLBACK, KV_DTYPE, MEM_UTIL, MAX_BATCHED_TOKENS,
          OVERHEAD_GIB, CUDAGRAPH_GIB, BLOCK_SIZE, TP, PP, DP, EP, MLA)
+#: ``memory``, ``deploy``, ``roofline``: the engine's own defaults for M and the non-torch memory (modelled)
+SERVE_MODELLED = tuple(
+    o.but(default=None, help="tokens per chunked-prefill step M (vLLM's max_num_batched_tokens; default: the "
+                             "engine's for the GPU, 8192 or 2048): the forward terms of the profile")
+    if o is MAX_BATCHED_TOKENS else
+    o.but(default=None, help="non-torch memory per GPU, GiB (default: modelled, engine_memory.json)")
+    if o is OVERHEAD_GIB else o for o in SERVE)
+#: ``memory``: the modelled defaults and the engine's options
+MEMORY_SERVE = SERVE_MODELLED + (ENGINE, VLLM_VERSION, MAX_NUM_SEQS, KV_CACHE_MEMORY, GPU_MEMORY, MOE_BACKEND)
 #: the phase and conventions of the symbolic commands (a metric of FLOPs)
 SYMBOLIC_PHASE = (PHASE.but(default="prefill"), *CONVENTIONS)
 

@@ -61,7 +61,22 @@ def table(rows: list[tuple[str, str, int]], total: int, fmt=human_count) -> str:
 # -- warnings ------------------------------------------------------------------------------------
 def warnings(args) -> list[str]:
     """Everything the command line should warn about before a command runs."""
-    return _context_warnings(args) + _field_warnings(args) + _dtype_warnings(args)
+    return _context_warnings(args) + _field_warnings(args) + _dtype_warnings(args) + _quant_name_warnings(args)
+
+
+def _quant_name_warnings(args) -> list[str]:
+    """A name that says FP8/FP4/INT4/AWQ/GPTQ over a config that states no quantisation (serving
+    commands, where the weights' bytes matter; none when --weights-dtype says the dtype)."""
+    model = getattr(args, "model", None)
+    if not isinstance(model, str) or getattr(args, "weights_dtype", None) or not hasattr(args, "kv_dtype"):
+        return []
+    try:
+        name, raw = loader.read_json(model)
+    except SymcostError:
+        return []
+    from ..serving.quant import name_says_quantized  # lazy: the serving layer, serving commands only
+    w = name_says_quantized(model if "/" in model or model.endswith(".json") else name, raw)
+    return [w] if w else []
 
 
 def _context_warnings(args) -> list[str]:

@@ -210,6 +210,35 @@ TABLE: tuple[Entry, ...] = (
     Entry("F_gpu", "F_{gpu}", "dense peak FLOP/s of the GPU for the compute dtype", "(GPU)"),
     Entry("BW_hbm", "BW_{hbm}", "GPU memory bandwidth, bytes/s", "(GPU)"),
     Entry("BW_link", "BW_{link}", "scale-up link bandwidth per GPU, one direction, bytes/s", "(GPU)"),
+    # -- calibrated latency (symcost.serving.roofline; values: symcost.hardware.calibration) --
+    Entry("BW_net", "BW_{net}", "scale-out link bandwidth per GPU (InfiniBand/RoCE), one direction, bytes/s",
+          "(cluster: Links.ib_bytes_s)"),
+    Entry("D_nv", "D_{nv}", "GPUs in one NVLink domain (8 on HGX boards, 72 on NVL72)", "(cluster: Links.gpus_per_node)"),
+    Entry("x_ep", "x_{ep}", "expert parallelism on (1: whole experts, all-to-all dispatch/combine) or off (0: "
+          "experts sliced over TP)", "(--ep)", "switch"),
+    Entry("F_moe", "F_{moe}", "dense peak FLOP/s for the routed experts' compute dtype", "(GPU, quantization)"),
+    Entry("F_attn", "F_{attn}", "dense peak FLOP/s for attention (bf16)", "(GPU)"),
+    Entry("eta_cg", "\\eta_{c,g}", "dense-GEMM share of the peak reached (calibrated by M regime)", "(calibration)",
+          "ratio"),
+    Entry("eta_mg", "\\eta_{m,g}", "dense-GEMM share of the HBM bandwidth reached", "(calibration)", "ratio"),
+    Entry("t_g", "t_{0,g}", "dense-GEMM kernel floor, seconds", "(calibration)", "seconds"),
+    Entry("eta_cx", "\\eta_{c,x}", "grouped (MoE) GEMM share of the peak reached (by rows per expert)",
+          "(calibration)", "ratio"),
+    Entry("eta_mx", "\\eta_{m,x}", "grouped (MoE) GEMM share of the HBM bandwidth reached", "(calibration)", "ratio"),
+    Entry("t_x", "t_{0,x}", "fused-MoE kernel floor, seconds", "(calibration)", "seconds"),
+    Entry("eta_ca", "\\eta_{c,a}", "attention kernel share of the bf16 peak reached", "(calibration)", "ratio"),
+    Entry("eta_ma", "\\eta_{m,a}", "attention kernel share of the HBM bandwidth reached", "(calibration)", "ratio"),
+    Entry("t_a", "t_{0,a}", "attention kernel floor, seconds", "(calibration)", "seconds"),
+    Entry("eta_me", "\\eta_{m,e}", "elementwise kernels' share of the HBM bandwidth", "(calibration)", "ratio"),
+    Entry("t_e", "t_{0,e}", "elementwise kernel floor, seconds", "(calibration)", "seconds"),
+    Entry("eta_ar", "\\eta_{ar}", "all-reduce share of the link bandwidth (by message size)", "(calibration)",
+          "ratio"),
+    Entry("alpha_ar", "\\alpha_{ar}", "all-reduce latency per call, seconds", "(calibration)", "seconds"),
+    Entry("eta_aa", "\\eta_{aa}", "all-to-all share of the link bandwidth (by message size)", "(calibration)",
+          "ratio"),
+    Entry("alpha_aa", "\\alpha_{aa}", "all-to-all latency per call, seconds", "(calibration)", "seconds"),
+    Entry("a_acc", "a_{acc}", "speculative decoding: acceptance rate of one draft token", "(--accept-rate)", "ratio"),
+    Entry("n_d", "n_{d}", "speculative decoding: draft tokens per step (the model's MTP modules)", "(config: MTP layers)"),
     # -- training: activation bytes --
     Entry("b_a", "b_{a}", "bytes per activation element (compute dtype)", "(--act-dtype)", "bytes"),
     # -- parallel layouts, serving and training (symcost.model.parallel) --
@@ -226,8 +255,13 @@ TABLE: tuple[Entry, ...] = (
           "(global batch / (micro-batch × dp))"),
 )
 
+#: the assumptions of a kind: counts, lengths and bytes are positive integers; calibration ratios and
+#: seconds are positive reals; a switch is 0 or 1
+_ASSUME = {"ratio": {"positive": True, "real": True}, "seconds": {"positive": True, "real": True},
+           "switch": {"integer": True, "nonnegative": True}}
+
 _SYMBOLS: dict[str, sympy.Symbol] = {
-    e.name: sympy.Symbol(e.name, integer=True, positive=True) for e in TABLE
+    e.name: sympy.Symbol(e.name, **_ASSUME.get(e.kind, {"integer": True, "positive": True})) for e in TABLE
 }
 ENTRIES: dict[str, Entry] = {e.name: e for e in TABLE}
 

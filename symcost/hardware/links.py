@@ -41,6 +41,10 @@ class Links:
 
     @classmethod
     def of(cls, gpu, **rates) -> "Links":
-        """The links of a cluster of ``gpu``: its catalogue NVLink inside a node, the rest as given
-        (``ib_bytes_s``, ``gpus_per_node``, ``alpha_s``, ``pcie_bytes_s``) or the defaults above."""
+        """The links of a cluster of ``gpu``: its catalogue NVLink inside its NVLink domain
+        (``gpus_per_node`` = ``gpu.nvlink_domain``: 8 on HGX, 72 on NVL72, 1 for a PCIe card) and its
+        catalogue scale-out NIC (``ib_bytes_s`` = ``gpu.scaleout_gbs``·10^9); explicit rates
+        (``ib_bytes_s``, ``gpus_per_node``, ``alpha_s``, ``pcie_bytes_s``) override them."""
+        rates.setdefault("gpus_per_node", gpu.nvlink_domain)
+        rates.setdefault("ib_bytes_s", gpu.scaleout_gbs * 1e9)
         return cls(nvlink_bytes_s=gpu.link_gbs * 1e9, **rates)

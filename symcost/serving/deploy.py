@@ -17,7 +17,7 @@ from ..core.errors import SymcostError
 from ..core.notation import sym
 from .formulas import compile_exprs, compute_dtype, gpu_values, serve_formulas
 from .plan import NOTE as SERVE_NOTE
-from .plan import Layout, ServeSetup, check_layout
+from .plan import Layout, ServeSetup, check_layout, engine_formulas
 from .quant import checkpoint
 from .roofline import NOTE as ROOF_NOTE
 from .roofline import Latency
@@ -35,22 +35,53 @@ def _divisors(n: int) -> list[int]:
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
-def layouts(model, gpus: int, max_tp: int = 64) -> list[Layout]:
-    out = []
+def layouts(model, gpus: int, max_tp: int = 64, pins: dict | None = None) -> list[Layout]:
+    """Every valid layout of ``gpus`` GPUs whose sizes match ``pins`` (``tp``/``pp``/``dp``/``ep``: the
+    value, or None for every value); each deployment once."""
+    pins = pins or {}
+    out, seen = [], set()
     has_experts = sym.E in model.values
     for tp in _divisors(gpus):
-        if tp > max_tp:
+        if tp > max_tp or pins.get("tp") not in (None, tp):
             continue
         for pp in _divisors(gpus // tp):
             dp = gpus // (tp * pp)
+            if pins.get("pp") not in (None, pp) or pins.get("dp") not in (None, dp):
+                continue
             for ep in ((1, tp * dp) if has_experts and tp * dp > 1 else (1,)):
+                if pins.get("ep") not in (None, ep):
+                    continue
                 lay = Layout.vllm(tp=tp, pp=pp, dp=dp, ep=ep)
+                key = (lay.tp, lay.pp, lay.dp, lay.ep, lay.whole_experts)
+                if key in seen:
+                    continue
                 try:
                     check_layout(model, lay)
                 except SymcostError:
                     continue
+                seen.add(key)
                 out.append(lay)
     return out
+
+
+def check_pins(model, pins: dict, gpus: list[int] | None) -> None:
+    """Pins that cannot hold: exit-2 errors naming the options."""
+    given = {k: v for k, v in pins.items() if v is not None}
+    if given.get("ep", 1) > 1 and sym.E not in model.values:
+        raise SymcostError(f"--ep {given['ep']}: the model has no routed experts")
+    if "ep" in given and given["ep"] > 1 and "tp" in given and given["ep"] % given["tp"]:
+        raise SymcostError(f"--ep {given['ep']} must be a multiple of --tp {given['tp']} (vLLM's expert-parallel "
+                           f"group is tp x dp ranks)")
+    if "ep" in given and given["ep"] > 1 and "tp" in given and "dp" in given and given["ep"] != given["tp"] * given["dp"]:
+        raise SymcostError(f"--ep {given['ep']} with --tp {given['tp']} --dp {given['dp']}: vLLM's expert-parallel "
+                           f"group is tp x dp = {given['tp'] * given['dp']} (or 1: off)")
+    fixed = 1
+    for k in ("tp", "pp", "dp"):
+        fixed *= given.get(k, 1)
+    for n in gpus or ():
+        if n % fixed or (all(k in given for k in ("tp", "pp", "dp")) and fixed != n):
+            pinned = " x ".join(f"--{k} {given[k]}" for k in ("tp", "pp", "dp") if k in given)
+            raise SymcostError(f"{pinned} = {fixed} GPUs {'does not divide' if n % fixed else 'is not'} --gpus {n}")
 
 
 @dataclass
@@ -60,12 +91,18 @@ class Compiled:
     fn: object  # SYMS -> {name: array}
     dtype: str
     peak_used: str
+    ck: object = None  # the checkpoint (quant.Checkpoint)
+    weights: object = None  # weights_per_gpu terms
 
 
 def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dtype=None, quant_fallback=False,
-                  overhead_bytes=2**30, mla="auto", compute=None, gpu=None) -> Compiled:
+                  overhead_bytes=2**30, mla="auto", compute=None, gpu=None, formulas=None,
+                  block_size=None) -> Compiled:
+    """``formulas``: the engine's serving formulas (``plan.engine_formulas``, what ``memory`` evaluates);
+    None: the plain ones with a flat ``overhead_bytes``."""
     ck = checkpoint(model, raw, weights_dtype, quant_fallback, experts_dtype)
-    f = serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=overhead_bytes, lazy=True)
+    f = formulas or serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=overhead_bytes, lazy=True,
+                                   block_size=block_size)
     lat = Latency(model, ck, kv_dtype=kv_dtype, mla=mla, weights=f.weights)
     exprs = {"weights": f.weights.total, "activation": f.activation, "fixed": f.fixed,
              "num_blocks": f.num_blocks, "groups": f.kv.groups, "block": f.kv.block, "need": f.kv.need,
@@ -73,7 +110,7 @@ def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dt
     numpy()  # the compiled functions need it: a clear error instead of an ImportError
     fn = compile_exprs(exprs, SYMS)
     cdt = compute_dtype(ck, compute)
-    return Compiled(fn, cdt, gpu.peak(cdt)[1] if gpu is not None else cdt)
+    return Compiled(fn, cdt, gpu.peak(cdt)[1] if gpu is not None else cdt, ck, f.weights)
 
 
 def numpy():
@@ -86,58 +123,263 @@ def numpy():
     return numpy
 
 
+@dataclass(frozen=True)
+class Workload:
+    """What ``deploy`` is asked to serve: ``concurrency`` requests in flight in all (None: ``batch`` per
+    replica), of ``isl`` input and ``osl`` output tokens; the SLA limits in seconds (None: none)."""
+
+    isl: int
+    osl: int = 0
+    batch: int = 1
+    concurrency: int | None = None
+    max_ttft: float | None = None
+    max_tpot: float | None = None
+    accept: float | None = None  # speculative decoding with the model's MTP draft at this acceptance rate
+
+    @property
+    def context(self) -> int:
+        """Tokens the KV holds per request."""
+        return self.isl + self.osl
+
+    @property
+    def decode_context(self) -> int:
+        """The mean context of a decode step: ISL + OSL/2 (T itself when no OSL is given)."""
+        return self.isl + self.osl // 2
+
+    @property
+    def solve(self) -> bool:
+        """The batch per replica is solved for: an SLA on TPOT and no concurrency given."""
+        return self.max_tpot is not None and self.concurrency is None
+
+
+SORTS = {"throughput": lambda r: -r["tokens_per_s_per_gpu"], "ttft": lambda r: r["ttft_s"],
+         "tpot": lambda r: r["tpot_s"], "gpus": lambda r: (r["gpus"], -r["tokens_per_s_per_gpu"])}
+
+
+def _arrays(lays, np):
+    return {"tp": np.array([l.tp for l in lays], dtype=float), "pp": np.array([l.pp for l in lays], dtype=float),
+            "dp": np.array([l.dp for l in lays], dtype=float), "ep": np.array([l.ep for l in lays], dtype=float),
+            "x": np.array([1.0 if l.whole_experts else 0.0 for l in lays])}
+
+
+def _latency_values(a, T, B, M):
+    return {sym.N_tp: a["tp"], sym.N_pp: a["pp"], sym.N_dp: a["dp"], sym.N_ep: a["ep"], sym.x_ep: a["x"],
+            sym.T: T, sym.B: B, sym.M: M}
+
+
+def solve_batch(tpot, limit: float, hi, np):
+    """The largest batch b in [1, hi] (per layout) with tpot(b) <= limit, by bisection on the vector
+    ``tpot(b) -> seconds`` (TPOT does not decrease with the batch); 0 where even b = 1 misses."""
+    lo = np.zeros_like(np.asarray(hi, dtype=float))
+    top = np.maximum(np.floor(hi), 0) + 1  # invariant: lo meets the limit (or is 0), top misses (or is past hi)
+    while True:
+        open_ = top - lo > 1
+        if not open_.any():
+            return lo.astype(int)
+        mid = np.where(open_, np.floor((lo + top) / 2), 1)
+        good = tpot(np.maximum(mid, 1)) <= limit
+        lo = np.where(open_ & good, mid, lo)
+        top = np.where(open_ & ~good, mid, top)
+
+
 def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max_batched_tokens=8192,
-             mem_util=0.9) -> list[dict]:
+             mem_util=0.9, latency=None, work: Workload | None = None, ideal: bool = False) -> list[dict]:
+    """Every layout of ``lays``: memory (fits, KV capacity), TTFT, TPOT and throughput for ``work``
+    (default: ``batch`` per replica at context ``T``)."""
     if not lays:
         return []
+    work = work or Workload(isl=T, batch=batch)
     gv, _ = gpu_values(gpu, comp.dtype, mem_util)
     np = numpy()
-    tp = np.array([l.tp for l in lays], dtype=float)
-    pp = np.array([l.pp for l in lays], dtype=float)
-    dp = np.array([l.dp for l in lays], dtype=float)
-    ee = np.array([l.ep for l in lays], dtype=float)
+    a = _arrays(lays, np)
+    tp, pp, dp, ee = a["tp"], a["pp"], a["dp"], a["ep"]
     ones = np.ones_like(tp)
-    args = (tp, ee, pp, dp, T * ones, batch * ones, max_batched_tokens * ones, float(gv[sym.M_gpu]) * ones,
-            float(gv[sym.F_gpu]) * ones, float(gv[sym.BW_hbm]) * ones, float(gv[sym.BW_link]) * ones)
-    ev = {k: np.broadcast_to(np.asarray(v, dtype=float), tp.shape) for k, v in comp.fn(*args).items()}
-    one = (tp, ee, pp, dp, T * ones, ones, max_batched_tokens * ones) + args[7:]  # B = 1: TTFT's one prompt
-    ttft = Latency.pipelined(np.asarray(comp.fn(*one)["prefill_step"], dtype=float), pp)
-    tpot = Latency.pipelined(ev["decode_step"], pp)
-    blocks = np.maximum(ev["num_blocks"], 0)
-    conc = blocks / np.maximum(ev["need"], 1)
-    tokens = np.floor(blocks / ev["groups"]) * ev["block"]
-    fits = conc >= batch
+    Tk = work.context
+    mem = comp.fn(tp, ee, pp, dp, Tk * ones, ones, max_batched_tokens * ones, float(gv[sym.M_gpu]) * ones,
+                  float(gv[sym.F_gpu]) * ones, float(gv[sym.BW_hbm]) * ones, float(gv[sym.BW_link]) * ones)
+    mem = {k: np.broadcast_to(np.asarray(v, dtype=float), tp.shape) for k, v in mem.items()}
+    blocks = np.maximum(mem["num_blocks"], 0)
+    conc = blocks / np.maximum(mem["need"], 1)  # requests of ISL + OSL one replica's KV holds
+    tokens = np.floor(blocks / mem["groups"]) * mem["block"]
+    M = float(max_batched_tokens)
+    ttft = latency.evaluate_arrays("prefill", _latency_values(a, float(work.isl), ones, M), ideal=ideal)["total"] * pp
+
+    def tpot_of(b):
+        step = latency.evaluate_arrays("decode", _latency_values(a, float(work.decode_context), b, M),
+                                       ideal=ideal)["total"]
+        if work.accept is None:
+            return step * pp
+        from .roofline import _layers, draft_modules, spec_tpot
+        n = draft_modules(latency.model)
+        verify = latency.evaluate_arrays("decode", _latency_values(a, float(max(1, work.decode_context // (1 + n))),
+                                                                   b * (1 + n), M), ideal=ideal)["total"]
+        return spec_tpot(verify, step, _layers(latency.model), n, work.accept) * pp
+    if work.solve:
+        b = solve_batch(tpot_of, work.max_tpot, np.floor(conc), np).astype(float)
+    elif work.concurrency is not None:
+        b = np.ceil(work.concurrency / dp)
+    else:
+        b = float(work.batch) * ones
+    tpot = tpot_of(np.maximum(b, 1))
+    fits = conc >= np.maximum(b, 1)
+    served = np.minimum(b * dp, work.concurrency) if work.concurrency is not None else b * dp
+    meets = fits & (b >= 1)
+    if work.max_ttft is not None:
+        meets &= ttft <= work.max_ttft
+    if work.max_tpot is not None:
+        meets &= tpot <= work.max_tpot
     rows = []
     for i, lay in enumerate(lays):
+        gpus_i = lay.tp * lay.pp * lay.dp
         rows.append({"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "ep": lay.ep_group, "gpus": lay.gpus,
-                     "fits": bool(fits[i]), "kv_capacity_tokens": int(tokens[i]),
-                     "max_concurrency": float(conc[i]), "ttft_s": float(ttft[i]), "tpot_s": float(tpot[i]),
-                     "tokens_per_s_per_gpu": float(batch / tpot[i] / (lay.tp * lay.pp)) if fits[i] else 0.0,
-                     "weights_per_gpu_bytes": int(np.ceil(ev["weights"][i]))})
-    rows.sort(key=lambda x: (not x["fits"], -x["tokens_per_s_per_gpu"], x["ttft_s"]))
+                     "fits": bool(fits[i]), "meets_sla": bool(meets[i]), "kv_capacity_tokens": int(tokens[i]),
+                     "max_concurrency": float(conc[i]), "batch_per_replica": int(b[i]),
+                     "concurrency_served": int(served[i]), "ttft_s": float(ttft[i]), "tpot_s": float(tpot[i]),
+                     "tokens_per_s": float(served[i] / tpot[i]) if meets[i] else 0.0,
+                     "tokens_per_s_per_gpu": float(served[i] / tpot[i] / gpus_i) if meets[i] else 0.0,
+                     "weights_per_gpu_bytes": int(np.ceil(mem["weights"][i]))})
     return rows
 
 
-def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, batch: int) -> dict:
+def rank(rows: list[dict], sort: str = "throughput") -> list[dict]:
+    """Layouts meeting the SLA (and fitting) first, by ``sort``; then the rest by how close they come."""
+    return sorted(rows, key=lambda r: (not r["meets_sla"], not r["fits"], SORTS[sort](r), r["ttft_s"], r["gpus"]))
+
+
+def _closest(rows: list[dict], work: Workload) -> dict | None:
+    """The fitting layout nearest the SLA: the smallest worst ratio of TTFT and TPOT to their limits."""
+    fit = [r for r in rows if r["max_concurrency"] >= 1]
+
+    def miss(r):
+        return max(r["ttft_s"] / work.max_ttft if work.max_ttft else 0, r["tpot_s"] / work.max_tpot if work.max_tpot else 0)
+    return min(fit, key=miss) if fit else None
+
+
+def fewest_gpus(comp, model, latency, setup, work, *, chunk: int = 8192, limit: int = 1024) -> int | None:
+    """The fewest GPUs of ``setup.gpu`` (powers of two up to ``limit``) with a layout whose KV holds one
+    request of the workload's context."""
+    n = 1
+    while n <= limit:
+        got = evaluate(comp, layouts(model, n), gpu=setup.gpu, T=work.context, batch=1,
+                       max_batched_tokens=chunk, mem_util=setup.mem_util, latency=latency,
+                       work=Workload(isl=work.isl, osl=work.osl, batch=1))
+        if any(r["fits"] for r in got):
+            return n
+        n *= 2
+    return None
+
+
+def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, batch: int,
+           work: Workload | None = None, pins: dict | None = None, sort: str = "throughput", ideal: bool = False,
+           disagg: bool = False) -> dict:
     """Every valid layout on each GPU count of ``gpus`` for ``setup`` (its GPU, dtypes and engine
-    settings; the layouts are swept, ``setup.layout`` is not used); ``gpus`` None: the smallest power of
-    two (up to 64) with a layout that fits. The formulas are built and compiled once, whatever the counts."""
+    settings; the layouts are swept, ``setup.layout`` is not used) matching ``pins``; ``gpus`` None: the
+    smallest power of two (up to 64) with a layout that fits. The formulas are built and compiled once,
+    whatever the counts. ``work``: the workload and SLA (default: ``batch`` per replica at context ``T``)."""
+    from .roofline import CalibratedLatency  # the calibrated step (same package)
+    work = work or Workload(isl=T, batch=batch)
+    pins = pins or {}
+    check_pins(model, pins, gpus)
     smallest = gpus is None
     # float GiB, as deploy has always summed them; plan sums their decimal texts exactly (the two can
     # differ by a byte when the float sum falls just under a whole byte)
-    over = int((setup.overhead_gib + setup.cudagraph_gib) * 2**30)
+    # the engine's formulas, as ``memory`` evaluates them (weights as loaded, profiled peak, non-torch)
+    formulas, chunk = engine_formulas(model, raw, setup, T=work.context, lazy=True)
     comp = compile_model(model, raw, gpu=setup.gpu, kv_dtype=setup.kv_dtype, weights_dtype=setup.weights_dtype,
                          experts_dtype=setup.experts_dtype, quant_fallback=setup.quant_fallback,
-                         overhead_bytes=over, mla=setup.mla)
+                         mla=setup.mla, formulas=formulas, block_size=setup.block_size)
+    lat = CalibratedLatency(model, comp.ck, setup, kv_dtype=setup.kv_dtype, mla=setup.mla, weights=comp.weights)
     rows = []
-    for n in POWERS if smallest else gpus:
-        got = evaluate(comp, layouts(model, n), gpu=setup.gpu, T=T, batch=batch,
-                       max_batched_tokens=setup.max_batched_tokens, mem_util=setup.mem_util)
-        if smallest:
-            rows = got
-            if any(r["fits"] for r in got):
+    kw = dict(gpu=setup.gpu, T=work.context, batch=work.batch, max_batched_tokens=chunk, mem_util=setup.mem_util,
+              latency=lat, work=work, ideal=ideal)
+    if smallest:
+        for n in POWERS:
+            rows = evaluate(comp, layouts(model, n, pins=pins), **kw)
+            if any(r["fits"] for r in rows):
                 break
-        else:
-            rows += got
-    rows.sort(key=lambda x: (not x["fits"], -x["tokens_per_s_per_gpu"], x["ttft_s"]))
-    return {"layouts": rows, "compute_dtype": comp.dtype, "peak_dtype_used": comp.peak_used}
+    else:  # every count's layouts as one set of arrays: one bisection for all of them
+        rows = evaluate(comp, [lay for n in gpus for lay in layouts(model, n, pins=pins)], **kw)
+    rows = rank(rows, sort)
+    out = {"layouts": rows, "compute_dtype": comp.dtype, "peak_dtype_used": comp.peak_used,
+           "kernel_dtypes": {k: {"op_class": v[0], "dtype": v[1], "peak_dtype": v[2], "runs": v[3]}
+                             for k, v in lat.dtypes.items()},
+           "fits_any": any(r["fits"] for r in rows), "meets_sla_any": any(r["meets_sla"] for r in rows),
+           "fewest_gpus": None, "closest": None}
+    if rows and not out["fits_any"]:
+        out["fewest_gpus"] = fewest_gpus(comp, model, lat, setup, work, chunk=chunk)
+    if out["fits_any"] and not out["meets_sla_any"] and (work.max_ttft or work.max_tpot):
+        out["closest"] = _closest(rows, work)
+    if disagg:
+        from ..hardware.links import Links
+        out["disagg"] = disaggregate(model, rows, work, kv_dtype=setup.kv_dtype, links=Links.of(setup.gpu))
+    return out
+
+
+# -- disaggregated serving (xPyD) ---------------------------------------------------------------
+@dataclass(frozen=True)
+class DisaggPlan:
+    """x prefill instances of one layout, y decode instances of another, and what they serve.
+
+    rate_p = x · dp_p / TTFT_p(one prompt)        prompts per second the prefill pool finishes
+    rate_d = y · b · dp_d / (OSL · TPOT_d(b))      requests per second the decode pool finishes
+    served = min(rate_p, rate_d)                   every request prefilled once, decoded once (conserved)
+    TTFT   = TTFT_p + KV(ISL) / (β · min(g_p, g_d)) the prompt's KV moved once, each GPU over its own link
+    """
+
+    prefill: dict
+    decode: dict
+    x: int
+    y: int
+    kv_bytes_per_request: int
+    kv_transfer_s: float
+    rate_prefill: float  # requests/s
+    rate_decode: float
+    served: float
+    ttft_s: float
+    tpot_s: float
+    gpus: int
+    tokens_per_s_per_gpu: float
+    link: str
+
+
+def kv_bytes(model, kv_dtype: str, T: int) -> int:
+    """KV (and state) bytes of one request of T tokens, every layer (what a prefill pool hands over)."""
+    import sympy
+
+    from .memory import cache_bytes
+    return int(sympy.ceiling(cache_bytes(model, kv_dtype).xreplace({**model.values, sym.T: sympy.Integer(T),
+                                                                   sym.B: sympy.Integer(1)})))
+
+
+def disaggregate(model, rows: list[dict], work: Workload, *, kv_dtype: str, links, max_pool: int = 8,
+                 candidates: int = 12) -> DisaggPlan | None:
+    """The best xPyD plan from evaluated aggregated ``rows`` (their TTFT is a prefill pool's, their TPOT at
+    the solved batch a decode pool's): pools up to ``max_pool`` instances each, ranked by output tokens/s
+    per GPU; only layouts that fit (and, in decode, meet the TPOT limit) and a TTFT within the limit."""
+    if work.osl <= 0:
+        raise SymcostError("--disagg needs --osl (the decode pool's work per request)")
+    nbytes = kv_bytes(model, kv_dtype, work.isl)
+    fit = [r for r in rows if r["fits"]]
+    pre = sorted(fit, key=lambda r: r["ttft_s"] * r["gpus"] / r["dp"])[:candidates]
+    dec = [r for r in fit if r["batch_per_replica"] >= 1 and (work.max_tpot is None or r["tpot_s"] <= work.max_tpot)]
+    dec = sorted(dec, key=lambda r: -r["batch_per_replica"] * r["dp"] / r["tpot_s"] / r["gpus"])[:candidates]
+    best = None
+    for p in pre:
+        rp = p["dp"] / p["ttft_s"]
+        for d in dec:
+            rd = d["batch_per_replica"] * d["dp"] / (work.osl * d["tpot_s"])
+            for x in range(1, max_pool + 1):
+                for y in range(1, max_pool + 1):
+                    g = x * p["gpus"] + y * d["gpus"]
+                    inside = g <= links.gpus_per_node
+                    beta = links.nvlink_bytes_s if inside else links.ib_bytes_s
+                    move = nbytes / (beta * min(p["gpus"], d["gpus"]))
+                    ttft = p["ttft_s"] + move
+                    if work.max_ttft is not None and ttft > work.max_ttft:
+                        continue
+                    served = min(x * rp, y * rd)
+                    tps = served * work.osl / g
+                    if best is None or tps > best.tokens_per_s_per_gpu:
+                        best = DisaggPlan(p, d, x, y, nbytes, move, x * rp, y * rd, served, ttft, d["tpot_s"], g, tps,
+                                          "NVLink" if inside else "scale-out")
+    return best

@@ -172,6 +172,9 @@ class KVFormula:
     need: sympy.Expr  # blocks one request of T tokens needs, in T, t, M
     kinds: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    page: sympy.Expr | None = None  # bytes of one block of one layer (all groups alike); None: uniform
+    group_list: list = field(default_factory=list)  # (kind, layers per group) for each KV cache group
+    state_page: sympy.Expr | None = None  # the largest state page before padding (hybrids)
 
 
 #: a context length past every window and compressed-cache buffer of a real model
@@ -260,24 +263,40 @@ def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
         block_bytes = sum(block * s[1] * ceil(sympy.Integer(s[3]) / p) for s in specs)
         need = ceil(T / block)
         return KVFormula(block, block_bytes, sympy.Integer(1), need, specs, notes)
+    blocks = {i: block for i in range(len(specs))}
     if page is None:
-        page = block * attn[0][1]
+        # attention-only hybrid whose pages differ (Gemma 4: sliding and full layers of other head
+        # counts and dims): vLLM's ``unify_kv_cache_spec_page_size`` raises each smaller page's block
+        # by max page / its page so every page is the largest one (the ratio must be whole)
+        pts = [s[1] for s in specs]
+        if len(set(pts)) > 1:
+            top = sympy.Max(*pts)
+            for i, sp in enumerate(specs):
+                blocks[i] = block * top / sp[1]
+            notes.append("hybrid page sizes unified as vLLM's unify_kv_cache_spec_page_size does: a smaller "
+                         "page's block raised by largest page / its page")
+            page = block * top
+        else:
+            page = block * pts[0]
     counts = [s[3] for s in specs]
     group = min(counts)
     if max(counts) < 1.5 * group:
         group = max(counts)
-    n_groups, need = 0, sympy.Integer(0)
-    for kind, per, window, n in specs:
+    n_groups, need, group_list = 0, sympy.Integer(0), []
+    for i, (kind, per, window, n) in enumerate(specs):
         k = -(-n // group)
         n_groups += k
+        group_list += [(kind, group)] * k
+        b = blocks[i]
         if kind == "full":
-            need += k * ceil(T / block)
+            need += k * ceil(T / b)
         elif kind == "sliding":
-            need += k * (ceil(sympy.Min(window - 1 + M, T) / block) + 1)
+            need += k * (ceil(sympy.Min(window - 1 + M, T) / b) + 1)
         else:
             need += k
     block_bytes = page * ceil(sympy.Integer(group) / p)
-    return KVFormula(block, block_bytes, sympy.Integer(n_groups), need, specs, notes)
+    biggest = sympy.Max(*[s[1] for s in states]) if states else None
+    return KVFormula(block, block_bytes, sympy.Integer(n_groups), need, specs, notes, page, group_list, biggest)
 
 
 @dataclass

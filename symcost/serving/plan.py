@@ -37,12 +37,14 @@ from fractions import Fraction
 import sympy
 
 from ..core.errors import SymcostError
+from ..core.terms import exact
 from ..core.notation import sym
 from ..model.parallel import Layout
-from .formulas import activation_per_gpu, layout_values, serve_formulas, weights_per_gpu
 from ..hardware.gpus import GPU
+from .formulas import ServeFormulas, activation_per_gpu, layout_values, serve_formulas, weights_per_gpu
 from .memory import cache_bytes_total
-from .quant import checkpoint, scheme
+from .profile import DEFAULT_VLLM, Engine, Profile, kv_cell_bytes, profile, version_tuple
+from .quant import checkpoint, default_moe_backend, expert_padding, scheme
 from .vllm import KVConfig
 
 GiB = 2**30
@@ -68,13 +70,30 @@ class Plan:
     notes: list = field(default_factory=list)
     formulas: object = None
     values: dict = field(default_factory=dict)
+    profile: Profile | None = None
+    weights_loaded_rank: int = 0  # as the engine loads them (kernel-layout padding included)
+    non_torch_rank: int = 0
+    cudagraph_rank: int = 0
+    deciding_rank: dict = field(default_factory=dict)
+    tokens_override: int | None = None  # SGLang's max_total_num_tokens (no block rounding)
+    kv_cache_memory_given: bool = False
+
+    def activation_terms(self) -> dict:
+        """Every profiled term on this rank: {path: {"bytes": int, "formula": str}}."""
+        if self.profile is None:
+            return {}
+        out = {}
+        for path, expr in self.profile.activation_terms().flatten().items():
+            out[path] = {"bytes": _int(expr, self.values), "formula": str(expr)}
+        return out
 
     def kv_needed_rank(self, batch: int) -> int:
         """Bytes of KV blocks ``batch`` requests of max_model_len need on the rank."""
         return batch * self.kv.blocks_per_request * self.kv.block_bytes if self.kv else 0
 
     def per_gpu_bytes(self, batch: int) -> int:
-        return self.weights_rank + self.activation_rank + self.overhead_rank + self.kv_needed_rank(batch)
+        return (self.weights_loaded_rank or self.weights_rank) + self.activation_rank + self.overhead_rank \
+            + self.kv_needed_rank(batch)
 
     @property
     def max_batch(self) -> int | None:
@@ -116,12 +135,17 @@ class ServeSetup:
     experts_dtype: str | None = None
     quant_fallback: bool = False
     mem_util: float = 0.9
-    max_batched_tokens: int = 8192
-    overhead_gib: float = 1.0
+    max_batched_tokens: int | None = 8192  # None: the engine's default for the GPU
+    overhead_gib: float | None = 1.0  # None: the engine's non-torch memory, modelled (profile.py)
     cudagraph_gib: float = 0.0
     block_size: int | None = None
     state_dtype: str | None = None
     mla: str = "auto"
+    engine: str = "vllm"  # vllm | sglang (mem_util is then mem_fraction_static)
+    vllm_version: str = DEFAULT_VLLM
+    max_num_seqs: int | None = None  # None: the engine's default for the GPU
+    kv_cache_memory: int | None = None  # bytes: vLLM's --kv-cache-memory-bytes, the profile skipped
+    moe_backend: str | None = None  # MXFP4 expert kernel (None: vLLM's default for the GPU)
 
     def checkpoint(self, model, raw: dict):
         """The checkpoint's weight bytes as these options cost them (``quant.checkpoint``)."""
@@ -129,48 +153,149 @@ class ServeSetup:
 
 
 def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: int | None = None) -> Plan:
-    """``setup.layout`` on ``setup.gpu`` serving requests of ``T`` tokens, as vLLM accounts for it."""
+    """``setup.layout`` on ``setup.gpu`` serving requests of ``T`` tokens, as the engine accounts for it.
+
+    vLLM: kv available = usable·mem_util − weights as loaded − profiled peak − non-torch (− the
+    --cudagraph-gib allowance); --kv-cache-memory replaces all of it with the stated size.
+    SGLang: kv pool = mem_fraction_static·(usable − base non-torch) − weights − communicators;
+    max_total_num_tokens = ⌊pool / cell_size⌋ (``profile``)."""
     lay, gpu, mem_util = setup.layout, setup.gpu, setup.mem_util
     check_layout(model, lay, gpus)
     if not 0 < mem_util <= 1:
         raise SymcostError(f"--mem-util must be in (0, 1], got {mem_util}")
-    ck = setup.checkpoint(model, raw)
-    over = int((Fraction(str(setup.overhead_gib)) + Fraction(str(setup.cudagraph_gib))) * GiB)
-    f = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=over, block_size=setup.block_size,
-                       state_dtype=setup.state_dtype)
-    vals = _values(lay, {sym.M: sympy.Integer(setup.max_batched_tokens), sym.T: sympy.Integer(T)})
+    f, prof, ck, base_weights, notes = _engine_formulas(model, raw, setup, T=T)
+    engine = prof.engine
+    non_torch = f.overhead - int(Fraction(str(setup.cudagraph_gib)) * GiB)
+    graphs = int(Fraction(str(setup.cudagraph_gib)) * GiB)
+    weights = f.weights
+    vals = _values(lay, {sym.M: sympy.Integer(prof.max_batched_tokens), sym.T: sympy.Integer(T)})
     w_total = ck.total(model.values, served=True)
-    w_rank = _int(f.weights.total, vals)
+    w_rank = _int(base_weights.total, vals)
+    w_loaded = _int(weights.total, vals)
     act = _int(f.activation, vals)
-    notes = list(ck.notes)
+    nt_rank = _int(non_torch, vals)
+    over = nt_rank + graphs
     budget = int(gpu.usable_bytes * Fraction(str(mem_util))) if gpu is not None else None
-    avail = budget - w_rank - act - over if gpu is not None else None
     if gpu is not None and not gpu.usable_measured:
         notes.append(f"{gpu.name}: no driver-reported memory in the catalogue; the nominal "
                      f"{gpu.memory_gib} GiB is used")
-    vals[sym.M_gpu] = sympy.Integer(budget or 0)
+    if setup.kv_cache_memory is not None:
+        avail = setup.kv_cache_memory
+        vals[sym.M_gpu] = sympy.Integer(avail + w_loaded + act + over)  # M_gpu − fixed = the stated size
+        notes.append("--kv-cache-memory: the profile is skipped, the KV cache gets the stated size")
+    else:
+        avail = budget - w_loaded - act - over if gpu is not None else None
+        vals[sym.M_gpu] = sympy.Integer(budget or 0)
     block = _int(f.kv.block, vals)
     block_bytes = _int(f.kv.block_bytes, vals)
-    num_blocks = _int(f.num_blocks, vals) if gpu is not None else 0
+    known = gpu is not None or setup.kv_cache_memory is not None
+    num_blocks = _int(f.num_blocks, vals) if known else 0
+    if setup.kv_cache_memory is not None and block_bytes and setup.kv_cache_memory < block_bytes:
+        raise SymcostError(f"--kv-cache-memory: {setup.kv_cache_memory} bytes is below one KV block "
+                           f"({block_bytes} bytes across the rank's layers)")
     groups = _int(f.kv.groups, vals)
     need = _int(f.kv.need, vals)
     tokens = num_blocks // groups * block
+    tokens_override = None
+    if engine.name == "sglang" and known:
+        cell = kv_cell_bytes(model, setup.kv_dtype, lay.tp)
+        tokens_override = max(avail, 0) // cell if cell else 0
+        tokens = tokens_override
     kv = KVConfig(block, block_bytes,
                   [(k[0], k[3]) for k in f.kv.kinds], num_blocks, tokens,
                   num_blocks / need if need else float("inf"), need, block_bytes, [], list(f.kv.notes))
     p = Plan(lay, gpu, w_total, w_rank, act, over, budget, avail, kv, ck.dtypes, notes)
     p.formulas = f
     p.values = vals
+    p.profile = prof
+    p.weights_loaded_rank = w_loaded
+    p.non_torch_rank = nt_rank
+    p.cudagraph_rank = graphs
+    p.tokens_override = tokens_override
+    p.kv_cache_memory_given = setup.kv_cache_memory is not None
+    p.deciding_rank = deciding_rank(model, lay)
     return p
 
 
+def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False):
+    engine = Engine(setup.engine, setup.vllm_version, setup.max_num_seqs, setup.max_batched_tokens)
+    prof = profile(model, setup.gpu, engine, max_model_len=T)
+    ck = setup.checkpoint(model, raw)
+    base = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0, block_size=setup.block_size,
+                          state_dtype=setup.state_dtype, lazy=lazy)
+    notes = list(ck.notes)
+    backend = setup.moe_backend or default_moe_backend(setup.gpu, version_tuple(engine.version))
+    pad, pad_notes = expert_padding(model, ck, base.weights, backend)
+    notes += pad_notes
+    weights = base.weights.copy()
+    if pad != 0:
+        weights.add("expert_padding", pad, f"MXFP4 experts padded for the {backend} kernel")
+    graphs = int(Fraction(str(setup.cudagraph_gib)) * GiB)
+    if setup.overhead_gib is not None:
+        non_torch = sympy.Integer(int(Fraction(str(setup.overhead_gib)) * GiB))
+    elif engine.name == "sglang":  # the base is outside the fraction's total, the communicators inside
+        nt = prof.non_torch.flatten()
+        non_torch = nt.get("communicators", sympy.Integer(0)) + _rational(setup.mem_util) * nt["libraries"]
+    else:
+        non_torch = prof.non_torch.total
+    peak = prof.peak
+    if lazy and isinstance(peak, sympy.Max):
+        peak = sympy.Max(*peak.args, evaluate=False)
+    return ServeFormulas(weights, peak, non_torch + graphs, base.kv), prof, ck, base.weights, notes
+
+
+def engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False) -> tuple[ServeFormulas, int]:
+    """The serving formulas of ``setup`` as ``plan`` evaluates them — weights as loaded, the engine's
+    profiled peak, its non-torch memory, the KV pages — with the engine's step size M (the one
+    implementation ``memory``, ``deploy`` and ``roofline`` share). Returns (formulas, M)."""
+    f, prof, *_ = _engine_formulas(model, raw, setup, T=T, lazy=lazy)
+    return f, prof.max_batched_tokens
+
+
+def _rational(x: float) -> sympy.Rational:
+    f = Fraction(str(x))
+    return sympy.Rational(f.numerator, f.denominator)
+
+
+def pp_partition(layers: int, pp: int) -> list[int]:
+    """Layers per pipeline stage as vLLM splits them (``vllm/distributed/utils.py`` ``get_pp_indices``):
+    ⌊L/pp⌋ each, the remainder one by one onto the stages before the last, from the second-to-last
+    back (the first and the last stage, which hold the embedding and the head, get the fewest)."""
+    parts = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        parts[-i] += 1
+    return parts
+
+
+def deciding_rank(model, lay: Layout) -> dict:
+    """The rank vLLM's KV sizing is decided on (it takes the minimum over workers): with one stage
+    any tensor-parallel rank (they are alike); with pipeline stages, the stage holding the most
+    layers and, among equals, the last (the head and the sampler run there), then the first (the
+    embedding). Symcost costs that stage as ⌈L/pp⌉ layers plus the larger edge and the whole
+    profiled peak, which bounds every stage of vLLM's split (``pp_partition``)."""
+    if lay.pp == 1:
+        return {"pp_stage": 0, "tp_rank": 0, "why": "one stage: every tensor-parallel rank holds the same"}
+    vals = model.values
+    layers = sum(exact(g.count, vals) for g in model.groups)
+    parts = pp_partition(int(layers), lay.pp)
+    most = max(parts)
+    # ties go to the last stage: it holds the head and runs the sampler (``is_last_rank``), whose
+    # terms are the profile's widest on large vocabularies
+    stage = max(range(lay.pp), key=lambda i: (parts[i], i == lay.pp - 1, i == 0))
+    return {"pp_stage": stage, "tp_rank": 0, "layers_per_stage": parts,
+            "why": f"stage {stage} holds {parts[stage]} of {layers} layers (vLLM's split {parts}); "
+                   f"symcost bounds it as ⌈L/pp⌉ = {-(-int(layers) // lay.pp)} layers + the larger of "
+                   f"embedding and head"} if most else {"pp_stage": 0, "tp_rank": 0, "why": "no layers"}
+
 
 #: the accounting ``memory`` states with every answer
-NOTE = ("vLLM accounting per GPU: budget = usable memory x --mem-util; weights = checkpoint bytes "
-        "(quantization_config, scales included) split by the layout; activations = the peak of one "
-        "chunked-prefill step of --max-batched-tokens tokens (an estimate); overhead = a stated "
-        "allowance (--overhead-gib non-torch + --cudagraph-gib); the rest holds KV pages "
-        "(vLLM block sizes, hybrid page alignment)")
+NOTE = ("engine accounting per GPU (--engine, --vllm-version): budget = usable memory x --mem-util; weights "
+        "= checkpoint bytes (quantization_config, scales included) split by the layout, as loaded (MXFP4 "
+        "experts padded for the MoE kernel); activations = vLLM's profiled peak, the larger of the forward over "
+        "M = max_num_batched_tokens tokens and the dummy sampler over S = max_num_seqs sequences "
+        "(activation_terms); overhead = non-torch memory (modelled, or --overhead-gib) + --cudagraph-gib; the "
+        "rest holds KV pages (vLLM block sizes, hybrid page alignment); SGLang: mem_fraction_static pool, "
+        "activations outside it")
 
 
 def gpus_needed(model, raw: dict, setup: ServeSetup, *, T: int, batch: int, max_tp: int = 64) -> int | None:

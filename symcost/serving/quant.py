@@ -46,7 +46,7 @@ import sympy
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.primitives import Linear, Param
-from ..core.terms import Terms
+from ..core.terms import Terms, exact
 from ..core.units import dtype_bytes
 
 ceil = sympy.ceiling
@@ -495,3 +495,72 @@ def _extras(model, base, add, bytes_of, notes):
     if "eh_proj" in mtp:  # DeepSeek layout: each MTP module stores embed_tokens and shared_head.head
         for key in ("embed_tokens", "shared_head_head"):
             add(pre + key, {base.dense_store: sym.V * sym.d * _R(base.b)}, 0, L_mtp, base.label)
+
+
+# -- weights as loaded: kernel-layout padding of quantised experts ---------------------------------
+#: MXFP4 routed experts as vLLM lays them out for its MoE kernels (``mxfp4.py``
+#: ``Mxfp4MoEMethod.create_weights``): the per-rank intermediate size and the hidden size are
+#: rounded up to these multiples (intermediate, hidden) before the weights are allocated
+MXFP4_PAD = {"marlin": (128, 256), "triton": (64, 256), "flashinfer": (256, 256)}
+MOE_BACKENDS = tuple(MXFP4_PAD)
+_BLACKWELL = ("B200", "B300", "GB200", "GB300")
+_HOPPER = ("H100", "H200", "H20", "H800", "GH200")
+
+
+def default_moe_backend(gpu, version: tuple[int, int]) -> str:
+    """The MXFP4 MoE backend vLLM picks by default: FlashInfer/TRT-LLM on datacenter Blackwell,
+    the Triton (matmul_ogs) kernels on Hopper from 0.11 (Marlin before: vLLM 0.10.1 logs 'Weight-only
+    FP4 compression will be used leveraging the Marlin kernel' on H100), Marlin elsewhere."""
+    name = gpu.name.upper() if gpu is not None else ""
+    if name.startswith(_BLACKWELL):
+        return "flashinfer"
+    if name.startswith(_HOPPER) and version >= (0, 11):
+        return "triton"
+    return "marlin"
+
+
+def expert_padding(model, ck: Checkpoint, weights: Terms, backend: str) -> tuple[sympy.Expr, list[str]]:
+    """Bytes the engine adds to the rank's routed MXFP4 experts by padding their shapes for the
+    kernel (``backend``), as a formula in N_tp, N_ep (``weights``: ``formulas.weights_per_gpu``):
+
+        per expert leaf · (⌈I/(e·a_I)⌉·a_I·e · ⌈d/a_d⌉·a_d / (I·d) − 1),  e = N_tp·N_ep
+
+    0 for checkpoints whose experts are not MXFP4 (NVFP4 and the rest load as stored)."""
+    if backend not in MXFP4_PAD:
+        raise SymcostError(f"--moe-backend: unknown backend {backend!r} (known: {', '.join(MXFP4_PAD)})")
+    if ck.scheme.method != "mxfp4":
+        return sympy.Integer(0), []
+    vals = model.values
+    if sym.d_moe not in vals or sym.d not in vals:
+        return sympy.Integer(0), []
+    a_i, a_d = MXFP4_PAD[backend]
+    ee = sym.N_tp * sym.N_ep
+    I, d = exact(sym.d_moe, vals), exact(sym.d, vals)
+    factor = (sympy.ceiling(sympy.Integer(I) / (ee * a_i)) * a_i * ee * sympy.ceiling(sympy.Rational(d, a_d)) * a_d
+              / (I * d) - 1)
+    extra = sympy.Integer(0)
+    for path, v in weights.flatten().items():
+        if path.rsplit("/", 1)[-1].startswith("experts_") and "mxfp4" in ck.dtypes.get(path, ""):
+            extra += v * factor
+    note = (f"MXFP4 experts padded for the {backend} MoE kernel: intermediate to a multiple of {a_i} per rank, "
+            f"hidden to {a_d} (vLLM mxfp4.py)")
+    return extra, [note] if extra != 0 else []
+
+
+#: words in a checkpoint's name that say it is quantised (``name_says_quantized``)
+_QUANT_WORDS = re.compile(r"(?<![a-z0-9])(fp8|fp4|nvfp4|mxfp4|int4|int8|w4a16|w8a8|w4a8|awq|gptq|4bit|8bit|bnb)"
+                          r"(?![a-z0-9])", re.IGNORECASE)
+
+
+def name_says_quantized(name: str, raw: dict) -> str | None:
+    """One warning line when a checkpoint's name says FP8/FP4/INT4/AWQ/GPTQ... but its config states
+    no quantisation (no quantization_config, no hf_quant_config.json): the weights are then costed at
+    the config's dtype, which is likely wrong."""
+    if not isinstance(name, str) or quant_config(raw)[0] is not None:
+        return None
+    m = _QUANT_WORDS.search(name.replace("_", "-"))
+    if m is None:
+        return None
+    return (f"{name}: the name says {m.group(1).upper()} but the config states no quantisation "
+            f"(quantization_config / hf_quant_config.json); the weights are costed at the config's dtype "
+            f"(--weights-dtype to state it)")

@@ -152,67 +152,46 @@ def layer_specs(model, kv_dtype: str = "bf16", tp: int = 1, state_dtype: str | N
 def kv_capacity(model, available_bytes: int, *, max_model_len: int, kv_dtype: str = "bf16", tp: int = 1,
                 pp: int = 1, block_size: int | None = None, max_batched_tokens: int = 8192,
                 state_dtype: str | None = None) -> KVConfig:
-    """vLLM's KV block count, token capacity and maximum concurrency on one rank."""
+    """vLLM's KV block count, token capacity and maximum concurrency on one rank: the page layout of
+    ``formulas.kv_formula`` (the one implementation ``memory`` and ``deploy`` evaluate too) at these
+    sizes."""
+    from .formulas import kv_formula  # formulas builds on this module's block constants
+    f = kv_formula(model, kv_dtype, block_size, state_dtype)
     specs = layer_specs(model, kv_dtype, tp, state_dtype)
-    notes = []
+    notes = list(f.notes)
     if pp > 1:
-        for s in specs:
-            s.layers = -(-s.layers // pp)
         notes.append(f"pipeline stage holds ⌈layers/{pp}⌉ of each kind (the most-loaded stage)")
-    if not specs:
+    if not f.kinds:
         return KVConfig(0, 0, [], 0, 0, float("inf"), 0, 0, specs, ["no cache: attention-free model"])
-    has_mla = any(_is_mla(c) for c in model.components())
-    block = block_size or (MLA_BLOCK if has_mla else DEFAULT_BLOCK)
-    attn = [s for s in specs if s.kind in ("full", "sliding")]
-    states = [s for s in specs if s.kind == "state"]
-    if states and attn:  # HybridAttentionMambaModelConfig: attention page >= state page
-        per_tok = max(s.per_token for s in attn)
-        biggest = max(s.state for s in states)
-        aligned = 16 * _ceil(biggest / (16 * per_tok))
-        if block_size is None and aligned > block:
-            block = aligned
+    vals = {sym.N_tp: tp, sym.N_pp: pp, sym.N_ep: 1, sym.T: max_model_len, sym.M: max_batched_tokens}
+    vals = {k: sympy.Integer(v) for k, v in vals.items()}
+
+    def num(e):
+        return exact(sympy.sympify(e).xreplace(vals), {})
+
+    block = int(num(f.block))
+    per_block = int(num(f.block_bytes))
+    groups = int(num(f.groups))
+    need = int(sympy.ceiling(num(f.need)))
+    if per_block <= 0:
+        return KVConfig(block, 0, [], 0, 0, float("inf"), need, 0, specs, notes)
+    num_blocks = available_bytes // per_block
+    tokens = num_blocks // groups * block
+    if f.page is None:
+        page = int(num(block * f.kinds[0][1]))
+        group_list = [("full", sum(k[3] for k in f.kinds))]
+    else:
+        page = int(num(f.page))
+        group_list = list(f.group_list)
+    if f.state_page is not None:
+        state = Fraction(num(f.state_page))
+        if block > (block_size or (MLA_BLOCK if any(_is_mla(c) for c in model.components()) else DEFAULT_BLOCK)):
             notes.append(f"attention block raised to {block} tokens so an attention page holds a state page")
-        page = int(block * per_tok)
-        if page < biggest:
+        if page < state:
             raise SymcostError(f"--block-size {block}: an attention page ({page} B) is smaller than "
-                               f"a state page ({int(biggest)} B)")
-        pad = page / biggest - 1
+                               f"a state page ({int(state)} B)")
+        pad = page / state - 1
         if pad:
             notes.append(f"state page padded by {float(pad):.2%} to the attention page")
-    elif states:
-        page = int(max(s.state for s in states))
-    else:
-        page = None
-    uniform = len(specs) == 1 or (not states and len({s.kind for s in specs}) == 1 and specs[0].kind == "full")
-    if uniform and not states:
-        # one group: every layer's page laid out side by side (UniformTypeKVCacheSpecs)
-        per_block = sum(int(block * s.per_token) * s.layers for s in specs)
-        num_blocks = available_bytes // per_block
-        need = -(-max_model_len // block)
-        return KVConfig(block, int(block * specs[0].per_token), [("full", sum(s.layers for s in specs))],
-                        num_blocks, num_blocks * block, num_blocks / need, need, per_block, specs, notes)
-    if page is None:
-        pages = {int(block * s.per_token) for s in specs}
-        if len(pages) > 1:
-            raise SymcostError("hybrid attention layers with different page sizes: not modelled")
-        page = pages.pop()
-    counts = [s.layers for s in specs]
-    group = min(counts)
-    if max(counts) < 1.5 * group:
-        group = max(counts)
-    groups: list[tuple[str, int]] = []
-    need = 0
-    for s in specs:
-        n = -(-s.layers // group)
-        groups += [(s.kind, group)] * n
-        if s.kind == "full":
-            per = -(-max_model_len // block)
-        elif s.kind == "sliding":
-            per = -(-min(s.window - 1 + max_batched_tokens, max_model_len) // block) + 1
-        else:
-            per = 1
-        need += per * n
-    num_blocks = available_bytes // page // group
-    tokens = num_blocks // len(groups) * block
-    return KVConfig(block, page, groups, num_blocks, tokens, num_blocks / need, need, page * group,
-                    specs, notes)
+    return KVConfig(block, page, group_list, num_blocks, tokens, num_blocks / need if need else float("inf"),
+                    need, per_block, specs, notes)

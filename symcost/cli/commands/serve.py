@@ -6,27 +6,33 @@ from ...core.errors import SymcostError
 from ...core.notation import sym
 from ...core.units import human_bytes
 from ...serving.deploy import NOTE as DEPLOY_NOTE
-from ...serving.deploy import deploy
-from ...hardware.gpus import CATALOGUE
+from ...serving.deploy import Workload, deploy
+from ...hardware.gpus import CATALOGUE, custom
 from ...hardware.gpus import gpu as find_gpu
 from ...serving.plan import NOTE as SERVE_NOTE
 from ...serving.plan import Layout, ServeSetup, memory
 from ...serving.roofline import NOTE as ROOF_NOTE
-from ...serving.roofline import roofline
+from ...serving.roofline import draft_modules, roofline
 from .. import options as o
 from .common import check_positions, read_model
 
 OPTIONS = {
     "memory": (o.MODEL, o.T.but(required=True, help="context per request (max_model_len)"),
-               o.BATCH.but(default=None, required=True, help="concurrent requests of T tokens"), *o.SERVE,
+               o.BATCH.but(default=None, required=True, help="concurrent requests of T tokens"), *o.MEMORY_SERVE,
                o.PHASE.but(default="prefill", help="accepted for compatibility: the activation peak is one "
                                                    "chunked-prefill step")),
     "roofline": (o.MODEL, o.PHASE.but(required=True), o.T.but(required=True),
-                 o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE[1:],
-                 o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF),
-    "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(required=True, help="context per request"),
-               o.BATCH.but(help="concurrent requests per replica"), o.TOP, o.SERVE_GPU.but(required=True),
-               *o.SERVE[1:]),
+                 o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE_MODELLED[1:],
+                 o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL),
+    "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(help="context per request (or --isl/--osl)"),
+               o.BATCH.but(default=None, help="concurrent requests per replica (default 1; or --concurrency, or "
+                                              "solved for under --max-tpot)"),
+               o.CONCURRENCY, o.ISL, o.OSL, o.MAX_TTFT, o.MAX_TPOT, o.SORT, o.TOP, o.IDEAL, o.DISAGG, o.ACCEPT_RATE,
+               o.SERVE_GPU.but(required=True),
+               *(r for r in o.SERVE_MODELLED[1:] if r not in (o.TP, o.PP, o.DP, o.EP)),
+               o.pin(o.TP, "the tensor-parallel size"), o.pin(o.PP, "the pipeline stages"),
+               o.pin(o.DP, "the data-parallel replicas"),
+               o.pin(o.EP, "vLLM's expert-parallel group size (1: off; else tp x dp)")),
     "gpus": (),
 }
 
@@ -35,13 +41,19 @@ LAYOUT_SYMBOLS = (sym.N_tp, sym.N_ep, sym.N_pp, sym.N_dp, sym.M, sym.T, sym.M_gp
 
 
 def _setup(args, m, layout: bool = True) -> ServeSetup:
-    """The serving options as one ``ServeSetup`` (``layout``: build the one --tp/--pp/--dp/--ep say)."""
+    """The serving options as one ``ServeSetup`` (``layout``: build the one --tp/--pp/--dp/--ep say);
+    ``memory``'s engine options where the command has them (the others keep their fixed defaults)."""
     g = find_gpu(args.gpu) if args.gpu else None
+    if getattr(args, "gpu_memory", None):
+        g = custom(args.gpu_memory, g)
     lay = Layout.vllm(m, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep) if layout else Layout()
+    extra = {k: getattr(args, a) for k, a in (("engine", "engine"), ("vllm_version", "vllm_version"),
+                                              ("max_num_seqs", "max_num_seqs"), ("kv_cache_memory", "kv_cache_memory"),
+                                              ("moe_backend", "moe_backend")) if getattr(args, a, None) is not None}
     return ServeSetup(layout=lay, gpu=g, kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype,
                       experts_dtype=args.experts_dtype, quant_fallback=args.quant_fallback, mem_util=args.mem_util,
                       max_batched_tokens=args.max_batched_tokens, overhead_gib=args.overhead_gib,
-                      cudagraph_gib=args.cudagraph_gib, block_size=args.block_size, mla=args.mla)
+                      cudagraph_gib=args.cudagraph_gib, block_size=args.block_size, mla=args.mla, **extra)
 
 
 def _memory_payload(m, args, r) -> dict:
@@ -57,7 +69,12 @@ def _memory_payload(m, args, r) -> dict:
             "kv_capacity_tokens": kv.tokens if g else None, "max_concurrency": kv.max_concurrency if g else None,
             "kv_block_size": kv.block_size, "kv_page_bytes": kv.page_bytes,
             "kv_blocks_per_request": kv.blocks_per_request, "kv_notes": kv.notes,
-            "max_batched_tokens": args.max_batched_tokens, "mem_util": args.mem_util,
+            "max_batched_tokens": p.profile.max_batched_tokens, "max_num_seqs": p.profile.max_num_seqs,
+            "mem_util": args.mem_util, "engine": p.profile.engine.name,
+            "engine_version": p.profile.engine.version if p.profile.engine.name == "vllm" else None,
+            "activation_terms": p.activation_terms(), "non_torch_bytes_per_gpu": p.non_torch_rank,
+            "cudagraph_bytes_per_gpu": p.cudagraph_rank, "weights_loaded_bytes": p.weights_loaded_rank,
+            "weights_file_bytes_per_gpu": p.weights_rank, "deciding_rank": p.deciding_rank,
             "tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep, "mla": args.mla,
             "component_dtypes": p.dtypes, "notes": p.notes,
             "formula": {k: str(v) for k, v in p.formulas.formula().items()},
@@ -70,11 +87,19 @@ def cmd_memory(args, out):
     m, raw = read_model(args.model)
     check_positions(m, args.T)
     r = memory(m, raw, _setup(args, m), T=args.T, batch=args.batch)
+    p = r.plan
+    if args.gpu_memory and p.kv_cache_memory_given is False and p.budget_rank < p.weights_loaded_rank:
+        raise SymcostError(f"--gpu-memory: {args.gpu_memory:,} bytes x --mem-util {args.mem_util} is below the "
+                           f"weights one GPU loads ({p.weights_loaded_rank:,} bytes)")
     payload, p, kv, g = _memory_payload(m, args, r), r.plan, r.plan.kv, r.plan.gpu
+    e = p.profile.engine
     lines = [f"{m.name}: serving memory at T={args.T}, B={args.batch}, layout {p.layout.label()} "
-             f"(weights {payload['quantization']}, KV {args.kv_dtype})"]
-    for key in ("weights_bytes", "cache_bytes", "weights_per_gpu_bytes", "activation_bytes",
-                "overhead_bytes_per_gpu", "per_gpu_bytes"):
+             f"(weights {payload['quantization']}, KV {args.kv_dtype})",
+             f"  engine {e.name}" + (f" {e.version} ({'V1' if e.v1 else 'V0'})" if e.name == "vllm" else "")
+             + f": profile over M = {p.profile.max_batched_tokens:,} tokens, S = {p.profile.max_num_seqs:,} "
+               f"sequences; deciding rank: pp stage {p.deciding_rank['pp_stage']}"]
+    for key in ("weights_bytes", "cache_bytes", "weights_per_gpu_bytes", "weights_loaded_bytes", "activation_bytes",
+                "non_torch_bytes_per_gpu", "overhead_bytes_per_gpu", "per_gpu_bytes"):
         lines.append(f"  {key:<24} {payload[key]:>22,}  {human_bytes(payload[key])}")
     if g:
         lines.append(f"  on {g.name} ({human_bytes(g.usable_bytes)} usable, x{args.mem_util}) x {p.layout.gpus}: "
@@ -87,28 +112,113 @@ def cmd_memory(args, out):
     out.emit(payload, "\n".join(lines))
 
 
+def _workload(args) -> Workload:
+    """The workload the options state, or exit 2 naming the conflict."""
+    if args.T is None and args.isl is None:
+        raise SymcostError("deploy: give --T (context per request) or --isl (input tokens, with --osl)")
+    if args.T is not None and args.isl is not None:
+        raise SymcostError("--T and --isl both given: --T is the context, --isl + --osl state it instead")
+    if args.osl is not None and args.isl is None:
+        raise SymcostError("--osl needs --isl (the context is ISL + OSL)")
+    if args.batch is not None and args.concurrency is not None:
+        raise SymcostError("--batch (per replica) and --concurrency (in all) both given: give one")
+    if args.batch is not None and args.max_tpot is not None:
+        raise SymcostError("--batch and --max-tpot both given: under --max-tpot the batch is solved for "
+                           "(or give --concurrency to check a load against the SLA)")
+    isl = args.isl if args.isl is not None else args.T
+    return Workload(isl=isl, osl=args.osl or 0, batch=args.batch or 1, concurrency=args.concurrency,
+                    max_ttft=args.max_ttft, max_tpot=args.max_tpot, accept=args.accept_rate)
+
+
 def cmd_deploy(args, out):
     m, raw = read_model(args.model)
-    check_positions(m, args.T)
+    work = _workload(args)
+    if args.accept_rate is not None and not draft_modules(m):
+        raise SymcostError(f"--accept-rate: {m.name} ships no draft (no MTP / next-n layers in its config), "
+                           f"so there is nothing to speculate with")
+    check_positions(m, work.context)
     setup = _setup(args, m, layout=False)
     counts = o.gpu_counts(args.gpus) if args.gpus else None
     if args.gpus and not counts:
         raise SymcostError(f"--gpus: expected N or MIN-MAX (positive integers), got {args.gpus!r}")
-    res = deploy(m, raw, setup, gpus=counts, T=args.T, batch=args.batch)
+    pins = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep}
+    if counts is None and all(pins[k] is not None for k in ("tp", "pp", "dp")):
+        counts = [args.tp * args.pp * args.dp]
+    if args.disagg and work.concurrency is not None:
+        raise SymcostError("--disagg with --concurrency: the disaggregated plan is sized by its pools' rates; "
+                           "give --max-tpot/--max-ttft (or --batch) instead")
+    res = deploy(m, raw, setup, gpus=counts, T=work.context, batch=work.batch, work=work, pins=pins,
+                 sort=args.sort, ideal=args.ideal, disagg=args.disagg)
     rows = res["layouts"][: args.top] if args.top else res["layouts"]
     g = setup.gpu
-    payload = {"model": m.name, "gpu": g.name, "T": args.T, "batch": args.batch,
+    n_fit = sum(r["fits"] for r in res["layouts"])
+    n_sla = sum(r["meets_sla"] for r in res["layouts"])
+    payload = {"model": m.name, "gpu": g.name, "T": work.context, "batch": args.batch if args.batch else work.batch,
+               "isl": work.isl, "osl": work.osl, "concurrency": work.concurrency, "max_ttft_s": work.max_ttft,
+               "max_tpot_s": work.max_tpot, "sort": args.sort, "latency_model": "ideal" if args.ideal else "calibrated",
                "gpus": counts if counts else [rows[0]["gpus"]] if rows else [],
-               "layouts": rows, "count": len(res["layouts"]), "compute_dtype": res["compute_dtype"],
-               "peak_dtype_used": res["peak_dtype_used"], "convention": DEPLOY_NOTE}
-    lines = [f"{m.name} on {g.name}: {len(res['layouts'])} valid layouts, T={args.T}, batch={args.batch} "
-             f"({res['compute_dtype']} compute, {res['peak_dtype_used']} peak)",
-             f"  {'layout':<22} {'GPUs':>4} {'fits':>5} {'KV tokens':>12} {'conc@T':>8} {'TTFT s':>8} "
-             f"{'TPOT ms':>8} {'tok/s/GPU':>10}"]
+               "layouts": rows, "count": len(res["layouts"]), "fitting": n_fit, "meeting_sla": n_sla,
+               "fewest_gpus": res["fewest_gpus"], "closest": res["closest"],
+               "compute_dtype": res["compute_dtype"], "peak_dtype_used": res["peak_dtype_used"],
+               "kernel_dtypes": res["kernel_dtypes"], "convention": DEPLOY_NOTE}
+    sla = "" if not (work.max_ttft or work.max_tpot) else (
+        " SLA" + (f" TTFT <= {work.max_ttft * 1e3:g} ms" if work.max_ttft else "")
+        + (f" TPOT <= {work.max_tpot * 1e3:g} ms" if work.max_tpot else "") + ";")
+    load = ("" if work.accept is None else f"MTP speculation at acceptance {work.accept:g}, ") + (
+            f"concurrency {work.concurrency} in all" if work.concurrency is not None else
+            "batch per replica solved for" if work.solve else f"batch {work.batch} per replica")
+    payload["accept_rate"] = work.accept
+    ctx = f"ISL {work.isl}, OSL {work.osl}" if work.osl else f"T={work.context}"
+    lines = [f"{m.name} on {g.name}: {len(res['layouts'])} layouts, {n_fit} fit, {n_sla} meet the workload "
+             f"({ctx}, {load};{sla} {'ideal bound' if args.ideal else 'calibrated kernels'}; "
+             f"{res['compute_dtype']} compute, {res['peak_dtype_used']} peak)",
+             f"  {'layout':<22} {'GPUs':>4} {'fits':>5} {'SLA':>5} {'KV tokens':>12} {'conc@T':>8} {'B/rep':>6} "
+             f"{'TTFT s':>8} {'TPOT ms':>8} {'tok/s/GPU':>10}"]
     for r in rows:
         lines.append(f"  TP{r['tp']}·PP{r['pp']}·DP{r['dp']}·EP{r['ep']:<7} {r['gpus']:>4} {str(r['fits']):>5} "
-                     f"{r['kv_capacity_tokens']:>12,} {r['max_concurrency']:>8.2f} {r['ttft_s']:>8.3f} "
-                     f"{r['tpot_s'] * 1e3:>8.2f} {r['tokens_per_s_per_gpu']:>10.1f}")
+                     f"{str(r['meets_sla']):>5} {r['kv_capacity_tokens']:>12,} {r['max_concurrency']:>8.2f} "
+                     f"{r['batch_per_replica']:>6} {r['ttft_s']:>8.3f} {r['tpot_s'] * 1e3:>8.2f} "
+                     f"{r['tokens_per_s_per_gpu']:>10.1f}")
+    if not res["fits_any"]:
+        few = res["fewest_gpus"]
+        lines.append(f"  no layout fits: the weights and one request's KV ({work.context:,} tokens) do not fit "
+                     + (f"on these GPU counts; the fewest {g.name} that would: {few}" if few else
+                        f"on up to 1,024 {g.name}"))
+    elif n_sla == 0 and res["closest"]:
+        c = res["closest"]
+        lines.append(f"  no layout meets the workload; the closest: TP{c['tp']}·PP{c['pp']}·DP{c['dp']}·EP{c['ep']} "
+                     f"({c['gpus']} GPUs) with TTFT {c['ttft_s'] * 1e3:.1f} ms, TPOT {c['tpot_s'] * 1e3:.2f} ms at "
+                     f"batch {max(c['batch_per_replica'], 1)} per replica")
+    elif n_sla == 0:
+        lines.append("  no layout meets the workload (the KV of every fitting layout holds fewer requests "
+                     "than asked)")
+    if args.disagg:
+        dp_ = res["disagg"]
+        agg = next((r for r in res["layouts"] if r["meets_sla"]), None)
+        payload["disagg"] = None if dp_ is None else {
+            "prefill": {k: dp_.prefill[k] for k in ("tp", "pp", "dp", "ep", "gpus", "ttft_s")}, "x": dp_.x,
+            "decode": {k: dp_.decode[k] for k in ("tp", "pp", "dp", "ep", "gpus", "tpot_s", "batch_per_replica")},
+            "y": dp_.y, "gpus": dp_.gpus, "ttft_s": dp_.ttft_s, "tpot_s": dp_.tpot_s,
+            "kv_bytes_per_request": dp_.kv_bytes_per_request, "kv_transfer_s": dp_.kv_transfer_s,
+            "kv_link": dp_.link, "requests_per_s": dp_.served, "prefill_rate": dp_.rate_prefill,
+            "decode_rate": dp_.rate_decode, "tokens_per_s_per_gpu": dp_.tokens_per_s_per_gpu}
+        payload["aggregated_best"] = agg
+        if agg:
+            lines.append(f"  aggregated best:    TP{agg['tp']}·PP{agg['pp']}·DP{agg['dp']}·EP{agg['ep']} x1 "
+                         f"({agg['gpus']} GPUs): TTFT {agg['ttft_s'] * 1e3:.1f} ms, TPOT {agg['tpot_s'] * 1e3:.2f} ms, "
+                         f"{agg['tokens_per_s_per_gpu']:.1f} tok/s/GPU")
+        if dp_ is None:
+            lines.append("  disaggregated: no prefill/decode pair fits and meets the SLA")
+        else:
+            P, D = dp_.prefill, dp_.decode
+            lines.append(f"  disaggregated {dp_.x}P{dp_.y}D: prefill TP{P['tp']}·PP{P['pp']}·DP{P['dp']}·EP{P['ep']} x{dp_.x}, "
+                         f"decode TP{D['tp']}·PP{D['pp']}·DP{D['dp']}·EP{D['ep']} x{dp_.y} at batch "
+                         f"{D['batch_per_replica']} ({dp_.gpus} GPUs): TTFT {dp_.ttft_s * 1e3:.1f} ms (KV "
+                         f"{dp_.kv_bytes_per_request / 2**20:.1f} MiB over {dp_.link} {dp_.kv_transfer_s * 1e3:.2f} ms), "
+                         f"TPOT {dp_.tpot_s * 1e3:.2f} ms, {dp_.tokens_per_s_per_gpu:.1f} tok/s/GPU "
+                         f"({dp_.served:.1f} requests/s)")
+    kd = res["kernel_dtypes"]
+    lines.append("  kernels: " + "; ".join(f"{k} {v['runs']} ({v['peak_dtype']} peak)" for k, v in kd.items()))
     out.emit(payload, "\n".join(lines))
 
 
@@ -116,15 +226,17 @@ def cmd_gpus(args, out):
     rows = [{"name": g.name, "memory_bytes": g.memory_bytes, "usable_bytes": g.usable_bytes,
              "usable_measured": g.usable_measured, "bandwidth_bytes_per_s": g.bandwidth_bytes_per_s,
              "peak_flops": {k: round(v * 10**12) for k, v in g.peak_tflops.items()},
-             "link_bytes_per_s": round(g.link_gbs * 10**9), "link": g.link, "source": g.source}
+             "link_bytes_per_s": round(g.link_gbs * 10**9), "link": g.link, "nvlink_domain": g.nvlink_domain,
+             "scaleout_bytes_per_s": round(g.scaleout_gbs * 10**9), "source": g.source}
             for g in CATALOGUE.values()]
-    text = "\n".join(f"  {r['name']:<12} {human_bytes(r['usable_bytes']):>28}{'' if r['usable_measured'] else '*'}  "
-                     f"{r['bandwidth_bytes_per_s'] / 1e12:5.2f} TB/s  "
+    text = "\n".join(f"  {r['name']:<14} {human_bytes(r['usable_bytes']):>28}{'' if r['usable_measured'] else '*'}  "
+                     f"{r['bandwidth_bytes_per_s'] / 1e12:5.2f} TB/s  x{r['nvlink_domain']:<3} "
                      + "  ".join(f"{k} {v / 1e12:,.0f}" for k, v in r["peak_flops"].items()) + " TFLOPS"
                      for r in rows)
     out.emit({"gpus": rows, "convention": "usable_bytes: total memory as the driver reports it "
-              "(* = not measured, nominal used); peak_flops: dense tensor-core FLOP/s per dtype"},
-             "GPU catalogue (usable memory, HBM bandwidth, dense peaks):\n" + text
+              "(* = not measured, nominal used); peak_flops: dense tensor-core FLOP/s per dtype; nvlink_domain: "
+              "GPUs per scale-up domain; scaleout_bytes_per_s: per-GPU scale-out NIC, one direction"},
+             "GPU catalogue (usable memory, HBM bandwidth, NVLink domain, dense peaks):\n" + text
              + "\n  * no driver report in the catalogue: nominal memory")
 
 
@@ -146,15 +258,22 @@ def _roofline_payload(m, args, s) -> dict:
             "convention": ROOF_NOTE + "; " + Phase(kind=args.phase, attention="causal", logits="last",
                                                     mla=args.mla).describe(),
             "note": f"{p.layout.label()} on {p.gpu.name}, {s.peak_dtype_used} dense peak x {args.compute_eff}, "
-                    f"HBM x {args.bw_eff}"}
+                    f"HBM x {args.bw_eff} (compute/memory/comm_time_s: the pure split; time_s, ttft_s, tpot_s: the "
+                    f"{'ideal bound' if args.ideal else 'calibrated kernel model'})",
+            "latency_model": "ideal" if args.ideal else "calibrated",
+            "latency_terms": {k: {"seconds": v, "formula": s.calibrated.formula[k]} for k, v in s.calibrated.terms.items()},
+            "latency_values": s.calibrated.values, "latency_sources": s.calibrated.sources,
+            "kernel_dtypes": {k: {"op_class": v[0], "dtype": v[1], "peak_dtype": v[2], "runs": v[3]}
+                              for k, v in s.calibrated.dtypes.items()}}
 
 
 def cmd_roofline(args, out):
     m, raw = read_model(args.model)
     check_positions(m, args.T + (1 if args.phase == "decode" else 0))
     s = roofline(m, raw, _setup(args, m), phase=args.phase, T=args.T, batch=args.batch,
-                 compute_dtype=args.compute_dtype, compute_eff=args.compute_eff, bw_eff=args.bw_eff)
+                 compute_dtype=args.compute_dtype, compute_eff=args.compute_eff, bw_eff=args.bw_eff, ideal=args.ideal)
     payload, p = _roofline_payload(m, args, s), s.plan
+    c = s.calibrated
     text = (f"{m.name}: roofline of one {args.phase} step, T={args.T}, B={args.batch}, {p.layout.label()} on "
             f"{p.gpu.name}\n"
             f"  per rank: FLOPs {s.flops:,}   bytes {s.bytes:,}   intensity {payload['intensity']:.1f} FLOP/B "
@@ -165,5 +284,8 @@ def cmd_roofline(args, out):
             f"{payload['tokens_per_s_per_gpu']:.0f} tokens/s per GPU   decode turns compute-bound at "
             f"B={s.compute_bound_batch}\n"
             f"  fits at B={args.batch}: {payload['fits']} (KV {p.kv.tokens:,} tokens per GPU)\n"
-            f"  ({ROOF_NOTE})")
+            f"  latency model ({'ideal bound' if args.ideal else 'calibrated'}), one stage of the {args.phase} step:\n"
+            + "".join(f"    {k:<28} {v * 1e3:>10.3f} ms\n" for k, v in c.terms.items())
+            + "".join(f"    {k:<12} runs {v[3]} ({v[0]}/{v[1]}, {v[2]} peak)\n" for k, v in c.dtypes.items())
+            + f"  ({ROOF_NOTE})")
     out.emit(payload, text)

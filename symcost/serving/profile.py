@@ -1,0 +1,270 @@
+"""The engines' start-up memory accounting as named term trees: what vLLM's profiling run
+allocates (the "peak activation" it subtracts before sizing the KV cache), the engine's non-torch
+memory, and SGLang's ``mem_fraction_static`` pool. Every term is a SymPy expression in the layout
+(N_tp, N_ep, N_pp) and the step's tokens M (max_num_batched_tokens); S = max_num_seqs is
+substituted as a number (the engine's default for the GPU, or --max-num-seqs).
+
+vLLM V1 (>= 0.8; ``vllm/v1/worker/gpu_worker.py`` ``Worker.determine_available_memory``):
+    available_kv = total · gpu_memory_utilization − weights − peak_activation − non_torch
+    peak_activation = max(forward, sampler)        (torch allocator peak over the weights)
+      forward  (``gpu_model_runner.GPUModelRunner._dummy_run(max_num_tokens)``, M tokens):
+        hidden_and_residual  2·M·d·b_a         decoder output + the fused add-RMSNorm residual
+        norm_output          M·d·b_a           the RMSNorm output fed to the next GEMM
+        layer_transient      M·b_a·w           w = the widest component's GEMM outputs held at
+                                               once (q/k/v, gate_up + act; a routed-expert layer's
+                                               fused-MoE workspaces at M·k rows: gate_up 2·N/e,
+                                               its activation N/e, the down output d —
+                                               ``fused_moe.fused_experts`` intermediate caches /
+                                               ``modular_kernel`` workspace13 + workspace2)
+        router               M·E·b_a + 8·M·k   router logits, top-k weights (fp32) and ids (int32)
+      sampler  (``_dummy_sampler_run``, S = min(max_num_seqs, M) sequences, top-k = V − 1 and
+                top-p < 1 so the widest path runs; at its widest, inside logits.sort()):
+        hidden_states        M·d·b_a           held from the forward
+        logits               S·V·b_a           lm_head output gathered to the full vocabulary
+        logits_fp32          4·S·V             logits.to(float32)
+        sorted_logits        4·S·V             logits.sort() values
+        sort_indices         8·S·V             logits.sort() int64 indices
+        sort_iota            8·S·V             the segmented radix sort's int64 index input
+        sort_double_buffer   12·S·V            cub SortPairs' alternate keys and values
+    non_torch = W_base + Min(1, N_tp·N_pp − 1)·W_comm   (W_comm only inside an NVLink domain)
+      W_base: cuBLAS/cuBLASLt workspaces and lazily loaded kernel modules; W_comm: NCCL channel
+      buffers of the two communicators (PyNccl + torch.distributed) and the custom all-reduce's
+      IPC buffers — calibration data, ``engine_memory.json`` (sources per figure)
+    CUDA graphs: captured after the KV cache is sized (``compile_or_warm_up_model``), so not
+      subtracted (vLLM >= 0.12 can estimate them with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1,
+      off by default: PR #30515); --cudagraph-gib states an allowance when wanted.
+vLLM V0 (<= 0.7; ``vllm/worker/worker.py`` ``determine_num_available_blocks``): the same
+    budget; the profile runs max_num_batched_tokens = max(max_model_len, 2048) without chunked
+    prefill (chunked prefill, on by default past 32K: 512 tokens in 0.6, 2048 from 0.7), and
+    samples S = 256 sequences inside the forward with the same top-k/top-p worst case.
+SGLang (``python/sglang/srt/model_executor/model_runner.py`` ``profile_max_num_token``):
+    rest = free_after_weights − total_at_init·(1 − mem_fraction_static)
+         = mem_fraction_static·(usable − W_base) − weights − W_comm
+    max_total_num_tokens = ⌊rest / cell_size⌋, cell_size = the rank's KV bytes per token over all
+    its layers; activations and CUDA graphs live outside the fraction (not subtracted).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from importlib import resources
+
+import sympy
+
+from ..core.errors import SymcostError
+from ..core.notation import sym
+from ..core.primitives import Linear
+from ..core.terms import Terms, exact
+
+t, p, M = sym.N_tp, sym.N_pp, sym.M
+e = sym.N_tp * sym.N_ep
+GiB = 2**30
+ENGINES = ("vllm", "sglang")
+#: the vLLM release modelled by default (V1 engine, CUDA graphs captured after KV sizing)
+DEFAULT_VLLM = "0.11"
+#: fused-MoE chunking: VLLM_FUSED_MOE_CHUNK_SIZE (tokens per fused_experts call)
+MOE_CHUNK = 32768
+
+
+def _data() -> dict:
+    return json.loads((resources.files("symcost.serving") / "engine_memory.json").read_text(encoding="utf-8"))
+
+
+ENGINE_DATA = _data()
+
+
+def version_tuple(v: str) -> tuple[int, int]:
+    parts = v.split(".")
+    try:
+        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        raise SymcostError(f"--vllm-version: expected X.Y (e.g. 0.11), got {v!r}") from None
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Which engine's accounting, which version, and its scheduler limits (None: the default)."""
+
+    name: str = "vllm"
+    version: str = DEFAULT_VLLM
+    max_num_seqs: int | None = None
+    max_batched_tokens: int | None = None
+
+    def __post_init__(self):
+        if self.name not in ENGINES:
+            raise SymcostError(f"--engine: unknown engine {self.name!r} (known: {', '.join(ENGINES)})")
+        version_tuple(self.version)
+
+    @property
+    def v1(self) -> bool:
+        return version_tuple(self.version) >= (0, 8)
+
+    def limits(self, gpu, max_model_len: int) -> tuple[int, int]:
+        """(max_num_batched_tokens, max_num_seqs) as the engine defaults them for the OpenAI server.
+
+        vLLM >= 0.9 (``EngineArgs._set_default_args``): 8192 / 1024 on a GPU of >= 70 GiB that is
+        not an A100, else 2048 / 256; 0.8: 2048 / 256; V0: max(max_model_len, 2048) / 256 without
+        chunked prefill (on by default past 32K contexts, then 512). SGLang: chunked_prefill_size
+        8192, max_running_requests from the pool (taken as 1024 here; no sampler peak is costed)."""
+        m, s = self.max_batched_tokens, self.max_num_seqs
+        if self.name == "sglang":
+            return m or 8192, s or 1024
+        big = gpu is not None and gpu.usable_bytes >= 70 * GiB and not gpu.name.upper().startswith(("A100", "A800"))
+        if not self.v1:
+            chunk = 512 if version_tuple(self.version) < (0, 7) else 2048
+            dm = max(max_model_len, 2048) if max_model_len <= 32768 else chunk
+            return m or dm, min(s or 256, m or dm)
+        if version_tuple(self.version) >= (0, 9) and big:
+            dm, ds = 8192, 1024
+        else:
+            dm, ds = 2048, 256
+        m = m or dm
+        return m, min(s or ds, m)
+
+
+def _R(x) -> sympy.Rational:
+    x = Fraction(x)
+    return sympy.Rational(x.numerator, x.denominator)
+
+
+def _widths(model, c) -> tuple[sympy.Expr, bool]:
+    """Elements per token a component's GEMMs hold at once on one rank (see the module's
+    layer_transient), and whether it is a routed-expert layer."""
+    vals = model.values
+    w, gated, routed = sympy.Integer(0), sympy.Integer(0), False
+    names = {q.name for q in c.primitives(None)}
+    from .formulas import weight_share  # the weight shares of the serving layout (one rule)
+    for q in c.primitives(None):
+        if not isinstance(q, Linear) or q.name == "lm_head" or q.tied:
+            continue
+        out = sympy.Integer(exact(q.out, vals))
+        if q.active is not None:  # routed experts: M·k rows through the fused-MoE kernel
+            routed = True
+            k = sympy.Integer(exact(q.active, vals))
+            if q.name.endswith("down"):
+                w += k * out
+            else:
+                w += k * out / e
+                if q.name.endswith("gate_up"):
+                    gated = k * out / 2 / e
+            continue
+        share = weight_share(model, c, q) if (q.tp == "col" or q.name.startswith("shared_")) else 1
+        w += out * share
+        if q.name == "up_proj" and "gate_proj" in names:
+            gated = sympy.Max(gated, out * share)
+    return w + gated, routed
+
+
+def _b(dtype_bytes: int = 2) -> sympy.Integer:
+    return sympy.Integer(dtype_bytes)
+
+
+def forward_terms(model, act_bytes: int = 2) -> Terms:
+    """The forward of the profiling run over M tokens on one rank (see the module docstring)."""
+    vals = model.values
+    d = sympy.Integer(exact(sym.d, vals))
+    b = _b(act_bytes)
+    widths, moe = [], False
+    for g in model.groups:
+        if exact(g.count, vals) == 0:
+            continue
+        for c in g.components:
+            w, routed = _widths(model, c)
+            moe = moe or routed
+            if w != 0:
+                widths.append(w)
+    widest = sympy.Max(*dict.fromkeys(widths)) if widths else sympy.Integer(0)
+    rows = sympy.Min(M, MOE_CHUNK) if moe else M
+    out = Terms()
+    out.add("hidden_and_residual", 2 * M * d * b, "decoder output + fused add-RMSNorm residual, M·d each")
+    out.add("norm_output", M * d * b, "RMSNorm output, M·d")
+    out.add("layer_transient", rows * b * widest,
+            "widest component's GEMM outputs at once (fused-MoE workspaces at M·k rows)")
+    if moe and sym.E in vals:
+        E, k = sympy.Integer(exact(sym.E, vals)), sympy.Integer(exact(sym.k, vals))
+        out.add("router", M * E * b + 8 * M * k, "router logits M·E, top-k weights (fp32) and ids (int32)")
+    return out
+
+
+def sampler_terms(model, S: int, *, act_bytes: int = 2) -> Terms:
+    """The dummy sampler run over S sequences, at its widest point. Both engines profile the sampler
+    with top-k = V − 1 and top-p < 1 (V1 ``GPUModelRunner._dummy_sampler_run``'s dummy
+    ``SamplingMetadata``; V0 ``ModelRunner.profile_run``: ``SamplingParams(top_p=0.99,
+    top_k=vocab_size - 1)``), so the PyTorch path ``topk_topp_sampler.apply_top_k_top_p`` runs and
+    starts with ``logits.sort()``. On CUDA a row of V > 4096 entries is sorted by ATen's segmented
+    radix sort (``Sort.cu`` → ``cub::DeviceSegmentedRadixSort::SortPairs``), which takes an int64
+    iota of the indices as its input values and a temporary double buffer of keys and values. At
+    that moment the rank holds, per sequence and vocabulary entry: the gathered logits (b_a), their
+    fp32 copy (4), the sorted values (4) and int64 indices (8), the iota (8) and cub's double buffer
+    (4 + 8) — (b_a + 36)·S·V, more than the later top-p stage (masks, sorted probabilities,
+    scattered logits: (b_a + 26)·S·V) or the softmax and exponential noise after it."""
+    vals = model.values
+    d = sympy.Integer(exact(sym.d, vals))
+    V = sympy.Integer(exact(sym.V, vals))
+    b = _b(act_bytes)
+    S = sympy.Min(M, S)
+    out = Terms()
+    out.add("hidden_states", M * d * b, "the forward's output, held")
+    out.add("logits", S * V * b, "lm_head output gathered to the full vocabulary, S·V")
+    out.add("logits_fp32", 4 * S * V, "logits.to(float32)")
+    out.add("sorted_logits", 4 * S * V, "top-k/top-p: logits.sort() values")
+    out.add("sort_indices", 8 * S * V, "top-k/top-p: logits.sort() int64 indices")
+    out.add("sort_iota", 8 * S * V, "segmented radix sort: int64 iota of the indices (its input values)")
+    out.add("sort_double_buffer", 12 * S * V, "cub SortPairs temporary storage: alternate keys (fp32) + values (int64)")
+    return out
+
+
+def non_torch_terms(gpu, engine: Engine) -> Terms:
+    """Memory outside torch's allocator on one rank (calibrated by class, ``engine_memory.json``)."""
+    nt = ENGINE_DATA["non_torch"]
+    base = int(Fraction(str(nt["base_gib"]["value"])) * GiB)
+    comm = int(Fraction(str(nt["nvlink_comm_gib"]["value"])) * GiB)
+    out = Terms()
+    out.add("libraries", sympy.Integer(base), "cuBLAS/cuBLASLt workspaces, kernel modules (calibrated)")
+    nvlink = gpu is None or gpu.nvlink_domain > 1
+    if nvlink:
+        out.add("communicators", sympy.Min(1, t * p - 1) * comm,
+                "NCCL channel buffers (two communicators) + custom all-reduce IPC buffers, TP/PP > 1")
+    return out
+
+
+@dataclass
+class Profile:
+    """The engine's accounting of one rank: named terms, their total, and what is subtracted."""
+
+    engine: Engine
+    forward: Terms
+    sampler: Terms
+    non_torch: Terms
+    max_batched_tokens: int
+    max_num_seqs: int
+
+    @property
+    def peak(self) -> sympy.Expr:
+        """The profiled peak activation: the larger of the forward and the sampler run."""
+        if self.engine.name == "sglang":
+            return sympy.Integer(0)  # outside mem_fraction_static
+        return sympy.Max(self.forward.total, self.sampler.total)
+
+    def activation_terms(self) -> Terms:
+        out = Terms()
+        out.add("forward", self.forward.copy(), f"profiling forward over M = {self.max_batched_tokens} tokens")
+        out.add("sampler", self.sampler.copy(), f"dummy sampler run over S = {self.max_num_seqs} sequences")
+        return out
+
+
+def profile(model, gpu, engine: Engine, *, max_model_len: int) -> Profile:
+    """The engine's profiled terms for ``model`` on ``gpu`` (None: defaults of a small GPU)."""
+    m, s = engine.limits(gpu, max_model_len)
+    fwd = forward_terms(model)
+    smp = sampler_terms(model, s)
+    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine), m, s)
+
+
+def kv_cell_bytes(model, kv_dtype: str, tp: int) -> int:
+    """SGLang's cell_size: KV bytes of one token over every layer of one rank."""
+    from .memory import cache_bytes_per_gpu
+    vals = model.values_with(T=1, B=1)
+    two = model.values_with(T=2, B=1)
+    return cache_bytes_per_gpu(model, kv_dtype, two, tp) - cache_bytes_per_gpu(model, kv_dtype, vals, tp)

@@ -1,0 +1,113 @@
+"""The calibrated latency model against measured serving results (``tests/data/serving_measured.json``).
+
+Each row is a real deployment (engine, card, layout, batch, ISL/OSL) with its measured TTFT and TPOT.
+symcost predicts, with its default (calibrated) model and with ``--ideal``:
+
+    TPOT = N_pp · step(decode of batch_per_replica sequences at context isl + osl/2)
+    TTFT = N_pp · step(prefill of one prompt of isl tokens)      (what roofline and deploy report)
+
+TTFT measured under load also holds queueing behind other prompts, which symcost does not model (a
+burst model — the i-th prompt waiting for the i − 1 before it — put the ideal bound above three
+measurements, so the benchmarks do not start their requests together). The ideal bound may never
+exceed a measurement; the targets for the calibrated model are 25 % at the median and 2× at worst.
+"""
+import json
+import pathlib
+import statistics
+
+import pytest
+
+from symcost.hardware.gpus import gpu as find_gpu
+from symcost.serving.plan import Layout, ServeSetup
+from symcost.serving.roofline import CalibratedLatency
+
+DATA = json.loads((pathlib.Path(__file__).parent / "data" / "serving_measured.json").read_text())
+ROWS = [r for r in DATA["rows"] if r["use"]["tpot"]]
+ROOT = pathlib.Path(__file__).parent.parent
+
+
+def _model(name):
+    from symcost.cli.commands.common import read_model
+    return read_model(str(ROOT / name) if name.endswith(".json") else name)
+
+
+_CACHE = {}
+
+
+def predict(row) -> dict:
+    """Calibrated and ideal TTFT / TPOT (seconds) for one measured row."""
+    key = (row["model"], row["gpu"])
+    if key not in _CACHE:
+        m, raw = _model(row["model"])
+        setup = ServeSetup(layout=Layout(), gpu=find_gpu(row["gpu"]))
+        _CACHE[key] = (m, CalibratedLatency(m, setup.checkpoint(m, raw), setup))
+    m, cal = _CACHE[key]
+    ep = row["moe_ep"] if row["moe_ep"] and row["moe_ep"] > 1 else 1
+    lay = Layout.vllm(m, tp=row["tp"], pp=row["pp"], dp=row["attention_dp"], ep=ep)
+    B = row["batch_per_replica"]
+    T = row["isl"] + row["osl"] // 2
+    out = {}
+    for ideal in (False, True):
+        tag = "ideal" if ideal else "cal"
+        out[f"tpot_{tag}"] = cal.seconds("tpot", lay, T=T, batch=B, max_batched_tokens=8192, ideal=ideal)
+        out[f"ttft_{tag}"] = cal.seconds("ttft", lay, T=row["isl"], batch=1, max_batched_tokens=8192, ideal=ideal)
+    return out
+
+
+def table():
+    res = []
+    for r in ROWS:
+        p = predict(r)
+        res.append((r, p))
+    return res
+
+
+@pytest.fixture(scope="module")
+def results():
+    return table()
+
+
+def test_enough_measured_points():
+    assert len(ROWS) >= 25
+    for r in DATA["rows"]:
+        assert r["source"] and r["assumed"] and "measured_tpot_ms" in r
+
+
+def test_ideal_never_above_a_measurement(results):
+    for r, p in results:
+        assert p["tpot_ideal"] * 1e3 <= r["measured_tpot_ms"], r["id"]
+        if r["use"]["ttft"]:
+            assert p["ttft_ideal"] * 1e3 <= r["measured_ttft_ms"], r["id"]
+
+
+def _errors(results, q):
+    errs = []
+    for r, p in results:
+        if q == "ttft" and not r["use"]["ttft"]:
+            continue
+        meas = r[f"measured_{q}_ms"] * 1e-3
+        errs.append(max(p[f"{q}_cal"] / meas, meas / p[f"{q}_cal"]))
+    return errs
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "targets not met yet (measured 2026-12-02 on these 26 TPOT / 18 TTFT points): TPOT median ratio 1.39, worst "
+    "2.2; TTFT median 4.7x under (the measured TTFT holds queueing behind other prompts at concurrency 16-64, "
+    "which symcost's single-prompt TTFT does not model). strict: the test fails as soon as the targets are met, "
+    "so the mark must then go"))
+@pytest.mark.parametrize("q", ["tpot", "ttft"])
+def test_calibrated_within_targets(results, q):
+    errs = _errors(results, q)
+    assert statistics.median(errs) - 1 <= 0.25, (q, statistics.median(errs))
+    assert max(errs) <= 2.0, (q, max(errs))
+
+
+if __name__ == "__main__":
+    res = table()
+    print(f"{'id':<72} {'TPOT ms meas':>12} {'cal':>7} {'ideal':>7} {'TTFT ms meas':>12} {'cal':>8} {'ideal':>8}")
+    for r, p in res:
+        print(f"{r['id'][:72]:<72} {r['measured_tpot_ms']:>12.2f} {p['tpot_cal']*1e3:>7.2f} {p['tpot_ideal']*1e3:>7.2f} "
+              f"{r['measured_ttft_ms'] if r['use']['ttft'] else float('nan'):>12.1f} {p['ttft_cal']*1e3:>8.1f} {p['ttft_ideal']*1e3:>8.1f}")
+    for q in ("tpot", "ttft"):
+        e = _errors(res, q)
+        print(q, "n", len(e), "median ratio", round(statistics.median(e), 3), "worst", round(max(e), 3))

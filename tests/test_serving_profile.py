@@ -1,0 +1,178 @@
+"""The engine accounting's terms one by one (serving/profile.py, plan.py, quant.expert_padding) and
+the memory command's engine options, bad input included."""
+import json
+
+import pytest
+import sympy
+
+import symcost
+from symcost.cli import main
+from symcost.core.notation import sym
+from symcost.core.terms import exact
+from symcost.hardware.gpus import gpu
+from symcost.serving.plan import Layout, ServeSetup, deciding_rank, plan, pp_partition
+from symcost.serving.profile import Engine, forward_terms, sampler_terms
+
+GiB = 2**30
+
+
+def _at(expr, **v):
+    vals = {sym.M: v.get("M", 8192), sym.N_tp: v.get("tp", 1), sym.N_ep: 1, sym.N_pp: 1}
+    return int(sympy.ceiling(expr.xreplace({k: sympy.Integer(x) for k, x in vals.items()})))
+
+
+def test_sampler_holds_the_top_k_top_p_worst_case():
+    """38 bytes per (sequence, vocabulary entry) with bf16 logits inside the sort, + the forward's
+    hidden states (on a 24 GB card vLLM 0.10.2 logs 1.40 GiB of peak activation for Qwen3-8B-FP8 at
+    S = 256: 38·256·151,936 B + the hidden states = 1.39 GiB; tests/data/serving_startup_logs.json)."""
+    m = symcost.build("llama-3.1-8b")
+    t = sampler_terms(m, 1024)
+    V, d = 128256, 4096
+    assert _at(t.total) == 1024 * V * 38 + 8192 * d * 2
+    assert _at(t.total, M=512) == 512 * V * 38 + 512 * d * 2  # S = min(max_num_seqs, M)
+    assert set(t.flatten()) >= {"sort_indices", "logits_fp32", "sort_double_buffer"}
+
+
+def test_forward_terms_dense_and_fused_moe():
+    m = symcost.build("llama-3.1-8b")
+    f = forward_terms(m)
+    # residual + its copy + norm output: 3·d; the MLP's gate_up 2·d_ff + activation d_ff + down d
+    assert _at(f.total) == 8192 * 2 * (3 * 4096 + 3 * 14336 + 4096)
+    q = symcost.build("qwen3-30b-a3b")
+    ft = forward_terms(q).flatten()
+    assert "router" in ft  # M·E bf16 logits + top-k weights and ids
+    assert _at(ft["router"]) == 8192 * (128 * 2 + 8 * 8)
+    # the fused-MoE workspaces at M·k rows: gate_up 2N/e + activation N/e + down d, k = 8, N = 768
+    assert _at(ft["layer_transient"], tp=1) >= 8192 * 2 * 8 * (2 * 768 + 768 + 2048)
+
+
+def test_engine_defaults_follow_the_gpu_and_version():
+    assert Engine().limits(gpu("H100"), 8192) == (8192, 1024)
+    assert Engine().limits(gpu("A100"), 8192) == (2048, 256)  # A100 excluded from the large defaults
+    assert Engine(version="0.6").limits(gpu("RTX-3090"), 20000) == (20000, 256)  # V0 without chunked prefill
+    assert Engine(version="0.7").limits(gpu("RTX-4090"), 131072) == (2048, 256)  # chunked prefill past 32K
+    assert Engine(max_num_seqs=64, max_batched_tokens=4096).limits(gpu("H100"), 8192) == (4096, 64)
+
+
+def test_pipeline_stages_split_as_vllm_and_the_deciding_stage():
+    assert pp_partition(61, 4) == [15, 15, 16, 15]
+    assert pp_partition(32, 4) == [8, 8, 8, 8]
+    m = symcost.build("deepseek-v3")
+    r = deciding_rank(m, Layout(pp=4))
+    assert r["pp_stage"] == 2 and r["layers_per_stage"] == [15, 15, 16, 15]
+    even = deciding_rank(symcost.build("llama-3.1-8b"), Layout(pp=2))
+    assert even["pp_stage"] == 1  # equal splits: the last stage, with the head and the sampler
+
+
+def test_kv_cache_memory_skips_the_profile():
+    m = symcost.build("llama-3.1-8b")
+    raw = symcost.architectures.loader.read_json("llama-3.1-8b")[1]
+    p = plan(m, raw, ServeSetup(gpu=gpu("H100"), overhead_gib=None, max_batched_tokens=None,
+                                kv_cache_memory=20 * GiB), T=8192)
+    assert p.kv_available_rank == 20 * GiB
+    assert p.kv.num_blocks == 20 * GiB // (16 * 32 * 2 * 8 * 128 * 2)
+
+
+def test_sglang_pool_is_the_fraction_less_weights():
+    m = symcost.build("llama-3.1-8b")
+    raw = symcost.architectures.loader.read_json("llama-3.1-8b")[1]
+    s = ServeSetup(gpu=gpu("H100"), overhead_gib=None, max_batched_tokens=None, engine="sglang", mem_util=0.85)
+    p = plan(m, raw, s, T=8192)
+    assert p.activation_rank == 0  # activations live outside mem_fraction_static
+    assert p.kv.tokens == p.kv_available_rank // (32 * 2 * 8 * 128 * 2)
+
+
+def _run(capsys, *args):
+    code = main(["memory", "llama-3.1-8b", "--T", "8192", "--batch", "1", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("args, flag", [
+    (("--engine", "tgi"), "--engine"),
+    (("--gpu", "H100", "--moe-backend", "cutlass"), "--moe-backend"),
+    (("--gpu-memory", "4GiB"), "--gpu-memory"),
+    (("--gpu", "H100", "--kv-cache-memory", "1000"), "--kv-cache-memory"),
+    (("--gpu-memory", "lots"), "--gpu-memory"),
+    (("--gpu", "H100", "--vllm-version", "new"), "--vllm-version"),
+])
+def test_bad_engine_options_exit_2_naming_the_option(capsys, args, flag):
+    code, out, err = _run(capsys, *args)
+    assert code == 2 and flag in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_memory_json_has_the_engine_terms(capsys):
+    code, out, _ = _run(capsys, "--gpu-memory", "23.58GiB", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["usable_bytes_per_gpu"] == int(sympy.Rational("23.58") * GiB)
+    for key in ("activation_terms", "non_torch_bytes_per_gpu", "cudagraph_bytes_per_gpu", "weights_loaded_bytes",
+                "deciding_rank", "kv_available_bytes_per_gpu"):
+        assert key in d, key
+    t = d["activation_terms"]["sampler/sort_indices"]
+    assert t["bytes"] == exact(symcost.parse(t["formula"]), {sym.M: 2048}) == 8 * 256 * 128256
+    code, out, _ = _run(capsys, "--gpu", "H100", "--kv-cache-memory", "20GiB", "--json")
+    assert json.loads(out)["kv_available_bytes_per_gpu"] == 20 * GiB
+    code, out, _ = _run(capsys, "--gpu", "H100", "--gpu-memory-utilization", "0.8", "--max-num-seqs", "64", "--json")
+    d = json.loads(out)
+    assert d["mem_util"] == 0.8 and d["max_num_seqs"] == 64
+
+
+@pytest.mark.parametrize("name", ["gemma-4-26b-a4b", "qwen3-next-80b-a3b-thinking", "nemotron-h-56b-base-8k"])
+def test_hybrid_pages_unified_one_implementation(name):
+    """Gemma 4 (sliding pages twice the full ones), Qwen3-Next and Nemotron-H (state pages): vLLM's
+    groups share one page size; kv_capacity and memory's plan are the same code and agree."""
+    from symcost.architectures import loader
+    from symcost.serving.formulas import kv_formula
+    from symcost.serving.vllm import kv_capacity
+    m = symcost.build(name)
+    raw = loader.read_json(name)[1]
+    kv = kv_capacity(m, 20 * GiB, max_model_len=131072)
+    assert kv.tokens > 0 and kv.page_bytes > 0
+    f = kv_formula(m)
+    vals = {sym.N_tp: 1, sym.N_pp: 1, sym.N_ep: 1, sym.T: 131072, sym.M: 8192}
+    kinds = {k[0] for k in f.kinds}
+    if kinds == {"sliding", "full"}:  # Gemma 4: per-token bytes differ, the pages are made equal
+        pts = {int(k[1].xreplace(vals)) for k in f.kinds}
+        assert len(pts) == 2 and kv.page_bytes == 16 * max(pts)
+        # a full layer's block is raised to largest page / its page · 16 tokens = 32
+        full_pt = min(pts)
+        assert kv.page_bytes // full_pt == 32
+    else:
+        assert "state" in kinds and any("padded" in n for n in kv.notes)
+    p = plan(m, raw, ServeSetup(gpu=gpu("H200"), kv_cache_memory=20 * GiB, overhead_gib=None,
+                                max_batched_tokens=8192), T=131072)
+    assert (p.kv.tokens, p.kv.num_blocks) == (kv.tokens, kv.num_blocks)
+
+
+def test_modelopt_hf_quant_config_beside_config_json(tmp_path, capsys):
+    """A ModelOpt checkpoint's hf_quant_config.json is read as its quantization_config (NVFP4 here):
+    the weights cost 4.5 bits (+ scales), not the config's bf16."""
+    import shutil
+    from symcost.architectures import loader
+    d = tmp_path / "Llama-3.1-8B-Instruct-NVFP4"
+    d.mkdir()
+    shutil.copy(loader.BUNDLED / "llama-3.1-8b.json", d / "config.json")
+    (d / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "group_size": 16,
+                                                            "exclude_modules": ["lm_head"]}}))
+    _, raw = loader.read_json(str(d))
+    assert raw["quantization_config"]["quant_method"] == "modelopt"
+    code = main(["memory", str(d), "--T", "4096", "--batch", "1", "--json"])
+    out = capsys.readouterr()
+    d16 = json.loads(out.out)
+    assert code == 0 and "nvfp4" in d16["quantization"] and "warning" not in out.err
+    assert d16["weights_bytes"] < 16_060_522_496 * 0.45  # 4-bit body, bf16 embedding and head
+
+
+def test_quantised_name_without_quantisation_warns_once(tmp_path, capsys):
+    import shutil
+    from symcost.architectures import loader
+    d = tmp_path / "Llama-3.1-8B-Instruct-AWQ"
+    d.mkdir()
+    shutil.copy(loader.BUNDLED / "llama-3.1-8b.json", d / "config.json")
+    assert main(["memory", str(d), "--T", "4096", "--batch", "1"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("the name says AWQ") == 1
+    assert main(["memory", str(d), "--T", "4096", "--batch", "1", "--weights-dtype", "int4"]) == 0
+    assert "the name says" not in capsys.readouterr().err  # the dtype is stated
