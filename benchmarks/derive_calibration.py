@@ -315,7 +315,8 @@ def main(repo: Path):
     for cls, rows in classes.items():
         path = kdir / f"{cls}.json"
         doc = json.loads(path.read_text()) if path.exists() else {"op_class": cls, "about": ""}
-        keep = [r for r in doc.get("rows", []) if "aiconfigurator" not in r.get("source", "")]
+        # rebuilt: the fitted rows (with "fit") and the cross-card medians; kept: rows derived elsewhere
+        keep = [r for r in doc.get("rows", []) if "fit" not in r and "median of" not in r.get("source", "")]
         doc["rows"] = keep + rows
         path.write_text(json.dumps(doc, indent=1) + "\n")
         print(cls, len(rows), file=sys.stderr)
