@@ -39,7 +39,8 @@ def setup_of(case, m) -> ServeSetup:
     return ServeSetup(layout=Layout.vllm(m, tp=case["tp"], pp=case.get("pp", 1)), gpu=g, kv_dtype=case["kv_dtype"],
                       mem_util=util, max_batched_tokens=case.get("max_num_batched_tokens"), overhead_gib=None,
                       engine=case["engine"], vllm_version=case["engine_version"] if case["engine"] == "vllm" else "0.11",
-                      max_num_seqs=case.get("max_num_seqs"), moe_backend=case.get("moe_backend"))
+                      max_num_seqs=case.get("max_num_seqs"), moe_backend=case.get("moe_backend"),
+                      block_size=case.get("block_size"))
 
 
 def evaluate(case) -> dict:
@@ -78,7 +79,7 @@ def rows():
 
 
 def test_the_set_is_sourced_and_complete():
-    assert len(CASES) >= 22
+    assert len(CASES) >= 26
     for c in CASES:
         for key in ("source", "quote", "engine", "engine_version", "tp", "max_model_len", "kv_dtype", "logged",
                     "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "dtype", "quantization"):
