@@ -79,7 +79,7 @@ def rows():
 
 
 def test_the_set_is_sourced_and_complete():
-    assert len(CASES) >= 26
+    assert len(CASES) >= 28
     for c in CASES:
         for key in ("source", "quote", "engine", "engine_version", "tp", "max_model_len", "kv_dtype", "logged",
                     "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "dtype", "quantization"):
