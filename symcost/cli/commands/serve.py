@@ -19,8 +19,8 @@ from .common import check_positions, read_model
 OPTIONS = {
     "memory": (o.MODEL, o.T.but(required=True, help="context per request (max_model_len)"),
                o.BATCH.but(default=None, required=True, help="concurrent requests of T tokens"), *o.MEMORY_SERVE,
-               o.PHASE.but(default="prefill", help="accepted for compatibility: the activation peak is one "
-                                                   "chunked-prefill step")),
+               o.PHASE.but(default="prefill", help="accepted for compatibility: the activation peak is the "
+                                                   "engine's start-up profile (activation_terms)")),
     "roofline": (o.MODEL, o.PHASE.but(required=True), o.T.but(required=True),
                  o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE_MODELLED[1:],
                  o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF),
