@@ -488,7 +488,11 @@ SERVE_MODELLED = tuple(
     o.but(default=None, help="non-torch memory per GPU, GiB (default: modelled, engine_memory.json)")
     if o is OVERHEAD_GIB else o for o in SERVE)
 #: ``memory``: the modelled defaults and the engine's options
-MEMORY_SERVE = SERVE_MODELLED + (ENGINE, VLLM_VERSION, MAX_NUM_SEQS, KV_CACHE_MEMORY, GPU_MEMORY, MOE_BACKEND)
+MEMORY_SERVE = tuple(
+    o.but(default=None, help="the budget's fraction of the usable memory (vLLM's gpu_memory_utilization, default 0.9; "
+                             "SGLang's mem_fraction_static, default by TP size: 0.88 at 1 ... 0.79 at 16+)")
+    if o is MEM_UTIL else o for o in SERVE_MODELLED) + (ENGINE, VLLM_VERSION, MAX_NUM_SEQS, KV_CACHE_MEMORY,
+                                                          GPU_MEMORY, MOE_BACKEND)
 #: the phase and conventions of the symbolic commands (a metric of FLOPs)
 SYMBOLIC_PHASE = (PHASE.but(default="prefill"), *CONVENTIONS)
 
