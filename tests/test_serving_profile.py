@@ -176,3 +176,13 @@ def test_quantised_name_without_quantisation_warns_once(tmp_path, capsys):
     assert err.count("the name says AWQ") == 1
     assert main(["memory", str(d), "--T", "4096", "--batch", "1", "--weights-dtype", "int4"]) == 0
     assert "the name says" not in capsys.readouterr().err  # the dtype is stated
+
+
+def test_engine_default_fractions(capsys):
+    """Without --mem-util: vLLM's 0.9; SGLang's mem_fraction_static by TP size (0.85 at TP 4, what
+    the QwQ-32B SGLang log of tests/data/serving_startup_logs.json implies)."""
+    from symcost.serving.profile import default_fraction
+    assert [default_fraction("sglang", t) for t in (1, 2, 4, 8, 16)] == [0.88, 0.87, 0.85, 0.81, 0.79]
+    assert default_fraction("vllm", 8) == 0.9
+    code, out, _ = _run(capsys, "--gpu", "H100", "--engine", "sglang", "--tp", "4", "--json")
+    assert code == 0 and json.loads(out)["mem_util"] == 0.85

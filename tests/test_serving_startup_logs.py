@@ -39,7 +39,8 @@ def setup_of(case, m) -> ServeSetup:
     return ServeSetup(layout=Layout.vllm(m, tp=case["tp"], pp=case.get("pp", 1)), gpu=g, kv_dtype=case["kv_dtype"],
                       mem_util=util, max_batched_tokens=case.get("max_num_batched_tokens"), overhead_gib=None,
                       engine=case["engine"], vllm_version=case["engine_version"] if case["engine"] == "vllm" else "0.11",
-                      max_num_seqs=case.get("max_num_seqs"), moe_backend=case.get("moe_backend"))
+                      max_num_seqs=case.get("max_num_seqs"), moe_backend=case.get("moe_backend"),
+                      block_size=case.get("block_size"))
 
 
 def evaluate(case) -> dict:
@@ -60,7 +61,7 @@ def evaluate(case) -> dict:
             row["tokens"] = (log["tokens"], given.kv.tokens)
         else:
             row["tokens"] = (log["blocks"], given.kv.num_blocks)
-    if "kv_gib" in log and s.gpu is not None and case.get("gpu_memory_utilization"):
+    if "kv_gib" in log and s.gpu is not None and case.get("gpu_memory_utilization") and case.get("compare_end_to_end", True):
         ours = base.kv_available_rank / GiB
         budget = base.budget_rank / GiB
         row["kv"] = (log["kv_gib"], ours, abs(ours - log["kv_gib"]) / max(abs(log["kv_gib"]), 0.1 * budget))
@@ -78,7 +79,7 @@ def rows():
 
 
 def test_the_set_is_sourced_and_complete():
-    assert len(CASES) >= 22
+    assert len(CASES) >= 30
     for c in CASES:
         for key in ("source", "quote", "engine", "engine_version", "tp", "max_model_len", "kv_dtype", "logged",
                     "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "dtype", "quantization"):
@@ -106,9 +107,10 @@ def test_end_to_end_kv_memory_median():
     assert statistics.median(errs) <= 0.05
 
 
-@pytest.mark.xfail(strict=True, reason="not met on one case: gpt-oss-120b on one H100 with vLLM 0.11 and 1024 "
+@pytest.mark.xfail(strict=True, reason="not met on two cases: gpt-oss-120b on one H100 with vLLM 0.11 and 1024 "
                    "batched tokens, 1.45 GiB more KV than logged (19 %; the MXFP4 backend of that run is not "
-                   "logged: Marlin's padding would close it); see python -m tests.test_serving_startup_logs")
+                   "logged: Marlin's padding would close it), and Qwen2.5-7B AWQ on an 8 GB RTX 4060 (15.5 %: "
+                   "0.22 GiB of modelled non-torch memory against 0.03 logged); python -m tests.test_serving_startup_logs")
 def test_end_to_end_kv_memory_worst():
     assert max(r["kv"][2] for r in rows() if "kv" in r) <= 0.15
 

@@ -338,8 +338,8 @@ MAX_BATCHED_TOKENS = Option(("--max-batched-tokens", "--max-num-batched-tokens")
                             "chunked-prefill step M (vLLM's max_num_batched_tokens, 8192)", kind=positive, default=8192, example="16K")
 OVERHEAD_GIB = Option(("--overhead-gib",), "serve", "allowance for non-torch memory per GPU (CUDA context, NCCL, "
                       "cuBLAS), GiB", kind=real(), default=1.0, example="1.5")
-CUDAGRAPH_GIB = Option(("--cudagraph-gib",), "serve", "allowance for CUDA graphs per GPU, GiB (0: captured after "
-                       "KV sizing, vLLM <= 0.10)", kind=real(), default=0.0, example="0.5")
+CUDAGRAPH_GIB = Option(("--cudagraph-gib",), "serve", "CUDA-graph memory per GPU subtracted before the KV cache, "
+                       "GiB (0: vLLM captures the graphs after sizing it, unless VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)", kind=real(), default=0.0, example="0.5")
 BLOCK_SIZE = Option(("--block-size",), "serve", "KV block tokens (default vLLM's: 16, 64 for MLA, raised for "
                     "hybrids)", kind=positive, example="64")
 COMPUTE_DTYPE = Option(("--compute-dtype",), "serve", "dtype of the tensor-core peak (default: from the "
@@ -388,7 +388,7 @@ ENGINE = Option(("--engine",), "serve", "whose start-up accounting: vllm (V1: bu
                 choices=("vllm", "sglang"), default="vllm", example="sglang")
 VLLM_VERSION = Option(("--vllm-version",), "serve", "vLLM release modelled (X.Y): < 0.8 = the V0 engine's "
                       "profile and defaults; changes the activation terms' M and S and the MXFP4 backend",
-                      default="0.11", metavar="X.Y", example="0.10")
+                      default="0.11", metavar="X.Y", example="0.10")  # the default: profile.DEFAULT_VLLM
 MAX_NUM_SEQS = Option(("--max-num-seqs",), "serve", "vLLM's max_num_seqs S: the sampler terms of the profile "
                       "(default: 1024 on >= 70 GiB non-A100 GPUs, else 256)", kind=positive, example="256")
 KV_CACHE_MEMORY = Option(("--kv-cache-memory", "--kv-cache-memory-bytes"), "serve", "KV cache size per GPU "
@@ -624,7 +624,11 @@ SERVE_MODELLED = tuple(
     o.but(default=None, help="non-torch memory per GPU, GiB (default: modelled, engine_memory.json)")
     if o is OVERHEAD_GIB else o for o in SERVE)
 #: ``memory``: the modelled defaults and the engine's options
-MEMORY_SERVE = SERVE_MODELLED + (ENGINE, VLLM_VERSION, MAX_NUM_SEQS, KV_CACHE_MEMORY, GPU_MEMORY, MOE_BACKEND)
+MEMORY_SERVE = tuple(
+    o.but(default=None, help="the budget's fraction of the usable memory (vLLM's gpu_memory_utilization, default 0.9; "
+                             "SGLang's mem_fraction_static, default by TP size: 0.88 at 1 ... 0.79 at 16+)")
+    if o is MEM_UTIL else o for o in SERVE_MODELLED) + (ENGINE, VLLM_VERSION, MAX_NUM_SEQS, KV_CACHE_MEMORY,
+                                                          GPU_MEMORY, MOE_BACKEND)
 #: the phase and conventions of the symbolic commands (a metric of FLOPs)
 SYMBOLIC_PHASE = (PHASE.but(default="prefill"), *CONVENTIONS)
 

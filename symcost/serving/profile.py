@@ -123,6 +123,18 @@ class Engine:
         return m, min(s or ds, m)
 
 
+def default_fraction(engine: str, tp: int) -> float:
+    """The budget's fraction when none is given: vLLM's gpu_memory_utilization 0.9; SGLang's
+    mem_fraction_static by tensor-parallel size (``server_args.ServerArgs.__post_init__``, 0.4:
+    0.79 from 16 ranks, 0.81 from 8, 0.85 from 4, 0.87 from 2, else 0.88)."""
+    if engine != "sglang":
+        return 0.9
+    for n, f in ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87)):
+        if tp >= n:
+            return f
+    return 0.88
+
+
 def _R(x) -> sympy.Rational:
     x = Fraction(x)
     return sympy.Rational(x.numerator, x.denominator)

@@ -500,7 +500,13 @@ def _extras(model, base, add, bytes_of, notes):
 # -- weights as loaded: kernel-layout padding of quantised experts ---------------------------------
 #: MXFP4 routed experts as vLLM lays them out for its MoE kernels (``mxfp4.py``
 #: ``Mxfp4MoEMethod.create_weights``): the per-rank intermediate size and the hidden size are
-#: rounded up to these multiples (intermediate, hidden) before the weights are allocated
+#: rounded up to these multiples (intermediate, hidden). Marlin: "n % 256 == 0 and k % 128 == 0"
+#: (intermediate to 128, hidden to 256, read in create_weights); FlashInfer/TRT-LLM on SM100: both
+#: to 256 (read); Triton (triton_kernels matmul_ogs): create_weights rounds the intermediate size to
+#: 64 and leaves the hidden size, and the Hopper swizzle in process_weights_after_loading re-lays the
+#: weights — their loaded size (vLLM 0.14.1 logs 64.38 GiB for gpt-oss-120b on an H100,
+#: tests/data/serving_startup_logs.json) is that of a hidden size rounded to 256, which is what is
+#: used here (inferred from that log, not read in the swizzle code)
 MXFP4_PAD = {"marlin": (128, 256), "triton": (64, 256), "flashinfer": (256, 256)}
 MOE_BACKENDS = tuple(MXFP4_PAD)
 _BLACKWELL = ("B200", "B300", "GB200", "GB300")

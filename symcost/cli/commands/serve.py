@@ -11,6 +11,7 @@ from ...hardware.gpus import CATALOGUE, custom
 from ...hardware.gpus import gpu as find_gpu
 from ...serving.plan import NOTE as SERVE_NOTE
 from ...serving.plan import Layout, ServeSetup, memory
+from ...serving.profile import default_fraction
 from ...serving.roofline import NOTE as ROOF_NOTE
 from ...serving.roofline import draft_modules, roofline
 from .. import options as o
@@ -19,8 +20,8 @@ from .common import check_positions, read_model
 OPTIONS = {
     "memory": (o.MODEL, o.T.but(required=True, help="context per request (max_model_len)"),
                o.BATCH.but(default=None, required=True, help="concurrent requests of T tokens"), *o.MEMORY_SERVE,
-               o.PHASE.but(default="prefill", help="accepted for compatibility: the activation peak is one "
-                                                   "chunked-prefill step")),
+               o.PHASE.but(default="prefill", help="accepted for compatibility: the activation peak is the "
+                                                   "engine's start-up profile (activation_terms)")),
     "roofline": (o.MODEL, o.PHASE.but(required=True), o.T.but(required=True),
                  o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE_MODELLED[1:],
                  o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL),
@@ -50,6 +51,8 @@ def _setup(args, m, layout: bool = True) -> ServeSetup:
     extra = {k: getattr(args, a) for k, a in (("engine", "engine"), ("vllm_version", "vllm_version"),
                                               ("max_num_seqs", "max_num_seqs"), ("kv_cache_memory", "kv_cache_memory"),
                                               ("moe_backend", "moe_backend")) if getattr(args, a, None) is not None}
+    if args.mem_util is None:  # memory: the engine's own default
+        args.mem_util = default_fraction(getattr(args, "engine", "vllm"), lay.tp)
     return ServeSetup(layout=lay, gpu=g, kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype,
                       experts_dtype=args.experts_dtype, quant_fallback=args.quant_fallback, mem_util=args.mem_util,
                       max_batched_tokens=args.max_batched_tokens, overhead_gib=args.overhead_gib,
