@@ -16,6 +16,24 @@ def test_no_generated_file_holds_a_machine_path():
     assert not bad, bad
 
 
+#: what a document prints where it lacks a glyph: a code point, the replacement character
+PLACEHOLDER = re.compile(r"\[U\+[0-9A-Fa-f]{4,6}\]|\ufffd")
+#: what a PDF prints where a reference is undefined
+UNDEFINED_REF = re.compile(r"\?\?")
+
+
+def test_no_glyph_placeholder_in_any_generated_file():
+    bad = {path: PLACEHOLDER.search(text).group() for path, text in DOCS.items()
+           if path.endswith((".tex", ".md")) and PLACEHOLDER.search(text)}
+    assert not bad, bad
+
+
+def test_every_unicode_symbol_of_the_docstrings_has_latex():
+    from symcost.core.latex import texescape
+    for ch in ["x̂", *"⊗⊙Λµ₀₁₂₄₆ΨΦ∂÷±≡∉⋅∗‖⁻⁰¹∞αβγδεηθλμπστ"]:
+        assert "[U+" not in texescape(ch), ch
+
+
 def test_no_raw_markup_leaks_into_latex():
     for path, text in DOCS.items():
         if path.endswith(".tex"):
@@ -45,5 +63,8 @@ def test_generated_tex_compiles_without_overfull_boxes(tmp_path, path):
                               stdin=subprocess.DEVNULL)
         assert proc.returncode == 0, proc.stdout[-2000:]
     log = (tmp_path / "doc.log").read_text(errors="replace")
+    text = subprocess.run(["pdftotext", "doc.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
+    for pattern in (PLACEHOLDER, UNDEFINED_REF):
+        assert not pattern.search(text), f"{path}: {pattern.search(text).group()} in the PDF text"
     overfull = re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)
     assert not overfull, f"{path}: {len(overfull)} overfull boxes ({', '.join(overfull[:5])} pt)"
