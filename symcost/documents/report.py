@@ -80,14 +80,17 @@ def display_form(expr: sympy.Expr) -> sympy.Expr:
     return sympy.factor_terms(expr)
 
 
-def lines_for(lhs: str, forms: list[sympy.Expr], values: dict, value: int, unit: str = "") -> list[str]:
-    """``align``-ready lines: lhs = symbolic = plugged in = exact (each long one split)."""
+def lines_for(lhs: str, forms: list[sympy.Expr], values: dict, value: int, unit: str = "",
+              names: dict | None = None) -> list[str]:
+    """``align``-ready lines: lhs = symbolic = plugged in = exact (each long one split).
+    ``forms``: the symbolic form, optionally followed by the form the values are plugged into; ``names``: LaTeX of symbols defined on the page (not in the notation table)."""
     out: list[str] = []
-    sym_lines = split_lines(forms[0], {}, WIDTH)
+    kw = {"symbol_names": dict(names)} if names else {}
+    sym_lines = split_lines(forms[0], kw, WIDTH)
     seen = [sym_lines]
     if forms[0].free_symbols:
-        pl = plugged(forms[0], values)
-        plug_lines = split_lines(pl, PLUG, WIDTH)
+        pl = plugged(forms[-1], values)  # forms[-1]: the form to plug in (e.g. sizes of 1 dropped)
+        plug_lines = split_lines(pl, {**PLUG, **kw}, WIDTH)
         if plug_lines != sym_lines and not (len(plug_lines) == 1 and plug_lines[0] == group_digits(value)):
             seen.append(plug_lines)
     for block in seen:
