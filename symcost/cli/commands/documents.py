@@ -7,18 +7,26 @@ from ...architectures import loader
 from ...core.conventions import Phase
 from ...core.errors import SymcostError
 from ...documents.report import write_sheet
+from ...hardware.gpus import gpu as find_gpu
 from .. import options as o
+from .common import read_model
 
 OPTIONS = {
     "sheet": (o.MODEL, o.OUTPUT, o.PDF, o.T_PREFILL, o.T_DECODE, o.BATCH,
-              o.DTYPE.but(help="cache dtype of the memory section (default bf16)"), *o.CONVENTIONS),
+              o.KV_DTYPE.but(help="KV-cache element dtype of the cache and serving sections, as memory "
+                                  "--kv-dtype (default bf16)"),
+              o.WEIGHTS_DTYPE.but(help="cost every weight in this dtype in the serving section, as memory "
+                                       "--weights-dtype (default: the checkpoint's quantization_config)"),
+              o.GPU.but(default="H100", help="the card serving (memory) and training (train --search) are "
+                                              "sized on (default H100)"), *o.CONVENTIONS),
     "plot": (o.MODELS, o.PLOT_METRIC, o.OUTPUT.but(help="the .png or .pdf file to write"), o.T_MIN, o.T_MAX,
              o.BATCH, o.DTYPE.but(help="cache dtype (cache_bytes)"), o.MLA),
 }
 
 
 def cmd_sheet(args, out):
-    m = loader.build(args.model)
+    m, raw = read_model(args.model)
+    find_gpu(args.gpu)  # an unknown card: one line, before anything is written
     _, source = loader.resolve(args.model)
     path = Path(args.output)
     if source is not None and path.exists() and path.resolve() == source.resolve():
@@ -28,8 +36,9 @@ def cmd_sheet(args, out):
     phase = Phase(attention=args.attention, logits=args.logits, mla=args.mla, impl=args.impl)
     try:
         tex, pdf, message = write_sheet(m, args.output, pdf=args.pdf, T_prefill=args.T_prefill,
-                                        T_decode=args.T_decode, batch=args.batch, dtype=args.dtype,
-                                        prefill_phase=phase)
+                                        T_decode=args.T_decode, batch=args.batch, dtype=args.kv_dtype,
+                                        prefill_phase=phase, raw=raw, weights_dtype=args.weights_dtype,
+                                        gpu=args.gpu)
     except (RuntimeError, OSError) as e:
         raise SymcostError(f"sheet: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     out.emit({"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message,
