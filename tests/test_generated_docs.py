@@ -160,3 +160,15 @@ def test_training_formulas_hold_no_bare_config_constant(name):
         assert not big, (name, key, big)
         assert int(sympy.ceiling(expr.xreplace(values))) == figure, (name, key)
     assert set(tr["comm_checks"]) == {r["name"] for r in tr["comm"]}, name  # every dimension derived
+
+
+def test_mechanism_sheets_open_with_prose_and_formulas_no_field_dumps():
+    """A mechanism sheet: the lead paragraph, then the formulas; no constructor-field lists, no
+    typewriter docstring layout before the formulas."""
+    for path, text in DOCS.items():
+        if not path.startswith("formulas/") or path.endswith("overview.md"):
+            continue
+        assert "Default fields" not in text and "= `False`" not in text, path
+        if path.endswith(".md"):
+            body = text.split("\n## ", 1)[0]
+            assert "```" not in body, path  # no docstring layout block ahead of the formulas
