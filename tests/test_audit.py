@@ -55,6 +55,28 @@ def test_seeds_audit_tex_compiles(tmp_path):
     _compile(tmp_path, audit.render_tex(), "seeds-audit")
 
 
+def test_seeds_audit_pdf_shows_the_chinese_quotes_with_xelatex(tmp_path):
+    """Built with xelatex (xeCJK, Noto Serif CJK: .ci/run installs them) the PDF prints the quotes and
+    each row's seed line; the same .tex builds under pdflatex without them (the test above)."""
+    import shutil
+    import subprocess
+
+    from tests.tex import need_tex
+    need_tex("xelatex")
+    if not shutil.which("kpsewhich") or not subprocess.run(["kpsewhich", "xeCJK.sty", "ctexhook.sty"],
+                                                           capture_output=True, text=True).stdout.count("\n") == 2:
+        need_tex("xeCJK (Debian: texlive-lang-cjk texlive-lang-chinese)")
+    (tmp_path / "a.tex").write_text(audit.render_tex(), encoding="utf-8")
+    for _ in range(2):
+        proc = subprocess.run(["xelatex", "-no-shell-escape", "-halt-on-error", "-interaction=nonstopmode", "a.tex"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 0, proc.stdout[-2000:]
+    assert "Overfull \\hbox" not in (tmp_path / "a.log").read_text(errors="replace")
+    text = subprocess.run(["pdftotext", "a.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
+    assert "约 28 倍" in text.replace("\n", " ") or "28 倍" in text
+    assert "每 1B 参数" in text and "001:1451" in text
+
+
 # -- coverage: every numeric claim of the seeds has a row ----------------------------------------------
 #: the share of the seeds' claims (tests/seed_numbers.py ``all_claims``: any number about a cost, with or
 #: without a unit) with a row at the same seed line. Issue 25 requires at least 90 % under this definition.

@@ -65,8 +65,16 @@ def environment() -> jinja2.Environment:
         autoescape=False, undefined=jinja2.StrictUndefined)
     env.filters.update(texescape=texescape, ttescape=ttescape, texbreak=texbreak, mdescape=mdescape, digits=group_digits,
                        commas=lambda n: f"{int(n):,}",
+                       shapebreak=shapebreak,
                        code_tex=lambda t: re.sub(r"`(.+?)`", lambda m: r"\texttt{" + ttescape(m.group(1)) + "}", t))
     return env
+
+
+def shapebreak(value) -> str:
+    """A tensor shape or short note for a narrow column: breaks only between whole tokens (after a
+    comma, a ``·``, a ``/`` or a space), never inside a name such as ``D_h`` (``texbreak`` also breaks
+    after ``_``)."""
+    return re.sub(r"(\$\\cdot\$|[/,])", r"\1\\allowbreak{}", texescape(value))
 
 
 # -- pieces of a derivation ----------------------------------------------------------------------
