@@ -314,38 +314,44 @@ def test_bad_moe_options_exit_2(capsys):
 # -- the sheet's Training and Communication sections ------------------------------------------------
 @pytest.mark.parametrize("name", ["llama-3.1-8b", "deepseek-v3"])
 def test_sheet_sections_are_the_train_and_comm_formulas(name):
-    """The sections print train_memory / comm on the stated layout; each formula line evaluates to
-    the exact figure printed beside it."""
+    """The sections print train_memory / comm on the model's own setup (train --search on the fewest
+    H100 that fit, offload off); each formula line evaluates to the exact figure printed beside it."""
     from symcost.documents.report import lines_for, render_sheet
-    from symcost.training.sheet import LAYOUT, MICRO_BATCHES, default_layout, training_context
+    from symcost.training.sheet import GLOBAL_BATCH, search_setup, training_context
     m = symcost.build(name)
     ctx = training_context(m, seq=4096, lines_for=lines_for)
     assert not ctx["error"]
-    lay, dropped = default_layout(m, 4096)
-    assert not dropped and lay["dp"] == LAYOUT["dp"] and lay["ep"] == (2 if sym.E in m.values else 1)
-    kw = dict(seq=4096, micro_batch=1, global_batch=MICRO_BATCHES * lay["dp"], zero=1, sp=True, **lay)
-    tm = train_memory(m, TrainSetup.of(**kw))
-    assert ctx["memory"]["total"] == tm.per_gpu
+    found = search_setup(m, 4096)
+    setup = found["setup"]
+    assert setup.batch.global_batch == GLOBAL_BATCH and setup.plan.world * setup.plan.ep // setup.plan.ep == found["gpus"]
+    tm = train_memory(m, setup)
+    assert ctx["memory"]["total"] == tm.per_gpu == found["best"]["per_gpu_bytes"]
     assert [r["value"] for r in ctx["memory"]["states"]] == [tm.weights, tm.gradients, tm.optimizer, tm.activations]
-    c = comm(m, TrainSetup.of(**kw))
+    c = comm(m, setup)
     assert {r["name"]: r["value"] for r in ctx["comm"]} == {k: x for k, x in c["bytes"].items() if x}
     for r in ctx["memory"]["states"] + ctx["comm"]:
         assert r["lines"][-1].endswith(f"{r['value']:,}".replace(",", "{,}") + r"\ \text{bytes}")
     tex = render_sheet(m)
-    assert r"\section{Training memory per GPU}" in tex and r"\section{Communication per GPU and step}" in tex
+    assert r"\section{Training memory per GPU on" in tex and r"\section{Communication per GPU and step on" in tex
 
 
-def test_sheet_layout_falls_back_and_says_so():
-    """A dimension the model or the sequence cannot split falls back to 1, the constraint named."""
-    from symcost.training.sheet import default_layout
-    m = symcost.build("gpt2")
-    lay, dropped = default_layout(m, 1023)  # an odd sequence cannot be split over N_cp = 2
-    assert lay["cp"] == 1 and any("does not divide --seq 1023" in d for d in dropped)
+def test_sheet_setup_is_the_fewest_gpus_that_fit():
+    """The world size is the first of 8, 16, ... on which the search finds a fitting setup: half of it
+    finds none (DeepSeek-V3 on H100, no CPU offload)."""
+    from symcost.hardware.gpus import gpu
+    from symcost.training.search import search
+    from symcost.training.sheet import GLOBAL_BATCH, search_setup
+    m = symcost.build("deepseek-v3")
+    found = search_setup(m, 4096)
+    assert found["gpus"] > 8
+    smaller = search(m, TrainSetup.of(seq=4096, global_batch=GLOBAL_BATCH), gpus=found["gpus"] // 2, gpu=gpu("H100"),
+                     top=1, offload="none")
+    assert not smaller["best"]
 
 
-def test_sheet_without_activation_declarations_keeps_states_and_comm(monkeypatch):
-    """A mechanism that declares no saved tensors: the section still derives the model states and
-    the communication, and says the activations are not in the total."""
+def test_sheet_without_activation_declarations_says_so(monkeypatch):
+    """A mechanism that declares no saved tensors: the search cannot cost a setup, and the section says
+    why instead of printing a layout it did not check."""
     from symcost.components.ffn import FFN
     from symcost.documents.report import lines_for
     from symcost.training.sheet import training_context
@@ -355,9 +361,4 @@ def test_sheet_without_activation_declarations_keeps_states_and_comm(monkeypatch
     monkeypatch.setattr(FFN, "saved", nothing)
     m = symcost.build("llama-3.1-8b")
     ctx = training_context(m, seq=4096, lines_for=lines_for)
-    assert "declares no saved-for-backward tensors" in ctx["memory"]["act_error"]
-    assert [r["name"] for r in ctx["memory"]["states"]] == ["weights", "gradients", "optimizer"]
-    st = model_states(m, TrainSetup(Batch(1), plan=Plan(dp=2, tp=2, pp=2, cp=2, zero=1, sp=True)))
-    heavy = max(st, key=lambda r: r["weights"] + r["gradients"] + r["optimizer"])
-    assert ctx["memory"]["total"] == heavy["weights"] + heavy["gradients"] + heavy["optimizer"]
-    assert ctx["comm"] and not ctx["memory"]["per_layer"]
+    assert "declares no saved-for-backward tensors" in ctx["error"]

@@ -29,6 +29,7 @@ from .. import components
 from ..components.base import Component
 from ..core import conventions
 from ..core.conventions import Phase
+from ..core.errors import SymcostError
 from ..core.latex import (
     group_digits,
     latex,
@@ -485,7 +486,10 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
     """
     if raw is None:
         from ..architectures import loader  # the bundled config by name (a path's caller passes it)
-        raw = loader.read_json(model.name)[1]
+        try:
+            raw = loader.read_json(model.name)[1]
+        except (SymcostError, OSError, ValueError):  # built from a dict: no checkpoint, no quantization_config
+            raw = {}
     prefill_phase, decode_phase = sheet_phases(prefill_phase, decode_phase, mla)
     has_mla = any(type(c).__name__ == "MLA" for c in model.components())
     b = dtype_bytes(dtype)

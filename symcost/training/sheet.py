@@ -104,15 +104,18 @@ def search_setup(model, seq: int, card: str = CARD) -> dict:
     """The sheet's setup: ``train --search`` on the fewest GPUs of ``card`` that fit (``WORLDS``),
     ``GLOBAL_BATCH`` sequences of ``seq`` tokens, offload pinned off. Returns {"setup", "gpus",
     "best", "argv", "candidates", "fitting"} or {"error"}."""
-    from .search import search  # lazy: NumPy
+    try:
+        from .search import search  # lazy: NumPy, an optional dependency (symcost[plan])
+    except ImportError:
+        return {"error": "the setup comes from train --search, which needs NumPy (pip install 'symcost[plan]')"}
     g = find_gpu(card)
     base = TrainSetup.of(seq=seq, global_batch=GLOBAL_BATCH)
     r = None
     for n in WORLDS:
         try:
             r = search(model, base, gpus=n, gpu=g, top=1, offload="none")
-        except SymcostError as e:
-            return {"error": str(e)}
+        except (SymcostError, NotImplementedError) as e:  # a mechanism without saved-tensor declarations
+            return {"error": f"no training setup searched: {e}"}
         if r["best"]:
             break
     if not r or not r["best"]:
