@@ -381,14 +381,34 @@ def model_conventions(model: Model, prefill: Phase, decode: Phase, has_mla: bool
     return out
 
 
-def notation_rows(symbols, values: dict | None = None) -> list[dict]:
+#: a model family named in a notation meaning's remark: "MiMo-V2-Flash", "LongCat-Flash", "Mamba-1 in Jamba"
+_FAMILY = re.compile(r"\b(?:MiMo|LongCat|Jamba|LFM|Gemma|Qwen|Llama|DeepSeek|Kimi|MiniMax|Nemotron|GLM|Zamba|Falcon"
+                     r"|Mixtral|Mistral|OLMo|GPT|Granite|Hunyuan|Ernie|Bailing)[\w.-]*")
+
+
+def _meaning_for(meaning: str, model_type: str | None) -> str:
+    """A notation meaning for one model's sheet: a remark in brackets that names another family
+    (D_v's "MLA; MiMo-V2-Flash attention" on DeepSeek's sheet) loses that part."""
+    if model_type is None:
+        return meaning
+
+    def keep(m):
+        parts = [p.strip() for p in m.group(1).split(";")]
+        mine = model_type.replace("_", "").lower()
+        parts = [p for p in parts if not _FAMILY.search(p)
+                 or any(w.replace("-", "").lower().startswith(mine[:4]) for w in _FAMILY.findall(p))]
+        return f" ({'; '.join(parts)})" if parts else ""
+    return re.sub(r"\s*\(([^()]*)\)", keep, meaning)
+
+
+def notation_rows(symbols, values: dict | None = None, model_type: str | None = None) -> list[dict]:
     used = {s.name for s in symbols}
     rows = []
     for e in TABLE:
         if e.name in used:
             v = values.get(getattr(sym, e.name)) if values else None
-            rows.append({"name": e.name, "latex": e.latex, "meaning": e.meaning, "fields": e.fields,
-                         "value": int(v) if v is not None else None})
+            rows.append({"name": e.name, "latex": e.latex, "meaning": _meaning_for(e.meaning, model_type),
+                         "fields": e.fields, "value": int(v) if v is not None else None})
     return rows
 
 
@@ -555,7 +575,7 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
         "T_prefill": T_prefill, "T_decode": T_decode, "batch": batch, "dtype": dtype,
         "dtype_bytes": int(b),
         "conventions": model_conventions(model, prefill_phase, decode_phase, has_mla),
-        "notation": notation_rows(sorted(used - set(inputs), key=lambda s: s.name), model.values),
+        "notation": notation_rows(sorted(used - set(inputs), key=lambda s: s.name), model.values, model.model_type),
         "inputs": notation_rows(inputs),
         "sections": sections,
         "active_total": active_total, "active_human": human_params(active_total),
