@@ -336,7 +336,7 @@ def test_sheet_sections_are_the_train_and_comm_formulas(name):
 
 
 def test_sheet_setup_is_the_fewest_gpus_that_fit():
-    """The world size is the first of 8, 16, ... on which the search finds a fitting setup: half of it
+    """The world size is the first of 1, 2, 4, ... on which the search finds a fitting setup: half of it
     finds none (DeepSeek-V3 on H100, no CPU offload)."""
     from symcost.hardware.gpus import gpu
     from symcost.training.search import search

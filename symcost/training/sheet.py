@@ -2,7 +2,7 @@
 
 The setup is the model's own, not one layout for every model: the fastest setup that fits which
 ``train --search`` finds on the stated card (``CARD``, 8 GPUs per node) with the fewest GPUs — the
-smallest power of two from one node (8) up for which any candidate fits — at a global batch of
+smallest power of two (1, 2, 4, ...) for which any candidate fits — at a global batch of
 ``GLOBAL_BATCH`` sequences of the sheet's T tokens, AdamW, bf16 weights, gradients and
 activations, FlashAttention, no CPU offload (pinned: host memory is not modelled, so offloading
 would "fit" anything). The command line that reproduces it is printed on the page.
@@ -43,8 +43,8 @@ from .states import WEIGHT_BYTES, param_groups, zero_terms
 CARD = "H100"
 #: sequences per optimizer step (4,096-token sequences: 4 Mi tokens, a common pre-training batch)
 GLOBAL_BATCH = 1024
-#: the world sizes tried, smallest first: one node of 8 up to 4,096 GPUs
-WORLDS = tuple(2 ** i for i in range(3, 13))
+#: the world sizes tried, smallest first: 1 up to 4,096 GPUs
+WORLDS = tuple(2 ** i for i in range(13))
 
 STATE_LHS = {"weights": r"M_{\text{weights}}", "gradients": r"M_{\text{grads}}",
              "optimizer": r"M_{\text{optimizer}}", "activations": r"M_{\text{act}}"}
