@@ -40,7 +40,8 @@ and, on the same lines (rules 2, 3, 5 and 6 apply), for:
 
 8. a ratio written with 倍 (``约 28 倍``, ``快 30 倍``: the number right before 倍) — kind "ratio";
 9. a fraction ``a/b`` stated as a size (after 约, ≈, ~, 为, 是, 仅为, 占 or before 倍; not an operand:
-   not followed by ``=``, ``×``, ``·``) — value ``a/b``, kind "fraction";
+   not followed by ``=``, ``≈``, ``×``, ``·``: ``≈ 1986 / 174 ≈ 11.4×`` claims the 11.4) — value ``a/b``,
+   kind "fraction";
 10. a change ``a → b`` between two numbers (``batch 从 1→4``): the value it goes to, ``b`` — kind
     "arrow";
 11. a count of collectives, in digits or Chinese numerals (``两次 all-reduce``, ``4 次 all-to-all``)
@@ -164,7 +165,7 @@ def matches(seed: str):
 CN_COUNT = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 N = r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
 RATIO = re.compile(N + r"\s*倍")
-FRACTION = re.compile(r"(?:约|≈|~|为|是|占)\s*(\d+)\s*/\s*(\d+)(?![\d.])(?!\s*[=×·*])|(?<![\d./])(\d+)\s*/\s*(\d+)\s*倍")
+FRACTION = re.compile(r"(?:约|≈|~|为|是|占)\s*(\d+)\s*/\s*(\d+)(?![\d.])(?!\s*[=≈×·*])|(?<![\d./])(\d+)\s*/\s*(\d+)\s*倍")
 ARROW = re.compile(N + r"\s*(?:→|\\to)\s*" + N + r"(?![\d.])")
 COUNT = re.compile(r"([一两二三四五六七八九十]|\d+)\s*次\s*(?:[（(]?[^）)]{0,12}[）)]?\s*)?"
                    r"(?:all-reduce|all-gather|reduce-scatter|all-to-all|allreduce|allgather|AllReduce|All-Reduce|"

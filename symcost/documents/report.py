@@ -486,8 +486,11 @@ def summary_context(model: Model, raw: dict, inp: Inputs, sections: list, phases
                     ("rule_12ld2", "parameters without embedding and head"), ("rule_16b", "training states")):
         if key in r:
             x = r[key]
+            ratio = x.ratio
+            if key == "rule_2n":  # against this page's prefill, under the conventions the sheet was asked for
+                ratio = float(Fraction(sections[1]["total"], B * T1) / x.value)
             rules.append({"label": x.label, "human": human_value(x.value, x.unit, inp.gpu), "of": of,
-                          "ratio": f"{x.ratio:.3f}", "note": x.convention})
+                          "ratio": f"{ratio:.3f}", "note": x.convention})
     return {"rows": out, "rules": rules}
 
 
