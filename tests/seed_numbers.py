@@ -33,6 +33,28 @@ Rules (each one is a line of code below):
    (``70B`` where the seed names ``Llama-3-70B``): it names the model.
 7. A claim is the pair (section, value as written without thousands separators); repeats of the
    same value in a section count once.
+
+Issue 25 widens what a claim is: any number the seeds state about a cost, with or without a unit.
+``all_claims(seed)`` yields (section, line, value, kind) for every claim of rules 1-6 (kind "unit")
+and, on the same lines (rules 2, 3, 5 and 6 apply), for:
+
+8. a ratio written with 倍 (``约 28 倍``, ``快 30 倍``: the number right before 倍) — kind "ratio";
+9. a fraction ``a/b`` stated as a size (after 约, ≈, ~, 为, 是, 仅为, 占 or before 倍; not an operand:
+   not followed by ``=``, ``≈``, ``×``, ``·``: ``≈ 1986 / 174 ≈ 11.4×`` claims the 11.4) — value ``a/b``,
+   kind "fraction";
+10. a change ``a → b`` between two numbers (``batch 从 1→4``): the value it goes to, ``b`` — kind
+    "arrow";
+11. a count of collectives, in digits or Chinese numerals (``两次 all-reduce``, ``4 次 all-to-all``)
+    — kind "count";
+12. the result of an arithmetic chain without a unit: the number after the last ``=`` or ``≈`` of an
+    expression that holds an operator (``4 × (1280 × 16 × 80) = 6,553,600``; not ``d = 4096``, a
+    definition), not itself followed by an operator, on a line that speaks of a cost (``COST``:
+    parameters, FLOPs, memory, cache, bytes, elements, communication; shape arithmetic such as
+    ``32 × 128 = 4096`` for a head split is not a cost) — kind "result".
+
+A claim of rules 8-12 is the triple (seed, line, value): ``coverage`` in tests/test_audit.py matches
+a row of the audit by where its quote stands (``line`` in symcost/data/seed_claims.json), never by
+its value alone.
 """
 from __future__ import annotations
 
@@ -133,8 +155,73 @@ def matches(seed: str):
                 continue
             if re.search(r"(?:\^\{?|\bCH\s|[×·*]\s*|\[[^\]]*)$", before):
                 continue  # rule 6: an exponent (10^9 FLOPs), a chapter (CH 3), a factor (64 × 1M), a shape [1, 1M]
-            if m.group(1) == "1" and not m.group(2) and re.match(r"\s*[=≈]", after):
+            if m.group(1) == "1" and not m.group(2) and re.match(r"\s*(?:参数\s*)?[=≈]", after):
                 continue  # rule 6: the 1 of a unit definition (1 GiB = 1024^3 bytes, 1B 参数 = 2 GiB)
             if m.group(3) == "B" and (m.group(1) + (m.group(2) or "")) in names:
                 continue  # rule 6: a size that is the size part of a model name of the same seed (70B)
             yield section, number, raw, m.group(1).replace(",", "") + (m.group(2) or "")
+
+
+CN_COUNT = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+N = r"(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?"
+RATIO = re.compile(N + r"\s*倍")
+FRACTION = re.compile(r"(?:约|≈|~|为|是|占)\s*(\d+)\s*/\s*(\d+)(?![\d.])(?!\s*[=≈×·*])|(?<![\d./])(\d+)\s*/\s*(\d+)\s*倍")
+ARROW = re.compile(N + r"\s*(?:→|\\to)\s*" + N + r"(?![\d.])")
+COUNT = re.compile(r"([一两二三四五六七八九十]|\d+)\s*次\s*(?:[（(]?[^）)]{0,12}[）)]?\s*)?"
+                   r"(?:all-reduce|all-gather|reduce-scatter|all-to-all|allreduce|allgather|AllReduce|All-Reduce|"
+                   r"All-to-All|AllGather|通信|P2P|send)", re.I)
+RESULT = re.compile(r"(?:=|≈)\s*~?\s*" + N + r"(?![\d.,]|\s*[×*·/+^\-]|\s?(?:" + UNITS + r"))")
+COST = re.compile(r"参数|Params|FLOP|显存|[Cc]ache|缓存|字节|bytes|GiB|GB|MB|通信|计算量|内存|元素|激活|memory")
+OPERATOR = re.compile(r"[×*·/+]|\d\s*\^|\d\s*-\s*\d|\\frac|\\cdot")
+
+
+def _value(m, a: int = 1) -> str:
+    return m.group(a).replace(",", "") + (m.group(a + 1) or "")
+
+
+def all_claims(seed: str):
+    """(section, line number, value, kind) of every claim: rules 1-7 ("unit") and 8-12."""
+    seen = set()
+    for section, number, _, value in matches(seed):
+        seen.add((number, value))
+        yield section, number, value, "unit"
+    yield from _wider(seed, seen)
+
+
+def _wider(seed: str, seen: set):
+    """Rules 8-12 (``all_claims``), skipping what rules 1-7 found on the same line."""
+    path = next(SEEDS.glob(f"{seed}_*.txt"))
+    section, chapter, in_doc = "§0", [0], False
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if raw.strip().startswith('"""'):
+            in_doc = not in_doc if raw.strip().count('"""') == 1 else in_doc
+            continue
+        h = _heading(seed, raw, chapter)
+        if h:
+            section = h
+            continue
+        if _excluded(raw, in_doc):
+            continue
+        line = _latex(raw).replace("\\to", "→")
+        found = []
+        for m in RATIO.finditer(line):
+            found.append((_value(m), "ratio"))
+        for m in FRACTION.finditer(line):
+            a, b = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            found.append((f"{a}/{b}", "fraction"))
+        for m in ARROW.finditer(line):
+            if not re.match(r"\s*(?:" + UNITS + r")", line[m.end():]):
+                found.append((_value(m, 3), "arrow"))
+        for m in COUNT.finditer(line):
+            n = m.group(1)
+            found.append((str(CN_COUNT.get(n, n)), "count"))
+        for m in RESULT.finditer(line) if COST.search(line) else ():
+            head = re.split(r"[，,。；;：:（(]|(?<![=≈])\s{2,}", line[:m.start()])[-1]
+            head = re.split(r"=|≈", head)[0] if head.count("=") + head.count("≈") else head
+            if OPERATOR.search(head) and not re.search(r"\b[TS]\s*$", head) and not re.fullmatch(
+                    r"\s*[A-Za-z_\\{}^]+(?:_\{?[\w\\{}]*\}?)?(?:\^\{?[\w\\{}]*\}?)?\s*", head):
+                found.append((_value(m), "result"))
+        for value, kind in found:
+            if (number, value) not in seen:
+                seen.add((number, value))
+                yield section, number, value, kind

@@ -112,8 +112,8 @@ def test_sheet_with_plots_compiles(tmp_path, capsys):
     flops, cache = tmp_path / "gemma-2-flops.pdf", tmp_path / "gemma-2-cache.pdf"
     assert flops.stat().st_size > 2000 and cache.stat().st_size > 2000
     body = tex.read_text()
-    assert r"\includegraphics[width=0.49\linewidth]{gemma-2-flops.pdf}" in body
-    assert r"\includegraphics[width=0.49\linewidth]{gemma-2-cache.pdf}" in body
+    assert r"\includegraphics[width=0.72\linewidth]{gemma-2-flops.pdf}" in body
+    assert r"\includegraphics[width=0.72\linewidth]{gemma-2-cache.pdf}" in body
     assert data["pdf"] and (tmp_path / "gemma.2.pdf").stat().st_size > 20000
 
 

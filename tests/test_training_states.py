@@ -81,7 +81,7 @@ def test_offload_params_zero3_per_micro_batch(llama):
 
 def test_offload_in_step_time(capsys):
     base = ["train", "llama-3.1-8b", "--seq", "2048", "--micro-batch", "1", "--zero", "2", "--gpu", "H100",
-            "--mfu", "0.4", "--json"]  # at a given MFU the host traffic adds to the step whole
+            "--json"]
     assert main(base) == 0
     t0 = json.loads(capsys.readouterr().out)["step"]
     assert main(base + ["--offload", "optimizer", "--pcie-gbs", "20"]) == 0
@@ -178,18 +178,12 @@ def test_capacity_pads_the_expert_flops(mixtral, capsys):
 def test_dispatch_buffers_are_working_memory(mixtral):
     """With EP > 1 one MoE layer's send and receive buffers (k·tokens rows × d × b_a each) are alive
     during its dispatch; under sequence parallelism each TP rank dispatches its own tokens."""
-    from symcost.training.activations import backward_buffers
     k, d = int(mixtral.values[sym.k]), int(mixtral.values[sym.d])
-    g = mixtral.groups[0]
-    v = {**mixtral.values, sym.B: 1, sym.T: 4096, sym.b_a: 2, sym.N_cp: 1}
-    # without EP the working set is one layer's backward gradient buffers (activations.backward_buffers)
-    assert train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8)).recompute_working == int(
-        backward_buffers(g.components).xreplace({**v, sym.N_tp: 1}))
+    assert train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8)).recompute_working == 0
     tm = train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8, ep=8))
-    assert tm.recompute_working == 2 * k * 4096 * d * 2 + int(backward_buffers(g.components).xreplace({**v, sym.N_tp: 1}))
+    assert tm.recompute_working == 2 * k * 4096 * d * 2
     sp = train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=4, ep=4, tp=2, sp=True))
-    assert sp.recompute_working == 2 * k * 4096 * d * 2 // 2 + int(
-        backward_buffers(g.components, sp=True).xreplace({**v, sym.N_tp: 2}))
+    assert sp.recompute_working == 2 * k * 4096 * d * 2 // 2
 
 
 # -- interleaved 1F1B -----------------------------------------------------------------------------
@@ -244,7 +238,7 @@ def test_interleaved_pp_traffic_and_bubble(llama, capsys):
     assert plain["bytes"]["pp"] == 8 * 2 * 1024 * d * 2
     assert inter["bytes"]["pp"] == 8 * 4 * 1024 * d * 2
     assert main(["comm", "llama-3.1-8b", "--seq", "1024", "--micro-batch", "1", "--global-batch", "8", "--pp", "4",
-                 "--virtual-stages", "2", "--gpu", "H100", "--mfu", "0.4", "--json"]) == 0
+                 "--virtual-stages", "2", "--gpu", "H100", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     b = r["step"]["bubble"]
     assert b / (1 - b) == pytest.approx(3 / (2 * 8))
@@ -274,8 +268,7 @@ def test_formulas_round_trip(model, extra, capsys):
     v = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"], sym.B: 1,
          sym.T: 4096, sym.b_a: 2, sym.N_sh: r["hsdp_shard"] or r["dp"]}
     total = parse(r["formula"]["total"]).xreplace(v)
-    b = r["breakdown"]  # per GPU = ... + max(loss_peak, recompute_working); the formula's total is the loss's moment
-    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - max(b["recompute_working"], b["loss_peak"]) + b["loss_peak"]
+    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - r["breakdown"]["recompute_working"]
     if r["offload"] != "none":
         assert int(sympy.ceiling(parse(r["formula"]["host"]).xreplace(v))) == r["host_bytes_per_gpu"]
     assert main(["comm", model, "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0
@@ -321,39 +314,44 @@ def test_bad_moe_options_exit_2(capsys):
 # -- the sheet's Training and Communication sections ------------------------------------------------
 @pytest.mark.parametrize("name", ["llama-3.1-8b", "deepseek-v3"])
 def test_sheet_sections_are_the_train_and_comm_formulas(name):
-    """The sections print train_memory / comm on the stated layout; each formula line evaluates to
-    the exact figure printed beside it."""
+    """The sections print train_memory / comm on the model's own setup (train --search on the fewest
+    H100 that fit, offload off); each formula line evaluates to the exact figure printed beside it."""
     from symcost.documents.report import lines_for, render_sheet
-    from symcost.training.sheet import LAYOUT, MICRO_BATCHES, default_layout, training_context
+    from symcost.training.sheet import GLOBAL_BATCH, search_setup, training_context
     m = symcost.build(name)
     ctx = training_context(m, seq=4096, lines_for=lines_for)
     assert not ctx["error"]
-    lay, dropped = default_layout(m, 4096)
-    assert not dropped and lay["dp"] == LAYOUT["dp"] and lay["ep"] == (2 if sym.E in m.values else 1)
-    kw = dict(seq=4096, micro_batch=1, global_batch=MICRO_BATCHES * lay["dp"], zero=1, sp=True, **lay)
-    tm = train_memory(m, TrainSetup.of(**kw))
-    assert ctx["memory"]["total"] == tm.per_gpu
-    assert [r["value"] for r in ctx["memory"]["states"]] == [tm.weights, tm.gradients, tm.optimizer, tm.activations] + [
-        x for x in (tm.gathered, tm.loss_peak) if x]
-    c = comm(m, TrainSetup.of(**kw))
+    found = search_setup(m, 4096)
+    setup = found["setup"]
+    assert setup.batch.global_batch == GLOBAL_BATCH and setup.plan.world * setup.plan.ep // setup.plan.ep == found["gpus"]
+    tm = train_memory(m, setup)
+    assert ctx["memory"]["total"] == tm.per_gpu == found["best"]["per_gpu_bytes"]
+    assert [r["value"] for r in ctx["memory"]["states"]] == [tm.weights, tm.gradients, tm.optimizer, tm.activations]
+    c = comm(m, setup)
     assert {r["name"]: r["value"] for r in ctx["comm"]} == {k: x for k, x in c["bytes"].items() if x}
     for r in ctx["memory"]["states"] + ctx["comm"]:
         assert r["lines"][-1].endswith(f"{r['value']:,}".replace(",", "{,}") + r"\ \text{bytes}")
     tex = render_sheet(m)
-    assert r"\section{Training memory per GPU}" in tex and r"\section{Communication per GPU and step}" in tex
+    assert r"\section{Training memory per GPU on" in tex and r"\section{Communication per GPU and step on" in tex
 
 
-def test_sheet_layout_falls_back_and_says_so():
-    """A dimension the model or the sequence cannot split falls back to 1, the constraint named."""
-    from symcost.training.sheet import default_layout
-    m = symcost.build("gpt2")
-    lay, dropped = default_layout(m, 1023)  # an odd sequence cannot be split over N_cp = 2
-    assert lay["cp"] == 1 and any("does not divide --seq 1023" in d for d in dropped)
+def test_sheet_setup_is_the_fewest_gpus_that_fit():
+    """The world size is the first of 1, 2, 4, ... on which the search finds a fitting setup: half of it
+    finds none (DeepSeek-V3 on H100, no CPU offload)."""
+    from symcost.hardware.gpus import gpu
+    from symcost.training.search import search
+    from symcost.training.sheet import GLOBAL_BATCH, search_setup
+    m = symcost.build("deepseek-v3")
+    found = search_setup(m, 4096)
+    assert found["gpus"] > 8
+    smaller = search(m, TrainSetup.of(seq=4096, global_batch=GLOBAL_BATCH), gpus=found["gpus"] // 2, gpu=gpu("H100"),
+                     top=1, offload="none")
+    assert not smaller["best"]
 
 
-def test_sheet_without_activation_declarations_keeps_states_and_comm(monkeypatch):
-    """A mechanism that declares no saved tensors: the section still derives the model states and
-    the communication, and says the activations are not in the total."""
+def test_sheet_without_activation_declarations_says_so(monkeypatch):
+    """A mechanism that declares no saved tensors: the search cannot cost a setup, and the section says
+    why instead of printing a layout it did not check."""
     from symcost.components.ffn import FFN
     from symcost.documents.report import lines_for
     from symcost.training.sheet import training_context
@@ -363,9 +361,4 @@ def test_sheet_without_activation_declarations_keeps_states_and_comm(monkeypatch
     monkeypatch.setattr(FFN, "saved", nothing)
     m = symcost.build("llama-3.1-8b")
     ctx = training_context(m, seq=4096, lines_for=lines_for)
-    assert "declares no saved-for-backward tensors" in ctx["memory"]["act_error"]
-    assert [r["name"] for r in ctx["memory"]["states"]] == ["weights", "gradients", "optimizer"]
-    st = model_states(m, TrainSetup(Batch(1), plan=Plan(dp=2, tp=2, pp=2, cp=2, zero=1, sp=True)))
-    heavy = max(st, key=lambda r: r["weights"] + r["gradients"] + r["optimizer"])
-    assert ctx["memory"]["total"] == heavy["weights"] + heavy["gradients"] + heavy["optimizer"]
-    assert ctx["comm"] and not ctx["memory"]["per_layer"]
+    assert "declares no saved-for-backward tensors" in ctx["error"]

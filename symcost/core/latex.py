@@ -18,6 +18,7 @@ a\\_\\&\\%\\$\\#\\{\\}\\textbackslash{}\\textasciitilde{}\\textasciicircum{}b
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Mapping
 
 import sympy
@@ -158,7 +159,31 @@ _TEX_UNICODE = {
     "λ": r"$\lambda$", "μ": r"$\mu$", "σ": r"$\sigma$", "τ": r"$\tau$", "∈": r"$\in$",
     "√": r"$\surd$", "∞": r"$\infty$", "⌈": r"$\lceil$", "⌉": r"$\rceil$", "⌊": r"$\lfloor$",
     "⌋": r"$\rfloor$", "\u00a0": "~", "§": r"\S{}", "°": r"$^\circ$",
+    # operators and signs of the mechanism docstrings (issue 25: none may print as a code point)
+    "⊗": r"$\otimes$", "⊙": r"$\odot$", "⊕": r"$\oplus$", "⋅": r"$\cdot$", "∗": r"$\ast$",
+    "∂": r"$\partial$", "∇": r"$\nabla$", "÷": r"$\div$", "±": r"$\pm$", "≡": r"$\equiv$",
+    "∉": r"$\notin$", "∏": r"$\prod$", "∝": r"$\propto$", "∘": r"$\circ$", "‖": r"$\|$",
+    "≪": r"$\ll$", "≫": r"$\gg$", "∼": r"$\sim$", "⇒": r"$\Rightarrow$", "↔": r"$\leftrightarrow$",
+    "′": r"$'$", "µ": r"$\mu$", "，": ",", "③": r"(3)", "✓": r"$\checkmark$", "✗": r"$\times$", "│": r"$|$",
+    "¹": r"$^{1}$", "⁰": r"$^{0}$", "⁻": r"$^{-}$", "⁺": r"$^{+}$",
+    **{chr(0x2074 + i): f"$^{{{4 + i}}}$" for i in range(6)},  # ⁴ … ⁹
+    **{chr(0x2080 + i): f"$_{{{i}}}$" for i in range(10)},  # ₀ … ₉
+    "₊": r"$_{+}$", "₋": r"$_{-}$",
+    # the Greek alphabet, lower and upper case (upper-case letters LaTeX sets as Latin print as such)
+    **{ch: rf"$\{name}$" for ch, name in zip(
+        "αβγδεζηθικλμνξοπρστυφχψω",
+        ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda",
+         "mu", "nu", "xi", "omicron", "pi", "rho", "sigma", "tau", "upsilon", "phi", "chi", "psi", "omega"])
+       if name != "omicron"},
+    "ο": "o", "ς": r"$\varsigma$",
+    **{ch: (rf"$\{name}$" if len(name) > 1 else name) for ch, name in zip(
+        "ΑΒΓΔΕΖΗΘΙΚΛΜΝΞΟΠΡΣΤΥΦΧΨΩ",
+        ["A", "B", "Gamma", "Delta", "E", "Z", "H", "Theta", "I", "K", "Lambda", "M", "N", "Xi", "O", "Pi",
+         "P", "Sigma", "T", "Upsilon", "Phi", "X", "Psi", "Omega"])},
 }
+#: a base letter with a combining accent (``x̂``) → the text accent over it (``\^{x}``)
+_TEX_COMBINING = {"\u0302": r"\^", "\u0303": r"\~", "\u0304": r"\=", "\u0307": r"\.", "\u0308": '\\"',
+                  "\u0301": "\\'", "\u0300": "\\`"}
 
 
 def texescape(value) -> str:
@@ -169,7 +194,9 @@ def texescape(value) -> str:
     """
     out = []
     for ch in str(value):
-        if ch in _TEX_SPECIAL:
+        if ch in _TEX_COMBINING and out and len(out[-1]) == 1 and out[-1].isalnum():
+            out[-1] = _TEX_COMBINING[ch] + "{" + out[-1] + "}"  # the accent over the letter before
+        elif ch in _TEX_SPECIAL:
             out.append(_TEX_SPECIAL[ch])
         elif ch in _TEX_UNICODE:
             out.append(_TEX_UNICODE[ch])
@@ -177,6 +204,9 @@ def texescape(value) -> str:
             out.append(" ")
         elif ord(ch) < 32 or ord(ch) == 127:
             out.append(" ")
+        elif ord(ch) > 126 and len(nfd := unicodedata.normalize("NFD", ch)) == 2 \
+                and nfd[0].isascii() and nfd[1] in _TEX_COMBINING:  # an accented letter: ä → \"{a}
+            out.append(_TEX_COMBINING[nfd[1]] + "{" + nfd[0] + "}")
         elif ord(ch) > 126:
             out.append(f"[U+{ord(ch):04X}]")
         else:

@@ -269,6 +269,17 @@ def max_batch(key: str, *, T: int, weights: str = "bf16", gpus: int = 8, card: s
     return fit.max_batch
 
 
+def tp_all_reduces(key: str, group: str = "layers", backward: bool = True) -> int:
+    """All-reduces one layer of ``group`` takes part in under Megatron tensor parallelism (no sequence
+    parallelism): one after each TP block's forward and, with ``backward``, one before its backward
+    (``training.comm.tp_collectives``)."""
+    from ..training.comm import tp_collectives  # lazy: only the TP rows need the training comm rules
+    from ..training.plan import layer_kinds
+    blocks = layer_kinds(model(key))[group].tp_blocks
+    ops = tp_collectives(blocks, 0, 2, False)[1]["all_reduce"]
+    return ops if backward else blocks
+
+
 def act_bytes(key: str, *, T: int, B: int = 1, phase: str = "decode") -> int:
     """Activation bytes of one forward (``symcost.serving.memory.inference_memory``'s account)."""
     return inference_memory(model(key), T=T, B=B, phase=phase).activation_bytes
@@ -320,6 +331,7 @@ def _k25_mha():  # the seed's MHA reference: Q, K at D_nope + D_rope, V and O at
 # the parsed tree. Nothing else is reachable: no eval, no attribute starting with "_".
 _FUNCS = {f.__name__: f for f in (
     params, params_where, active, routed, extras, count, per_layer, flops, weight_flops_per_token, leaf, under, both,
+    tp_all_reduces,
     contains, lacks, params_under, elementwise, image_flops, cache_elements, training_flops, act_bytes, train_state_bytes, cache, _leaf_bytes, max_batch, pct, _layer,
     _k25_mla, _k25_seed_mla, _k25_mha, model, weight_bytes, gpu, Fraction, min, max, int)}
 _CONSTS = {"sym": sym, "GiB": GiB, "GB": GB, "MiB": MiB, "TiB": TiB, "M1": M1, "T20": T20, "EMB": EMB,
@@ -377,6 +389,10 @@ class Claim:
     alt_rule: str | None = None
     layout: str = ""  # the parallel layout, for GPU-count and batch rows
     also: tuple[str, ...] = ()  # other "seed §section" places that repeat the claim word for word
+    line: int | None = None  # the line of the seed file the quote stands on (1-based)
+    also_lines: tuple[int | None, ...] = ()  # the line of each ``also`` place
+    repeats: tuple[tuple[int, str], ...] = ()  # (line, value) where the same seed states this number again
+    as_written: str | None = None  # the number as the seed writes it when ``said`` is its reading (1/2000)
 
     @property
     def expect(self) -> str:
@@ -437,7 +453,9 @@ def load_claims() -> list[Claim]:
                          cause=r.get("cause", ""), pattern=r.get("pattern", ""), formula=r.get("formula", ""),
                          seed_formula=r.get("seed_formula"), alt_unit=r.get("seed_formula_unit"),
                          alt_rule=r.get("seed_formula_rule"), layout=r.get("layout", ""),
-                         also=tuple(r.get("also", ()))))
+                         also=tuple(r.get("also", ())), line=r.get("line"),
+                         also_lines=tuple(r.get("also_lines", ())),
+                         repeats=tuple(tuple(x) for x in r.get("repeats", ())), as_written=r.get("as_written")))
     return out
 
 
@@ -539,14 +557,35 @@ INTRO = ("Every numeric claim of the seed documents (the project's five Chinese 
          "specific model, so it has no rows here. Each row's verdict is one of: **agrees**; "
          "**rounded** (the seed rounded an input or truncated the result); **convention differs** "
          "(the seed counts under another convention, named in the row); **wrong** (the cause is named). "
-         "The rows are data (`symcost/data/seed_claims.json`); `tests/test_audit.py` extracts the "
-         "seeds' numbers independently and counts how many have a row.")
+         "The rows are data (`symcost/data/seed_claims.json`), each placed by the seed file and the line "
+         "its quote stands on (`001:1451` = line 1451 of `seeds/001_39cfed71029e3b81.txt`). A claim is any "
+         "number the seeds state about a cost, with or without a unit: sizes and counts with a unit, "
+         "ratios (\"约 28 倍\"), fractions (\"约 1/2000\"), changes (\"1→4\"), counts of collectives "
+         "(\"两次 all-reduce\") and the results of arithmetic on parameters, FLOPs, bytes or cache; "
+         "`tests/seed_numbers.py` extracts them by stated rules and `tests/test_audit.py` counts those "
+         "with a row at the same seed line (coverage at least 90 %).")
 
 
 def _section_key(row) -> tuple:
     """Reading order: seed, then its section numbers (``001 §3.10`` after ``001 §3.9``)."""
     seed, _, sec = row.claim.seed.partition(" ")
     return (seed, tuple(int(n) for n in re.findall(r"\d+", sec)), sec)
+
+
+#: CJK ideographs, kana and full-width punctuation: set by xeCJK under xelatex, dropped under pdflatex
+_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]+")
+
+
+def _cjk_tex(text: str) -> str:
+    """Text with Chinese in it as LaTeX: the Chinese runs in ``\\seedquote{}`` (printed when the
+    document is built with xelatex and a CJK font, dropped under pdflatex), the rest ``texescape``'d."""
+    out, pos = [], 0
+    for m in _CJK.finditer(text):
+        out.append(texescape(text[pos:m.start()]))
+        out.append(r"\seedquote{" + m.group() + "}")
+        pos = m.end()
+    out.append(texescape(text[pos:]))
+    return "".join(out)
 
 
 def _md_to_tex(text: str) -> str:
@@ -561,7 +600,7 @@ def _md_to_tex(text: str) -> str:
             base, exp = part.split("^")
             out.append(f"${base}^{{{exp}}}$")
         else:
-            out.append(texescape(part))
+            out.append(_cjk_tex(part))
     return "".join(out)
 
 
@@ -582,9 +621,24 @@ def _cells(r: Row, sep: str) -> tuple[str, str, str]:
     return got, said, diff
 
 
+#: the seed files (the project's ``seeds/`` folder), by prefix; a row's place is file:line
+SEED_FILES = {"000": "000_8e323c12bb6c420c.txt", "001": "001_39cfed71029e3b81.txt",
+              "002": "002_f02808476ab79938.txt", "003": "003_61d123a5f966ef8e.txt",
+              "004": "004_3817473e558edf76.txt"}
+
+
+def _at(seed: str, line) -> str:
+    return f"{seed}:{line}" if line else f"{seed}:?"
+
+
 def _place(c: Claim) -> str:
-    sec = c.seed.split(" ", 1)[1]
-    return sec + (f" (also {', '.join(c.also)})" if c.also else "")
+    """``§2.3, 000:98`` — the section and the seed file's line the quote stands on (and its repeats)."""
+    seed, sec = c.seed.split(" ", 1)
+    out = f"{sec}, {_at(seed, c.line)}"
+    if c.also:
+        out += " (also " + ", ".join(f"{a.split(' ', 1)[1]}, {_at(a.split()[0], ln)}"
+                                     for a, ln in zip(c.also, c.also_lines or [None] * len(c.also))) + ")"
+    return out
 
 
 def render_markdown() -> str:
@@ -629,12 +683,19 @@ def render_tex() -> str:
     rows = sorted(evaluate(), key=_section_key)
     s = summary(rows)
     lines = [r"\documentclass[9pt,a4paper,landscape]{article}", r"\usepackage[margin=1.5cm]{geometry}",
-             r"\usepackage{booktabs,longtable,array}", r"\setlength{\parindent}{0pt}",
+             r"\usepackage{booktabs,longtable,array,iftex}", r"\setlength{\parindent}{0pt}",
              r"\newcolumntype{L}[1]{>{\raggedright\arraybackslash}p{#1}}",
+             # the seeds' Chinese quotes need xelatex and a CJK font (Debian: texlive-xetex, texlive-lang-cjk,
+             # fonts-noto-cjk); under pdflatex they are dropped and the document still builds
+             r"\newcommand{\seedquote}[1]{}\newcommand{\showquote}[1]{#1}",
+             r"\ifXeTeX\IfFileExists{xeCJK.sty}{\usepackage{xeCJK}\setCJKmainfont{Noto Serif CJK SC}"
+             r"\let\seedquote\showquote\def\withquotes{1}}{}\fi",
              r"\title{Seeds audit}\author{generated by symcost}\date{}", r"\begin{document}", r"\maketitle",
              _md_to_tex(INTRO), "", r"\textbf{" + esc(_headline(s)) + "}", "",
-             r"Quotes are in the Markdown version (\texttt{reports/seeds-audit.md}); here each claim is named by "
-             r"its seed section and an English description.", "",
+             r"\ifdefined\withquotes Each row quotes the seed as written, above its English description."
+             r"\else Built without a CJK font: the quotes are in the Markdown version "
+             r"(\texttt{reports/seeds-audit.md}; build this file with xelatex to print them here), each claim "
+             r"named by its seed section, file line and an English description.\fi", "",
              r"\section*{Error patterns}", r"{\footnotesize", r"\begin{longtable}{@{}L{8cm}L{3cm}L{1cm}L{11cm}@{}}",
              r"\toprule", r"pattern & verdict & rows & sections \\", r"\midrule", r"\endhead"]
     for p, v, n, secs in patterns(rows):
@@ -651,8 +712,9 @@ def render_tex() -> str:
             verdict = r.verdict + (f" ({c.pattern})" if c.pattern and r.verdict != "agrees" else "")
             if c.rule != "round":
                 verdict += f" ({RULES[c.rule]})"
-            cells = [_place(c), f"{c.model}: {c.what}", said, got, verdict, diff]
-            lines.append(" & ".join(esc(x) for x in cells) + r" \\")
+            cells = [esc(_place(c)), r"\seedquote{" + _cjk_tex(c.quote) + r"\newline}" + esc(f"{c.model}: {c.what}"),
+                     *(esc(x) for x in (said, got, verdict, diff))]
+            lines.append(" & ".join(cells) + r" \\")
         lines += [r"\bottomrule", r"\end{longtable}}"]
     lines.append(r"\end{document}")
     return "\n".join(lines) + "\n"

@@ -16,12 +16,14 @@ from ..core.notation import sym
 from ..serving import seed_cases
 from . import audit, scenario
 from .docs import fill
-from .report import mechanisms, render_mechanism, render_overview, render_sheet, render_sheet_md
+from .report import mechanisms, render_mechanism, render_overview, render_sheet, render_sheet_md, sheet_context
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the context of every bundled report (capped at a model's learned positions P)
 T_REPORT = 4096
 DIRS = ("formulas", "reports")
+#: each bundled report's ``sheet_context``, kept by the last ``render_all`` (the tests compare it with the CLI)
+CONTEXTS: dict[str, dict] = {}
 
 
 def report_T(model) -> int:
@@ -49,8 +51,11 @@ def render_all() -> dict[str, str]:
                          f"{str(e).replace('|', '/')} |")
             continue
         T = report_T(model)
-        out[f"reports/{name}.tex"] = render_sheet(model, T_prefill=T, T_decode=T)
-        out[f"reports/{name}.md"] = render_sheet_md(model, T_prefill=T, T_decode=T)
+        P = model.values.get(sym.P)  # a decode step at T needs position T + 1: learned positions cap it at P - 1
+        T_dec = min(T, int(P) - 1) if P is not None else T
+        ctx = CONTEXTS[name] = sheet_context(model, T_prefill=T, T_decode=T_dec, raw=raw)
+        out[f"reports/{name}.tex"] = render_sheet(model, context=ctx)
+        out[f"reports/{name}.md"] = render_sheet_md(model, context=ctx)
         index.append(f"| {name} | {model.model_type} | [md]({name}.md), [tex]({name}.tex) |")
     # the seeds' worked examples against the engine (issue 6)
     out["reports/seeds-audit.md"] = audit.render_markdown()

@@ -203,11 +203,16 @@ def _draw(curves: list[Series], metric: str, path: Path, *, title: str | None,
         for w in s.windows:
             y = np.interp(w, s.T, s.y)
             ax.plot([w], [y], marker="v", ms=8, color=colour, mec="black", mew=0.6, ls="none", zorder=5)
+            ax.annotate(f"window fills: T = {int(round(w)):,}", (w, y), xytext=(6, -12 if i % 2 else 6),
+                        textcoords="offset points", fontsize=8, color=colour)
             any_window = True
         if s.crossover is not None:
             y = np.interp(s.crossover, s.T, s.y)
             ax.plot([s.crossover], [y], marker="o", ms=7, mfc="white", mec=colour, mew=1.6, ls="none",
                     zorder=5)
+            above = i % 2 == 0  # neighbouring curves' labels on opposite sides, so they never overlap
+            ax.annotate(f"T = {int(round(s.crossover)):,}", (s.crossover, y), xytext=(-8, 8) if above else (8, -12),
+                        textcoords="offset points", fontsize=8, color=colour, ha="right" if above else "left")
             any_cross = True
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2 if metric == "cache_bytes" else 10)
@@ -297,7 +302,8 @@ def sheet_plots(model: Model, stem: Path, *, batch: int = 1, dtype: str = "bf16"
              series(model, "decode_flops", T_min, T_max, batch=batch, phase=dec, label="decode, per step")]
     flops = merge_close(flops, "prefill per token = decode per step")
     out["flops"] = stem.with_name(stem.name + "-flops.pdf")
-    _draw(flops, "flops_per_token", out["flops"], title=None, ylabel="FLOP", figsize=SHEET_SIZE)
+    _draw(flops, "flops_per_token", out["flops"], title=None,
+          ylabel="FLOP\n(prefill per token, decode per step)", figsize=SHEET_SIZE)
     cache = series(model, "cache_bytes", T_min, T_max, batch=batch, dtype=dtype, label=f"cache, {dtype}")
     if np.all(cache.y > 0):
         out["cache"] = stem.with_name(stem.name + "-cache.pdf")

@@ -29,6 +29,7 @@ from .. import components
 from ..components.base import Component
 from ..core import conventions
 from ..core.conventions import Phase
+from ..core.errors import SymcostError
 from ..core.latex import (
     group_digits,
     latex,
@@ -45,7 +46,8 @@ from ..core.notation import TABLE, sym
 from ..core.terms import Terms, exact
 from ..core.units import dtype_bytes, human_bytes, human_count
 from ..model.assembly import Model
-from ..training.sheet import training_context  # the Training and Communication sections
+from ..training.sheet import CARD, training_context  # the Training and Communication sections
+from .summary import Inputs, by_key, summary
 
 #: printed width (characters) of one line of a display derivation before it is split
 WIDTH = 56
@@ -63,8 +65,17 @@ def environment() -> jinja2.Environment:
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
         autoescape=False, undefined=jinja2.StrictUndefined)
     env.filters.update(texescape=texescape, ttescape=ttescape, texbreak=texbreak, mdescape=mdescape, digits=group_digits,
-                       commas=lambda n: f"{int(n):,}")
+                       commas=lambda n: f"{int(n):,}",
+                       shapebreak=shapebreak,
+                       code_tex=lambda t: re.sub(r"`(.+?)`", lambda m: r"\texttt{" + ttescape(m.group(1)) + "}", t))
     return env
+
+
+def shapebreak(value) -> str:
+    """A tensor shape or short note for a narrow column: breaks only between whole tokens (after a
+    comma, a ``·``, a ``/`` or a space), never inside a name such as ``D_h`` (``texbreak`` also breaks
+    after ``_``)."""
+    return re.sub(r"(\$\\cdot\$|[/,])", r"\1\\allowbreak{}", texescape(value))
 
 
 # -- pieces of a derivation ----------------------------------------------------------------------
@@ -80,14 +91,17 @@ def display_form(expr: sympy.Expr) -> sympy.Expr:
     return sympy.factor_terms(expr)
 
 
-def lines_for(lhs: str, forms: list[sympy.Expr], values: dict, value: int, unit: str = "") -> list[str]:
-    """``align``-ready lines: lhs = symbolic = plugged in = exact (each long one split)."""
+def lines_for(lhs: str, forms: list[sympy.Expr], values: dict, value: int, unit: str = "",
+              names: dict | None = None) -> list[str]:
+    """``align``-ready lines: lhs = symbolic = plugged in = exact (each long one split).
+    ``forms``: the symbolic form, optionally followed by the form the values are plugged into; ``names``: LaTeX of symbols defined on the page (not in the notation table)."""
     out: list[str] = []
-    sym_lines = split_lines(forms[0], {}, WIDTH)
+    kw = {"symbol_names": dict(names)} if names else {}
+    sym_lines = split_lines(forms[0], kw, WIDTH)
     seen = [sym_lines]
     if forms[0].free_symbols:
-        pl = plugged(forms[0], values)
-        plug_lines = split_lines(pl, PLUG, WIDTH)
+        pl = plugged(forms[-1], values)  # forms[-1]: the form to plug in (e.g. sizes of 1 dropped)
+        plug_lines = split_lines(pl, {**PLUG, **kw}, WIDTH)
         if plug_lines != sym_lines and not (len(plug_lines) == 1 and plug_lines[0] == group_digits(value)):
             seen.append(plug_lines)
     for block in seen:
@@ -127,6 +141,32 @@ def _with_unit(human: str, unit: str) -> str:
     return f"{human}{unit}" if prefixed else f"{human} {unit}"
 
 
+def human_params(n: int) -> str:
+    """A parameter count as readers write it: ``8.03 B``, ``124.44 M`` (B = 10^9, M = 10^6, K = 10^3)."""
+    for unit, scale in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
+        if abs(n) >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{n:,}"
+
+
+def human_value(value, unit: str, card: str = "") -> str:
+    """A summary figure with its unit: parameters ``8.03 B``, ``70.27 TFLOP``, bytes in GiB (GB),
+    ``446,208 tokens``, ``16 × H100``."""
+    if value is None:
+        return "--"
+    if unit == "params":
+        return human_params(value)
+    if unit in ("FLOP", "FLOP/token"):
+        return _with_unit(human_count(value), "FLOP") + ("/token" if unit == "FLOP/token" else "")
+    if unit == "B":
+        return human_bytes(value)
+    if unit == "B/token":
+        return f"{value / 2**10:,.2f} KiB/token"
+    if unit == "GPUs":
+        return f"{value:,} × {card}" if card else f"{value:,} GPUs"
+    return f"{value:,} {unit}"
+
+
 def factored_total(terms: Terms) -> sympy.Expr:
     """The total as the tree's top-level parts, each with its layer count factored out
     (``L_dense·(…) + L_moe·(…) + V·d + …``), unevaluated so the grouping survives printing."""
@@ -139,6 +179,14 @@ def factored_total(terms: Terms) -> sympy.Expr:
         return sympy.Add(*parts)
     with sympy.evaluate(False):
         return sympy.Add(*parts)
+
+
+def _by_part(terms: Terms) -> Terms:
+    """The tree's leaves regrouped by their top-level part (embedding, each layer group, head)."""
+    out = Terms()
+    for p, e in terms.prune().flatten().items():
+        out.add(p.split("/", 1)[0], e)
+    return out
 
 
 def section(model: Model, terms: Terms, values: dict, *, title: str, lhs: str, unit: str = "",
@@ -156,7 +204,8 @@ def section(model: Model, terms: Terms, values: dict, *, title: str, lhs: str, u
     leaf_vals = {p: exact(e, values) for p, e in leaves.items()}
     total = sum(leaf_vals.values())
     docs = terms.docs_flat()
-    human = human_bytes if byte_label else (lambda v: _with_unit(human_count(v), unit_name))
+    human = (human_bytes if byte_label else human_params if unit_name == "params"
+             else (lambda v: _with_unit(human_count(v), unit_name)))
     comps = []
     for key in terms.depth(2):
         paths = [p for p in leaves if p == key or p.startswith(key + "/")]
@@ -288,14 +337,78 @@ def conventions_items() -> list[str]:
     return items
 
 
-def notation_rows(symbols, values: dict | None = None) -> list[dict]:
+def model_conventions(model: Model, prefill: Phase, decode: Phase, has_mla: bool) -> list[str]:
+    """The counting conventions that apply to this model, as mathematics (LaTeX text with ``$…$``):
+    a sliding window, MLA's forms or the scans' implementation only when the model has them."""
+    comps = {type(c).__name__ for c in model.components()}
+    has_attention = any("Attention" in n or n in ("MLA", "MSA") for n in comps)
+    windowed = sym.W in model.values
+    out = [r"A multiply-accumulate is 2 FLOPs: a weight of $n_{\text{in}} \times n_{\text{out}}$ applied to "
+           r"$n$ token rows costs $2\,n\,n_{\text{in}} n_{\text{out}}$; norms, activations, softmax and RoPE "
+           r"are not matmuls and count 0 (as `torch.utils.flop_counter` measures).",
+           r"Prefill runs $T$ new tokens with context $T$; a decode step runs $1$ new token after $T$ cached "
+           r"ones; batch $B$ multiplies both."]
+    if has_attention:
+        if prefill.attention == "full":
+            text = (r"Attention counts every (query, key) pair of the buffer, as eager attention computes it: "
+                    r"$T^{2}$ pairs per head in prefill, $T + 1$ keys per head in decode")
+            if windowed:
+                text += r"; a sliding-window layer keeps $W - 1$ cached tokens, so $\min(T, W - 1) + 1$ keys in decode"
+        else:
+            text = (r"Attention counts only the pairs the causal mask keeps: $T (T + 1)/2$ per head in prefill"
+                    + (r", $\sum_{i=1}^{T} \min(i, W)$ under a window $W$" if windowed else ""))
+        out.append(text + ".")
+    out.append(r"The LM head runs on " + (r"all $T$ new positions" if prefill.logits == "all" else
+                                         r"the last position only") + " in prefill, on the one new token in decode.")
+    if has_mla:
+        forms = {"expand": "expanded (the latents re-expanded through the key/value up-projection every pass, "
+                           "as transformers runs it)",
+                 "absorb": "absorbed (the up-projections folded into the query and the output, attention in the "
+                           "latent space)"}
+        out.append(f"MLA: prefill {forms[prefill.mla_mode]}; decode {forms[decode.mla_mode]}"
+                   + (" — how vLLM and SGLang run it." if (prefill.mla_mode, decode.mla_mode) == ("expand", "absorb")
+                      else "."))
+    try:
+        scans = (model.flops(prefill.model_copy(update={"impl": "reference"})).total_at(model.values_with(T=4096, B=1))
+                 != model.flops(prefill.model_copy(update={"impl": "minimal"})).total_at(model.values_with(T=4096, B=1)))
+    except Exception:  # noqa: BLE001 - a model without a second implementation: nothing to state
+        scans = False
+    if scans:
+        out.append("Chunked scans: " + ("what the mathematics needs, exactly $T$ tokens with a linear pass of states "
+                                        "between chunks" if prefill.impl == "minimal" else
+                                        "what the transformers torch path computes, the prompt padded to a whole "
+                                        "number of chunks") + ".")
+    return out
+
+
+#: a model family named in a notation meaning's remark: "MiMo-V2-Flash", "LongCat-Flash", "Mamba-1 in Jamba"
+_FAMILY = re.compile(r"\b(?:MiMo|LongCat|Jamba|LFM|Gemma|Qwen|Llama|DeepSeek|Kimi|MiniMax|Nemotron|GLM|Zamba|Falcon"
+                     r"|Mixtral|Mistral|OLMo|GPT|Granite|Hunyuan|Ernie|Bailing)[\w.-]*")
+
+
+def _meaning_for(meaning: str, model_type: str | None) -> str:
+    """A notation meaning for one model's sheet: a remark in brackets that names another family
+    (D_v's "MLA; MiMo-V2-Flash attention" on DeepSeek's sheet) loses that part."""
+    if model_type is None:
+        return meaning
+
+    def keep(m):
+        parts = [p.strip() for p in m.group(1).split(";")]
+        mine = model_type.replace("_", "").lower()
+        parts = [p for p in parts if not _FAMILY.search(p)
+                 or any(w.replace("-", "").lower().startswith(mine[:4]) for w in _FAMILY.findall(p))]
+        return f" ({'; '.join(parts)})" if parts else ""
+    return re.sub(r"\s*\(([^()]*)\)", keep, meaning)
+
+
+def notation_rows(symbols, values: dict | None = None, model_type: str | None = None) -> list[dict]:
     used = {s.name for s in symbols}
     rows = []
     for e in TABLE:
         if e.name in used:
             v = values.get(getattr(sym, e.name)) if values else None
-            rows.append({"name": e.name, "latex": e.latex, "meaning": e.meaning, "fields": e.fields,
-                         "value": int(v) if v is not None else None})
+            rows.append({"name": e.name, "latex": e.latex, "meaning": _meaning_for(e.meaning, model_type),
+                         "fields": e.fields, "value": int(v) if v is not None else None})
     return rows
 
 
@@ -311,15 +424,95 @@ def sheet_phases(prefill_phase: Phase | None, decode_phase: Phase | None,
     return prefill_phase, decode_phase
 
 
+def _argv(*words) -> str:
+    return "symcost " + " ".join(str(w) for w in words)
+
+
+def summary_context(model: Model, raw: dict, inp: Inputs, sections: list, phases: tuple[Phase, Phase],
+                    has_mla: bool, train: dict) -> dict:
+    """Page 1: the summary rows (``documents.summary``, the CLI's own calls) with units, the serving
+    rows on the fewest GPUs that serve, the searched training setup, the rules of thumb with ratios,
+    and the command lines that print each figure."""
+    rows = by_key(summary(model, raw, inp))
+    n_serve = rows["serve_gpus"].value
+    served = by_key(summary(model, raw, dataclasses.replace(inp, tp=n_serve))) if n_serve and n_serve > 1 else rows
+    name, T1, T2, B = model.name, inp.T_prefill, inp.T_decode, inp.batch
+    conv = [f"--attention {ph.attention} --logits {ph.logits} --mla {ph.mla} --impl {ph.impl}" for ph in phases]
+    dt = f"--kv-dtype {inp.kv_dtype}" + (f" --weights-dtype {inp.weights_dtype}" if inp.weights_dtype else "")
+
+    def row(label, value, unit, cmd, note=""):
+        return {"label": label, "value": value, "human": human_value(value, unit, inp.gpu), "cmd": cmd,
+                "note": note, "exact": f"{value:,}" if isinstance(value, int) else "--"}
+
+    r = rows
+    out = [row("parameters, total", r["params_total"].value, "params", _argv("params", name)),
+           row("parameters, active per token", r["params_active"].value, "params", _argv("params", name)),
+           row(f"prefill FLOPs, T = {T1:,}, B = {B}", sections[1]["total"], "FLOP",
+               _argv("flops", name, "--phase prefill --T", T1, "--batch", B, conv[0]),
+               _conventions_of(phases[0], has_mla)),
+           row(f"decode FLOPs, one step at T = {T2:,}, B = {B}", sections[2]["total"], "FLOP",
+               _argv("flops", name, "--phase decode --T", T2, "--batch", B, conv[1]),
+               _conventions_of(phases[1], has_mla)),
+           row(f"cache per token ({inp.kv_dtype} KV)", r["kv_per_token"].value, "B/token",
+               _argv("cache", name, "--T", T2, "--batch", B, "--dtype", inp.kv_dtype),
+               "" if r["kv_per_token"].value is not None else "not one figure: a window or a fixed state"),
+           row(f"cache at T = {T2:,}, B = {B}", r["kv_at_T"].value, "B",
+               _argv("cache", name, "--T", T2, "--batch", B, "--dtype", inp.kv_dtype)),
+           row("weights as stored", r["weights_stored"].value, "B",
+               _argv("memory", name, "--T", T2, "--batch", B, "--gpu", inp.gpu, dt), str(r["weights_stored"].label)
+               .replace("weights as stored ", "").strip("()")),
+           row(f"fewest {inp.gpu} to serve B = {B} at T = {T2:,}", n_serve, "GPUs",
+               _argv("memory", name, "--T", T2, "--batch", B, "--gpu", inp.gpu, dt),
+               "smallest tensor-parallel size (power of two) whose KV pages hold the batch, vLLM accounting")]
+    if n_serve:
+        tp = f" --tp {n_serve}" if n_serve > 1 else ""
+        out += [row(f"serving memory per GPU on {n_serve} × {inp.gpu} (TP{n_serve})", served["serve_per_gpu"].value,
+                    "B", _argv("memory", name, "--T", T2, "--batch", B, "--gpu", inp.gpu, dt) + tp),
+                row(f"KV capacity per GPU on {n_serve} × {inp.gpu}", served["kv_capacity"].value, "tokens",
+                    _argv("memory", name, "--T", T2, "--batch", B, "--gpu", inp.gpu, dt) + tp)]
+    out.append(row(f"fewest {inp.gpu} to train with FSDP (ZeRO-3, full recompute, seq {T1:,})",
+                   r["train_gpus"].value, "GPUs",
+                   _argv("train", name, "--seq", T1, "--micro-batch", B, "--zero 3 --recompute full --gpu",
+                         inp.gpu, "--dp", r["train_gpus"].value),
+                   "; ".join(r["train_gpus"].notes)))
+    if not train.get("error"):
+        out.append(row(f"fewest {train['card']} to train, any layout (the search of symcost train)", train["gpus"],
+                       "GPUs",
+                       _argv(*train["search_argv"]), train["described"]))
+        out.append(row("training memory per GPU on that setup", train["memory"]["total"], "B",
+                       _argv(*train["train_argv"])))
+    rules = []
+    for key, of in (("rule_2n", "prefill FLOPs per token"), ("rule_6n", "training FLOPs per token"),
+                    ("rule_12ld2", "parameters without embedding and head"), ("rule_16b", "training states")):
+        if key in r:
+            x = r[key]
+            ratio = x.ratio
+            if key == "rule_2n":  # against this page's prefill, under the conventions the sheet was asked for
+                ratio = float(Fraction(sections[1]["total"], B * T1) / x.value)
+            rules.append({"label": x.label, "human": human_value(x.value, x.unit, inp.gpu), "of": of,
+                          "ratio": f"{ratio:.3f}", "note": x.convention})
+    return {"rows": out, "rules": rules}
+
+
 def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
                   dtype: str = "bf16", prefill_phase: Phase | None = None,
-                  decode_phase: Phase | None = None, mla: str | None = None) -> dict:
+                  decode_phase: Phase | None = None, mla: str | None = None, raw: dict | None = None,
+                  weights_dtype: str | None = None, gpu: str = CARD) -> dict:
     """Everything a sheet template prints, computed once (LaTeX strings already rendered).
 
     ``prefill_phase`` / ``decode_phase`` carry the counting conventions (attention pairs, logits,
     MLA form, scan implementation); each FLOPs section states the one it used. ``mla`` overrides
     the MLA form of both (default ``auto``: expanded prefill, absorbed decode, as servers run it).
+    ``raw`` is the config.json (its quantization_config sets the stored weights; None: read the
+    bundled config of ``model.name``); ``dtype`` the KV-cache dtype, ``weights_dtype`` overrides the
+    checkpoint's (as ``memory --weights-dtype``); ``gpu`` the card serving and training are sized on.
     """
+    if raw is None:
+        from ..architectures import loader  # the bundled config by name (a path's caller passes it)
+        try:
+            raw = loader.read_json(model.name)[1]
+        except (SymcostError, OSError, ValueError):  # built from a dict: no checkpoint, no quantization_config
+            raw = {}
     prefill_phase, decode_phase = sheet_phases(prefill_phase, decode_phase, mla)
     has_mla = any(type(c).__name__ == "MLA" for c in model.components())
     b = dtype_bytes(dtype)
@@ -327,10 +520,9 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
         raise ValueError(f"dtype {dtype!r}: cache bytes per element must be whole")
     prefill_vals = model.values_with(T=T_prefill, B=batch)
     decode_vals = model.values_with(T=T_decode, B=batch)
-    wb = {**model.values, sym.b_w: sympy.Integer(int(b))}
 
     params = model.params()
-    sections = [section(model, params, model.values, title="Parameters", lhs="P")]
+    sections = [section(model, params, model.values, title="Parameters", lhs="P", unit_name="params")]
     active = model.active_params()
     active_total = active.total_at(model.values)
     prefill = model.flops(prefill_phase)
@@ -354,7 +546,6 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
                             title=f"Cache at T = {T_decode:,}, B = {batch}, {dtype}",
                             weights=weights)
         sections.append(cache_sec)
-    weight_bytes = exact(sym.b_w * params.total, wb)
     cache_bytes = cache_sec["total"] if cache_sec else 0
 
     scale = [scaling("prefill FLOPs", "F_{\\text{prefill}}(T)", prefill.total, {**prefill_vals}),
@@ -370,29 +561,31 @@ def sheet_context(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, 
         extras = {"rows": [{"name": p, "doc": docs.get(p, ""), "symbolic": latex(e),
                             "value": exact(e, model.values)} for p, e in ex.flatten().items()],
                   "lines": lines_for(r"P_{\text{not built}}", [display_form(ex.total)], model.values, v),
-                  "value": v, "human": human_count(v)}
+                  "value": v, "human": human_params(v)}
     used = set()
     for t in (params, prefill, decode, cache, model.extras):
         for e in t.flatten().values():
             used |= e.free_symbols
     inputs = [sym.T, sym.B] + ([sym.b_kv] if cache_sec else []) + [sym.b_w]
-    training = training_context(model, seq=T_prefill, lines_for=lines_for)
+    training = training_context(model, seq=T_prefill, lines_for=lines_for, card=gpu)
+    inp = Inputs(T_prefill=T_prefill, T_decode=T_decode, batch=batch, kv_dtype=dtype, weights_dtype=weights_dtype,
+                 gpu=gpu, mla=mla or prefill_phase.mla)
+    page1 = summary_context(model, raw, inp, sections, (prefill_phase, decode_phase), has_mla, training)
     return {
+        "summary": page1, "gpu": gpu,
         "training": training,
         "name": model.name, "model_type": model.model_type,
         "T_prefill": T_prefill, "T_decode": T_decode, "batch": batch, "dtype": dtype,
         "dtype_bytes": int(b),
-        "conventions": conventions_items(),
-        "notation": notation_rows(sorted(used - set(inputs), key=lambda s: s.name), model.values),
+        "conventions": model_conventions(model, prefill_phase, decode_phase, has_mla),
+        "notation": notation_rows(sorted(used - set(inputs), key=lambda s: s.name), model.values, model.model_type),
         "inputs": notation_rows(inputs),
         "sections": sections,
-        "active_total": active_total, "active_human": human_count(active_total),
-        "active_lines": lines_for("P_{\\text{active}}", [active.total], model.values, active_total)
+        "active_total": active_total, "active_human": human_params(active_total),
+        "active_lines": lines_for("P_{\\text{active}}", [factored_total(_by_part(active))], model.values,
+                                  active_total)
         if active_total != sections[0]["total"] else [],
-        "memory": {"weights": weight_bytes, "weights_human": human_bytes(weight_bytes),
-                   "cache": cache_bytes, "cache_human": human_bytes(cache_bytes),
-                   "total": weight_bytes + cache_bytes,
-                   "total_human": human_bytes(weight_bytes + cache_bytes)},
+        "memory": {"cache": cache_bytes, "cache_human": human_bytes(cache_bytes)},
         "scaling": scale,
         "extras": extras,
         "notes": list(model.notes),
@@ -406,22 +599,23 @@ def _conventions_of(ph: Phase, has_mla: bool = True) -> str:
 
 
 def render_sheet(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
-                 dtype: str = "bf16", plots: dict | None = None, **phases) -> str:
+                 dtype: str = "bf16", plots: dict | None = None, context: dict | None = None, **phases) -> str:
     """The LaTeX derivation document for ``model`` (compiles with plain pdflatex).
 
     ``plots``: None (no figures, no mention: the generated ``reports/``), or ``{"files": {"flops":
     name, "cache": name}, "missing": reason}`` — file names next to the .tex, or why there are none.
+    ``context``: a ``sheet_context`` already computed (the .tex and the .md of one model share it).
     """
-    ctx = sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype,
-                        **phases)
+    ctx = context or sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype,
+                                   **phases)
     return environment().get_template("sheet.tex.j2").render(**ctx, plots=plots, rst=rst_to_tex)
 
 
 def render_sheet_md(model: Model, *, T_prefill: int = 4096, T_decode: int = 4096, batch: int = 1,
-                    dtype: str = "bf16", **phases) -> str:
+                    dtype: str = "bf16", context: dict | None = None, **phases) -> str:
     """The same derivation as GitHub Markdown with ``$…$`` / ``$$…$$`` math."""
-    ctx = sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype,
-                        **phases)
+    ctx = context or sheet_context(model, T_prefill=T_prefill, T_decode=T_decode, batch=batch, dtype=dtype,
+                                   **phases)
     return environment().get_template("sheet.md.j2").render(**ctx, rst=rst_to_md)
 
 

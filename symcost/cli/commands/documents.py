@@ -10,13 +10,21 @@ from ...documents.html import DPS, EPS, PPS, TPS, WEIGHT_DTYPES, write_html
 from ...documents.html import KV_DTYPES as HTML_KV
 from ...documents.report import write_sheet
 from ...documents.summary import Inputs
+from ...hardware.gpus import gpu as find_gpu
 from .. import options as o
+from .common import read_model
 
 HTML_W = tuple(w for w in WEIGHT_DTYPES if w != "ckpt")
 
 OPTIONS = {
     "sheet": (o.MODEL, o.OUTPUT, o.PDF, o.HTML, o.T_PREFILL, o.T_DECODE, o.BATCH,
-              o.DTYPE.but(help="cache dtype of the memory section (default bf16)"), *o.CONVENTIONS),
+              o.KV_DTYPE.but(flags=("--kv-dtype", "--dtype"),
+                             help="KV-cache element dtype of the cache and serving sections, as memory "
+                                  "--kv-dtype (default bf16; --dtype is the older spelling)"),
+              o.WEIGHTS_DTYPE.but(help="cost every weight in this dtype in the serving section, as memory "
+                                       "--weights-dtype (default: the checkpoint's quantization_config)"),
+              o.GPU.but(default="H100", help="the card serving (memory) and training (train --search) are "
+                                              "sized on (default H100)"), *o.CONVENTIONS),
     "html": (o.MODEL, o.HTML_OUTPUT, o.T.but(default=4096, help="the page's initial context T (the reader moves it)"),
              o.BATCH, o.KV_DTYPE.but(choices=HTML_KV), o.WEIGHTS_DTYPE.but(choices=HTML_W),
              o.GPU.but(default="H100", help="the page's initial card (symcost gpus)"),
@@ -53,13 +61,15 @@ def cmd_html(args, out):
 
 
 def cmd_sheet(args, out):
-    m = loader.build(args.model)
+    m, raw = read_model(args.model)
+    find_gpu(args.gpu)  # an unknown card: one line, before anything is written
     _output(args, ".tex", "sheet is LaTeX")
     phase = Phase(attention=args.attention, logits=args.logits, mla=args.mla, impl=args.impl)
     try:
         tex, pdf, message = write_sheet(m, args.output, pdf=args.pdf, T_prefill=args.T_prefill,
-                                        T_decode=args.T_decode, batch=args.batch, dtype=args.dtype,
-                                        prefill_phase=phase)
+                                        T_decode=args.T_decode, batch=args.batch, dtype=args.kv_dtype,
+                                        prefill_phase=phase, raw=raw, weights_dtype=args.weights_dtype,
+                                        gpu=args.gpu)
     except (RuntimeError, OSError) as e:
         raise SymcostError(f"sheet: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
     payload = {"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message,
@@ -69,7 +79,7 @@ def cmd_sheet(args, out):
         payload["html"] = str(page)
         payload["message"] = message = message + "; " + _page(m, args, page, T_prefill=args.T_decode,
                                                               T_decode=args.T_decode, batch=args.batch,
-                                                              kv_dtype=args.dtype if args.dtype in HTML_KV else "bf16")
+                                                              kv_dtype=args.kv_dtype if args.kv_dtype in HTML_KV else "bf16")
     out.emit(payload, message)
 
 
