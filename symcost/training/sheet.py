@@ -28,6 +28,7 @@ import sympy
 
 from ..core.errors import SymcostError
 from ..core.notation import sym
+from ..core.terms import Terms
 from ..core.units import human_bytes
 from ..hardware.gpus import gpu as find_gpu
 from .activations import activations
@@ -48,7 +49,8 @@ GLOBAL_BATCH = 1024
 WORLDS = tuple(2 ** i for i in range(13))
 
 STATE_LHS = {"weights": r"M_{\text{weights}}", "gradients": r"M_{\text{grads}}",
-             "optimizer": r"M_{\text{optimizer}}", "activations": r"M_{\text{act}}"}
+             "optimizer": r"M_{\text{optimizer}}", "activations": r"M_{\text{act}}",
+             "gathered": r"M_{\text{gathered}}", "loss_peak": r"M_{\text{loss}}"}
 DIM_TEXT = {
     "dp": "data parallel: the ZeRO stage's gradient and weight collectives over each parameter group's own "
           "ranks (n = N_dp·N_cp for dense parameters, N_dp·N_cp/N_ep for routed experts)",
@@ -304,9 +306,10 @@ def training_context(model, *, seq: int, lines_for, card: str = CARD) -> dict:
     # ZeRO-3/FSDP's gathered unit and the loss peak (issue 24): the library's expressions as they stand
     for key in ("gathered", "loss_peak"):
         value, expr = getattr(tm, key, 0), tm.formula.get(key)
+        expr = expr.total if isinstance(expr, Terms) else expr
         if value and expr is not None:
             states.append({"name": key.replace("_", " "), "value": value, "human": human_bytes(value),
-                           "lines": lines_for(STATE_LHS[key], [sympy.factor_terms(expr)], vals, value, "bytes")})
+                           "lines": lines_for(STATE_LHS[key], [expr, reduced(expr, vals)], vals, value, "bytes")})
     per_layer = []
     for A, f in parts:
         v = part_vals[A]
