@@ -17,6 +17,7 @@ import sympy
 
 from ..core.conventions import Backward
 from ..core.errors import SymcostError
+from ..core.escape import tex
 from ..core.notation import sym
 from ..core.units import human_bytes
 from .activations import activations
@@ -116,7 +117,7 @@ def training_context(model, *, seq: int, lines_for) -> dict:
             e = sympy.factor_terms(sympy.expand(tree[g.name].total / g.count))
             v = int(sympy.ceiling(e.xreplace(vals)))
             per_layer.append({"name": g.name, "lines": lines_for(
-                r"A_{\text{" + g.name.replace("_", r"\_") + "}}", [e], vals, v, "bytes"), "value": v,
+                r"A_{\text{" + tex(g.name) + "}}", [e], vals, v, "bytes"), "value": v,
                 "human": human_bytes(v)})
     st = stages(model, lay["pp"])[stage]
     memory = {"states": states, "per_layer": per_layer, "total": per_gpu, "total_human": human_bytes(per_gpu),
@@ -132,7 +133,7 @@ def training_context(model, *, seq: int, lines_for) -> dict:
         e = sympy.factor_terms(cm["formula"][dim])
         dims.append({"name": dim, "text": DIM_TEXT.get(dim, ""), "value": nbytes, "human": human_bytes(nbytes),
                      "collectives": cm["collectives"][dim],
-                     "lines": lines_for(r"C_{\text{" + dim.replace("_", r"\_") + "}}", [e], vals, nbytes, "bytes")})
+                     "lines": lines_for(r"C_{\text{" + tex(dim) + "}}", [e], vals, nbytes, "bytes")})
     zero_dims = [d for d, x in cm["bytes"].items() if not x]
     return {"error": "", "layout": layout_text, "dropped": dropped, "memory": memory, "comm": dims,
             "comm_zero": zero_dims, "comm_total": sum(cm["bytes"].values()),
