@@ -30,6 +30,7 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from ..core.errors import SymcostError
 from ..core.exprparse import to_text
+from ..core.powers import RatioPow
 from ..core.notation import by_name
 
 TARGETS = ("python", "numpy", "c", "latex", "sympy", "json")
@@ -101,9 +102,10 @@ def export(expr: sympy.Expr, values: Mapping, *, keep: Iterable[str] = (), to: s
     if to == "json":
         return json.dumps({"name": name, "formula": to_text(e), "arguments": args, "doc": doc})
     if to == "sympy":  # srepr: the exact tree, symbols with the notation's assumptions
+        plain = e.replace(lambda x: isinstance(x, RatioPow), lambda x: x.as_pow())  # SymPy's own Pow
         lines = ["from sympy import *  # noqa: F403 (srepr names SymPy's classes)", "",
                  f"# {doc}; free symbols: {', '.join(args) or 'none'}",
-                 f"{name} = {sympy.srepr(e)}", ""]
+                 f"{name} = {sympy.srepr(plain)}", ""]
         return "\n".join(lines)
     sig = ", ".join(args)
     if to == "python":

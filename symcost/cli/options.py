@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..analysis.metrics import METRICS as LAYOUT_METRICS
+from ..core.units import parse_count, parse_decimal
 
 # -- types and ranges: a factory of the flag's name -> argparse type ---------------------------------
 #: size suffixes, binary as context lengths are quoted (128K = 131,072; 1M = 1,048,576)
@@ -100,6 +101,46 @@ def positive(name):
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{name} must be positive, got {value}")
         return value
+    return parse
+
+
+def decimal_count(name):
+    """A positive whole number with decimal suffixes (``15T`` = 15·10^12, ``2.7M``; ``units.parse_count``)."""
+    def parse(text):
+        try:
+            value = parse_count(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive whole number such as 15T or 2.7M "
+                                             f"(decimal suffixes K, M, B, T = 10^3, 10^6, 10^9, 10^12), "
+                                             f"got {_shown(text)!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be positive, got {text}")
+        return value
+    return parse
+
+
+def decimal_real(name):
+    """A positive finite figure with decimal suffixes (``2.7M`` GPU-hours, ``3.8e24`` FLOPs), as a float:
+    a time or a rate, where floats are allowed (``units.parse_decimal`` reads the text exactly)."""
+    def parse(text):
+        try:
+            value = parse_decimal(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive number such as 2.7M or 3.8e24 "
+                                             f"(decimal suffixes K, M, B, T = 10^3, 10^6, 10^9, 10^12), "
+                                             f"got {_shown(text)!r}") from None
+        if value <= 0 or not math.isfinite(float(value)):
+            raise argparse.ArgumentTypeError(f"{name} must be a positive finite number, got {text}")
+        return float(value)
+    return parse
+
+
+def gpu_name(name):
+    """A GPU's name as the catalogue spells it (non-empty; the command looks it up)."""
+    def parse(text):
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{name} must name a GPU (`symcost gpus` lists them), got an empty string")
+        return text.strip()
     return parse
 
 
@@ -259,7 +300,7 @@ IMPL = Option(("--impl",), "conventions", "chunked scans: minimal counts what th
 CONVENTIONS = (ATTENTION, LOGITS, MLA, IMPL)
 
 # serve: the engine, its memory accounting, the GPU
-GPU = Option(("--gpu",), "serve", "GPU from the catalogue (`symcost gpus` lists them)", example="H100")
+GPU = Option(("--gpu",), "serve", "GPU from the catalogue (`symcost gpus` lists them)", kind=gpu_name, example="H100")
 SERVE_GPU = GPU.but(help="GPU from the catalogue (symcost gpus)")
 WEIGHTS_DTYPE = Option(("--weights-dtype",), "serve", "cost every weight in this dtype, no scales (default: the "
                        "checkpoint's quantization_config, scales included)", choices=DTYPES_W, example="fp8")
@@ -363,12 +404,13 @@ CAPACITY_FACTOR = Option(("--capacity-factor",), "train", "MoE expert capacity f
                          "dropless, k*tokens)", kind=ratio, metavar="X", example="5/4")
 PCIE_GBS = Option(("--pcie-gbs",), "train", "host link GB/s per GPU and direction, for --offload (PCIe 5.0 x16)",
                   kind=real(open_low=True), default=63.0, example="32")
-TOKENS = Option(("--tokens",), "train", "training tokens in all (suffixes K, M, G = 2^10, 2^20, 2^30; plain digits "
-                "for 15T-style counts)", kind=positive, example="14800000000000")
-GPU_HOURS = Option(("--gpu-hours",), "train", "a published budget: report its MFU", kind=real(open_low=True),
-                   example="2664000")
-FLOPS = Option(("--flops",), "train", "a published FLOPs figure instead of the engine's", kind=real(open_low=True),
-               example="3.8e24")
+TOKENS = Option(("--tokens",), "train", "training tokens in all; decimal suffixes as budgets are quoted: "
+                "K, M, B, T = 10^3, 10^6, 10^9, 10^12 (15T = 15,000,000,000,000)", kind=decimal_count,
+                example="14.8T")
+GPU_HOURS = Option(("--gpu-hours",), "train", "a published budget in GPU-hours, decimal suffixes (2.7M = "
+                   "2,700,000): report the MFU it implies", kind=decimal_real, example="2.788M")
+FLOPS = Option(("--flops",), "train", "a published FLOPs figure instead of the engine's (3.8e24; decimal "
+               "suffixes)", kind=decimal_real, example="3.8e24")
 
 # metric: the symbolic commands (check, export, scale, crossover)
 METRIC = Option(("--metric",), "metric", METRICS_HELP, choices=tuple(METRICS), required=True, example="params")
