@@ -25,13 +25,28 @@ def cmd_sheet(args, out):
         raise SymcostError(f"-o {args.output}: that is the model's config.json; choose another file")
     if path.suffix != ".tex":
         raise SymcostError(f"-o {args.output}: the sheet is LaTeX; give a path ending in .tex")
+    for p in (path, path.with_name(path.stem + "-flops.pdf"), path.with_name(path.stem + "-cache.pdf")):
+        if p.is_symlink():
+            raise SymcostError(f"-o {args.output}: {p} is a symbolic link; symcost writes no file through a "
+                               "link (give the path it points to, or another one)")
+        if p.exists() and not p.is_file():
+            raise SymcostError(f"-o {args.output}: {p} exists and is not a regular file")
+    replaced = path.exists()
     phase = Phase(attention=args.attention, logits=args.logits, mla=args.mla, impl=args.impl)
     try:
         tex, pdf, message = write_sheet(m, args.output, pdf=args.pdf, T_prefill=args.T_prefill,
                                         T_decode=args.T_decode, batch=args.batch, dtype=args.dtype,
                                         prefill_phase=phase)
     except (RuntimeError, OSError) as e:
-        raise SymcostError(f"sheet: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        lines = str(e).splitlines()
+        why = lines[0].rstrip(":") if lines else type(e).__name__
+        tex_error = next((ln for ln in lines if ln.startswith("! ")), None)  # TeX's own error line
+        if tex_error:
+            why += f" ({tex_error[2:].strip()[:120]})"
+        kept = f"; the .tex is kept at {path}" if args.pdf and path.is_file() else ""
+        raise SymcostError(f"sheet: {why}{kept}") from None
+    if replaced:
+        message += f" (replaced the existing {path})"
     out.emit({"model": m.name, "tex": str(tex), "pdf": str(pdf) if pdf else None, "message": message,
               "mla": args.mla}, message)
 
