@@ -12,7 +12,7 @@ from ...hardware.gpus import gpu as find_gpu
 from ...serving.plan import NOTE as SERVE_NOTE
 from ...serving.plan import Layout, ServeSetup, memory
 from ...serving.roofline import NOTE as ROOF_NOTE
-from ...serving.roofline import roofline
+from ...serving.roofline import MAX_BATCH, roofline
 from .. import options as o
 from .common import check_positions, read_model
 
@@ -149,6 +149,13 @@ def _roofline_payload(m, args, s) -> dict:
                     f"HBM x {args.bw_eff}"}
 
 
+def _turns(batch: int | None) -> str:
+    """Where decode turns compute-bound, in words (the bisection's None: never, up to its limit)."""
+    if batch is None:
+        return f"never turns compute-bound (memory-bound at every batch up to {MAX_BATCH:,})"
+    return f"turns compute-bound at B={batch}"
+
+
 def cmd_roofline(args, out):
     m, raw = read_model(args.model)
     check_positions(m, args.T + (1 if args.phase == "decode" else 0))
@@ -162,8 +169,7 @@ def cmd_roofline(args, out):
             f"  {s.bound}-bound: compute {s.compute_time * 1e3:.3f} ms, memory {s.memory_time * 1e3:.3f} ms, "
             f"communication {s.comm_time * 1e3:.3f} ms -> step {s.time * 1e3:.3f} ms\n"
             f"  TTFT (one prompt of T) {s.ttft * 1e3:.1f} ms   TPOT at B={args.batch} {s.tpot * 1e3:.2f} ms   "
-            f"{payload['tokens_per_s_per_gpu']:.0f} tokens/s per GPU   decode turns compute-bound at "
-            f"B={s.compute_bound_batch}\n"
+            f"{payload['tokens_per_s_per_gpu']:.0f} tokens/s per GPU   decode {_turns(s.compute_bound_batch)}\n"
             f"  fits at B={args.batch}: {payload['fits']} (KV {p.kv.tokens:,} tokens per GPU)\n"
             f"  ({ROOF_NOTE})")
     out.emit(payload, text)

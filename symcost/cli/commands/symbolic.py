@@ -122,6 +122,17 @@ def _wrt(m, args):
     return var
 
 
+def _regime_lines(label: str, e) -> list[str]:
+    """``label: e``, a Piecewise as one line per regime (``when <condition>: <expression>``)."""
+    if not isinstance(e, sympy.Piecewise):
+        return [f"  {label}: {to_text(e)}"]
+    out = [f"  {label}:"]
+    for piece, cond in e.args:
+        when = "otherwise" if cond == sympy.true else f"when {to_text(cond)}"
+        out.append(f"      {when}: {to_text(piece)}")
+    return out
+
+
 def cmd_scale(args, out):
     m = loader.build(args.model)
     var = _wrt(m, args)
@@ -130,10 +141,16 @@ def cmd_scale(args, out):
     if args.batch is not None:
         values[sym.B] = sympy.Integer(args.batch)
     summary = scale_summary(terms, var, values=values)
-    symbolic = to_text(derivative(terms.total, var))
-    lines = [f"{m.name}: how {args.metric} grows with {var}",
-             f"  d/d{var}: {symbolic} = {summary['derivative']}",
-             f"  leading term: {summary['leading_term']}   degree: {summary['degree']}   {summary['big_o']}"]
+    d_sym = derivative(terms.total, var)
+    symbolic = to_text(d_sym)
+    d_val = derivative(terms, var, values=values)
+    degree = summary["degree"] if summary["degree"] is not None else f"not a polynomial in {var}"
+    lines = [f"{m.name}: how {args.metric} grows with {var}"]
+    if isinstance(d_sym, sympy.Piecewise) or isinstance(d_val, sympy.Piecewise):  # one regime a line
+        lines += _regime_lines(f"d/d{var}", d_sym) + _regime_lines("  = at this config's values", d_val)
+    else:
+        lines.append(f"  d/d{var}: {symbolic} = {summary['derivative']}")
+    lines += [f"  leading term: {summary['leading_term']}   degree: {degree}   {summary['big_o']}"]
     lines += [f"  when {r['when']}: {r['expr']}  ({r['big_o']})" for r in summary["regimes"]]
     out.emit({"model": m.name, "metric": args.metric, **summary, "derivative_symbolic": symbolic},
              "\n".join(lines))
