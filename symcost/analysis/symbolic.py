@@ -235,8 +235,11 @@ def _diff(e: Expr, var) -> Expr:
     Piecewise((L, T <= W - 1), (0, True))
     """
     e = relax_steps(e, var)
-    if e.has(sympy.Min, sympy.Max):
-        e = sympy.piecewise_fold(e.rewrite(sympy.Piecewise))
+    if any(m.has(var) for m in e.atoms(sympy.Min, sympy.Max)):  # a Min/Max free of var is a constant
+        try:
+            e = sympy.piecewise_fold(e.rewrite(sympy.Piecewise))
+        except (TypeError, ValueError, NotImplementedError):  # SymPy's set algebra gives up on some
+            pass  # conditions (a ConditionSet over N_tp): differentiate the Min/Max as they stand
     d = sympy.diff(e, var)  # no staircase in var is left (relax_steps): no Derivative(floor) terms
     if isinstance(d, sympy.Piecewise):
         d = sympy.Piecewise(*[(sympy.factor_terms(sympy.expand(p)), c) for p, c in d.args])

@@ -410,7 +410,7 @@ TOKENS = Option(("--tokens",), "train", "training tokens in all; decimal suffixe
 GPU_HOURS = Option(("--gpu-hours",), "train", "a published budget in GPU-hours, decimal suffixes (2.7M = "
                    "2,700,000): report the MFU it implies", kind=decimal_real, example="2.788M")
 FLOPS = Option(("--flops",), "train", "a published FLOPs figure instead of the engine's (3.8e24; decimal "
-               "suffixes)", kind=decimal_real, example="3.8e24")
+               "suffixes; a count, kept exact)", kind=decimal_count, example="3.8e24")
 
 # metric: the symbolic commands (check, export, scale, crossover)
 METRIC = Option(("--metric",), "metric", METRICS_HELP, choices=tuple(METRICS), required=True, example="params")

@@ -38,12 +38,13 @@ def step(tm, cm: dict, setup, *, gpu, links: Links, mfu: float, overlap: float =
 
 
 def budget(model, *, gpu, tokens: int, gpus: int, seq: int = 4096, mfu: float | None = None,
-           gpu_hours: float | None = None, flops: float | None = None, global_batch: int | None = None) -> dict:
+           gpu_hours: float | None = None, flops: int | None = None, global_batch: int | None = None) -> dict:
     """Wall time, tokens/s and GPU-hours to train ``tokens`` tokens on ``gpus`` × ``gpu``
     (``steptime.budget``): the FLOPs are ``flops`` if given, else the exact training FLOPs per token at
     ``seq`` × tokens; with ``global_batch``, the step time and the number of steps too."""
     per_seq = train_flops(model).total_at(model.values_with(T=seq, B=1))
-    total = flops if flops is not None else float(Fraction(per_seq, seq) * tokens)
+    # a count, kept exact: tokens/seq sequences (to the nearest FLOP when tokens is no multiple of seq)
+    total = flops if flops is not None else round(Fraction(per_seq, seq) * tokens)
     r = budget_at(total, gpus=gpus, peak_flops=gpu.bf16_tflops * 1e12, mfu=mfu, gpu_hours=gpu_hours, tokens=tokens)
     out = {"step_time_s": None, **r}
     if global_batch:

@@ -51,7 +51,15 @@ def cmd_sheet(args, out):
               "mla": args.mla}, message)
 
 
+#: the largest T a plot's axis takes: the curves are drawn in float64, exact for integers up to 2^53
+PLOT_T_MAX = 2**53
+
+
 def cmd_plot(args, out):
+    for flag, v in (("--T-min", args.T_min), ("--T-max", args.T_max)):
+        if v > PLOT_T_MAX:
+            raise SymcostError(f"{flag} {v:,}: a plot's axis is drawn in float64, so T is at most 2^53 "
+                               f"({PLOT_T_MAX:,}); the exact figures at any T come from flops/cache --T")
     models = [loader.build(name) for name in args.model]
     try:
         from ...documents.plot import plot_vs_T  # lazy: needs numpy/matplotlib, which `sheet` does not

@@ -81,7 +81,8 @@ def cmd_memory(args, out):
                      f"KV available {human_bytes(max(p.kv_available_rank, 0))} per GPU -> "
                      f"{kv.tokens:,} tokens (block {kv.block_size}), max concurrency at T={args.T}: "
                      f"{kv.max_concurrency:.2f}x; fits B={args.batch}: {payload['fits']}; "
-                     f"GPUs needed (TP, powers of two): {r.gpus_needed}")
+                     f"GPUs needed (TP, powers of two): "
+                     f"{r.gpus_needed if r.gpus_needed is not None else 'none up to TP=64 holds it'}")
     lines += [f"  note: {n}" for n in p.notes + kv.notes]
     lines.append(f"  ({SERVE_NOTE}; MLA form {args.mla}: FLOPs only, bytes unchanged)")
     out.emit(payload, "\n".join(lines))
