@@ -149,15 +149,38 @@ def integer(name):
     return int
 
 
+#: the most GPUs a job or a deployment may name (the largest clusters hold ~10^5): every layout search
+#: and every GPU count answers within a moment up to here
+MAX_GPUS = 2**20
+#: the most GPU counts one ``deploy --gpus MIN-MAX`` range may hold, and its largest end (each count is
+#: a full layout search: 64 counts up to 2^16 answer in about a second of CPU)
+MAX_GPU_RANGE = 64
+MAX_GPU_RANGE_END = 2**16
+
+
 def gpu_counts(text: str) -> list[int]:
-    """``deploy --gpus``: ``N`` or ``MIN-MAX``, positive; [] when the text is neither."""
+    """``deploy --gpus``: ``N`` or ``MIN-MAX``, positive, at most ``MAX_GPUS`` (a range: at most
+    ``MAX_GPU_RANGE`` counts, ending by ``MAX_GPU_RANGE_END``); [] when the text is neither."""
     try:
         if "-" in text:
             lo, hi = (int(x) for x in text.split("-", 1))
-            return list(range(lo, hi + 1)) if 0 < lo <= hi else []
-        return [int(text)] if int(text) > 0 else []
+            ok = 0 < lo <= hi <= MAX_GPU_RANGE_END and hi - lo < MAX_GPU_RANGE
+            return list(range(lo, hi + 1)) if ok else []
+        return [int(text)] if 0 < int(text) <= MAX_GPUS else []
     except ValueError:
         return []
+
+
+def gpu_total(name):
+    """A positive GPU count up to ``MAX_GPUS`` (suffixes K, M = 2^10, 2^20)."""
+    base = positive(name)
+
+    def parse(text):
+        value = base(text)
+        if value > MAX_GPUS:
+            raise argparse.ArgumentTypeError(f"{name} must be at most {MAX_GPUS:,} GPUs, got {value:,}")
+        return value
+    return parse
 
 
 # -- the row -----------------------------------------------------------------------------------
@@ -326,8 +349,8 @@ COMPUTE_EFF = Option(("--compute-eff",), "serve", "fraction of the dense peak re
                      kind=real(open_low=True, high=1.0), default=1.0, example="0.7")
 BW_EFF = Option(("--bw-eff",), "serve", "fraction of the HBM bandwidth reached",
                 kind=real(open_low=True, high=1.0), default=1.0, example="0.8")
-DEPLOY_GPUS = Option(("--gpus",), "serve", "N, or MIN-MAX for every N in the range (default: the smallest power "
-                     "of two that fits)", example="8-16")
+DEPLOY_GPUS = Option(("--gpus",), "serve", "N, or MIN-MAX for every N in the range (N at most 2^20; a range at most "
+                     "64 counts, up to 2^16; default: the smallest power of two that fits)", example="8-16")
 TOP = Option(("--top",), "serve", "print only the best N layouts (0: all)", kind=integer, default=0, example="5")
 
 # parallel: layout sizes
@@ -374,7 +397,7 @@ SEARCH = Option(("--search",), "train", "sweep every valid setup on --gpus GPUs 
                 "--virtual-stages 1, --hsdp-shard none, --offload none pin them off); --capacity-factor is "
                 "costed in every candidate, not swept; --micro-batch and --dp/--tp/--pp/--ep/--cp are ignored",
                 action="store_true")
-GPUS = Option(("--gpus",), "train", "GPUs in the job", kind=positive, example="64")
+GPUS = Option(("--gpus",), "train", "GPUs in the job (at most 2^20)", kind=gpu_total, example="64")
 ACTIVATIONS = Option(("--activations",), "train", "engine: each component's saved tensors; korthikanti: the 2022 "
                      "dense-GPT closed form", choices=("engine", "korthikanti"), default="engine",
                      example="korthikanti")

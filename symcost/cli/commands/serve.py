@@ -94,7 +94,8 @@ def cmd_deploy(args, out):
     setup = _setup(args, m, layout=False)
     counts = o.gpu_counts(args.gpus) if args.gpus else None
     if args.gpus and not counts:
-        raise SymcostError(f"--gpus: expected N or MIN-MAX (positive integers), got {args.gpus!r}")
+        raise SymcostError(f"--gpus: expected N or MIN-MAX (positive integers; N at most {o.MAX_GPUS:,}, a range "
+                           f"at most {o.MAX_GPU_RANGE} counts up to {o.MAX_GPU_RANGE_END:,}), got {args.gpus!r}")
     res = deploy(m, raw, setup, gpus=counts, T=args.T, batch=args.batch)
     rows = res["layouts"][: args.top] if args.top else res["layouts"]
     g = setup.gpu
