@@ -143,10 +143,11 @@ def cmd_scale(args, out):
     summary = scale_summary(terms, var, values=values)
     d_sym = derivative(terms.total, var)
     symbolic = to_text(d_sym)
-    d_val = derivative(terms, var, values=values)
     degree = summary["degree"] if summary["degree"] is not None else f"not a polynomial in {var}"
     lines = [f"{m.name}: how {args.metric} grows with {var}"]
-    if isinstance(d_sym, sympy.Piecewise) or isinstance(d_val, sympy.Piecewise):  # one regime a line
+    if isinstance(d_sym, sympy.Piecewise):  # one regime a line (the substituted one again, as an expression)
+        d_val = sympy.Piecewise(*[(sympy.factor_terms(sympy.expand(e.xreplace(values))), c.xreplace(values))
+                                  for e, c in d_sym.args])  # values hold no var: substituting after is the same
         lines += _regime_lines(f"d/d{var}", d_sym) + _regime_lines("  = at this config's values", d_val)
     else:
         lines.append(f"  d/d{var}: {symbolic} = {summary['derivative']}")
