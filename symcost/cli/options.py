@@ -468,9 +468,13 @@ T_MIN = Option(("--T-min",), "document", "smallest T on the x axis", kind=positi
                example="1K")
 T_MAX = Option(("--T-max",), "document", "largest T on the x axis", kind=positive, default=2**21, dest="T_max",
                example="1M")
-PLOT_METRIC = Option(("--metric",), "document", "prefill FLOPs / (B*T), FLOPs of one decode step, or cache bytes",
-                     choices=("flops_per_token", "decode_flops", "cache_bytes"), required=True,
+PLOT_METRIC = Option(("--metric",), "document", "the names check/scale/export use: flops with --phase (decode: FLOPs "
+                     "of one decode step; prefill: FLOPs / (B*T) of the prompt) or cache_bytes; flops_per_token and "
+                     "decode_flops are the same curves by their older names",
+                     choices=("flops", "cache_bytes", "flops_per_token", "decode_flops"), required=True,
                      example="cache_bytes")
+#: plot's curves by (metric, phase) in the shared vocabulary
+PLOT_CURVES = {("flops", "decode"): "decode_flops", ("flops", "prefill"): "flops_per_token"}
 
 
 def bind(row: Option, what: str) -> Option:

@@ -12,7 +12,7 @@ from .. import options as o
 OPTIONS = {
     "sheet": (o.MODEL, o.OUTPUT, o.PDF, o.T_PREFILL, o.T_DECODE, o.BATCH,
               o.DTYPE.but(help="cache dtype of the memory section (default bf16)"), *o.CONVENTIONS),
-    "plot": (o.MODELS, o.PLOT_METRIC, o.OUTPUT.but(help="the .png or .pdf file to write"), o.T_MIN, o.T_MAX,
+    "plot": (o.MODELS, o.PLOT_METRIC, o.PHASE.but(help="with --metric flops: decode or prefill"), o.OUTPUT.but(help="the .png or .pdf file to write"), o.T_MIN, o.T_MAX,
              o.BATCH, o.DTYPE.but(help="cache dtype (cache_bytes)"), o.MLA),
 }
 
@@ -60,10 +60,18 @@ def cmd_plot(args, out):
         if v > PLOT_T_MAX:
             raise SymcostError(f"{flag} {v:,}: a plot's axis is drawn in float64, so T is at most 2^53 "
                                f"({PLOT_T_MAX:,}); the exact figures at any T come from flops/cache --T")
+    metric = args.metric
+    if metric == "flops":
+        if args.phase is None:
+            raise SymcostError("--metric flops: give --phase decode (FLOPs of one step) or prefill (FLOPs per token)")
+        metric = o.PLOT_CURVES[("flops", args.phase)]
+    elif args.phase is not None and (args.metric, args.phase) not in (("decode_flops", "decode"),
+                                                                      ("flops_per_token", "prefill")):
+        raise SymcostError(f"--phase {args.phase}: --metric {args.metric} has no phase to choose")
     models = [loader.build(name) for name in args.model]
     try:
         from ...documents.plot import plot_vs_T  # lazy: needs numpy/matplotlib, which `sheet` does not
-        plot = plot_vs_T(models, args.metric, args.output, T_min=args.T_min, T_max=args.T_max,
+        plot = plot_vs_T(models, metric, args.output, T_min=args.T_min, T_max=args.T_max,
                          batch=args.batch, dtype=args.dtype, mla=args.mla)
     except OSError as e:
         raise SymcostError(f"plot: cannot write {args.output}: {e.strerror or e}") from None

@@ -187,12 +187,33 @@ def _select(m, terms, what: str, args):
     flat = terms.flatten()
     total = sympy.Integer(0)
     for part in what.split("+"):
-        hit = [e for p, e in flat.items() if _under(p, part.rstrip("/"))]
+        part = part.strip().rstrip("/")
+        hit = [e for p, e in flat.items() if _under(p, part)]
+        if not hit:  # a name inside every group (``mlp``: each group's .../mlp), summed, and listed
+            roots = _inner_matches(flat, part)
+            hit = [e for p, e in flat.items() if any(_under(p, r) for r in roots)]
+            if hit:
+                args.matched = {**getattr(args, "matched", {}), part: roots}
         if not hit:
             raise SymcostError(f"--a/--b: no term {part!r} in {args.metric} "
                                f"(terms: {', '.join(terms.depth(2))})")
         total += sympy.Add(*hit)
     return total
+
+
+def _inner_matches(flat: dict, part: str) -> list[str]:
+    """The subtree paths whose tail is ``part`` (``mlp`` → ``dense_layers/mlp``, ``moe_layers/mlp``)."""
+    want = [w for w in part.split("/") if w]
+    out = []
+    for p in flat:
+        keys = p.split("/")
+        for i in range(1, len(keys) - len(want) + 1):
+            if keys[i:i + len(want)] == want:
+                root = "/".join(keys[:i + len(want)])
+                if root not in out:
+                    out.append(root)
+                break
+    return out
 
 
 def _sides(m, args):
@@ -225,7 +246,11 @@ def cmd_crossover(args, out):
                "ratio": to_text(rat["ratio"]), "ratio_limit": to_text(rat["limit"])}
     when = ("never" if cross["never"] else "for every T" if cross["always"]
             else f"from T = {cross['first_integer']:,}" if cross["first_integer"] else "undecided")
+    matched = getattr(args, "matched", {})
+    if matched:
+        payload["matched"] = matched
     text = (f"{m.name}: {args.metric}: {args.a} >= {label_b} {when}"
             + (f" (exact root {payload['at']})" if payload["at"] else "")
-            + f"\n  ratio {args.a} / {label_b} = {payload['ratio']}  (T -> infinity: {payload['ratio_limit']})")
+            + f"\n  ratio {args.a} / {label_b} = {payload['ratio']}  (T -> infinity: {payload['ratio_limit']})"
+            + "".join(f"\n  {name} = {' + '.join(roots)} (the sum of every group's)" for name, roots in matched.items()))
     out.emit(payload, text)
