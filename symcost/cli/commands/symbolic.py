@@ -61,6 +61,11 @@ def _check_text(m, args, result) -> str:
     if not result["equal"]:
         lines.append(f"  difference (engine - yours): {result['difference']}"
                      + (f" = {result['difference_value']:,}" if result["difference_value"] is not None else ""))
+        given = [f"--{f.replace('_', '-')} {getattr(args, f)}" for f in ("gpu", "tp", "pp", "dp", "ep", "cp")
+                 if getattr(args, f, None) is not None]
+        if given and result["difference_for_config"] != result["difference"]:
+            lines.append(f"  with the config's values and {' '.join(given)}: {result['difference_for_config']}"
+                         + (f" = {result['difference_value']:,}" if result["difference_value"] is not None else ""))
         if result["explained_by"] and not result["diagnosis"]:
             lines.append(f"  explained by: {', '.join(result['explained_by'])}")
         wrong = [r for r in result["components"] if not r["equal"]]
