@@ -4,10 +4,11 @@ Serving's touched-expert fraction ``1 − (1 − k/E)^(B·T)`` raises a ratio to
 evaluates ``Rational**Integer`` exactly on substitution, and at a prefill of T = 2^24 tokens on
 DeepSeek-V3 ``(31/32)^(2^24)`` is a fraction of 84 million bits: a command that ran for minutes.
 The quantity is a probability (a ratio, where floats are allowed; counts and bytes stay integers),
-so ``RatioPow`` stays exact while the exact power has at most ``EXACT_BITS`` bits and becomes a
-``Float`` of ``DIGITS`` significant digits past that — enough that ``ceil(bytes · fraction)``
-lands on the same integer for any checkpoint size. Symbolically it is ``q**n``: it prints as
-the power in every printer (str, LaTeX, Python, NumPy, C, JavaScript) and differentiates as one.
+so ``RatioPow`` evaluates to the exact power while that has at most ``EXACT_BITS`` bits, and past
+that stays unevaluated — ``(31/32)**16777216``, exact and printable — until a number is asked for
+(``float``, ``evalf``, ``ceiling``), which mpmath computes at the precision asked, in
+microseconds. Symbolically it is ``q**n``: it prints as the power in every printer (str, LaTeX,
+Python, NumPy, C, JavaScript) and differentiates as one.
 
 >>> from symcost.core.notation import sym
 >>> import sympy
@@ -15,8 +16,10 @@ the power in every printer (str, LaTeX, Python, NumPy, C, JavaScript) and differ
 (31/32)**B
 >>> RatioPow(sympy.Rational(31, 32), 3)
 29791/32768
->>> RatioPow(sympy.Rational(31, 32), 2**64) < 1e-100
-True
+>>> RatioPow(sympy.Rational(31, 32), 2**64)
+(31/32)**18446744073709551616
+>>> float(1 - RatioPow(sympy.Rational(31, 32), 2**64))
+1.0
 """
 from __future__ import annotations
 
@@ -24,7 +27,6 @@ import mpmath
 import sympy
 
 EXACT_BITS = 4096
-DIGITS = 50
 
 
 class RatioPow(sympy.Function):
@@ -42,9 +44,15 @@ class RatioPow(sympy.Function):
             return base ** n
         if abs(int(n)) * max(abs(base.p), base.q).bit_length() <= EXACT_BITS:
             return base ** n
-        with mpmath.workdps(DIGITS + 10):
+        return None  # stays RatioPow(31/32, 16777216): printable, exact; a number only when asked (evalf)
+
+    def _eval_evalf(self, prec):
+        base, n = self.args
+        if not (base.is_Rational and n.is_Integer):
+            return None
+        with mpmath.workprec(prec + 20):
             value = mpmath.power(mpmath.mpf(int(base.p)) / int(base.q), int(n))
-        return sympy.Float(value, DIGITS)
+        return sympy.Float(value, precision=prec)
 
     def as_pow(self) -> sympy.Expr:
         return sympy.Pow(*self.args, evaluate=False)
