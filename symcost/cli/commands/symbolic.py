@@ -248,7 +248,8 @@ def cmd_crossover(args, out):
                "at": to_text(cross["at"]) if cross["at"] is not None else None,
                "at_float": cross["at_float"], "first_integer": cross["first_integer"],
                "never": cross["never"], "always": cross["always"], "where": cross["set"],
-               "ratio": to_text(rat["ratio"]), "ratio_limit": to_text(rat["limit"])}
+               "ratio": to_text(rat["ratio"]),
+               "ratio_limit": to_text(rat["limit"]) if rat["limit"] is not None else None}
     when = ("never" if cross["never"] else "for every T" if cross["always"]
             else f"from T = {cross['first_integer']:,}" if cross["first_integer"] else "undecided")
     matched = getattr(args, "matched", {})
@@ -256,6 +257,7 @@ def cmd_crossover(args, out):
         payload["matched"] = matched
     text = (f"{m.name}: {args.metric}: {args.a} >= {label_b} {when}"
             + (f" (exact root {payload['at']})" if payload["at"] else "")
-            + f"\n  ratio {args.a} / {label_b} = {payload['ratio']}  (T -> infinity: {payload['ratio_limit']})"
+            + f"\n  ratio {args.a} / {label_b} = {payload['ratio']}  (T -> infinity: "
+            + (f"{payload['ratio_limit']})" if rat["limit"] is not None else "no limit found)")
             + "".join(f"\n  {name} = {' + '.join(roots)} (the sum of every group's)" for name, roots in matched.items()))
     out.emit(payload, text)
