@@ -115,6 +115,8 @@ def _inexact(node, key="", path="") -> list[str]:
         for i, v in enumerate(node):
             found += _inexact(v, key, f"{path}/{i}")
     elif isinstance(node, float):
+        if any(FLOAT_OK.search(seg) for seg in path.split("/")[:-1]):  # under a time/ratio object
+            return found
         if COUNT_KEY.search(key) and not FLOAT_OK.search(key):
             found.append(f"{path}={node!r} (a count as a float)")
         elif abs(node) >= 2**53 and not FLOAT_OK.search(key):

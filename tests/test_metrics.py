@@ -75,7 +75,8 @@ def test_moe_ttft_derivative(capsys):
     fd = _fd(t.total.xreplace({**values, **v}), sym.N_tp, sympy.Integer(8))
     assert float(d.xreplace({**v, sym.N_tp: 8})) == pytest.approx(float(fd), rel=1e-6)
     # with T a number the power (31/32)^4096 stays unevaluated (core.powers.RatioPow), so --T answers
-    assert main(["scale", "deepseek-v3", "--metric", "ttft", "--wrt", "tp", "--T", "4096", "--json"]) == 0
+    assert main(["scale", "deepseek-v3", "--metric", "ttft", "--wrt", "tp", "--T", "4096", "--pp", "1", "--ep", "1",
+                 "--gpu", "H200", "--json"]) == 0
     assert "(31/32)**4096" in json.loads(capsys.readouterr().out)["derivative"]
 
 

@@ -111,7 +111,7 @@ def decimal_count(name):
             value = parse_count(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a positive whole number such as 15T or 2.7M "
-                                             f"(decimal suffixes K, M, B, T = 10^3, 10^6, 10^9, 10^12), "
+                                             f"(decimal suffixes K, M, B, T = 10^3, 10^6, 10^9, 10^12; at most 10^60), "
                                              f"got {_shown(text)!r}") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{name} must be positive, got {text}")
@@ -127,7 +127,7 @@ def decimal_real(name):
             value = parse_decimal(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a positive number such as 2.7M or 3.8e24 "
-                                             f"(decimal suffixes K, M, B, T = 10^3, 10^6, 10^9, 10^12), "
+                                             f"(decimal suffixes K, M, B, T = 10^3, 10^6, 10^9, 10^12; at most 10^60), "
                                              f"got {_shown(text)!r}") from None
         if value <= 0 or not math.isfinite(float(value)):
             raise argparse.ArgumentTypeError(f"{name} must be a positive finite number, got {text}")

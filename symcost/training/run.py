@@ -6,6 +6,7 @@ Moved down from the command line (``symcost train``, ``comm``, ``budget``); the 
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from ..hardware.links import Links
@@ -48,7 +49,7 @@ def budget(model, *, gpu, tokens: int, gpus: int, seq: int = 4096, mfu: float | 
     r = budget_at(total, gpus=gpus, peak_flops=gpu.bf16_tflops * 1e12, mfu=mfu, gpu_hours=gpu_hours, tokens=tokens)
     out = {"step_time_s": None, **r}
     if global_batch:
-        steps = tokens / (global_batch * seq)
-        out["step_time_s"] = r["wall_time_s"] / steps
-        out["steps"] = steps
+        steps = Fraction(tokens, global_batch * seq)
+        out["step_time_s"] = r["wall_time_s"] / float(steps)
+        out["steps"] = math.ceil(steps)  # a count: the optimizer steps that cover the tokens
     return out

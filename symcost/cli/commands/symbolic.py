@@ -8,6 +8,7 @@ import sympy
 from ...analysis.metrics import LAYOUT, Options, metric_terms, wrt_symbol
 from ...analysis.symbolic import compare, crossover, derivative, ratio, scale_summary
 from ...architectures import loader
+from ...core.deadline import DeadlineExceeded, deadline
 from ...core.errors import SymcostError
 from ...core.exprparse import parse, parse_map, to_text
 from ...core.notation import sym
@@ -127,6 +128,10 @@ def _wrt(m, args):
     return var
 
 
+#: CPU seconds scale's symbolic analysis may take before it refuses (core.deadline)
+SCALE_CPU_S = 1.5
+
+
 def _regime_lines(label: str, e) -> list[str]:
     """``label: e``, a Piecewise as one line per regime (``when <condition>: <expression>``)."""
     if not isinstance(e, sympy.Piecewise):
@@ -145,8 +150,14 @@ def cmd_scale(args, out):
     values = {k: v for k, v in {**terms.bound, **m.values}.items() if k is not var}
     if args.batch is not None:
         values[sym.B] = sympy.Integer(args.batch)
-    summary = scale_summary(terms, var, values=values)
-    d_sym = derivative(terms.total, var)
+    try:
+        with deadline(SCALE_CPU_S):
+            summary = scale_summary(terms, var, values=values)
+            d_sym = derivative(terms.total, var)
+    except DeadlineExceeded:
+        raise SymcostError(f"scale: the regimes of {args.metric} in {var} (nested min/max and steps) did not "
+                           f"resolve within {SCALE_CPU_S:g} s of CPU; give more of the layout as options "
+                           "(--tp/--pp/--dp/--ep, --gpu) or take another --wrt") from None
     symbolic = to_text(d_sym)
     degree = summary["degree"] if summary["degree"] is not None else f"not a polynomial in {var}"
     lines = [f"{m.name}: how {args.metric} grows with {var}"]
