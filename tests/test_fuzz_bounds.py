@@ -37,6 +37,9 @@ BOUNDED = [  # (command line, the exit status it must give)
       "--global-batch", "8", "--gpu", "H100"], 2),
     (["plot", "gpt2", "--metric", "cache_bytes", "-o", "x.png", "--T-max", HUGE_T], 2),
     (["scale", "qwen2.5-7b", "--metric", "kv_capacity", "--wrt", "N_dp", "--max-batched-tokens", "4096"], 0),
+    (["scale", "llama-4-scout-17b-16e-instruct", "--metric", "kv_capacity", "--wrt", "tp", "--batch", "16",
+      "--max-batched-tokens", "8"], 2),  # 14 s of SymPy regimes before the deadline
+    (["budget", "llama-3.1-8b", "--tokens", "1e999", "--gpus", "8", "--gpu", "H100"], 2),
 ]
 
 
