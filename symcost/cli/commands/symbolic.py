@@ -129,7 +129,7 @@ def _wrt(m, args):
 
 
 #: CPU seconds scale's symbolic analysis may take before it refuses (core.deadline)
-SCALE_CPU_S = 1.5
+SCALE_CPU_S = 1.3
 
 
 def _regime_lines(label: str, e) -> list[str]:
