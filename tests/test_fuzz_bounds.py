@@ -221,3 +221,17 @@ def test_check_shows_the_bound_difference(capsys):
                  "--gpu", "H100", "--tp", "2", "--pp", "1", "--dp", "1", "--ep", "1"]) == 0
     out = capsys.readouterr().out
     assert "with the config's values and --gpu H100 --tp 2" in out
+
+
+def test_deadline_stops_runaway_work_and_restores_the_outer_one():
+    from symcost.core.deadline import DeadlineExceeded, deadline
+    t0 = time.process_time()
+    with pytest.raises(DeadlineExceeded):
+        with deadline(0.2):
+            while True:
+                sum(range(1000))
+    assert time.process_time() - t0 < 1.0
+    with deadline(5):
+        with deadline(0.1):
+            pass
+        assert sum(range(10)) == 45  # the outer deadline did not fire early
