@@ -200,7 +200,7 @@ WEIGHT = {"deploy": 0.5, "plot": 0.3, "sheet": 0.6, "models": 0.1, "gpus": 0.1}
 SMALL = {"--gpus": ["1", "2", "8", "16", "1-8", "8-4", "0", "x", "3", *HUGE[:1]], "--top": ["0", "3", "-1", "x"]}
 
 
-def campaign(runs: int, seed: int, limit: float, use_wall: bool) -> dict:
+def campaign(runs: int, seed: int, limit: float, use_wall: bool, clean_share: float = 0.5) -> dict:
     rng = random.Random(seed)
     cmds = _commands()
     names = list(cmds)
@@ -218,7 +218,7 @@ def campaign(runs: int, seed: int, limit: float, use_wall: bool) -> dict:
         sp = cmds[cmd]
         argv = [cmd]
         positional = [a for a in sp._actions if not a.option_strings and a.dest != "help"]
-        clean = rng.random() < 0.5
+        clean = rng.random() < clean_share
         roll = rng.random()
         model_pool = (files["hostile"] if roll < 0.15 else files["odd"] if roll < 0.25 and not clean else bundled)
         for a in positional:
@@ -302,7 +302,7 @@ def campaign(runs: int, seed: int, limit: float, use_wall: bool) -> dict:
     stats.update(_markdown_escapes(files["hostile"]))
     if stats.get("escape-md"):
         findings.append({"kind": "escape", "command": "render_sheet_md(hostile specs)", "detail": "see escape-md"})
-    return {"runs": runs, "seed": seed, "limit_s": limit, "judged_on": "wall" if use_wall else "cpu",
+    return {"runs": runs, "seed": seed, "clean_share": clean_share, "limit_s": limit, "judged_on": "wall" if use_wall else "cpu",
             "outcomes": {k: stats[k] for k in ("exit 0", "exit 1", "exit 2", "crash")},
             "tracebacks": stats["traceback"], "hangs": stats["hang"], "escapes": stats["escape"] + stats["escape-md"],
             "inexact_integers": stats["inexact"], "printed_none": stats["none"], "error_shape": stats["error-shape"],
@@ -339,10 +339,12 @@ def main_() -> int:
     ap.add_argument("--seed", type=int, default=27)
     ap.add_argument("--limit", type=float, default=2.0, help="seconds a run may take (default 2)")
     ap.add_argument("--wall", action="store_true", help="judge hangs on wall time instead of CPU time")
+    ap.add_argument("--clean", type=float, default=0.5,
+                    help="share of runs drawing only plausible values (default 0.5; 0.9 exercises the answers)")
     ap.add_argument("--json", help="also write the summary to this file")
     a = ap.parse_args()
     t0 = time.perf_counter()
-    summary = campaign(a.runs, a.seed, a.limit, a.wall)
+    summary = campaign(a.runs, a.seed, a.limit, a.wall, a.clean)
     summary["elapsed_s"] = round(time.perf_counter() - t0, 1)
     text = json.dumps(summary, indent=1, ensure_ascii=False)
     if a.json:
