@@ -52,10 +52,10 @@ def main():
           f"{min(r[1] for r in runs):.2f} s CPU (best of 3)")
     c0 = time.process_time()
     from symcost.architectures import loader
+    from symcost.hardware.gpus import gpu
     from symcost.serving.deploy import Workload, compile_model, evaluate, layouts
     from symcost.serving.plan import Layout, ServeSetup
     from symcost.serving.roofline import CalibratedLatency
-    from symcost.hardware.gpus import gpu
     c1 = time.process_time()
     m, raw = loader.build(MODEL), loader.read_json(MODEL)[1]
     g = gpu(GPU)

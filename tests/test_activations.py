@@ -19,7 +19,7 @@ import sympy
 import symcost
 from symcost.core.conventions import Backward
 from symcost.core.notation import sym
-from symcost.training.activations import activations, korthikanti
+from symcost.training.activations import activations
 
 saved = pytest.importorskip("tests.saved")
 

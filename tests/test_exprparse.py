@@ -71,7 +71,10 @@ REFUSED = [
     ("2**100000", "exponent 100000"),
     ("((2**64)**64)**64", "digits"),
     ("d**d", "exponent must be a number"),
-    ("(d + V + L + T + B + H_q + E + k + N + W)**60", "expand"),
+    ("(d + V + L + T + B + H_q + E + k + N + W)**60", "total degree 60"),
+    ("(d + V + L + T + B + H_q + E + k + N + W)**6", "expand to more than"),
+    ("(d+1)**64*(V+1)**64*(L+1)**3", "total degree 131"),  # issue 27: 16,900 terms, under the old bound
+    ("(d*V*L*T*B*H_q*E*k*N)**2", "total degree 18"),
     ("1/0", "division by zero"),
     ("d % 2", "operator '%'"),
     ("d < V", "comparison"),

@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from symcost.documents.generate import ROOT, render_all
+from symcost.documents.generate import render_all
 from tests.tex import need_tex
 
 DOCS = render_all()

@@ -63,6 +63,7 @@ def test_links_default_to_the_catalogue_domain_and_nic():
 
 def test_custom_card_keeps_base_peaks_or_has_none():
     import pytest
+
     from symcost.core.errors import SymcostError
     from symcost.hardware.gpus import custom
     c = custom(25_318_000_000, gpu("RTX-4090"))

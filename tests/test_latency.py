@@ -14,7 +14,7 @@ from symcost.hardware.gpus import gpu as find_gpu
 from symcost.hardware.links import Links
 from symcost.serving.deploy import Workload, compile_model, evaluate, layouts, solve_batch
 from symcost.serving.plan import Layout, ServeSetup
-from symcost.serving.roofline import CalibratedLatency, class_dtypes, step_formula
+from symcost.serving.roofline import CalibratedLatency, class_dtypes
 
 
 def _cal(name, gpu="H100", links=None):

@@ -5,7 +5,6 @@ import json
 import random
 
 import pytest
-from transformers import AutoConfig
 
 import symcost
 from symcost.core.conventions import Phase

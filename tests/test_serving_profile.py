@@ -149,6 +149,7 @@ def test_modelopt_hf_quant_config_beside_config_json(tmp_path, capsys):
     """A ModelOpt checkpoint's hf_quant_config.json is read as its quantization_config (NVFP4 here):
     the weights cost 4.5 bits (+ scales), not the config's bf16."""
     import shutil
+
     from symcost.architectures import loader
     d = tmp_path / "Llama-3.1-8B-Instruct-NVFP4"
     d.mkdir()
@@ -167,6 +168,7 @@ def test_modelopt_hf_quant_config_beside_config_json(tmp_path, capsys):
 
 def test_quantised_name_without_quantisation_warns_once(tmp_path, capsys):
     import shutil
+
     from symcost.architectures import loader
     d = tmp_path / "Llama-3.1-8B-Instruct-AWQ"
     d.mkdir()

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import json
 import re
-from fractions import Fraction
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from importlib import resources
 
 import sympy
@@ -38,6 +38,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from ..core.errors import SymcostError
 from ..core.exprparse import to_text
 from ..core.notation import by_name
+from ..core.powers import RatioPow
 
 TARGETS = ("python", "numpy", "c", "latex", "sympy", "json", "js")
 
@@ -198,9 +199,10 @@ def export(expr: sympy.Expr, values: Mapping, *, keep: Iterable[str] = (), to: s
     if to == "json":
         return json.dumps({"name": name, "formula": to_text(e), "arguments": args, "doc": doc})
     if to == "sympy":  # srepr: the exact tree, symbols with the notation's assumptions
+        plain = e.replace(lambda x: isinstance(x, RatioPow), lambda x: x.as_pow())  # SymPy's own Pow
         lines = ["from sympy import *  # noqa: F403 (srepr names SymPy's classes)", "",
                  f"# {doc}; free symbols: {', '.join(args) or 'none'}",
-                 f"{name} = {sympy.srepr(e)}", ""]
+                 f"{name} = {sympy.srepr(plain)}", ""]
         return "\n".join(lines)
     if to == "js":
         fn = js_function(e, whole=whole)

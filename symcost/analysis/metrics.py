@@ -113,10 +113,6 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
         bound.update(gv)
     if name in Latency.STEPS:
         lat = Latency(model, ck, kv_dtype=o.kv_dtype, mla=o.mla)
-        if o.T is not None and any(sym.T in q.exp.free_symbols for q in lat.step(name).step_time.atoms(sympy.Pow)):
-            raise SymcostError(f"--T {o.T}: the {name} of a MoE model reads the experts B·T prompt tokens "
-                               f"touch, E·(1 − (1 − k/E)^(B·T)), a rational of ~T digits once T is a "
-                               f"number; leave T a symbol")
         parts = lat.parts(name)
         t = Terms(bound=bound)
         t.add("compute_or_memory", parts["compute_or_memory"],

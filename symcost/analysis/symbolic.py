@@ -235,8 +235,11 @@ def _diff(e: Expr, var) -> Expr:
     Piecewise((L, T <= W - 1), (0, True))
     """
     e = relax_steps(e, var)
-    if e.has(sympy.Min, sympy.Max):
-        e = sympy.piecewise_fold(e.rewrite(sympy.Piecewise))
+    if any(m.has(var) for m in e.atoms(sympy.Min, sympy.Max)):  # a Min/Max free of var is a constant
+        try:
+            e = sympy.piecewise_fold(e.rewrite(sympy.Piecewise))
+        except (TypeError, ValueError, NotImplementedError):  # SymPy's set algebra gives up on some
+            pass  # conditions (a ConditionSet over N_tp): differentiate the Min/Max as they stand
     d = sympy.diff(e, var)  # no staircase in var is left (relax_steps): no Derivative(floor) terms
     if isinstance(d, sympy.Piecewise):
         d = sympy.Piecewise(*[(sympy.factor_terms(sympy.expand(p)), c) for p, c in d.args])
@@ -550,6 +553,14 @@ def diagnose(engine: Expr, user: Expr, values: Mapping) -> list[str]:
     for sub, why in _SWAPS:
         if any(s in engine.free_symbols for s in sub) and _same(engine.xreplace(sub), user, values):
             found.append(why)
+    T2, TT = sym.T ** 2, sym.T * (sym.T + 1)
+    if sym.T in engine.free_symbols and sym.T in user.free_symbols and not found:
+        if _same(sympy.expand(user).xreplace({T2: TT}), engine, values):
+            found.append("T² is written where the count has T(T+1): causal attention pairs each of T queries "
+                         "with the keys up to and including itself, T(T+1)/2 pairs, not T²/2")
+        elif _same(sympy.expand(engine).xreplace({T2: TT}), user, values):
+            found.append("T(T+1) is written where the count has T²: under --attention full every query meets "
+                         "all T keys (T² pairs); T(T+1)/2 is the causal count")
     if user != 0 and not found:
         ratio = sympy.cancel(sympy.expand(engine.xreplace(values)) / sympy.expand(user.xreplace(values)))
         if ratio.is_Rational and ratio != 1 and max(abs(ratio.p), ratio.q) <= 64:
@@ -560,6 +571,28 @@ def diagnose(engine: Expr, user: Expr, values: Mapping) -> list[str]:
             # (⌊T/C⌋, Max(0, 2 − B) are no polynomial generators: no factor named)
             found.append(f"a factor {ratio} is missing (engine / yours)")
     return found
+
+
+def compound(engine_terms: Terms, user: Expr, values: Mapping) -> list[str]:
+    """Two causes together: one symbol slip of ``_SWAPS`` (GQA counted as MHA, ...) and, in the swapped
+    tree, engine terms missing from (or extra in) ``user`` — each named. Empty when no such pair
+    reproduces ``user`` exactly."""
+    engine = engine_terms.total
+    for sub, why in _SWAPS:
+        if not any(s in engine.free_symbols for s in sub):
+            continue
+        if all(k in values and sympy.sympify(v).xreplace(values) == values[k] for k, v in sub.items()):
+            continue  # the slip changes nothing at this config (H_kv = H_q): it cannot be told apart
+        swapped = engine_terms.map(lambda e, sub=sub: e.xreplace(sub))
+        rest = sympy.expand(swapped.total - user)
+        if rest == 0:
+            continue
+        found = explain(swapped, rest, values, max_terms=2)
+        if found["match"]:
+            how = "missing" if found["sign"] > 0 else "counted in addition"
+            expr = sympy.Add(*(swapped.node_total(swapped[p]) for p in found["terms"]))
+            return [why, f"and {', '.join(found['terms'])} is {how} ({to_text(expr)})"]
+    return []
 
 
 def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
@@ -615,7 +648,7 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
                                          f"symbolically by {out['difference_symbolic']}, which is 0 "
                                          "at the config's values"])
         return out
-    out["diagnosis"] = diagnose(engine, user, values)
+    out["diagnosis"] = diagnose(engine, user, values) or compound(engine_terms, user, values)
     out["components"] = _by_component(engine_terms, user, values)
     found = explain(engine_terms, diff, values)
     out["difference"] = out["difference_symbolic"]

@@ -21,10 +21,12 @@ from __future__ import annotations
 from typing import Annotated, ClassVar
 
 import sympy
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from ..core.errors import SymcostError
 from ..core.notation import values  # noqa: F401 (adapters import it beside the other helpers here)
+from ..core.units import ALIASES, DTYPE_BYTES
 
 #: the largest size a config may state: int64, what torch shapes and checkpoint headers hold
 MAX_INT = 2**63 - 1
@@ -36,6 +38,19 @@ Int = Annotated[int, Field(ge=-MAX_INT, le=MAX_INT, strict=True)]
 PosInt = Annotated[int, Field(gt=0, le=MAX_INT, strict=True)]
 NonNegInt = Annotated[int, Field(ge=0, le=MAX_INT, strict=True)]
 LayerCount = Annotated[int, Field(gt=0, le=MAX_LAYERS, strict=True)]
+
+
+def _known_dtype(name: str) -> str:
+    """A config's dtype name (``float32``, ``bfloat16``, ``fp8`` ...) that ``units.dtype_bytes`` prices."""
+    if ALIASES.get(name, name) not in DTYPE_BYTES:
+        raise PydanticCustomError("dtype", "unknown dtype (choose from {known})",
+                                  {"known": ", ".join(sorted({*DTYPE_BYTES, *ALIASES}))})
+    return name
+
+
+#: a dtype a config names for a cache or state (``mamba_ssm_cache_dtype``): refused when unknown,
+#: so the error names the config field, never the command's ``--dtype``
+DtypeName = Annotated[str, AfterValidator(_known_dtype)]
 
 #: layer-type names transformers' hybrid configs remap on load (``remap_legacy_layer_types``)
 LEGACY_LAYER_TYPES = {"mamba": "linear_attention", "attention": "full_attention"}

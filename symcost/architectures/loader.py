@@ -96,18 +96,73 @@ def resolve(source: str) -> tuple[str, Path | None]:
         if cfg is not None:
             return _repo_id(path) or path.name, cfg
         raise SymcostError(f"directory {_short(source)!r} holds no config.json")
-    if source.count("/") == 1 and not source.startswith((".", "/")):  # a Hub id: org/name
-        for cache in hub_cache_dirs():
-            repo = cache / ("models--" + source.replace("/", "--"))
-            cfg = _snapshot_config(repo) if repo.is_dir() else None
-            if cfg is not None:
-                return source, cfg
+    hub = hub_config(source)
+    if hub is not None:
+        return hub
     bundled = match_bundled(source)
     if bundled is not None:
         return bundled, None
-    close = difflib.get_close_matches(_norm(source), [_norm(n) for n in bundled_names()], n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(close)}?" if close else " (see `symcost models`)"
+    cached = cached_ids()
+    pool = {_norm(n): n for n in bundled_names()} | {c.lower(): c for c in cached}
+    close = difflib.get_close_matches(source.lower() if "/" in source else _norm(source), list(pool), n=3,
+                                      cutoff=0.6)
+    hint = f"; did you mean {', '.join(pool[c] for c in close)}?" if close else " (see `symcost models`)"
     raise SymcostError(f"no such config file, Hub cache entry or bundled model: {_short(source)!r}{hint}")
+
+
+def _is_hub_id(source: str) -> bool:
+    return source.count("/") == 1 and not source.startswith((".", "/")) and all(source.split("/"))
+
+
+def cached_ids() -> list[str]:
+    """Every ``org/name`` the local Hub cache holds a model folder for (read only, no network)."""
+    out = set()
+    for cache in hub_cache_dirs():
+        try:
+            out |= {p.name.removeprefix("models--").replace("--", "/", 1) for p in cache.glob("models--*--*")}
+        except OSError:
+            continue
+    return sorted(out)
+
+
+def hub_config(source: str) -> tuple[str, Path] | None:
+    """(repo id as cached, config.json) for a Hub id in the local cache, or None. Hub ids are
+    case-insensitive, as the Hub resolves them (``openai/gpt-oss-120B`` finds
+    ``models--openai--gpt-oss-120b``); an exact folder wins over a case-folded one."""
+    if not _is_hub_id(source):
+        return None
+    want = "models--" + source.replace("/", "--")
+    for cache in hub_cache_dirs():
+        exact = cache / want
+        folders = [exact] if exact.is_dir() else []
+        if not folders and cache.is_dir():
+            try:
+                folders = sorted(p for p in cache.glob("models--*") if p.name.lower() == want.lower())
+            except OSError:
+                folders = []
+        for repo in folders:
+            cfg = _snapshot_config(repo)
+            if cfg is not None:
+                return _repo_id(repo) or source, cfg
+    return None
+
+
+def resolution_note(source: str) -> str | None:
+    """A sentence when ``source`` names both a Hub cache entry and a bundled config: the cache entry is
+    used (it is what the user downloaded), and the note says so."""
+    if not isinstance(source, str) or Path(source).exists():
+        return None
+    hub = hub_config(source)
+    if hub is None:
+        return None
+    try:
+        bundled = match_bundled(source)
+    except SymcostError:
+        bundled = None
+    if bundled is None:
+        return None
+    return (f"{source}: using the Hub cache entry {hub[0]} ({hub[1]}), not the bundled {bundled} "
+            f"(give `{bundled}` for the bundled config)")
 
 
 def read_json(source: str) -> tuple[str, dict]:

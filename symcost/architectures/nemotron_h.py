@@ -32,7 +32,7 @@ from ..core.notation import sym
 from ..core.terms import Terms
 from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
-from .base import LEGACY_LAYER_TYPES, MAX_LAYERS, Adapter, LayerCount, NonNegInt, PosInt, quote, values
+from .base import LEGACY_LAYER_TYPES, MAX_LAYERS, Adapter, DtypeName, LayerCount, NonNegInt, PosInt, quote, values
 
 PATTERN = {"M": "linear_attention", "*": "full_attention", "-": "mlp", "E": "moe"}
 LEGACY = LEGACY_LAYER_TYPES  # transformers' remap_legacy_layer_types
@@ -63,7 +63,7 @@ class NemotronHAdapter(Adapter):
     ssm_state_size: PosInt = 128
     mamba_num_heads: PosInt = 128
     mamba_head_dim: PosInt = 64
-    mamba_ssm_cache_dtype: str = "float32"
+    mamba_ssm_cache_dtype: DtypeName = "float32"
     n_groups: PosInt = _alias("mamba_n_groups", "n_groups", default=8)
     conv_kernel: PosInt = _alias("mamba_d_conv", "conv_kernel", default=4)
     use_conv_bias: bool = _alias("mamba_conv_bias", "use_conv_bias", default=True)

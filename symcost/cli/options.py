@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..analysis.metrics import METRICS as LAYOUT_METRICS
+from ..core.units import parse_count, parse_decimal
 
 # -- types and ranges: a factory of the flag's name -> argparse type ---------------------------------
 #: size suffixes, binary as context lengths are quoted (128K = 131,072; 1M = 1,048,576)
@@ -127,28 +128,44 @@ def positive(name):
     return parse
 
 
-DECIMAL = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "P": 10**15}
+def decimal_count(name):
+    """A positive whole number with decimal suffixes (``15T`` = 15·10^12, ``2.7M``; ``units.parse_count``)."""
+    def parse(text):
+        try:
+            value = parse_count(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive whole number such as 15T or 2.7M "
+                                             f"(decimal suffixes K, M, B, T = 10^3, 10^6, 10^9, 10^12; at most 10^60), "
+                                             f"got {_shown(text)!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be positive, got {text}")
+        return value
+    return parse
 
 
-def decimal_count(*, integral: bool):
-    """A positive count with decimal suffixes (15T = 15·10^12, 2.7M = 2.7·10^6), read exactly as
-    decimal text (never through a float); ``integral``: the value must be a whole number."""
-    def kind(name):
-        def parse(text):
-            t = text.strip()
-            scale = DECIMAL.get(t[-1:].upper(), 1) if t else 1
-            body = t[:-1] if scale != 1 else t
-            try:
-                value = Fraction(body) * scale
-            except (ValueError, ZeroDivisionError):
-                raise argparse.ArgumentTypeError(f"{name} must be a positive number, decimal suffixes K M B T "
-                                                 f"(15T = 15*10^12), got {_shown(text)!r}") from None
-            if value <= 0 or (integral and value.denominator != 1):
-                raise argparse.ArgumentTypeError(f"{name} must be a positive {'whole ' if integral else ''}number, "
-                                                 f"got {text}")
-            return int(value) if integral else float(value)
-        return parse
-    return kind
+def decimal_real(name):
+    """A positive finite figure with decimal suffixes (``2.7M`` GPU-hours, ``3.8e24`` FLOPs), as a float:
+    a time or a rate, where floats are allowed (``units.parse_decimal`` reads the text exactly)."""
+    def parse(text):
+        try:
+            value = parse_decimal(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive number such as 2.7M or 3.8e24 "
+                                             f"(decimal suffixes K, M, B, T = 10^3, 10^6, 10^9, 10^12; at most 10^60), "
+                                             f"got {_shown(text)!r}") from None
+        if value <= 0 or not math.isfinite(float(value)):
+            raise argparse.ArgumentTypeError(f"{name} must be a positive finite number, got {text}")
+        return float(value)
+    return parse
+
+
+def gpu_name(name):
+    """A GPU's name as the catalogue spells it (non-empty; the command looks it up)."""
+    def parse(text):
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{name} must name a GPU (`symcost gpus` lists them), got an empty string")
+        return text.strip()
+    return parse
 
 
 def layer_counts(name):
@@ -170,15 +187,38 @@ def integer(name):
     return int
 
 
+#: the most GPUs a job or a deployment may name (the largest clusters hold ~10^5): every layout search
+#: and every GPU count answers within a moment up to here
+MAX_GPUS = 2**20
+#: the most GPU counts one ``deploy --gpus MIN-MAX`` range may hold, and its largest end (each count is
+#: a full layout search: 64 counts up to 2^16 answer in about a second of CPU)
+MAX_GPU_RANGE = 64
+MAX_GPU_RANGE_END = 2**16
+
+
 def gpu_counts(text: str) -> list[int]:
-    """``deploy --gpus``: ``N`` or ``MIN-MAX``, positive; [] when the text is neither."""
+    """``deploy --gpus``: ``N`` or ``MIN-MAX``, positive, at most ``MAX_GPUS`` (a range: at most
+    ``MAX_GPU_RANGE`` counts, ending by ``MAX_GPU_RANGE_END``); [] when the text is neither."""
     try:
         if "-" in text:
             lo, hi = (int(x) for x in text.split("-", 1))
-            return list(range(lo, hi + 1)) if 0 < lo <= hi else []
-        return [int(text)] if int(text) > 0 else []
+            ok = 0 < lo <= hi <= MAX_GPU_RANGE_END and hi - lo < MAX_GPU_RANGE
+            return list(range(lo, hi + 1)) if ok else []
+        return [int(text)] if 0 < int(text) <= MAX_GPUS else []
     except ValueError:
         return []
+
+
+def gpu_total(name):
+    """A positive GPU count up to ``MAX_GPUS`` (suffixes K, M = 2^10, 2^20)."""
+    base = positive(name)
+
+    def parse(text):
+        value = base(text)
+        if value > MAX_GPUS:
+            raise argparse.ArgumentTypeError(f"{name} must be at most {MAX_GPUS:,} GPUs, got {value:,}")
+        return value
+    return parse
 
 
 # -- the row -----------------------------------------------------------------------------------
@@ -321,7 +361,7 @@ IMPL = Option(("--impl",), "conventions", "chunked scans: minimal counts what th
 CONVENTIONS = (ATTENTION, LOGITS, MLA, IMPL)
 
 # serve: the engine, its memory accounting, the GPU
-GPU = Option(("--gpu",), "serve", "GPU from the catalogue (`symcost gpus` lists them)", example="H100")
+GPU = Option(("--gpu",), "serve", "GPU from the catalogue (`symcost gpus` lists them)", kind=gpu_name, example="H100")
 SERVE_GPU = GPU.but(help="GPU from the catalogue (symcost gpus)")
 WEIGHTS_DTYPE = Option(("--weights-dtype",), "serve", "cost every weight in this dtype, no scales (default: the "
                        "checkpoint's quantization_config, scales included)", choices=DTYPES_W, example="fp8")
@@ -348,8 +388,8 @@ COMPUTE_EFF = Option(("--compute-eff",), "serve", "fraction of the dense peak re
                      kind=real(open_low=True, high=1.0), default=1.0, example="0.7")
 BW_EFF = Option(("--bw-eff",), "serve", "fraction of the HBM bandwidth reached",
                 kind=real(open_low=True, high=1.0), default=1.0, example="0.8")
-DEPLOY_GPUS = Option(("--gpus",), "serve", "N, or MIN-MAX for every N in the range (default: the smallest power "
-                     "of two that fits)", example="8-16")
+DEPLOY_GPUS = Option(("--gpus",), "serve", "N, or MIN-MAX for every N in the range (N at most 2^20; a range at most "
+                     "64 counts, up to 2^16; default: the smallest power of two that fits)", example="8-16")
 TOP = Option(("--top",), "serve", "print only the best N layouts, N >= 1 (default: all)", kind=positive,
              example="5")
 IDEAL = Option(("--ideal",), "serve", "the pure roofline bound: every kernel at the dense peak and the full HBM "
@@ -472,7 +512,7 @@ SEARCH = Option(("--search",), "train", "sweep every valid setup on --gpus GPUs 
                 "--virtual-stages 1, --hsdp-shard none, --offload none pin them off); --capacity-factor is "
                 "costed in every candidate, not swept; --micro-batch and --dp/--tp/--pp/--ep/--cp are ignored",
                 action="store_true")
-GPUS = Option(("--gpus",), "train", "GPUs in the job", kind=positive, example="64")
+GPUS = Option(("--gpus",), "train", "GPUs in the job (at most 2^20)", kind=gpu_total, example="64")
 ACTIVATIONS = Option(("--activations",), "train", "engine: each component's saved tensors; korthikanti: the 2022 "
                      "dense-GPT closed form", choices=("engine", "korthikanti"), default="engine",
                      example="korthikanti")
@@ -539,12 +579,13 @@ CAPACITY_FACTOR = Option(("--capacity-factor",), "train", "MoE expert capacity f
                          "dropless, k*tokens)", kind=ratio, metavar="X", example="5/4")
 PCIE_GBS = Option(("--pcie-gbs",), "train", "host link GB/s per GPU and direction, for --offload (PCIe 5.0 x16)",
                   kind=real(open_low=True), default=63.0, example="32")
-TOKENS = Option(("--tokens",), "train", "training tokens in all (decimal suffixes K, M, B, T: 15T = 15*10^12)",
-                kind=decimal_count(integral=True), example="14.8T")
-GPU_HOURS = Option(("--gpu-hours",), "train", "a published budget: report its MFU (decimal suffixes: 2.788M)",
-                   kind=decimal_count(integral=False), example="2.664M")
-FLOPS = Option(("--flops",), "train", "a published FLOPs figure instead of the engine's", kind=real(open_low=True),
-               example="3.8e24")
+TOKENS = Option(("--tokens",), "train", "training tokens in all; decimal suffixes as budgets are quoted: "
+                "K, M, B, T = 10^3, 10^6, 10^9, 10^12 (15T = 15,000,000,000,000)", kind=decimal_count,
+                example="14.8T")
+GPU_HOURS = Option(("--gpu-hours",), "train", "a published budget in GPU-hours, decimal suffixes (2.7M = "
+                   "2,700,000): report the MFU it implies", kind=decimal_real, example="2.788M")
+FLOPS = Option(("--flops",), "train", "a published FLOPs figure instead of the engine's (3.8e24; decimal "
+               "suffixes; a count, kept exact)", kind=decimal_count, example="3.8e24")
 
 # metric: the symbolic commands (check, export, scale, crossover)
 METRIC = Option(("--metric",), "metric", METRICS_HELP, choices=tuple(METRICS), required=True, example="params")
@@ -582,9 +623,13 @@ T_MIN = Option(("--T-min",), "document", "smallest T on the x axis", kind=positi
                example="1K")
 T_MAX = Option(("--T-max",), "document", "largest T on the x axis", kind=positive, default=2**21, dest="T_max",
                example="1M")
-PLOT_METRIC = Option(("--metric",), "document", "prefill FLOPs / (B*T), FLOPs of one decode step, or cache bytes",
-                     choices=("flops_per_token", "decode_flops", "cache_bytes"), required=True,
+PLOT_METRIC = Option(("--metric",), "document", "the names check/scale/export use: flops with --phase (decode: FLOPs "
+                     "of one decode step; prefill: FLOPs / (B*T) of the prompt) or cache_bytes; flops_per_token and "
+                     "decode_flops are the same curves by their older names",
+                     choices=("flops", "cache_bytes", "flops_per_token", "decode_flops"), required=True,
                      example="cache_bytes")
+#: plot's curves by (metric, phase) in the shared vocabulary
+PLOT_CURVES = {("flops", "decode"): "decode_flops", ("flops", "prefill"): "flops_per_token"}
 
 
 def bind(row: Option, what: str) -> Option:

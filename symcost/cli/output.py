@@ -61,7 +61,8 @@ def table(rows: list[tuple[str, str, int]], total: int, fmt=human_count) -> str:
 # -- warnings ------------------------------------------------------------------------------------
 def warnings(args) -> list[str]:
     """Everything the command line should warn about before a command runs."""
-    return _context_warnings(args) + _field_warnings(args) + _dtype_warnings(args) + _quant_name_warnings(args)
+    return (_source_warnings(args) + _context_warnings(args) + _field_warnings(args) + _dtype_warnings(args)
+            + _quant_name_warnings(args))
 
 
 def _quant_name_warnings(args) -> list[str]:
@@ -77,6 +78,13 @@ def _quant_name_warnings(args) -> list[str]:
     from ..serving.quant import name_says_quantized  # lazy: the serving layer, serving commands only
     w = name_says_quantized(model if "/" in model or model.endswith(".json") else name, raw)
     return [w] if w else []
+
+
+def _source_warnings(args) -> list[str]:
+    """A Hub id that names both a cache entry and a bundled config: which one is used."""
+    models = getattr(args, "model", None)
+    notes = (loader.resolution_note(m) for m in (models if isinstance(models, list) else [models]))
+    return [n for n in notes if n]
 
 
 def _context_warnings(args) -> list[str]:

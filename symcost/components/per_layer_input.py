@@ -30,7 +30,7 @@ import sympy
 from ..core.conventions import Phase
 from ..core.elementwise import COST, act_cost, norm_terms
 from ..core.notation import sym
-from ..core.primitives import Linear, Norm, Param, Saved, saved_norm
+from ..core.primitives import Linear, Norm, Param, Saved
 from ..core.terms import Terms
 from .base import Component
 from .norm import pow_rms_saved

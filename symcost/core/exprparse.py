@@ -44,7 +44,8 @@ from .notation import ENTRIES, by_name
 MAX_LENGTH = 20_000  # characters of input
 MAX_EXPONENT = 64  # |exponent| of any power
 MAX_DIGITS = 1_000  # digits of any number, literal or computed
-MAX_TERMS = 20_000  # bound on the number of terms the expression expands to
+MAX_TERMS = 500  # bound on the number of terms the expression expands to
+MAX_DEGREE = 16  # bound on the total degree (a cost formula is a product of a few dimensions)
 MAX_DEPTH = 200  # nesting of the walked tree
 
 
@@ -164,10 +165,40 @@ def _expanded_terms(e: sympy.Basic) -> int:
     return max((_expanded_terms(a) for a in e.args), default=1)
 
 
+def _degree(e: sympy.Basic) -> int:
+    """An upper bound on the total degree of ``e`` in its symbols, denominators counted as well
+    (``d**2/T`` has degree 3): what ``expand`` and every later comparison must multiply out."""
+    if e.is_Symbol:
+        return 1
+    if e.is_Atom:
+        return 0
+    if e.is_Add:
+        return max(_degree(a) for a in e.args)
+    if e.is_Mul:
+        return sum(_degree(a) for a in e.args)
+    if e.is_Pow and e.exp.is_Rational:
+        return math.ceil(abs(e.exp) * _degree(e.base))
+    return max((_degree(a) for a in e.args), default=0)
+
+
+def bounded(expr: sympy.Expr, what: str = "the expression") -> sympy.Expr:
+    """``expr`` when expanding it is cheap: at most ``MAX_DEGREE`` in total degree and at most
+    ``MAX_TERMS`` terms once expanded (both bounds read off the tree, nothing expanded); else an
+    ``ExprError`` naming the bound, so no command spends more than a moment on a user's input."""
+    deg = _degree(expr)
+    if deg > MAX_DEGREE:
+        raise ExprError(f"{what} has total degree {deg} (at most {MAX_DEGREE}: a cost formula is a product "
+                        "of a few dimensions)")
+    if _expanded_terms(expr) > MAX_TERMS:
+        raise ExprError(f"{what} would expand to more than {MAX_TERMS} terms")
+    return expr
+
+
 def _finish(expr: sympy.Expr, names: _Names) -> sympy.Expr:
     names.check()
     if expr.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
         raise ExprError("division by zero")
+    bounded(expr)
     if _expanded_terms(expr) > MAX_TERMS:
         raise ExprError(f"the expression would expand to more than {MAX_TERMS} terms")
     return expr

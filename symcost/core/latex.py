@@ -18,12 +18,17 @@ a\\_\\&\\%\\$\\#\\{\\}\\textbackslash{}\\textasciitilde{}\\textasciicircum{}b
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Mapping
 
 import sympy
 from sympy.printing.latex import LatexPrinter
 
+# the escaping functions live in core.escape; these names are the ones templates and callers use
+from .escape import md as mdescape
+from .escape import md_code
+from .escape import tex as texescape  # noqa: F401
+from .escape import tex_break as texbreak
+from .escape import tex_code as ttescape
 from .notation import LATEX_NAMES
 
 
@@ -144,11 +149,7 @@ def split_lines(expr, printer_kw: Mapping | None = None, width: int = 64) -> lis
     return lines
 
 
-_TEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
-    "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}",
-    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
-}
+# TeX-special characters: core.escape.TEX_SPECIAL (the escaping functions live in core.escape)
 #: non-ASCII characters the docstrings use, in LaTeX that pdflatex knows without extra packages
 _TEX_UNICODE = {
     "·": r"$\cdot$", "×": r"$\times$", "−": "-", "–": "--", "—": "---", "→": r"$\to$",
@@ -186,44 +187,6 @@ _TEX_COMBINING = {"\u0302": r"\^", "\u0303": r"\~", "\u0304": r"\=", "\u0307": r
                   "\u0301": "\\'", "\u0300": "\\`"}
 
 
-def texescape(value) -> str:
-    """Any string (a config's name, a path, a note) as safe LaTeX text.
-
-    Every TeX special character is escaped, so config text can never become a command
-    (``\\input``, ``\\write18``); characters pdflatex cannot print become ``[U+XXXX]``.
-    """
-    out = []
-    for ch in str(value):
-        if ch in _TEX_COMBINING and out and len(out[-1]) == 1 and out[-1].isalnum():
-            out[-1] = _TEX_COMBINING[ch] + "{" + out[-1] + "}"  # the accent over the letter before
-        elif ch in _TEX_SPECIAL:
-            out.append(_TEX_SPECIAL[ch])
-        elif ch in _TEX_UNICODE:
-            out.append(_TEX_UNICODE[ch])
-        elif ch == "\n":
-            out.append(" ")
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append(" ")
-        elif ord(ch) > 126 and len(nfd := unicodedata.normalize("NFD", ch)) == 2 \
-                and nfd[0].isascii() and nfd[1] in _TEX_COMBINING:  # an accented letter: ä → \"{a}
-            out.append(_TEX_COMBINING[nfd[1]] + "{" + nfd[0] + "}")
-        elif ord(ch) > 126:
-            out.append(f"[U+{ord(ch):04X}]")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def ttescape(value) -> str:
-    """``texescape`` for typewriter text, with line-break points after ``_ . / ,``."""
-    return re.sub(r"(\\_|[./,])", r"\1\\allowbreak{}", texescape(value))
-
-
-def texbreak(value) -> str:
-    """``texescape`` with line-break points after ``_ · / ,`` (for narrow table columns)."""
-    return re.sub(r"(\\_|\$\\cdot\$|[/,])", r"\1\\allowbreak{}", texescape(value))
-
-
 def rst_to_tex(text: str) -> str:
     """A docstring paragraph (``literal`` spans, plain text) as LaTeX text, escaped."""
     parts = re.split(r"``(.+?)``", text)
@@ -231,15 +194,7 @@ def rst_to_tex(text: str) -> str:
                    for i, p in enumerate(parts))
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|$~])")
-
-
-def mdescape(value) -> str:
-    """Any string as inert Markdown text (no links, HTML, emphasis, math, table breaks)."""
-    return _MD_SPECIAL.sub(r"\\\1", str(value).replace("\n", " "))
-
-
 def rst_to_md(text: str) -> str:
     parts = re.split(r"``(.+?)``", text)
-    return "".join("`" + p.replace("`", "'") + "`" if i % 2 else mdescape(p)
+    return "".join(md_code(p) if i % 2 else mdescape(p)
                    for i, p in enumerate(parts))

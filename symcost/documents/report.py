@@ -30,6 +30,7 @@ from ..components.base import Component
 from ..core import conventions
 from ..core.conventions import Phase
 from ..core.errors import SymcostError
+from ..core.escape import md_code
 from ..core.latex import (
     group_digits,
     latex,
@@ -64,7 +65,8 @@ def environment() -> jinja2.Environment:
         line_statement_prefix="%%", line_comment_prefix="%#",
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
         autoescape=False, undefined=jinja2.StrictUndefined)
-    env.filters.update(texescape=texescape, ttescape=ttescape, texbreak=texbreak, mdescape=mdescape, digits=group_digits,
+    env.filters.update(texescape=texescape, ttescape=ttescape, texbreak=texbreak, mdescape=mdescape, mdcode=md_code,
+                       digits=group_digits,
                        commas=lambda n: f"{int(n):,}",
                        shapebreak=shapebreak,
                        code_tex=lambda t: re.sub(r"`(.+?)`", lambda m: r"\texttt{" + ttescape(m.group(1)) + "}", t))

@@ -16,6 +16,7 @@ import sympy
 
 from ..components.base import Component
 from ..core.conventions import Phase
+from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.terms import Terms, exact
 from ..core.units import dtype_bytes
@@ -64,6 +65,39 @@ def kind_order(per_layer: Sequence[Hashable], groups: Sequence[LayerGroup]) -> t
     if len(kinds) != len(groups):
         raise ValueError(f"{len(kinds)} layer kinds for {len(groups)} groups")
     return layer_order(per_layer, dict(zip(kinds, (g.name for g in groups))))
+
+
+def as_phase(ph, inputs: dict) -> tuple[Phase, dict]:
+    """(the ``Phase``, the remaining inputs) for a Phase or a kind string plus convention keywords."""
+    inputs = dict(inputs)
+    conv = {k: inputs.pop(k) for k in list(inputs) if k in Phase.model_fields}
+    if isinstance(ph, Phase):
+        return (ph.model_copy(update=conv) if conv else ph), inputs
+    if not isinstance(ph, str):
+        raise SymcostError(f"phase: expected a Phase or 'prefill' / 'decode', got {type(ph).__name__}")
+    try:
+        return Phase(kind=ph.strip().lower(), **conv), inputs
+    except ValueError as e:  # pydantic's ValidationError: name the field and the choices
+        err = e.errors()[0] if hasattr(e, "errors") else {"loc": ("kind",), "msg": str(e)}
+        raise SymcostError(f"phase {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+
+
+def bind_inputs(terms: Terms, inputs: Mapping) -> Terms:
+    """``terms`` with user inputs (``T=4096, B=8``, by notation name, whole numbers) added to its
+    bound values; unknown names and non-integers are refused with the name."""
+    if not inputs:
+        return terms
+    bound = dict(terms.bound)
+    for name, v in inputs.items():
+        s = getattr(sym, name, None)
+        if not isinstance(s, sympy.Symbol):
+            raise SymcostError(f"input {name!r}: not a notation symbol (T, B, ... : symcost.sym)")
+        if isinstance(v, bool) or not isinstance(v, (int, sympy.Integer)) or int(v) < 0:
+            raise SymcostError(f"input {name}: expected a whole number >= 0, got {v!r}")
+        bound[s] = sympy.Integer(int(v))
+    out = terms.copy()
+    out.bound = bound
+    return out
 
 
 @dataclass
@@ -193,18 +227,24 @@ class Model:
     def buffers(self) -> Terms:
         return self._collect(lambda c: c.buffers())
 
-    def flops(self, ph: Phase) -> Terms:
-        """Forward matmul FLOPs of one pass (``conventions``), batch ``B``."""
-        return self._collect(lambda c: c.flops(ph))
+    def flops(self, ph: Phase | str = "prefill", /, **inputs) -> Terms:
+        """Forward matmul FLOPs of one pass (``conventions``), batch ``B``.
+
+        ``ph`` is a ``Phase`` or its kind as people type it (``"decode"``); the Phase's conventions
+        may follow as keywords (``attention="causal"``) and inputs by notation name are bound into
+        the tree (``m.flops("decode", T=4096).total_at()``)."""
+        ph, inputs = as_phase(ph, inputs)
+        return bind_inputs(self._collect(lambda c: c.flops(ph)), inputs)
 
     def elementwise(self, ph: Phase) -> Terms:
         """Elementwise FLOPs (norms, activations, softmax, RoPE, residuals; ``symcost.core.elementwise``):
         a separate, optional group, never part of ``flops``."""
         return self._collect(lambda c: c.elementwise(ph))
 
-    def cache(self) -> Terms:
-        """Cache elements held after ``T`` tokens for batch ``B`` (KV, conv and SSM state)."""
-        return self._collect(lambda c: c.cache())
+    def cache(self, **inputs) -> Terms:
+        """Cache elements held after ``T`` tokens for batch ``B`` (KV, conv and SSM state); inputs by
+        notation name are bound into the tree (``m.cache(T=4096, B=8).total_at()``)."""
+        return bind_inputs(self._collect(lambda c: c.cache()), inputs)
 
     def cache_bytes(self, kv_dtype: str = "bf16") -> Terms:
         """Cache bytes: every KV leaf × ``b_kv``, every leaf kept in its own dtype (``state_dtype``,

@@ -114,12 +114,13 @@ def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dt
 
 
 def numpy():
-    """NumPy, which vectorised layout searches need (an optional dependency: ``symcost[plan]``)."""
+    """NumPy, which vectorised layout searches need (a core dependency, imported only here: the
+    commands that do not sweep never load it)."""
     try:
-        import numpy  # lazy: optional (symcost[plan]); only layout searches need it
+        import numpy  # lazy: only layout searches need it
     except ImportError:
         raise SymcostError("searching layouts evaluates them with NumPy, which is not installed: "
-                           "pip install 'symcost[plan]'") from None
+                           "pip install numpy (a dependency of symcost)") from None
     return numpy
 
 

@@ -32,6 +32,7 @@ import sympy
 from ..core.conventions import Phase
 from ..core.notation import sym
 from ..core.numeric import compile_exprs  # noqa: F401 (the serving layer's compiler)
+from ..core.powers import RatioPow
 from ..core.primitives import Linear, Param
 from ..core.terms import Terms, exact, relax_steps
 from ..core.units import dtype_bytes
@@ -401,7 +402,7 @@ def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla
     nonrouted = w.total - routed
     moe_layers, k, E, d = _moe_info(model)
     rows = B if phase == "decode" else B * T
-    touched = 1 - (1 - sympy.Rational(k, E)) ** (rows * 1) if E else sympy.Integer(1)
+    touched = 1 - RatioPow(1 - sympy.Rational(k, E), rows) if E else sympy.Integer(1)  # exact while cheap
     kvb = sympy.expand(cache_bytes(model, kv_dtype).xreplace(vals))  # B·T-dependent, whole model
     share = sympy.Integer(1)
     for c in model.components():  # rank share of the KV (the first cached component decides)

@@ -28,8 +28,8 @@ from ..core.notation import sym
 from ..core.primitives import Linear
 from ..core.terms import Terms, exact
 from ..core.units import dtype_bytes
-from ..model.parallel import Layout
 from ..hardware.gpus import GPU
+from ..model.parallel import Layout
 
 
 def _rational(f: Fraction) -> sympy.Rational:

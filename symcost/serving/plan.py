@@ -37,10 +37,10 @@ from fractions import Fraction
 import sympy
 
 from ..core.errors import SymcostError
-from ..core.terms import exact
 from ..core.notation import sym
-from ..model.parallel import Layout
+from ..core.terms import exact
 from ..hardware.gpus import GPU
+from ..model.parallel import Layout
 from .formulas import ServeFormulas, activation_per_gpu, layout_values, serve_formulas, weights_per_gpu
 from .memory import cache_bytes_total
 from .profile import DEFAULT_VLLM, Engine, Profile, kv_cell_bytes, profile, version_tuple

@@ -28,7 +28,17 @@ from ..core.terms import Terms, exact
 from ..hardware.calibration import efficiency
 from ..hardware.links import Links
 from ..model.parallel import text_tp_blocks
-from .formulas import ACT_BYTES, Roofline, _moe_info, _paths, compile_exprs, gpu_values, roofline_formulas, step_max, weights_per_gpu
+from .formulas import (
+    ACT_BYTES,
+    Roofline,
+    _moe_info,
+    _paths,
+    compile_exprs,
+    gpu_values,
+    roofline_formulas,
+    step_max,
+    weights_per_gpu,
+)
 from .formulas import compute_dtype as pick_compute_dtype
 from .plan import Plan, ServeSetup, plan
 
@@ -482,8 +492,9 @@ def calibration_arrays(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16
     """``calibration_values`` over arrays of regimes (one per layout or batch): the same rows, looked up as
     step functions (``calibration.efficiency_array``)."""
     import numpy as np  # lazy: only the vectorised layout search passes arrays (numpy is optional)
-    from ..hardware.calibration import efficiency_array
+
     from ..core.errors import SymcostError
+    from ..hardware.calibration import efficiency_array
     v = {}
     op, cd, _, _ = dtypes["gemm"]
     try:

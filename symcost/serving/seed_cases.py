@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..architectures import loader
 from ..core.units import human_bytes
-from .deploy import layouts
 from ..hardware.gpus import gpu
+from .deploy import layouts
 from .plan import ServeSetup, plan
 
 CASES = ("nemotron-3-ultra-550b-a55b", "minimax-m3")

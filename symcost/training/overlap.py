@@ -40,7 +40,6 @@ from __future__ import annotations
 from ..core.errors import SymcostError
 from .framework import FRAMEWORKS
 
-
 #: dimensions each framework overlaps by default (beyond dp/cp/pp, which follow their rules)
 DEFAULT_HIDE = {
     "megatron": {"tp": True, "ep": False},

@@ -6,6 +6,7 @@ Moved down from the command line (``symcost train``, ``comm``, ``budget``); the 
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from ..hardware.links import Links
@@ -38,7 +39,7 @@ def step(tm, cm: dict, setup, *, gpu, links: Links, mfu: float, overlap: float =
 
 
 def budget(model, *, gpu, tokens: int, gpus: int, seq: int = 4096, mfu: float | None = None,
-           gpu_hours: float | None = None, flops: float | None = None, global_batch: int | None = None,
+           gpu_hours: float | None = None, flops: int | None = None, global_batch: int | None = None,
            peak_dtype: str = "bf16", convention: str = "exact") -> dict:
     """Wall time, tokens/s and GPU-hours to train ``tokens`` tokens on ``gpus`` × ``gpu``
     (``steptime.budget``): the FLOPs are ``flops`` if given, else the exact training FLOPs per token at
@@ -57,16 +58,17 @@ def budget(model, *, gpu, tokens: int, gpus: int, seq: int = 4096, mfu: float | 
         per_seq = Fraction(int(per_seq.p), int(per_seq.q))
     else:
         raise SymcostError(f"--flops-convention: unknown {convention!r} (exact, 6nd, torchtitan, megatron)")
-    total = flops if flops is not None else float(Fraction(per_seq, seq) * tokens)
+    # a count, kept exact: tokens/seq sequences (to the nearest FLOP when tokens is no multiple of seq)
+    total = flops if flops is not None else round(Fraction(per_seq, seq) * tokens)
     if peak_dtype == "fp8" and "fp8" not in gpu.peak_tflops:
         raise SymcostError(f"--peak-dtype fp8: {gpu.name} has no FP8 tensor cores")
     peak = float(gpu.peak(peak_dtype)[0])
     r = budget_at(total, gpus=gpus, peak_flops=peak, mfu=mfu, gpu_hours=gpu_hours, tokens=tokens)
     out = {"step_time_s": None, **r, "peak_dtype": peak_dtype, "flops_convention": convention}
     if global_batch:
-        steps = tokens / (global_batch * seq)
-        out["step_time_s"] = r["wall_time_s"] / steps
-        out["steps"] = steps
+        steps = Fraction(tokens, global_batch * seq)
+        out["step_time_s"] = r["wall_time_s"] / float(steps)
+        out["steps"] = math.ceil(steps)  # a count: the optimizer steps that cover the tokens
     return out
 
 

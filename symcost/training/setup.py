@@ -29,9 +29,9 @@ from fractions import Fraction
 from ..components.moe import MoE
 from ..core.conventions import Backward
 from ..core.errors import SymcostError
+from ..core.notation import sym
 from .framework import RESHARD
 from .framework import framework as framework_record
-from ..core.notation import sym
 from .plan import Plan
 from .recompute import Recompute
 from .states import States

@@ -27,6 +27,7 @@ from __future__ import annotations
 import sympy
 
 from ..core.errors import SymcostError
+from ..core.escape import tex_math_text
 from ..core.notation import sym
 from ..core.terms import Terms
 from ..core.units import human_bytes
@@ -183,11 +184,11 @@ def activation_form(model, setup: TrainSetup, stage: int, counts) -> tuple[sympy
         a = sympy.Integer(0)
         for grp in model.groups:
             if grp.name in ch["layers"] and grp.name in tree and ch["layers"][grp.name]:
-                tag = grp.name.replace("_", r"\_")
+                tag = tex_math_text(grp.name)  # a spec's group name: text, never markup
                 n = page_symbol(f"n_{grp.name}_{j}" if virtual > 1 else f"n_{grp.name}",
-                                rf"n_{{\mathrm{{{tag}}}" + (f",{j}" if virtual > 1 else "") + "}",
+                                rf"n_{{{tag}" + (f",{j}" if virtual > 1 else "") + "}",
                                 f"layers of group {grp.name} on the stage" + (f" (chunk {j})" if virtual > 1 else ""))
-                A = page_symbol(f"A_{grp.name}", rf"A_{{\mathrm{{{tag}}}}}",
+                A = page_symbol(f"A_{grp.name}", rf"A_{{{tag}}}",
                                 f"bytes one layer of group {grp.name} saves for backward, one micro-batch")
                 values[n] = ch["layers"][grp.name]
                 parts[A] = sympy.factor_terms(sympy.expand(tree[grp.name].total / grp.count))
@@ -198,8 +199,8 @@ def activation_form(model, setup: TrainSetup, stage: int, counts) -> tuple[sympy
         if gid == n_chunks - 1:
             ends += [c.key for c in model.post if c.key in tree]
         for key in ends:
-            tag = key.replace("_", r"\_")
-            A = page_symbol(f"A_{key}", rf"A_{{\mathrm{{{tag}}}}}", f"bytes {key} saves for backward, one micro-batch")
+            tag = tex_math_text(key)
+            A = page_symbol(f"A_{key}", rf"A_{{{tag}}}", f"bytes {key} saves for backward, one micro-batch")
             parts[A] = sympy.factor_terms(sympy.expand(tree[key].total))
             a += A
         c = (page_symbol(f"c_{j}", rf"c_{{{j}}}", f"micro-batches of chunk {j} in flight at the stage's peak")

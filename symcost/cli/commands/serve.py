@@ -5,15 +5,15 @@ from ...core.conventions import Phase
 from ...core.errors import SymcostError
 from ...core.notation import sym
 from ...core.units import human_bytes
-from ...serving.deploy import NOTE as DEPLOY_NOTE
-from ...serving.deploy import Workload, deploy
 from ...hardware.gpus import CATALOGUE, custom
 from ...hardware.gpus import gpu as find_gpu
+from ...serving.deploy import NOTE as DEPLOY_NOTE
+from ...serving.deploy import Workload, deploy
 from ...serving.plan import NOTE as SERVE_NOTE
 from ...serving.plan import Layout, ServeSetup, memory
 from ...serving.profile import default_fraction
+from ...serving.roofline import MAX_BATCH, draft_modules, roofline
 from ...serving.roofline import NOTE as ROOF_NOTE
-from ...serving.roofline import draft_modules, roofline
 from .. import options as o
 from .common import check_positions, read_model
 
@@ -109,7 +109,8 @@ def cmd_memory(args, out):
                      f"KV available {human_bytes(max(p.kv_available_rank, 0))} per GPU -> "
                      f"{kv.tokens:,} tokens (block {kv.block_size}), max concurrency at T={args.T}: "
                      f"{kv.max_concurrency:.2f}x; fits B={args.batch}: {payload['fits']}; "
-                     f"GPUs needed (TP, powers of two): {r.gpus_needed}")
+                     f"GPUs needed (TP, powers of two): "
+                     f"{r.gpus_needed if r.gpus_needed is not None else 'none up to TP=64 holds it'}")
     lines += [f"  note: {n}" for n in p.notes + kv.notes]
     lines.append(f"  ({SERVE_NOTE}; MLA form {args.mla}: FLOPs only, bytes unchanged)")
     out.emit(payload, "\n".join(lines))
@@ -143,7 +144,8 @@ def cmd_deploy(args, out):
     setup = _setup(args, m, layout=False)
     counts = o.gpu_counts(args.gpus) if args.gpus else None
     if args.gpus and not counts:
-        raise SymcostError(f"--gpus: expected N or MIN-MAX (positive integers), got {args.gpus!r}")
+        raise SymcostError(f"--gpus: expected N or MIN-MAX (positive integers; N at most {o.MAX_GPUS:,}, a range "
+                           f"at most {o.MAX_GPU_RANGE} counts up to {o.MAX_GPU_RANGE_END:,}), got {args.gpus!r}")
     pins = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep}
     if counts is None and all(pins[k] is not None for k in ("tp", "pp", "dp")):
         counts = [args.tp * args.pp * args.dp]
@@ -270,6 +272,13 @@ def _roofline_payload(m, args, s) -> dict:
                               for k, v in s.calibrated.dtypes.items()}}
 
 
+def _turns(batch: int | None) -> str:
+    """Where decode turns compute-bound, in words (the bisection's None: never, up to its limit)."""
+    if batch is None:
+        return f"never turns compute-bound (memory-bound at every batch up to {MAX_BATCH:,})"
+    return f"turns compute-bound at B={batch}"
+
+
 def cmd_roofline(args, out):
     m, raw = read_model(args.model)
     check_positions(m, args.T + (1 if args.phase == "decode" else 0))
@@ -284,8 +293,7 @@ def cmd_roofline(args, out):
             f"  {s.bound}-bound: compute {s.compute_time * 1e3:.3f} ms, memory {s.memory_time * 1e3:.3f} ms, "
             f"communication {s.comm_time * 1e3:.3f} ms -> step {s.time * 1e3:.3f} ms\n"
             f"  TTFT (one prompt of T) {s.ttft * 1e3:.1f} ms   TPOT at B={args.batch} {s.tpot * 1e3:.2f} ms   "
-            f"{payload['tokens_per_s_per_gpu']:.0f} tokens/s per GPU   decode turns compute-bound at "
-            f"B={s.compute_bound_batch}\n"
+            f"{payload['tokens_per_s_per_gpu']:.0f} tokens/s per GPU   decode {_turns(s.compute_bound_batch)}\n"
             f"  fits at B={args.batch}: {payload['fits']} (KV {p.kv.tokens:,} tokens per GPU)\n"
             f"  latency model ({'ideal bound' if args.ideal else 'calibrated'}), one stage of the {args.phase} step:\n"
             + "".join(f"    {k:<28} {v * 1e3:>10.3f} ms\n" for k, v in c.terms.items())

@@ -8,6 +8,7 @@ import sympy
 from ...analysis.metrics import LAYOUT, Options, metric_terms, wrt_symbol
 from ...analysis.symbolic import compare, crossover, derivative, ratio, scale_summary
 from ...architectures import loader
+from ...core.deadline import DeadlineExceeded, deadline
 from ...core.errors import SymcostError
 from ...core.exprparse import parse, parse_map, to_text
 from ...core.notation import sym
@@ -61,6 +62,11 @@ def _check_text(m, args, result) -> str:
     if not result["equal"]:
         lines.append(f"  difference (engine - yours): {result['difference']}"
                      + (f" = {result['difference_value']:,}" if result["difference_value"] is not None else ""))
+        given = [f"--{f.replace('_', '-')} {getattr(args, f)}" for f in ("gpu", "tp", "pp", "dp", "ep", "cp")
+                 if getattr(args, f, None) is not None]
+        if given and result["difference_for_config"] != result["difference"]:
+            lines.append(f"  with the config's values and {' '.join(given)}: {result['difference_for_config']}"
+                         + (f" = {result['difference_value']:,}" if result["difference_value"] is not None else ""))
         if result["explained_by"] and not result["diagnosis"]:
             lines.append(f"  explained by: {', '.join(result['explained_by'])}")
         wrong = [r for r in result["components"] if not r["equal"]]
@@ -122,6 +128,21 @@ def _wrt(m, args):
     return var
 
 
+#: CPU seconds scale's symbolic analysis may take before it refuses (core.deadline)
+SCALE_CPU_S = 1.3
+
+
+def _regime_lines(label: str, e) -> list[str]:
+    """``label: e``, a Piecewise as one line per regime (``when <condition>: <expression>``)."""
+    if not isinstance(e, sympy.Piecewise):
+        return [f"  {label}: {to_text(e)}"]
+    out = [f"  {label}:"]
+    for piece, cond in e.args:
+        when = "otherwise" if cond == sympy.true else f"when {to_text(cond)}"
+        out.append(f"      {when}: {to_text(piece)}")
+    return out
+
+
 def cmd_scale(args, out):
     m = loader.build(args.model)
     var = _wrt(m, args)
@@ -129,11 +150,24 @@ def cmd_scale(args, out):
     values = {k: v for k, v in {**terms.bound, **m.values}.items() if k is not var}
     if args.batch is not None:
         values[sym.B] = sympy.Integer(args.batch)
-    summary = scale_summary(terms, var, values=values)
-    symbolic = to_text(derivative(terms.total, var))
-    lines = [f"{m.name}: how {args.metric} grows with {var}",
-             f"  d/d{var}: {symbolic} = {summary['derivative']}",
-             f"  leading term: {summary['leading_term']}   degree: {summary['degree']}   {summary['big_o']}"]
+    try:
+        with deadline(SCALE_CPU_S):
+            summary = scale_summary(terms, var, values=values)
+            d_sym = derivative(terms.total, var)
+    except DeadlineExceeded:
+        raise SymcostError(f"scale: the regimes of {args.metric} in {var} (nested min/max and steps) did not "
+                           f"resolve within {SCALE_CPU_S:g} s of CPU; give more of the layout as options "
+                           "(--tp/--pp/--dp/--ep, --gpu) or take another --wrt") from None
+    symbolic = to_text(d_sym)
+    degree = summary["degree"] if summary["degree"] is not None else f"not a polynomial in {var}"
+    lines = [f"{m.name}: how {args.metric} grows with {var}"]
+    if isinstance(d_sym, sympy.Piecewise):  # one regime a line (the substituted one again, as an expression)
+        d_val = sympy.Piecewise(*[(sympy.factor_terms(sympy.expand(e.xreplace(values))), c.xreplace(values))
+                                  for e, c in d_sym.args])  # values hold no var: substituting after is the same
+        lines += _regime_lines(f"d/d{var}", d_sym) + _regime_lines("  = at this config's values", d_val)
+    else:
+        lines.append(f"  d/d{var}: {symbolic} = {summary['derivative']}")
+    lines += [f"  leading term: {summary['leading_term']}   degree: {degree}   {summary['big_o']}"]
     lines += [f"  when {r['when']}: {r['expr']}  ({r['big_o']})" for r in summary["regimes"]]
     out.emit({"model": m.name, "metric": args.metric, **summary, "derivative_symbolic": symbolic},
              "\n".join(lines))
@@ -169,12 +203,33 @@ def _select(m, terms, what: str, args):
     flat = terms.flatten()
     total = sympy.Integer(0)
     for part in what.split("+"):
-        hit = [e for p, e in flat.items() if _under(p, part.rstrip("/"))]
+        part = part.strip().rstrip("/")
+        hit = [e for p, e in flat.items() if _under(p, part)]
+        if not hit:  # a name inside every group (``mlp``: each group's .../mlp), summed, and listed
+            roots = _inner_matches(flat, part)
+            hit = [e for p, e in flat.items() if any(_under(p, r) for r in roots)]
+            if hit:
+                args.matched = {**getattr(args, "matched", {}), part: roots}
         if not hit:
             raise SymcostError(f"--a/--b: no term {part!r} in {args.metric} "
                                f"(terms: {', '.join(terms.depth(2))})")
         total += sympy.Add(*hit)
     return total
+
+
+def _inner_matches(flat: dict, part: str) -> list[str]:
+    """The subtree paths whose tail is ``part`` (``mlp`` → ``dense_layers/mlp``, ``moe_layers/mlp``)."""
+    want = [w for w in part.split("/") if w]
+    out = []
+    for p in flat:
+        keys = p.split("/")
+        for i in range(1, len(keys) - len(want) + 1):
+            if keys[i:i + len(want)] == want:
+                root = "/".join(keys[:i + len(want)])
+                if root not in out:
+                    out.append(root)
+                break
+    return out
 
 
 def _sides(m, args):
@@ -204,10 +259,16 @@ def cmd_crossover(args, out):
                "at": to_text(cross["at"]) if cross["at"] is not None else None,
                "at_float": cross["at_float"], "first_integer": cross["first_integer"],
                "never": cross["never"], "always": cross["always"], "where": cross["set"],
-               "ratio": to_text(rat["ratio"]), "ratio_limit": to_text(rat["limit"])}
+               "ratio": to_text(rat["ratio"]),
+               "ratio_limit": to_text(rat["limit"]) if rat["limit"] is not None else None}
     when = ("never" if cross["never"] else "for every T" if cross["always"]
             else f"from T = {cross['first_integer']:,}" if cross["first_integer"] else "undecided")
+    matched = getattr(args, "matched", {})
+    if matched:
+        payload["matched"] = matched
     text = (f"{m.name}: {args.metric}: {args.a} >= {label_b} {when}"
             + (f" (exact root {payload['at']})" if payload["at"] else "")
-            + f"\n  ratio {args.a} / {label_b} = {payload['ratio']}  (T -> infinity: {payload['ratio_limit']})")
+            + f"\n  ratio {args.a} / {label_b} = {payload['ratio']}  (T -> infinity: "
+            + (f"{payload['ratio_limit']})" if rat["limit"] is not None else "no limit found)")
+            + "".join(f"\n  {name} = {' + '.join(roots)} (the sum of every group's)" for name, roots in matched.items()))
     out.emit(payload, text)
