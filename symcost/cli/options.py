@@ -523,8 +523,9 @@ SCAN = Option(("--scan",), "train", "what Mamba/DeltaNet/short-conv layers save:
 MFU = Option(("--mfu",), "train", "override: compute at this model FLOPs utilisation of the BF16 peak (with "
              "--overlap; default: each kernel class at its measured efficiency, the framework's overlap)",
              kind=real(open_low=True, high=1.0), example="0.5")
-OVERLAP = Option(("--overlap",), "train", "with --mfu: share of communication hidden (default 0; without --mfu "
-                 "each framework's overlap is computed, --hide overrides a dimension)", kind=real(high=1.0),
+OVERLAP = Option(("--overlap",), "train", "one share of every collective's time hidden behind compute, in place of "
+                 "the framework's per-dimension overlap (default: with --mfu 0, without it the framework's rules; "
+                 "--hide overrides one dimension; not with --search unless --mfu is given)", kind=real(high=1.0),
                  example="0.5")
 PEAK_DTYPE = Option(("--peak-dtype",), "train", "the dense peak the budget's MFU is of: bf16, or fp8 (FP8 "
                     "training's GEMM peak) (default bf16)", choices=("bf16", "fp8"), default="bf16", example="fp8")

@@ -73,7 +73,7 @@ def budget(model, *, gpu, tokens: int, gpus: int, seq: int = 4096, mfu: float | 
 
 
 def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str | None = None, precision: str = "bf16", hide: dict | None = None,
-                fp8_all_gather: bool = False) -> dict:
+                fp8_all_gather: bool = False, overlap: float | None = None) -> dict:
     """The step time of ``setup`` from the hardware (no MFU): every pipeline rank's kernels by class
     (``compute``), the optimizer step, the overlap of the setup's ``--framework`` (``overlap``) and the schedule's bubble
     (``steptime.kernel_step``); ``fp8_all_gather``: ZeRO-3 gathers the weights in FP8
@@ -115,6 +115,6 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
         comm_s["dp"] *= compute.fp8_all_gather_share(setup, precision)
     out = step_at(ranks, comm_s, setup, framework=setup.states.framework, schedule=schedule, hide=hide,
                   model_flops_per_gpu=float(model_flops), hardware_flops_per_gpu=tm.flops_per_step / world,
-                  peak_bf16=gpu.bf16_tflops * 1e12, grad_share=bg / (bg + bw))
+                  peak_bf16=gpu.bf16_tflops * 1e12, grad_share=bg / (bg + bw), overlap=overlap)
     out["precision"] = precision
     return out

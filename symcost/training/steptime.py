@@ -94,7 +94,7 @@ def comm_seconds(cm: dict, setup, links: Links) -> dict:
 
 def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "megatron", schedule: str = "1f1b",
                 hide: dict | None = None, model_flops_per_gpu: float, hardware_flops_per_gpu: float,
-                peak_bf16: float, grad_share: float = 0.5) -> dict:
+                peak_bf16: float, grad_share: float = 0.5, overlap: float | None = None) -> dict:
     """One step's time with no MFU given: each pipeline rank's per-micro-batch kernel times
     (``ranks``: ``compute.class_times`` answers with ``t_opt`` and ``layers`` added), the framework's
     overlap (``overlap.exposed``) and the schedule's bubble (``schedule.bubble_seconds``):
@@ -103,7 +103,8 @@ def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "meg
         t_step = max_rank t_rank + bubble(F, B, W of the slowest rank) + Σ_dim exposed_dim
 
     Implied MFU = model FLOPs per GPU / (t_step · P_bf16), HFU the same with the FLOPs the
-    hardware runs (recomputation included), both against the dense BF16 peak."""
+    hardware runs (recomputation included), both against the dense BF16 peak. ``overlap``: one hidden
+    share for every collective (``--overlap``) in place of the framework's rules."""
     from .overlap import exposed as exposed_comm
     from .schedule import bubble_seconds
     p = setup.plan
@@ -117,6 +118,9 @@ def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "meg
     ex = exposed_comm(framework, comm_s, t_F=r["t_F"], t_B=r["t_B"], t_gemm=t_gemm, t_attn=t_attn, m=m,
                       zero=p.zero, layers=max(r["layers"], 1), virtual=setup.virtual, schedule=schedule,
                       grad_share=grad_share, hide=hide)
+    if overlap is not None:  # the user's single share replaces the per-dimension rules
+        ex = {k: {"time_s": d["time_s"], "exposed_s": (1 - overlap) * d["time_s"], "hidden_s": overlap * d["time_s"],
+                  "rule": f"--overlap {overlap:g}"} for k, d in ex.items()}
     exposed_total = sum(d["exposed_s"] for d in ex.values())
     total = per_rank[slow] + bub + exposed_total
     classes = {c: m * (r["forward"][c] + r["backward"][c]) for c in r["forward"]}
@@ -130,7 +134,7 @@ def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "meg
             "bubble_s": bub, "bubble": bub / total if total else 0.0, "slowest_rank": slow,
             "mfu_implied": model_flops_per_gpu / (total * peak_bf16),
             "hfu_implied": hardware_flops_per_gpu / (total * peak_bf16),
-            "mfu": None, "overlap": None, "framework": framework or "megatron (no --framework)", "schedule": schedule,
+            "mfu": None, "overlap": overlap, "framework": framework or "megatron (no --framework)", "schedule": schedule,
             "efficiency": r["eta"], "gemm_peak_dtype": r["gemm_dtype"], "notes": r["notes"],
             "convention": "MFU/HFU against the dense BF16 peak; model FLOPs = 3 x forward (causal), "
                           "hardware FLOPs add recomputation"}

@@ -93,12 +93,9 @@ def _step(m, args, g, tm, cm, setup: TrainSetup) -> dict:
     (``run.kernel_step``); with --mfu: compute at that MFU, --overlap hidden (``run.step``)."""
     if args.mfu is None:
         from ...training.overlap import parse_hide
-        if args.overlap is not None:
-            raise SymcostError("--overlap (one hidden share for every collective) applies with --mfu; without it "
-                               "each framework's overlap is computed per dimension (override one with --hide DIM=on|off)")
         return run.kernel_step(m, tm, cm, setup, gpu=g, links=_links(args, g), schedule=args.schedule,
                                precision=args.precision, hide=parse_hide(args.hide),
-                               fp8_all_gather=args.fp8_all_gather)
+                               fp8_all_gather=args.fp8_all_gather, overlap=args.overlap)
     if args.schedule not in (None, "1f1b", "interleaved") or args.hide or args.precision != "bf16" \
             or args.fp8_all_gather:
         raise SymcostError("--schedule zb-h1/dualpipe, --hide, --precision and --fp8-all-gather shape the computed "
@@ -262,8 +259,9 @@ def _step_line(step: dict, g, args) -> str:
                 f"{step['step_time_s']:.3f} s "
                 f"(bubble {step['bubble']:.1%})")
     exposed = sum(step["exposed_comm_s"].values())
-    return (f"  step time on {g.name} ({step['precision']} GEMMs, kernels at measured efficiency, {step['framework']} "
-            f"overlap, {step['schedule']}): {step['step_time_s']:.3f} s = compute {step['compute_s']:.3f} + bubble "
+    hidden = f"{step['framework']} overlap" if step["overlap"] is None else f"--overlap {step['overlap']:g}"
+    return (f"  step time on {g.name} ({step['precision']} GEMMs, kernels at measured efficiency, {hidden}, "
+            f"{step['schedule']}): {step['step_time_s']:.3f} s = compute {step['compute_s']:.3f} + bubble "
             f"{step['bubble_s']:.3f} + exposed comm {exposed:.3f}; implied MFU {step['mfu_implied']:.1%}, "
             f"HFU {step['hfu_implied']:.1%}")
 
