@@ -155,7 +155,7 @@ def test_fresh_venv_install_serves_deploy_and_search(tmp_path):
     exe = str(venv / "bin" / "symcost")
     assert run(exe, "params", "llama-3.1-8b") == SAMPLES[0][1]
     deploy = run(exe, "deploy", "llama-3.1-8b", "--gpu", "H100", "--gpus", "1-8", "--T", "4096")
-    assert "valid layouts" in deploy and "TP1" in deploy
+    assert " layouts, " in deploy and " fit" in deploy and "TP1" in deploy
     search = run(exe, "train", "llama-3.1-8b", "--search", "--gpus", "8", "--global-batch", "64",
                  "--seq", "4096", "--micro-batch", "1", "--gpu", "H100")
     assert "candidates on 8 x H100" in search and "fastest that fit" in search

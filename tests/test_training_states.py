@@ -81,7 +81,7 @@ def test_offload_params_zero3_per_micro_batch(llama):
 
 def test_offload_in_step_time(capsys):
     base = ["train", "llama-3.1-8b", "--seq", "2048", "--micro-batch", "1", "--zero", "2", "--gpu", "H100",
-            "--json"]
+            "--mfu", "0.4", "--json"]  # the α–β path, where host traffic is exposed in full
     assert main(base) == 0
     t0 = json.loads(capsys.readouterr().out)["step"]
     assert main(base + ["--offload", "optimizer", "--pcie-gbs", "20"]) == 0
@@ -179,11 +179,17 @@ def test_dispatch_buffers_are_working_memory(mixtral):
     """With EP > 1 one MoE layer's send and receive buffers (k·tokens rows × d × b_a each) are alive
     during its dispatch; under sequence parallelism each TP rank dispatches its own tokens."""
     k, d = int(mixtral.values[sym.k]), int(mixtral.values[sym.d])
-    assert train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8)).recompute_working == 0
+    # without EP the working set is the layer's backward gradient buffers alone (``backward_buffers``:
+    # 2·b_a·d per token, plus 3·b_a·w with w the widest dense column-parallel projection, q's H_q·D_h,
+    # the experts' projections being routed); EP adds the dispatch buffers on top
+    base = train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8)).recompute_working
+    w = int(mixtral.values[sym.H_q] * mixtral.values[sym.D_h])
+    assert base == 2 * 4096 * d * 2 + 3 * 4096 * w * 2
     tm = train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8, ep=8))
-    assert tm.recompute_working == 2 * k * 4096 * d * 2
+    assert tm.recompute_working - base == 2 * k * 4096 * d * 2
+    sp_base = train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=8, tp=2, sp=True)).recompute_working
     sp = train_memory(mixtral, TrainSetup.of(seq=4096, micro_batch=1, dp=4, ep=4, tp=2, sp=True))
-    assert sp.recompute_working == 2 * k * 4096 * d * 2 // 2
+    assert sp.recompute_working - sp_base == 2 * k * 4096 * d * 2 // 2
 
 
 # -- interleaved 1F1B -----------------------------------------------------------------------------
@@ -238,7 +244,7 @@ def test_interleaved_pp_traffic_and_bubble(llama, capsys):
     assert plain["bytes"]["pp"] == 8 * 2 * 1024 * d * 2
     assert inter["bytes"]["pp"] == 8 * 4 * 1024 * d * 2
     assert main(["comm", "llama-3.1-8b", "--seq", "1024", "--micro-batch", "1", "--global-batch", "8", "--pp", "4",
-                 "--virtual-stages", "2", "--gpu", "H100", "--json"]) == 0
+                 "--virtual-stages", "2", "--gpu", "H100", "--mfu", "0.4", "--json"]) == 0  # the closed-form bubble
     r = json.loads(capsys.readouterr().out)
     b = r["step"]["bubble"]
     assert b / (1 - b) == pytest.approx(3 / (2 * 8))
@@ -268,7 +274,11 @@ def test_formulas_round_trip(model, extra, capsys):
     v = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"], sym.B: 1,
          sym.T: 4096, sym.b_a: 2, sym.N_sh: r["hsdp_shard"] or r["dp"]}
     total = parse(r["formula"]["total"]).xreplace(v)
-    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - r["breakdown"]["recompute_working"]
+    # per GPU = states + gathered + activations + max(loss_peak, working); the total formula is the
+    # peak at the loss (the working set, a recomputed layer's at another moment, has no formula)
+    bd = r["breakdown"]
+    loss, work = bd.get("loss_peak", 0), bd["recompute_working"]
+    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - max(loss, work) + loss
     if r["offload"] != "none":
         assert int(sympy.ceiling(parse(r["formula"]["host"]).xreplace(v))) == r["host_bytes_per_gpu"]
     assert main(["comm", model, "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0
@@ -326,7 +336,8 @@ def test_sheet_sections_are_the_train_and_comm_formulas(name):
     assert setup.batch.global_batch == GLOBAL_BATCH and setup.plan.world * setup.plan.ep // setup.plan.ep == found["gpus"]
     tm = train_memory(m, setup)
     assert ctx["memory"]["total"] == tm.per_gpu == found["best"]["per_gpu_bytes"]
-    assert [r["value"] for r in ctx["memory"]["states"]] == [tm.weights, tm.gradients, tm.optimizer, tm.activations]
+    assert [r["value"] for r in ctx["memory"]["states"]] == [tm.weights, tm.gradients, tm.optimizer, tm.activations] + [
+        x for x in (tm.gathered, tm.loss_peak) if x]
     c = comm(m, setup)
     assert {r["name"]: r["value"] for r in ctx["comm"]} == {k: x for k, x in c["bytes"].items() if x}
     for r in ctx["memory"]["states"] + ctx["comm"]:

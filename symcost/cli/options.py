@@ -371,6 +371,9 @@ QUANT_FALLBACK = Option(("--quant-fallback",), "serve", "an unknown quantization
                         "dtype (default: error)", action="store_true")
 KV_DTYPE = Option(("--kv-dtype",), "serve", "KV-cache element dtype (bytes per element: bf16/fp16 2, fp32 4, "
                   "fp8 1)", choices=DTYPES, default="bf16", example="fp8")
+#: ``sheet``'s cache dtype: ``--kv-dtype`` as ``memory`` spells it, ``--dtype`` the sheet's older spelling
+SHEET_KV_DTYPE = KV_DTYPE.but(flags=("--kv-dtype", "--dtype"), help="KV-cache element dtype of the cache and serving "
+                              "sections, as memory --kv-dtype (default bf16; --dtype is the older spelling)")
 MEM_UTIL = Option(("--mem-util", "--gpu-memory-utilization"), "serve", "vLLM's gpu_memory_utilization (0.9; "
                   "SGLang: mem_fraction_static): the budget M_gpu = usable memory x this",
                   kind=real(open_low=True, high=1.0), default=0.9, example="0.95")

@@ -62,8 +62,11 @@ INPUTS = (sym.T, sym.B, sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep, sym.M_gpu)
 PLOTS = {"prefill_flops": "prefill FLOPs", "decode_flops": "decode FLOPs per step", "kv_at_T": "cache bytes",
          "serve_per_gpu": "serving bytes per GPU"}
 SIZE_LIMIT = 300 * 1024
-#: ``memory``'s defaults for what the page does not offer (mem_util, max_batched_tokens, overhead)
-SERVE = ServeSetup()
+#: the page's live serving formula: a fixed chunk of M = 8192 tokens and a 1 GiB non-torch allowance (the
+#: symbolic metrics' convention, ``memory --max-batched-tokens 8192 --overhead-gib 1``), not the engine's
+#: per-card profile (``serving.profile``), which the page does not yet export as a formula
+SERVE = ServeSetup(max_batched_tokens=8192, overhead_gib=1.0)
+
 
 
 # -- MathML --------------------------------------------------------------------------------------------

@@ -135,8 +135,10 @@ class ServeSetup:
     experts_dtype: str | None = None
     quant_fallback: bool = False
     mem_util: float = 0.9
-    max_batched_tokens: int | None = 8192  # None: the engine's default for the GPU
-    overhead_gib: float | None = 1.0  # None: the engine's non-torch memory, modelled (profile.py)
+    # the defaults are the engine's, as ``symcost memory`` applies them (callers of the library get the
+    # same answer as the command line); the symbolic metrics pass their fixed 8192 and 1 GiB explicitly
+    max_batched_tokens: int | None = None  # None: the engine's default for the GPU
+    overhead_gib: float | None = None  # None: the engine's non-torch memory, modelled (profile.py)
     cudagraph_gib: float = 0.0
     block_size: int | None = None
     state_dtype: str | None = None

@@ -309,7 +309,7 @@ def training_context(model, *, seq: int, lines_for, card: str = CARD) -> dict:
         value, expr = getattr(tm, key, 0), tm.formula.get(key)
         expr = expr.total if isinstance(expr, Terms) else expr
         if value and expr is not None:
-            states.append({"name": key.replace("_", " "), "value": value, "human": human_bytes(value),
+            states.append({"name": key, "value": value, "human": human_bytes(value),
                            "lines": lines_for(STATE_LHS[key], [expr, reduced(expr, vals)], vals, value, "bytes")})
     per_layer = []
     for A, f in parts:

@@ -18,9 +18,7 @@ HTML_W = tuple(w for w in WEIGHT_DTYPES if w != "ckpt")
 
 OPTIONS = {
     "sheet": (o.MODEL, o.OUTPUT, o.PDF, o.HTML, o.T_PREFILL, o.T_DECODE, o.BATCH,
-              o.KV_DTYPE.but(flags=("--kv-dtype", "--dtype"),
-                             help="KV-cache element dtype of the cache and serving sections, as memory "
-                                  "--kv-dtype (default bf16; --dtype is the older spelling)"),
+              o.SHEET_KV_DTYPE,
               o.WEIGHTS_DTYPE.but(help="cost every weight in this dtype in the serving section, as memory "
                                        "--weights-dtype (default: the checkpoint's quantization_config)"),
               o.GPU.but(default="H100", help="the card serving (memory) and training (train --search) are "

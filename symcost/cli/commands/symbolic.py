@@ -12,6 +12,7 @@ from ...core.deadline import DeadlineExceeded, deadline
 from ...core.errors import SymcostError
 from ...core.exprparse import parse, parse_map, to_text
 from ...core.notation import sym
+from ...core.terms import Terms
 from .. import options as o
 from ..options import METRICS, METRICS_LAYOUT
 from .common import phase
@@ -150,6 +151,10 @@ def cmd_scale(args, out):
     values = {k: v for k, v in {**terms.bound, **m.values}.items() if k is not var}
     if args.batch is not None:
         values[sym.B] = sympy.Integer(args.batch)
+    # the options given (layout sizes, the card, the engine's M) are substituted before the analysis: the
+    # derivative stays symbolic in the config's fields and in the variable, not in what the user fixed
+    given = {k: v for k, v in terms.bound.items() if k not in m.values and k is not var and k is not sym.T}
+    terms = Terms({"total": terms.total.xreplace(given)}, bound=terms.bound) if given else terms
     try:
         with deadline(SCALE_CPU_S):
             summary = scale_summary(terms, var, values=values)
