@@ -141,31 +141,12 @@ def _R(x) -> sympy.Rational:
 
 
 def _widths(model, c) -> tuple[sympy.Expr, bool]:
-    """Elements per token a component's GEMMs hold at once on one rank (see the module's
-    layer_transient), and whether it is a routed-expert layer."""
-    vals = model.values
-    w, gated, routed = sympy.Integer(0), sympy.Integer(0), False
-    names = {q.name for q in c.primitives(None)}
-    from .formulas import weight_share  # the weight shares of the serving layout (one rule)
-    for q in c.primitives(None):
-        if not isinstance(q, Linear) or q.name == "lm_head" or q.tied:
-            continue
-        out = sympy.Integer(exact(q.out, vals))
-        if q.active is not None:  # routed experts: M·k rows through the fused-MoE kernel
-            routed = True
-            k = sympy.Integer(exact(q.active, vals))
-            if q.name.endswith("down"):
-                w += k * out
-            else:
-                w += k * out / e
-                if q.name.endswith("gate_up"):
-                    gated = k * out / 2 / e
-            continue
-        share = weight_share(model, c, q) if (q.tp == "col" or q.name.startswith("shared_")) else 1
-        w += out * share
-        if q.name == "up_proj" and "gate_proj" in names:
-            gated = sympy.Max(gated, out * share)
-    return w + gated, routed
+    """Elements per token a component's GEMMs hold at once on one rank (``formulas.working_set``, the
+    one rule: M·k rows for routed experts), and whether it is a routed-expert layer."""
+    from .formulas import working_set  # the serving layout's shares, written once there
+    routed = any(isinstance(q, Linear) and q.active is not None and q.name != "lm_head" and not q.tied
+                 for q in c.primitives(None))
+    return working_set(model, c), routed
 
 
 def _b(dtype_bytes: int = 2) -> sympy.Integer:

@@ -53,7 +53,7 @@ from .activations import (
 )
 from .flops import padded_expert_flops, train_flops
 from .framework import framework
-from .plan import _split, rank_stages, stages
+from .plan import _split, param_kind, rank_stages, stages
 from .recompute import add_up, recomputed_units
 from .schedule import in_flight, peak
 from .setup import TrainSetup, has_experts
@@ -108,8 +108,6 @@ def modules(components, v):
     with its bias is one module (an ``nn.Linear``, a norm, the embedding), and a component's routed
     experts are one (transformers' fused expert tensors ``gate_up_proj`` / ``down_proj`` live on one
     module) — what ``stage3.model_to_params`` takes the largest of."""
-    from ..components.embedding import Embedding
-    from ..core.primitives import Linear
     out = []
     for c in components:
         routed = 0
@@ -118,12 +116,11 @@ def modules(components, v):
             if n == 0:
                 continue
             n = exact(n, v)
-            if getattr(p, "active", None) is not None:
+            kind = param_kind(c, p)  # the TP rule of ``plan._split``, per module here
+            if kind == "routed":
                 routed += n
-            elif (isinstance(p, Linear) and p.tp is not None) or isinstance(c, Embedding):
-                out.append((n, 0, 0))
             else:
-                out.append((0, n, 0))
+                out.append((n, 0, 0) if kind == "split" else (0, n, 0))
         if routed:
             out.append((0, 0, routed))
     return out

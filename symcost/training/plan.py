@@ -137,6 +137,16 @@ class Plan(Layout):
             raise SymcostError("--sp (sequence parallelism) needs --tp > 1")
 
 
+def param_kind(c, p) -> str:
+    """Where one primitive's parameters go under TP: ``routed`` (experts), ``split`` (a ``Linear`` with a
+    ``tp`` tag, the vocab-parallel embedding) or ``whole`` (norms, routers, untagged projections)."""
+    if getattr(p, "active", None) is not None:
+        return "routed"
+    if (isinstance(p, Linear) and p.tp is not None) or isinstance(c, Embedding):
+        return "split"
+    return "whole"
+
+
 def _split(components, v) -> tuple[int, int, int]:
     """(TP-split dense, TP-replicated dense, routed experts) parameters of some components.
 
@@ -150,9 +160,10 @@ def _split(components, v) -> tuple[int, int, int]:
             if n == 0:
                 continue
             n = exact(n, v)
-            if getattr(p, "active", None) is not None:
+            kind = param_kind(c, p)
+            if kind == "routed":
                 routed += n
-            elif (isinstance(p, Linear) and p.tp is not None) or isinstance(c, Embedding):
+            elif kind == "split":
                 split += n
             else:
                 whole += n
