@@ -61,6 +61,10 @@ def test_fewest_training_gpus_is_the_first_that_fits(name, inp, capsys):
     n = by_key(summary(loader.build(name), loader.read_json(name)[1], inp))["train_gpus"].value
     base = ["train", name, "--seq", str(inp.T_prefill), "--micro-batch", str(inp.batch), "--zero", "3",
             "--recompute", "full", "--gpu", inp.gpu]
+    if n is None:  # none up to the limit: the largest tried does not fit either
+        from symcost.documents.summary import MAX_TRAIN_GPUS
+        assert cli([*base, "--dp", str(MAX_TRAIN_GPUS)], capsys)["fits"] is False
+        return
     assert cli([*base, "--dp", str(n)], capsys)["fits"] is True
     if n > 1:
         assert cli([*base, "--dp", str(n // 2)], capsys)["fits"] is False

@@ -55,9 +55,14 @@ def test_measured_memory_median_within_10_percent(capsys):
     assert statistics.median(abs(x - 1) for x in ratios) <= 0.10
 
 
-@pytest.mark.parametrize("row", [r for r in ROWS if "not_modelled" in r], ids=lambda r: r["id"])
+@pytest.mark.parametrize("row", [r for r in ROWS if "not_modelled" in r and r["args"]], ids=lambda r: r["id"])
 def test_not_modelled_rows_still_run(row, capsys):
     """The rows left out of the criteria are still costed (their arguments stay valid)."""
-    if not row["args"]:
-        pytest.skip(row["not_modelled"])
     assert _ratio(row, capsys) > 0
+
+
+def test_rows_not_run_say_why():
+    """A row with no arguments (a layout not stated in symcost's options yet) carries its reason."""
+    for r in ROWS:
+        if not r["args"]:
+            assert r.get("not_modelled"), r["id"]

@@ -49,6 +49,7 @@ from ..serving.memory import cache_bytes, cache_bytes_total
 from ..serving.plan import NOTE as SERVE_NOTE
 from ..serving.plan import ServeSetup, memory
 from ..training import train_memory
+from ..training.framework import HEADROOM_GIB, budget_bytes
 from ..training.setup import TrainSetup
 
 PARAMS_CONVENTION = ("total: parameters the transformers class registers (tied head once); active: all "
@@ -137,7 +138,7 @@ def train_total_formula(tm) -> sympy.Expr:
 def train_gpus(model, inp: Inputs) -> tuple[int | None, list[str]]:
     """The fewest GPUs of ``inp.gpu`` that train the model: the smallest power of two N for which
     ``train --dp N --zero 3 --recompute full --seq T_prefill --micro-batch B`` fits (per-GPU bytes <=
-    the card's memory, ``train``'s ``fits``); None if none up to ``MAX_TRAIN_GPUS`` does."""
+    the card's usable memory less the headroom, ``train``'s ``fits``); None if none up to ``MAX_TRAIN_GPUS`` does."""
     g = find_gpu(inp.gpu)
     n = 1
     while n <= MAX_TRAIN_GPUS:
@@ -145,7 +146,7 @@ def train_gpus(model, inp: Inputs) -> tuple[int | None, list[str]]:
             tm = train_memory(model, train_setup(inp, dp=n, tp=1, pp=1, ep=1, zero=3, recompute="full"))
         except SymcostError:
             tm = None
-        if tm is not None and tm.per_gpu <= g.memory_bytes:
+        if tm is not None and tm.per_gpu <= budget_bytes(g, HEADROOM_GIB):  # as ``train`` judges fits
             return n, []
         n *= 2
     return None, [f"no power of two up to {MAX_TRAIN_GPUS} GPUs fits"]
