@@ -6,29 +6,18 @@ memory and 10 % of the budget (so a refused start-up counts). Targets (issue 22)
 2 % on every case, tokens within 1.5 %, end-to-end median <= 5 % and worst <= 15 %.
 
 ``python -m tests.test_serving_startup_logs`` prints the table."""
-import json
 import statistics
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
-import symcost
-from symcost.architectures import loader
 from symcost.hardware.gpus import custom
 from symcost.hardware.gpus import gpu as find_gpu
 from symcost.serving.plan import Layout, ServeSetup, plan
 
-GiB = 2**30
-ROOT = Path(__file__).parent.parent
-CASES = json.loads((ROOT / "tests" / "data" / "serving_startup_logs.json").read_text())["cases"]
+from tests.startup_logs import GiB, cases, model
 
-
-def _load(source):
-    if source.endswith(".json"):
-        raw = json.loads((ROOT / source).read_text())
-        return symcost.build(dict(raw)), raw
-    return symcost.build(source), loader.read_json(source)[1]
+CASES = cases("serving_startup_logs")
 
 
 def setup_of(case, m) -> ServeSetup:
@@ -45,7 +34,7 @@ def setup_of(case, m) -> ServeSetup:
 
 def evaluate(case) -> dict:
     """symcost's figures for one case (GiB floats, token counts) beside the logged ones."""
-    m, raw = _load(case["model"])
+    m, raw = model(case["model"])
     s = setup_of(case, m)
     log = case["logged"]
     T = case["max_model_len"]

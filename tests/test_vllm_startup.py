@@ -2,32 +2,20 @@
 rules give the 'GPU KV cache size' tokens and the 'Maximum concurrency' it prints (cases and sources
 in tests/data/vllm_startup.json). The hybrid case (Qwen3-Next, TP=2) also pins the attention block
 vLLM enlarges to hold a Gated DeltaNet state page (544 tokens, state page padded by 1.49 %)."""
-import json
-from pathlib import Path
-
 import pytest
 
-import symcost
-from symcost.architectures import loader
 from symcost.serving.plan import Layout, activation_peak, weights_per_rank
 from symcost.serving.quant import checkpoint
 from symcost.serving.vllm import kv_capacity
 
-GiB = 2**30
-ROOT = Path(__file__).parent.parent
-CASES = json.loads((ROOT / "tests" / "data" / "vllm_startup.json").read_text())["cases"]
+from tests.startup_logs import GiB, cases, model
 
-
-def _load(source):
-    if source.endswith(".json"):
-        raw = json.loads((ROOT / source).read_text())
-        return symcost.build(dict(raw)), raw
-    return symcost.build(source), loader.read_json(source)[1]
+CASES = cases("vllm_startup")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["id"])
 def test_kv_tokens_and_concurrency_from_available_memory(case):
-    m, _ = _load(case["model"])
+    m, _ = model(case["model"])
     kv = kv_capacity(m, int(case["available_gib"] * GiB), max_model_len=case["max_model_len"],
                      kv_dtype=case["kv_dtype"], tp=case["tp"],
                      max_batched_tokens=case.get("max_num_batched_tokens", 8192))
@@ -41,7 +29,7 @@ def test_kv_tokens_and_concurrency_from_available_memory(case):
 
 def test_qwen3_next_hybrid_alignment_exact():
     case = next(c for c in CASES if c["id"] == "qwen3-next-tp2-h200")
-    m, raw = _load(case["model"])
+    m, raw = model(case["model"])
     kv = kv_capacity(m, int(case["available_gib"] * GiB), max_model_len=262144, tp=2)
     assert kv.block_size == case["also_logged"]["attention_block_size"] == 544
     assert any("1.49%" in n for n in kv.notes)
@@ -57,7 +45,7 @@ def test_full_chain_llama_8b_v06():
     memory and non-torch memory and the profile over max_model_len tokens (V0 without chunked
     prefill), the KV blocks come within 2 % of the logged ones. The activation formula is an
     estimate (110,592 B/token here against 109,760 measured)."""
-    m, raw = _load("llama-3.1-8b")
+    m, raw = model("llama-3.1-8b")
     ck = checkpoint(m, raw)
     for case in (c for c in CASES if c["id"].startswith("llama-3.1-8b-rtx3090")):
         log = case["also_logged"]
