@@ -188,3 +188,39 @@ def test_engine_default_fractions(capsys):
     assert default_fraction("vllm", 8) == 0.9
     code, out, _ = _run(capsys, "--gpu", "H100", "--engine", "sglang", "--tp", "4", "--json")
     assert code == 0 and json.loads(out)["mem_util"] == 0.85
+
+
+def test_non_torch_terms_by_mechanism():
+    """Non-torch memory is named by mechanism (engine_memory.json): kernel modules always; the CUDA
+    context only before vLLM 0.6.5's baseline snapshot; NCCL once N_tp·N_pp > 1 (NVLink or PCIe
+    class); the custom all-reduce's 2·8 MiB IPC buffers only at its world sizes and, past 2 GPUs,
+    inside an NVLink domain (CustomAllreduce.__init__)."""
+    from symcost.serving.profile import non_torch_terms
+    h100, rtx = gpu("H100"), gpu("RTX-4090")
+    new, old = Engine("vllm", "0.10"), Engine("vllm", "0.6.4")
+    assert set(non_torch_terms(h100, new, 1).flatten()) == {"kernel_modules", "nccl"}
+    assert set(non_torch_terms(h100, new, 8).flatten()) == {"kernel_modules", "nccl", "custom_allreduce"}
+    assert "device_baseline" in non_torch_terms(h100, old, 1).flatten()
+    one = {sym.N_tp: 1, sym.N_pp: 1}
+    nt = non_torch_terms(h100, new, None).flatten()  # any N_tp: the terms vanish at one GPU
+    assert exact(nt["nccl"], one) == 0 and exact(nt["custom_allreduce"], one) == 0
+    nt2 = non_torch_terms(h100, new, 2).flatten()
+    assert exact(nt2["custom_allreduce"], {sym.N_tp: 2, sym.N_pp: 1}) == 16 * 2**20
+    assert "custom_allreduce" not in non_torch_terms(rtx, new, 4).flatten()  # 4 PCIe GPUs: off
+    assert "custom_allreduce" in non_torch_terms(rtx, new, 2).flatten()
+    assert "custom_allreduce" not in non_torch_terms(h100, new, 3).flatten()  # world size 3 unsupported
+    pcie = exact(non_torch_terms(rtx, new, 2).flatten()["nccl"], {sym.N_tp: 2, sym.N_pp: 1})
+    nvl = exact(nt2["nccl"], {sym.N_tp: 2, sym.N_pp: 1})
+    assert 0 < pcie < nvl
+
+
+def test_mxfp4_backend_follows_the_triton_kernels_dependency():
+    """Triton needs the triton_kernels package, a vLLM dependency from 0.11.1 (PR #27370): a 0.11.0
+    install on Hopper loads the experts for Marlin (padded), 0.11.1 on for Triton."""
+    from symcost.serving.quant import default_moe_backend
+    from symcost.serving.profile import version_tuple
+    assert default_moe_backend(gpu("H100"), version_tuple("0.11")) == "marlin"
+    assert default_moe_backend(gpu("H100"), version_tuple("0.11.1")) == "triton"
+    assert default_moe_backend(gpu("A100-80GB"), version_tuple("0.19")) == "marlin"
+    with pytest.raises(Exception, match="--vllm-version"):
+        version_tuple("0.x")

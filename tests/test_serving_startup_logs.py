@@ -96,10 +96,6 @@ def test_end_to_end_kv_memory_median():
     assert statistics.median(errs) <= 0.05
 
 
-@pytest.mark.xfail(strict=True, reason="not met on two cases: gpt-oss-120b on one H100 with vLLM 0.11 and 1024 "
-                   "batched tokens, 1.45 GiB more KV than logged (19 %; the MXFP4 backend of that run is not "
-                   "logged: Marlin's padding would close it), and Qwen2.5-7B AWQ on an 8 GB RTX 4060 (15.5 %: "
-                   "0.22 GiB of modelled non-torch memory against 0.03 logged); python -m tests.test_serving_startup_logs")
 def test_end_to_end_kv_memory_worst():
     assert max(r["kv"][2] for r in rows() if "kv" in r) <= 0.15
 

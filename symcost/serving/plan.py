@@ -165,7 +165,7 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
     check_layout(model, lay, gpus)
     if not 0 < mem_util <= 1:
         raise SymcostError(f"--mem-util must be in (0, 1], got {mem_util}")
-    f, prof, ck, base_weights, notes = _engine_formulas(model, raw, setup, T=T)
+    f, prof, ck, base_weights, notes = _engine_formulas(model, raw, setup, T=T, tp=lay.tp)
     engine = prof.engine
     non_torch = f.overhead - int(Fraction(str(setup.cudagraph_gib)) * GiB)
     graphs = int(Fraction(str(setup.cudagraph_gib)) * GiB)
@@ -219,9 +219,11 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
     return p
 
 
-def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False):
+def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False, tp: int | None = None):
+    """``tp``: the layout's N_tp when it is fixed (it decides whether the custom all-reduce is on);
+    None keeps the formulas valid for any N_tp (``deploy`` sweeps it)."""
     engine = Engine(setup.engine, setup.vllm_version, setup.max_num_seqs, setup.max_batched_tokens)
-    prof = profile(model, setup.gpu, engine, max_model_len=T)
+    prof = profile(model, setup.gpu, engine, max_model_len=T, tp=tp)
     ck = setup.checkpoint(model, raw)
     base = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0, block_size=setup.block_size,
                           state_dtype=setup.state_dtype, lazy=lazy)
@@ -237,7 +239,8 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
         non_torch = sympy.Integer(int(Fraction(str(setup.overhead_gib)) * GiB))
     elif engine.name == "sglang":  # the base is outside the fraction's total, the communicators inside
         nt = prof.non_torch.flatten()
-        non_torch = nt.get("communicators", sympy.Integer(0)) + _rational(setup.mem_util) * nt["libraries"]
+        comm = nt.get("nccl", sympy.Integer(0)) + nt.get("custom_allreduce", sympy.Integer(0))
+        non_torch = comm + _rational(setup.mem_util) * nt["kernel_modules"]
     else:
         non_torch = prof.non_torch.total
     peak = prof.peak

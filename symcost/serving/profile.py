@@ -74,12 +74,16 @@ def _data() -> dict:
 ENGINE_DATA = _data()
 
 
-def version_tuple(v: str) -> tuple[int, int]:
+def version_tuple(v: str) -> tuple[int, int, int]:
+    """(major, minor, patch) of a release X.Y or X.Y.Z (patch 0 when not given)."""
     parts = v.split(".")
     try:
-        return int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+        if not 1 <= len(parts) <= 3:
+            raise ValueError
+        nums = [int(x) for x in parts] + [0] * (3 - len(parts))
+        return nums[0], nums[1], nums[2]
     except ValueError:
-        raise SymcostError(f"--vllm-version: expected X.Y (e.g. 0.11), got {v!r}") from None
+        raise SymcostError(f"--vllm-version: expected X.Y or X.Y.Z (e.g. 0.11), got {v!r}") from None
 
 
 @dataclass(frozen=True)
@@ -208,17 +212,44 @@ def sampler_terms(model, S: int, *, act_bytes: int = 2) -> Terms:
     return out
 
 
-def non_torch_terms(gpu, engine: Engine) -> Terms:
-    """Memory outside torch's allocator on one rank (calibrated by class, ``engine_memory.json``)."""
-    nt = ENGINE_DATA["non_torch"]
-    base = int(Fraction(str(nt["base_gib"]["value"])) * GiB)
-    comm = int(Fraction(str(nt["nvlink_comm_gib"]["value"])) * GiB)
+def _gib(key: str) -> sympy.Integer:
+    return sympy.Integer(int(Fraction(str(ENGINE_DATA["non_torch"][key]["value"])) * GiB))
+
+
+#: vLLM's custom all-reduce world sizes (``CustomAllreduce._SUPPORTED_WORLD_SIZES``)
+CUSTOM_AR_SIZES = (2, 4, 6, 8)
+
+
+def non_torch_terms(gpu, engine: Engine, tp: int | None = None) -> Terms:
+    """Memory outside torch's allocator on one rank, by mechanism (constants with their logs in
+    ``engine_memory.json``):
+
+        kernel_modules     lazily loaded kernel images and library handles the profile brings in
+        device_baseline    vLLM < 0.6.5 only: the CUDA context the device already held (no baseline
+                           snapshot before PR #10511; ``worker.determine_num_available_blocks`` took
+                           total device use − ``torch.cuda.memory_reserved()``)
+        nccl               Min(1, N_tp·N_pp − 1) · the two communicators' channel buffers
+                           (``PyNcclCommunicator`` + torch.distributed), by link class (NVLink/PCIe)
+        custom_allreduce   Min(1, N_tp − 1) · 2·8 MiB of IPC buffers (``CustomAllreduce.__init__``:
+                           meta_size() + max_size and max_size, cudaMalloc'd), only at the world
+                           sizes it supports (2, 4, 6, 8) and, past 2 GPUs, inside an NVLink domain
+
+    ``tp`` (the layout's N_tp, when known) decides whether the custom all-reduce is on; without it
+    the term is kept for any N_tp > 1."""
     out = Terms()
-    out.add("libraries", sympy.Integer(base), "cuBLAS/cuBLASLt workspaces, kernel modules (calibrated)")
+    out.add("kernel_modules", _gib("kernel_modules_gib"),
+            "kernel images and library handles loaded lazily during the profile (calibrated)")
+    if engine.name == "vllm" and version_tuple(engine.version) < (0, 6, 5):
+        out.add("device_baseline", _gib("device_baseline_gib"),
+                "vLLM < 0.6.5: the CUDA context held before the profile (no baseline snapshot yet)")
     nvlink = gpu is None or gpu.nvlink_domain > 1
-    if nvlink:
-        out.add("communicators", sympy.Min(1, t * p - 1) * comm,
-                "NCCL channel buffers (two communicators) + custom all-reduce IPC buffers, TP/PP > 1")
+    nccl = _gib("nccl_nvlink_gib" if nvlink else "nccl_pcie_gib")
+    out.add("nccl", sympy.Min(1, t * p - 1) * nccl,
+            "NCCL channel buffers of two communicators once N_tp·N_pp > 1 (" + ("NVLink" if nvlink else "PCIe") + ")")
+    ar_on = tp is None or (tp in CUSTOM_AR_SIZES and (nvlink or tp <= 2))
+    if ar_on:
+        ar = sympy.Integer(ENGINE_DATA["non_torch"]["custom_allreduce_bytes"]["value"])
+        out.add("custom_allreduce", sympy.Min(1, t - 1) * ar, "custom all-reduce IPC buffers, 2·8 MiB (N_tp > 1)")
     return out
 
 
@@ -247,12 +278,12 @@ class Profile:
         return out
 
 
-def profile(model, gpu, engine: Engine, *, max_model_len: int) -> Profile:
+def profile(model, gpu, engine: Engine, *, max_model_len: int, tp: int | None = None) -> Profile:
     """The engine's profiled terms for ``model`` on ``gpu`` (None: defaults of a small GPU)."""
     m, s = engine.limits(gpu, max_model_len)
     fwd = forward_terms(model)
     smp = sampler_terms(model, s)
-    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine), m, s)
+    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s)
 
 
 def kv_cell_bytes(model, kv_dtype: str, tp: int) -> int:

@@ -513,14 +513,17 @@ _BLACKWELL = ("B200", "B300", "GB200", "GB300")
 _HOPPER = ("H100", "H200", "H20", "H800", "GH200")
 
 
-def default_moe_backend(gpu, version: tuple[int, int]) -> str:
+def default_moe_backend(gpu, version: tuple[int, ...]) -> str:
     """The MXFP4 MoE backend vLLM picks by default: FlashInfer/TRT-LLM on datacenter Blackwell,
-    the Triton (matmul_ogs) kernels on Hopper from 0.11 (Marlin before: vLLM 0.10.1 logs 'Weight-only
-    FP4 compression will be used leveraging the Marlin kernel' on H100), Marlin elsewhere."""
+    the Triton (matmul_ogs) kernels on Hopper once ``triton_kernels`` ships with vLLM, Marlin elsewhere.
+    ``mxfp4.py`` picks Triton on SM90–SM100 only when ``has_triton_kernels()``; that package became
+    a dependency of vLLM in PR #27370 (merged 2025-10-22, first in 0.11.1), so a pip-installed
+    0.11.0 on an H100 falls back to Marlin (vLLM 0.10.1 logs 'Weight-only FP4 compression will be
+    used leveraging the Marlin kernel' there; 0.14.1 logs 'Using Triton backend')."""
     name = gpu.name.upper() if gpu is not None else ""
     if name.startswith(_BLACKWELL):
         return "flashinfer"
-    if name.startswith(_HOPPER) and version >= (0, 11):
+    if name.startswith(_HOPPER) and tuple(version) >= (0, 11, 1):
         return "triton"
     return "marlin"
 
