@@ -382,7 +382,9 @@ MAX_BATCHED_TOKENS = Option(("--max-batched-tokens", "--max-num-batched-tokens")
 OVERHEAD_GIB = Option(("--overhead-gib",), "serve", "allowance for non-torch memory per GPU (CUDA context, NCCL, "
                       "cuBLAS), GiB", kind=real(), default=1.0, example="1.5")
 CUDAGRAPH_GIB = Option(("--cudagraph-gib",), "serve", "CUDA-graph memory per GPU subtracted before the KV cache, "
-                       "GiB (0: vLLM captures the graphs after sizing it, unless VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1)", kind=real(), default=0.0, example="0.5")
+                       "GiB, replacing the modelled term (default: vLLM >= 0.21's profile_cudagraph_memory "
+                       "estimate, activation_terms cudagraph/*; 0 before, when graphs are captured after sizing)",
+                       kind=real(), default=None, example="0.5")
 BLOCK_SIZE = Option(("--block-size",), "serve", "KV block tokens (default vLLM's: 16, 64 for MLA, raised for "
                     "hybrids)", kind=positive, example="64")
 COMPUTE_DTYPE = Option(("--compute-dtype",), "serve", "dtype of the tensor-core peak (default: from the "

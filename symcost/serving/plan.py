@@ -139,7 +139,7 @@ class ServeSetup:
     # same answer as the command line); the symbolic metrics pass their fixed 8192 and 1 GiB explicitly
     max_batched_tokens: int | None = None  # None: the engine's default for the GPU
     overhead_gib: float | None = None  # None: the engine's non-torch memory, modelled (profile.py)
-    cudagraph_gib: float = 0.0
+    cudagraph_gib: float | None = None  # None: vLLM's estimate where the version counts it (>= 0.21), else 0
     block_size: int | None = None
     state_dtype: str | None = None
     mla: str = "auto"
@@ -167,10 +167,10 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
         raise SymcostError(f"--mem-util must be in (0, 1], got {mem_util}")
     f, prof, ck, base_weights, notes = _engine_formulas(model, raw, setup, T=T, tp=lay.tp)
     engine = prof.engine
-    non_torch = f.overhead - int(Fraction(str(setup.cudagraph_gib)) * GiB)
-    graphs = int(Fraction(str(setup.cudagraph_gib)) * GiB)
     weights = f.weights
     vals = _values(lay, {sym.M: sympy.Integer(prof.max_batched_tokens), sym.T: sympy.Integer(T)})
+    graphs = _int(_graphs(setup, prof), vals)
+    non_torch = f.overhead - _graphs(setup, prof)
     w_total = ck.total(model.values, served=True)
     w_rank = _int(base_weights.total, vals)
     w_loaded = _int(weights.total, vals)
@@ -234,7 +234,7 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
     weights = base.weights.copy()
     if pad != 0:
         weights.add("expert_padding", pad, f"MXFP4 experts padded for the {backend} kernel")
-    graphs = int(Fraction(str(setup.cudagraph_gib)) * GiB)
+    graphs = _graphs(setup, prof)
     if setup.overhead_gib is not None:
         non_torch = sympy.Integer(int(Fraction(str(setup.overhead_gib)) * GiB))
     elif engine.name == "sglang":  # the base is outside the fraction's total, the communicators inside
@@ -247,6 +247,14 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
     if lazy and isinstance(peak, sympy.Max):
         peak = sympy.Max(*peak.args, evaluate=False)
     return ServeFormulas(weights, peak, non_torch + graphs, base.kv), prof, ck, base.weights, notes
+
+
+def _graphs(setup: ServeSetup, prof: Profile) -> sympy.Expr:
+    """CUDA-graph bytes subtracted before the KV cache: --cudagraph-gib when stated (an allowance),
+    else the engine's estimate where the version counts it (``Profile.cudagraph_bytes``), else 0."""
+    if setup.cudagraph_gib is not None:
+        return sympy.Integer(int(Fraction(str(setup.cudagraph_gib)) * GiB))
+    return prof.cudagraph_bytes
 
 
 def engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False) -> tuple[ServeFormulas, int]:

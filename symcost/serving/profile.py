@@ -30,9 +30,12 @@ vLLM V1 (>= 0.8; ``vllm/v1/worker/gpu_worker.py`` ``Worker.determine_available_m
       W_base: cuBLAS/cuBLASLt workspaces and lazily loaded kernel modules; W_comm: NCCL channel
       buffers of the two communicators (PyNccl + torch.distributed) and the custom all-reduce's
       IPC buffers — calibration data, ``engine_memory.json`` (sources per figure)
-    CUDA graphs: captured after the KV cache is sized (``compile_or_warm_up_model``), so not
-      subtracted (vLLM >= 0.12 can estimate them with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1,
-      off by default: PR #30515); --cudagraph-gib states an allowance when wanted.
+    CUDA graphs (``cudagraph_terms``): vLLM >= 0.21 subtracts ``profile_cudagraph_memory``'s
+      estimate before sizing the KV cache (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default
+      from 0.21): graph_pool (the forward's transient at the largest capture size) + graph_objects
+      ((n − 1) · 1 MiB per further graph); 0.13–0.20 estimate only when that variable is set
+      (PR #30515) and earlier versions capture after sizing (``compile_or_warm_up_model``): there
+      --cudagraph-gib states an allowance, 0 by default.
 vLLM V0 (<= 0.7; ``vllm/worker/worker.py`` ``determine_num_available_blocks``): the same
     budget; the profile runs max_num_batched_tokens = max(max_model_len, 2048) without chunked
     prefill (chunked prefill, on by default past 32K: 512 tokens in 0.6, 2048 from 0.7), and
@@ -253,6 +256,55 @@ def non_torch_terms(gpu, engine: Engine, tp: int | None = None) -> Terms:
     return out
 
 
+#: vLLM release from which the CUDA-graph estimate is subtracted before the KV cache by default
+#: (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS on; vLLM logs "CUDA graph memory profiling is enabled
+#: (default since v0.21.0)"); PR #30515 added it, off by default, in 0.13
+CUDAGRAPH_COUNTED = (0, 21, 0)
+CUDAGRAPH_OPT_IN = (0, 13, 0)
+#: ``profile_cudagraph_memory``'s floor per graph beyond the first ("at least 1 MiB per graph for
+#: driver overhead")
+PER_GRAPH_FLOOR = 1 << 20
+
+
+def capture_sizes(max_num_seqs: int, max_batched_tokens: int) -> list[int]:
+    """vLLM's default CUDA-graph capture sizes (``VllmConfig._set_cudagraph_sizes``; the grid is
+    ``CompilationConfig``'s docstring): the largest is min(2·max_num_seqs, 512, max_num_batched_tokens),
+    and the sizes are [1, 2, 4] + range(8, 256, 8) + range(256, largest + 1, 16) up to it."""
+    top = min(2 * max_num_seqs, 512, max_batched_tokens)
+    sizes = [i for i in (1, 2, 4) if i <= top]
+    if top >= 8:
+        sizes += list(range(8, min(top + 1, 256), 8))
+    if top >= 256:
+        sizes += list(range(256, top + 1, 16))
+    return sizes
+
+
+def cudagraph_terms(model, max_num_seqs: int, max_batched_tokens: int) -> Terms:
+    """vLLM's CUDA-graph memory estimate (``GPUModelRunner.profile_cudagraph_memory``, called by
+    ``Worker.determine_available_memory`` before the KV cache is sized): per graph mode it captures
+    the two largest descriptors, takes the first capture's memory (the graph pool) and charges each
+    further descriptor the second capture's increase, at least 1 MiB; the modes share one pool, so
+
+        estimate = max_mode(first capture) + Σ_mode (n_mode − 1) · per_graph
+
+    Under the default FULL_AND_PIECEWISE mode, PIECEWISE graphs are captured at every capture size
+    and FULL graphs at the uniform-decode sizes ≤ max_num_seqs. Symcost takes the first capture as
+    the profiling forward's transient at the largest size B_g (``forward_terms`` at M = B_g: the pool
+    holds one forward's intermediates) and each further graph at the source's 1 MiB floor — a lower
+    bound: vLLM 0.31 logged 0.23 GiB for Llama-3.1-8B on an A100, this gives 0.14 GiB."""
+    sizes = capture_sizes(max_num_seqs, max_batched_tokens)
+    if not sizes:
+        return Terms()
+    top = sizes[-1]
+    full = [b for b in sizes if b <= max_num_seqs]
+    pool = forward_terms(model).total.xreplace({M: sympy.Integer(top)})
+    out = Terms()
+    out.add("graph_pool", pool, f"first capture: the forward's transient at the largest size B_g = {top}")
+    out.add("graph_objects", sympy.Integer((len(sizes) - 1 + max(len(full) - 1, 0)) * PER_GRAPH_FLOOR),
+            f"(n − 1) · 1 MiB per further graph: {len(sizes)} PIECEWISE + {len(full)} FULL sizes")
+    return out
+
+
 @dataclass
 class Profile:
     """The engine's accounting of one rank: named terms, their total, and what is subtracted."""
@@ -263,6 +315,7 @@ class Profile:
     non_torch: Terms
     max_batched_tokens: int
     max_num_seqs: int
+    cudagraph: Terms = None  # vLLM's CUDA-graph estimate (``cudagraph_terms``)
 
     @property
     def peak(self) -> sympy.Expr:
@@ -271,10 +324,22 @@ class Profile:
             return sympy.Integer(0)  # outside mem_fraction_static
         return sympy.Max(self.forward.total, self.sampler.total)
 
+    @property
+    def cudagraph_counted(self) -> bool:
+        """Whether the engine subtracts its CUDA-graph estimate before sizing the KV cache: vLLM from
+        0.21 (on by default); before, graphs are captured after sizing (an allowance, --cudagraph-gib)."""
+        return self.engine.name == "vllm" and version_tuple(self.engine.version) >= CUDAGRAPH_COUNTED
+
+    @property
+    def cudagraph_bytes(self) -> sympy.Expr:
+        return self.cudagraph.total if self.cudagraph_counted and self.cudagraph is not None else sympy.Integer(0)
+
     def activation_terms(self) -> Terms:
         out = Terms()
         out.add("forward", self.forward.copy(), f"profiling forward over M = {self.max_batched_tokens} tokens")
         out.add("sampler", self.sampler.copy(), f"dummy sampler run over S = {self.max_num_seqs} sequences")
+        if self.cudagraph_counted and self.cudagraph is not None and self.cudagraph.flatten():
+            out.add("cudagraph", self.cudagraph.copy(), "profile_cudagraph_memory estimate, before KV sizing")
         return out
 
 
@@ -283,7 +348,7 @@ def profile(model, gpu, engine: Engine, *, max_model_len: int, tp: int | None = 
     m, s = engine.limits(gpu, max_model_len)
     fwd = forward_terms(model)
     smp = sampler_terms(model, s)
-    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s)
+    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, cudagraph_terms(model, s, m))
 
 
 def kv_cell_bytes(model, kv_dtype: str, tp: int) -> int:
