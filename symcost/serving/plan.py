@@ -223,8 +223,8 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
     """``tp``: the layout's N_tp when it is fixed (it decides whether the custom all-reduce is on);
     None keeps the formulas valid for any N_tp (``deploy`` sweeps it)."""
     engine = Engine(setup.engine, setup.vllm_version, setup.max_num_seqs, setup.max_batched_tokens)
-    prof = profile(model, setup.gpu, engine, max_model_len=T, tp=tp)
     ck = setup.checkpoint(model, raw)
+    prof = profile(model, setup.gpu, engine, max_model_len=T, tp=tp, quant=ck.scheme.layout.kind)
     base = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0, block_size=setup.block_size,
                           state_dtype=setup.state_dtype, lazy=lazy)
     notes = list(ck.notes)

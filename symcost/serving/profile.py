@@ -160,12 +160,53 @@ def _b(dtype_bytes: int = 2) -> sympy.Integer:
     return sympy.Integer(dtype_bytes)
 
 
-def forward_terms(model, act_bytes: int = 2) -> Terms:
-    """The forward of the profiling run over M tokens on one rank (see the module docstring)."""
+#: bytes per activation element of a quantised GEMM input, by weight layout kind, and the
+#: per-group scale they carry: vLLM quantises the input on the fly for W8A8 / W4A4 kernels
+#: (``fp8_utils.per_token_group_quant_fp8``: fp8 copy + one fp32 scale per 128 inputs;
+#: ``Fp8LinearOp`` per-tensor dynamic: fp8 copy; NVFP4 W4A4 ``scaled_fp4_quant``: e2m1 (½ B) + one
+#: fp8 scale per 16); weight-only kernels (Marlin AWQ/GPTQ/MXFP4, W4A16) leave it in bf16: no term
+QUANT_INPUT = {"fp8_block": sympy.Rational(1) + sympy.Rational(4, 128), "fp8_tensor": sympy.Rational(1),
+               "nvfp4": sympy.Rational(1, 2) + sympy.Rational(1, 16)}
+#: FlashInfer's attention workspace (``VLLM_FLASHINFER_WORKSPACE_BUFFER_SIZE``, 394 MiB; 256 MiB in
+#: earlier releases), allocated by the metadata builder on the first forward, i.e. in the profile
+FLASHINFER_WORKSPACE = 394 * 2**20
+
+
+def _gemm_inputs(model, c) -> sympy.Expr:
+    """Widest GEMM input per token on one rank (elements): a routed expert's down projection reads
+    k·d_moe/e per token, a row-parallel matrix in_/N_tp, the rest their whole input."""
+    vals = model.values
+    widest = []
+    for q in c.primitives(None):
+        if not isinstance(q, Linear) or q.name == "lm_head" or q.tied:
+            continue
+        inp = sympy.Integer(exact(q.in_, vals))
+        if q.active is not None:
+            k = sympy.Integer(exact(q.active, vals))
+            widest.append(k * inp / e if q.name.endswith("down") else inp)
+        else:
+            widest.append(inp / t if q.tp == "row" else inp)
+    return sympy.Max(*widest) if widest else sympy.Integer(0)
+
+
+def forward_terms(model, act_bytes: int = 2, *, quant: str | None = None, flashinfer: bool = False) -> Terms:
+    """The forward of the profiling run over M tokens on one rank (see the module docstring).
+
+    ``quant``: the weight layout kind of the checkpoint (``quant.Layout.kind``), for the input
+    quantisation scratch of W8A8/W4A4 GEMMs; ``flashinfer``: the attention backend is FlashInfer
+    (its workspace is allocated during the profile).
+
+    Expert parallelism across data-parallel ranks (N_ep > 1): vLLM's default all2all backend
+    (``VLLM_ALL2ALL_BACKEND=allgather_reducescatter``, ``AgRsAll2AllManager.dispatch``) all-gathers
+    the N_ep ranks' tokens before the routed experts, so each rank's MoE layer sees N_ep·M token
+    rows (its fused-MoE workspaces grow with them) and holds the gathered hidden states:
+    ``expert_dispatch`` = Min(1, N_ep − 1)·N_ep·M·d·b_a. DeepEP/pplx buffers (other backends,
+    not the default) are not modelled."""
     vals = model.values
     d = sympy.Integer(exact(sym.d, vals))
     b = _b(act_bytes)
-    widths, moe = [], False
+    moe_rows = sympy.Min(sym.N_ep * M, MOE_CHUNK)
+    per, inputs, moe = [], [], False
     for g in model.groups:
         if exact(g.count, vals) == 0:
             continue
@@ -173,17 +214,26 @@ def forward_terms(model, act_bytes: int = 2) -> Terms:
             w, routed = _widths(model, c)
             moe = moe or routed
             if w != 0:
-                widths.append(w)
-    widest = sympy.Max(*dict.fromkeys(widths)) if widths else sympy.Integer(0)
-    rows = sympy.Min(M, MOE_CHUNK) if moe else M
+                per.append((moe_rows if routed else M) * w)
+            if quant in QUANT_INPUT:
+                inputs.append((moe_rows if routed else M) * _gemm_inputs(model, c))
+    widest = sympy.Max(*dict.fromkeys(per)) if per else sympy.Integer(0)
     out = Terms()
     out.add("hidden_and_residual", 2 * M * d * b, "decoder output + fused add-RMSNorm residual, M·d each")
     out.add("norm_output", M * d * b, "RMSNorm output, M·d")
-    out.add("layer_transient", rows * b * widest,
-            "widest component's GEMM outputs at once (fused-MoE workspaces at M·k rows)")
+    out.add("layer_transient", b * widest,
+            "widest component's GEMM outputs at once (fused-MoE workspaces at M·k rows, N_ep·M under DP+EP)")
+    if inputs:
+        out.add("quant_scratch", QUANT_INPUT[quant] * sympy.Max(*dict.fromkeys(inputs)),
+                f"{quant} input quantisation of the widest GEMM input (quantised copy + scales)")
     if moe and sym.E in vals:
         E, k = sympy.Integer(exact(sym.E, vals)), sympy.Integer(exact(sym.k, vals))
         out.add("router", M * E * b + 8 * M * k, "router logits M·E, top-k weights (fp32) and ids (int32)")
+        out.add("expert_dispatch", sympy.Min(1, sym.N_ep - 1) * sym.N_ep * M * d * b,
+                "all-gathered hidden states of the N_ep data-parallel ranks (allgather_reducescatter)")
+    if flashinfer:
+        out.add("attention_workspace", sympy.Integer(FLASHINFER_WORKSPACE),
+                "FlashInfer attention workspace, allocated by the first forward's metadata builder")
     return out
 
 
@@ -343,10 +393,18 @@ class Profile:
         return out
 
 
-def profile(model, gpu, engine: Engine, *, max_model_len: int, tp: int | None = None) -> Profile:
-    """The engine's profiled terms for ``model`` on ``gpu`` (None: defaults of a small GPU)."""
+#: cards whose default vLLM V1 attention backend is FlashInfer (``cuda.py`` backend priorities: SM100)
+FLASHINFER_CARDS = ("B200", "B300", "GB200", "GB300")
+
+
+def profile(model, gpu, engine: Engine, *, max_model_len: int, tp: int | None = None,
+            quant: str | None = None) -> Profile:
+    """The engine's profiled terms for ``model`` on ``gpu`` (None: defaults of a small GPU);
+    ``quant``: the checkpoint's weight layout kind (its input-quantisation scratch)."""
     m, s = engine.limits(gpu, max_model_len)
-    fwd = forward_terms(model)
+    fi = engine.name == "vllm" and engine.v1 and gpu is not None and gpu.name.upper().startswith(FLASHINFER_CARDS)
+    nvfp4_a4 = quant != "nvfp4" or (gpu is not None and gpu.name.upper().startswith(FLASHINFER_CARDS))
+    fwd = forward_terms(model, quant=quant if nvfp4_a4 else None, flashinfer=fi)
     smp = sampler_terms(model, s)
     return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, cudagraph_terms(model, s, m))
 
