@@ -224,3 +224,36 @@ def test_mxfp4_backend_follows_the_triton_kernels_dependency():
     assert default_moe_backend(gpu("A100-80GB"), version_tuple("0.19")) == "marlin"
     with pytest.raises(Exception, match="--vllm-version"):
         version_tuple("0.x")
+
+
+def test_uneven_experts_rank_zero_decides():
+    """128 experts over 6 EP ranks: vLLM's determine_expert_map gives ranks 0-1 22 experts and the
+    rest 21; the plan costs rank 0 (22/128 of the routed bytes, not 1/6) and names it."""
+    m = symcost.build("qwen3-30b-a3b")
+    raw = symcost.architectures.loader.read_json("qwen3-30b-a3b")[1]
+    p6 = plan(m, raw, ServeSetup(layout=Layout.vllm(m, dp=6, ep=6), gpu=gpu("H100")), T=8192)
+    p8 = plan(m, raw, ServeSetup(layout=Layout.vllm(m, dp=8, ep=8), gpu=gpu("H100")), T=8192)
+    assert p6.deciding_rank["ep_rank"] == 0 and p6.deciding_rank["local_experts"] == 22
+    assert "ep_rank" not in p8.deciding_rank
+    routed8 = sum(v for k, v in p8.formulas.weights.flatten().items() if k.rsplit("/", 1)[-1].startswith("experts_"))
+    routed8 = exact(routed8, {sym.N_tp: 1, sym.N_ep: 8, sym.N_pp: 1, sym.N_dp: 8})
+    # rank 0 of 6 holds 22 experts, rank 0 of 8 holds 16: the routed bytes scale by 22/16
+    assert p6.weights_loaded_rank - p8.weights_loaded_rank == pytest.approx(routed8 * (sympy.Rational(22, 16) - 1), abs=8)
+    with pytest.raises(Exception, match="exceeds them"):
+        Layout.vllm(m, dp=256, ep=256).check(m)
+
+
+def test_pipeline_stages_costed_by_their_own_layers():
+    """DeepSeek-V3 over 4 stages: stage 0 holds the 3 dense layers (lighter), so the stages' weights
+    differ; the deciding stage is the one with the fewest KV tokens, here the 16-layer stage."""
+    m = symcost.build("deepseek-v3")
+    raw = symcost.architectures.loader.read_json("deepseek-v3")[1]
+    p = plan(m, raw, ServeSetup(layout=Layout.vllm(m, tp=8, pp=4), gpu=gpu("H200")), T=8192)
+    st = p.deciding_rank["stages"]
+    assert [s["layers"] for s in st] == [15, 15, 16, 15] and p.deciding_rank["pp_stage"] == 2
+    assert st[0]["weights_bytes"] < st[1]["weights_bytes"]  # 3 dense layers among stage 0's 15
+    assert min(s["kv_tokens"] for s in st) == st[2]["kv_tokens"]
+    # the formulas' ceil(count/pp)-per-group stage (1 dense + 15 MoE) is lighter than stage 2 (16 MoE):
+    # the plan says so, with the deciding stage's own figure
+    assert p.kv.tokens > st[2]["kv_tokens"]
+    assert any("deciding stage 2" in n and f"{st[2]['kv_tokens']:,}" in n for n in p.notes)

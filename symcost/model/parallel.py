@@ -136,8 +136,11 @@ class Layout:
                                f"(experts are folded into the data-parallel ranks)")
         E = int(v[sym.E])
         n = self.expert_ranks if self.whole_experts else self.ep
-        if E % n:
-            raise SymcostError(f"{flag} does not divide the routed experts E={E}")
+        # vLLM's expert parallelism places whole experts unevenly when they do not divide
+        # (``determine_expert_map``: the first E mod n ranks hold one more); it needs one per rank
+        if E % n and (not self.whole_experts or n > E):
+            raise SymcostError(f"{flag} does not divide the routed experts E={E}"
+                               + (f" (and exceeds them: {n} ranks)" if n > E else ""))
 
 
 def tp_blocks(components) -> int:

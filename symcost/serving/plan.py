@@ -215,7 +215,18 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
     p.cudagraph_rank = graphs
     p.tokens_override = tokens_override
     p.kv_cache_memory_given = setup.kv_cache_memory is not None
-    p.deciding_rank = deciding_rank(model, lay)
+    room = budget - act - over if budget is not None else None
+    try:
+        p.deciding_rank = deciding_rank(model, lay, ck=ck, kv_dtype=setup.kv_dtype, room=room)
+    except (ValueError, KeyError):  # a layer order the stage costing cannot follow: the bound's rule
+        p.deciding_rank = deciding_rank(model, lay)
+    st = p.deciding_rank.get("stages")
+    if st and known and engine.name == "vllm" and setup.kv_cache_memory is None:
+        own = st[p.deciding_rank["pp_stage"]]["kv_tokens"]
+        if own is not None and tokens and abs(own - tokens) > 0.01 * tokens:
+            notes.append(f"pipeline stages: the deciding stage {p.deciding_rank['pp_stage']}, costed by its own "
+                         f"layers, affords {own:,} KV tokens before block rounding; the sizing above takes "
+                         f"ceil(count/pp) layers of every group ({tokens:,} tokens)")
     return p
 
 
@@ -234,6 +245,9 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
     weights = base.weights.copy()
     if pad != 0:
         weights.add("expert_padding", pad, f"MXFP4 experts padded for the {backend} kernel")
+    uneven = uneven_experts(model, setup.layout, base.weights)
+    if uneven != 0:
+        weights.add("uneven_experts", uneven, "EP rank 0 holds ⌈E/n⌉ experts (vLLM determine_expert_map)")
     graphs = _graphs(setup, prof)
     if setup.overhead_gib is not None:
         non_torch = sympy.Integer(int(Fraction(str(setup.overhead_gib)) * GiB))
@@ -280,25 +294,129 @@ def pp_partition(layers: int, pp: int) -> list[int]:
     return parts
 
 
-def deciding_rank(model, lay: Layout) -> dict:
-    """The rank vLLM's KV sizing is decided on (it takes the minimum over workers): with one stage
-    any tensor-parallel rank (they are alike); with pipeline stages, the stage holding the most
-    layers and, among equals, the last (the head and the sampler run there), then the first (the
-    embedding). Symcost costs that stage as ⌈L/pp⌉ layers plus the larger edge and the whole
-    profiled peak, which bounds every stage of vLLM's split (``pp_partition``)."""
-    if lay.pp == 1:
-        return {"pp_stage": 0, "tp_rank": 0, "why": "one stage: every tensor-parallel rank holds the same"}
+def uneven_experts(model, lay: Layout, weights) -> sympy.Expr:
+    """Bytes the deciding expert-parallel rank holds beyond an even split when the routed experts
+    do not divide over the N_tp·N_ep ranks (vLLM ``determine_expert_map``: the first E mod n ranks
+    hold ⌈E/n⌉ experts, the rest ⌊E/n⌋): the rank's routed-expert bytes (an even 1/n share,
+    ``weights``: ``formulas.weights_per_gpu``) · (⌈E/n⌉·n/E − 1). 0 when they divide."""
     vals = model.values
-    layers = sum(exact(g.count, vals) for g in model.groups)
+    if not lay.whole_experts or sym.E not in vals:
+        return sympy.Integer(0)
+    E, n = int(vals[sym.E]), lay.expert_ranks
+    if E % n == 0:
+        return sympy.Integer(0)
+    factor = sympy.Rational(-(-E // n) * n, E) - 1
+    routed = sum((v for path, v in weights.flatten().items() if path.rsplit("/", 1)[-1].startswith("experts_")),
+                 sympy.Integer(0))
+    return routed * factor
+
+
+def _stage_bytes(model, ck, lay: Layout, kv_dtype: str) -> list[dict]:
+    """Per pipeline stage of vLLM's split (``pp_partition`` over ``model.layers()``): the weight
+    bytes it holds (its own layers, the embedding on the first stage, the head on the last) and its
+    KV bytes per token, on one tensor-parallel rank."""
+    from .memory import leaf_bytes
+    vals = model.values
+    lv = {**layout_values(lay), sym.N_pp: sympy.Integer(1)}
+    w = weights_per_gpu(model, ck)
+    per_layer_w, per_layer_kv = {}, {}
+    for g in model.groups:
+        n = exact(g.count, vals)
+        if n == 0 or g.tower:
+            continue
+        sub = w.flatten()
+        per_layer_w[g.name] = sum((exact(v, lv) for path, v in sub.items() if path.split("/", 1)[0] == g.name),
+                                  Fraction(0)) / n
+        kv = Fraction(0)
+        for c in g.components:
+            share = c.cache_tp_share(lay.tp, model.values_with(T=1, B=1))
+            for leaf, expr in c.cache().flatten().items():
+                one = exact(expr, model.values_with(T=2, B=1)) - exact(expr, model.values_with(T=1, B=1))
+                kv += one * leaf_bytes(model, leaf, kv_dtype) * share
+        per_layer_kv[g.name] = kv
+    flat = w.flatten()
+    embed = exact(flat.get("embed_tokens", 0), lv) if "embed_tokens" in flat else Fraction(0)
+    head = exact(flat.get("lm_head", 0), lv) if "lm_head" in flat else Fraction(0)
+    if "embed_and_head" in flat:  # one stage: both; split by their own bytes
+        e_, h_ = _edge_bytes(model, ck, lv)
+        embed, head = e_, h_
+    layers = model.layers()
+    parts = pp_partition(len(layers), lay.pp)
+    out, i = [], 0
+    for s_, count in enumerate(parts):
+        mine = layers[i:i + count]
+        i += count
+        wb = sum((per_layer_w.get(x.name, 0) for layer in mine for x in layer), Fraction(0))
+        kv = sum((per_layer_kv.get(x.name, 0) for layer in mine for x in layer), Fraction(0))
+        wb += (embed if s_ == 0 else 0) + (head if s_ == lay.pp - 1 else 0)
+        out.append({"layers": count, "weights_bytes": int(-(-wb // 1)), "kv_bytes_per_token": int(-(-kv // 1))})
+    return out
+
+
+def _edge_bytes(model, ck, lv) -> tuple[Fraction, Fraction]:
+    from .formulas import weight_share, _paths
+    paths = _paths(model)
+    got = {}
+    for path, expr in ck.served_terms().flatten().items():
+        if path in ("embed_tokens", "lm_head") and path in paths:
+            c, q, _ = paths[path]
+            got[path] = exact(sympy.nsimplify(expr.xreplace(model.values)) * weight_share(model, c, q), lv)
+    return got.get("embed_tokens", Fraction(0)), got.get("lm_head", Fraction(0))
+
+
+def deciding_rank(model, lay: Layout, *, ck=None, kv_dtype: str = "bf16", room: int | None = None) -> dict:
+    """The rank vLLM's KV sizing is decided on (``get_kv_cache_configs`` takes the fewest blocks
+    over the workers).
+
+    Expert parallelism: when the routed experts do not divide over the N_tp·N_ep ranks, EP rank 0
+    holds ⌈E/n⌉ of them (``determine_expert_map``), one more than the last ranks: it decides
+    (``uneven_experts`` adds the difference to the weights). Pipeline stages: vLLM splits the layers
+    by ``pp_partition``; with ``ck`` (the checkpoint) and ``room`` (the budget less the profiled
+    peak and non-torch memory, bytes), each stage's own weights (dense and MoE layers differ) and KV
+    bytes per token are costed, and the stage with the fewest KV tokens, ⌊(room − weights)/kv⌋,
+    decides; without them, the stage with the most layers (ties: the last, which holds the head
+    and runs the sampler). Symcost's KV sizing (the formulas) takes ⌈count/pp⌉ layers of each
+    group plus the larger of embedding and head: with dense and MoE layers on different stages that
+    is not a bound (DeepSeek-V3 at PP 4: one dense and 15 MoE layers against the deciding stage's
+    16 MoE layers), and ``plan`` says so in a note when the two differ by more than 1 %."""
+    vals = model.values
+    out = {"pp_stage": 0, "tp_rank": 0}
+    if lay.whole_experts and sym.E in vals and int(vals[sym.E]) % lay.expert_ranks:
+        E, n = int(vals[sym.E]), lay.expert_ranks
+        out.update(ep_rank=0, local_experts=-(-E // n),
+                   why_ep=f"E = {E} over {n} expert ranks: ranks 0..{E % n - 1} hold {-(-E // n)}, "
+                          f"the rest {E // n} (vLLM determine_expert_map); rank 0 decides")
+    if lay.pp == 1:
+        out["why"] = "one stage: every tensor-parallel rank holds the same" + (
+            "; the expert-parallel rank with the most experts decides" if "ep_rank" in out else "")
+        return out
+    layers = sum(exact(g.count, vals) for g in model.groups if not g.tower)
     parts = pp_partition(int(layers), lay.pp)
-    most = max(parts)
+    out["layers_per_stage"] = parts
+    if not max(parts):
+        out["why"] = "no layers"
+        return out
+    if ck is not None and room is not None:
+        stages = _stage_bytes(model, ck, lay, kv_dtype)
+        tokens = [((room - s_["weights_bytes"]) // s_["kv_bytes_per_token"]) if s_["kv_bytes_per_token"]
+                  else None for s_ in stages]
+        for s_, n_ in zip(stages, tokens):
+            s_["kv_tokens"] = n_
+        known = [i for i, n_ in enumerate(tokens) if n_ is not None]
+        if known:
+            stage = min(known, key=lambda i: (tokens[i], -i))
+            out.update(pp_stage=stage, stages=stages,
+                       why=f"stage {stage} affords the fewest KV tokens ({tokens[stage]:,}) of vLLM's split "
+                           f"{parts} (its own layers' weights and KV; embedding on stage 0, head on the last)")
+            return out
     # ties go to the last stage: it holds the head and runs the sampler (``is_last_rank``), whose
     # terms are the profile's widest on large vocabularies
     stage = max(range(lay.pp), key=lambda i: (parts[i], i == lay.pp - 1, i == 0))
-    return {"pp_stage": stage, "tp_rank": 0, "layers_per_stage": parts,
-            "why": f"stage {stage} holds {parts[stage]} of {layers} layers (vLLM's split {parts}); "
+    out.update(pp_stage=stage,
+               why=f"stage {stage} holds {parts[stage]} of {layers} layers (vLLM's split {parts}); "
                    f"symcost bounds it as ⌈L/pp⌉ = {-(-int(layers) // lay.pp)} layers + the larger of "
-                   f"embedding and head"} if most else {"pp_stage": 0, "tp_rank": 0, "why": "no layers"}
+                   f"embedding and head")
+    return out
 
 
 #: the accounting ``memory`` states with every answer
