@@ -212,6 +212,9 @@ def test_non_torch_terms_by_mechanism():
     pcie = exact(non_torch_terms(rtx, new, 2).flatten()["nccl"], {sym.N_tp: 2, sym.N_pp: 1})
     nvl = exact(nt2["nccl"], {sym.N_tp: 2, sym.N_pp: 1})
     assert 0 < pcie < nvl
+    # per peer: TP 8 holds 7 peers' buffers, TP 2 one (A100 TP 8 logged 2.10 GiB, H100 TP 2 0.55)
+    nvl8 = exact(non_torch_terms(h100, new, 8).flatten()["nccl"], {sym.N_tp: 8, sym.N_pp: 1})
+    assert nvl8 == 7 * nvl
 
 
 def test_mxfp4_backend_follows_the_triton_kernels_dependency():

@@ -96,11 +96,6 @@ def test_end_to_end_kv_memory_median():
     assert statistics.median(errs) <= 0.05
 
 
-@pytest.mark.xfail(strict=True, reason="not met on one of 28 cases: Qwen3-235B-A22B-FP8 at TP 4 on H100 with vLLM 0.9 and the "
-                   "LMCache KV connector, 10.04 GiB of KV modelled against 8.11 logged (23.9 %; the SGLang run of the same "
-                   "checkpoint on the same 4 GPUs is 9.3 % high too, so about 1.5-1.9 GiB per rank is unaccounted at TP 4: "
-                   "the NVLink NCCL figure is the median of three TP 2 logs, 0.39 GiB, and no TP 4 non-torch figure is "
-                   "public in the set); python -m tests.test_serving_startup_logs")
 def test_end_to_end_kv_memory_worst():
     assert max(r["kv"][2] for r in rows() if "kv" in r) <= 0.15
 

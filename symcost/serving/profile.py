@@ -26,10 +26,10 @@ vLLM V1 (>= 0.8; ``vllm/v1/worker/gpu_worker.py`` ``Worker.determine_available_m
         sort_indices         8·S·V             logits.sort() int64 indices
         sort_iota            8·S·V             the segmented radix sort's int64 index input
         sort_double_buffer   12·S·V            cub SortPairs' alternate keys and values
-    non_torch = W_base + Min(1, N_tp·N_pp − 1)·W_comm   (W_comm only inside an NVLink domain)
-      W_base: cuBLAS/cuBLASLt workspaces and lazily loaded kernel modules; W_comm: NCCL channel
-      buffers of the two communicators (PyNccl + torch.distributed) and the custom all-reduce's
-      IPC buffers — calibration data, ``engine_memory.json`` (sources per figure)
+    non_torch (``non_torch_terms``) = kernel modules (+ the CUDA context before 0.6.5)
+      + (N_tp·N_pp − 1)·W_peer (NCCL buffers per peer, NVLink or PCIe class)
+      + Min(1, N_tp − 1)·2·8 MiB (the custom all-reduce's IPC buffers, where it runs)
+      — each constant with its logs in ``engine_memory.json``
     CUDA graphs (``cudagraph_terms``): vLLM >= 0.21 subtracts ``profile_cudagraph_memory``'s
       estimate before sizing the KV cache (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default
       from 0.21): graph_pool (the forward's transient at the largest capture size) + graph_objects
@@ -42,7 +42,7 @@ vLLM V0 (<= 0.7; ``vllm/worker/worker.py`` ``determine_num_available_blocks``): 
     samples S = 256 sequences inside the forward with the same top-k/top-p worst case.
 SGLang (``python/sglang/srt/model_executor/model_runner.py`` ``profile_max_num_token``):
     rest = free_after_weights − total_at_init·(1 − mem_fraction_static)
-         = mem_fraction_static·(usable − W_base) − weights − W_comm
+         = mem_fraction_static·(usable − kernel modules) − weights − communicators
     max_total_num_tokens = ⌊rest / cell_size⌋, cell_size = the rank's KV bytes per token over all
     its layers; activations and CUDA graphs live outside the fraction (not subtracted).
 """
@@ -281,8 +281,9 @@ def non_torch_terms(gpu, engine: Engine, tp: int | None = None) -> Terms:
         device_baseline    vLLM < 0.6.5 only: the CUDA context the device already held (no baseline
                            snapshot before PR #10511; ``worker.determine_num_available_blocks`` took
                            total device use − ``torch.cuda.memory_reserved()``)
-        nccl               Min(1, N_tp·N_pp − 1) · the two communicators' channel buffers
-                           (``PyNcclCommunicator`` + torch.distributed), by link class (NVLink/PCIe)
+        nccl               (N_tp·N_pp − 1) · per-peer connection buffers of the two communicators
+                           (``PyNcclCommunicator`` + torch.distributed; NCCL's P2P/NVLS buffers
+                           are per connected peer and channel), by link class (NVLink/PCIe)
         custom_allreduce   Min(1, N_tp − 1) · 2·8 MiB of IPC buffers (``CustomAllreduce.__init__``:
                            meta_size() + max_size and max_size, cudaMalloc'd), only at the world
                            sizes it supports (2, 4, 6, 8) and, past 2 GPUs, inside an NVLink domain
@@ -296,9 +297,9 @@ def non_torch_terms(gpu, engine: Engine, tp: int | None = None) -> Terms:
         out.add("device_baseline", _gib("device_baseline_gib"),
                 "vLLM < 0.6.5: the CUDA context held before the profile (no baseline snapshot yet)")
     nvlink = gpu is None or gpu.nvlink_domain > 1
-    nccl = _gib("nccl_nvlink_gib" if nvlink else "nccl_pcie_gib")
-    out.add("nccl", sympy.Min(1, t * p - 1) * nccl,
-            "NCCL channel buffers of two communicators once N_tp·N_pp > 1 (" + ("NVLink" if nvlink else "PCIe") + ")")
+    nccl = _gib("nccl_nvlink_per_peer_gib" if nvlink else "nccl_pcie_per_peer_gib")
+    out.add("nccl", (t * p - 1) * nccl,
+            "NCCL connection buffers of two communicators, per peer rank (" + ("NVLink" if nvlink else "PCIe") + ")")
     ar_on = tp is None or (tp in CUSTOM_AR_SIZES and (nvlink or tp <= 2))
     if ar_on:
         ar = sympy.Integer(ENGINE_DATA["non_torch"]["custom_allreduce_bytes"]["value"])
