@@ -260,3 +260,50 @@ def test_pipeline_stages_costed_by_their_own_layers():
     # the plan says so, with the deciding stage's own figure
     assert p.kv.tokens > st[2]["kv_tokens"]
     assert any("deciding stage 2" in n and f"{st[2]['kv_tokens']:,}" in n for n in p.notes)
+
+
+def test_cudagraph_estimate_counted_from_0_21():
+    """vLLM's default capture sizes (_set_cudagraph_sizes) and profile_cudagraph_memory's estimate:
+    the graph pool at the largest size + 1 MiB per further graph (PIECEWISE at every size, FULL at
+    the decode sizes <= max_num_seqs); subtracted before KV sizing from 0.21 only."""
+    from symcost.serving.profile import capture_sizes
+    sizes = capture_sizes(256, 2048)
+    assert sizes[:4] == [1, 2, 4, 8] and sizes[-1] == 512 and len(sizes) == 3 + 31 + 17
+    assert capture_sizes(1024, 8192)[-1] == 512 and capture_sizes(4, 8192) == [1, 2, 4, 8]
+    assert capture_sizes(256, 100)[-1] == 96  # capped by max_num_batched_tokens
+    m = symcost.build("llama-3.1-8b")
+    raw = symcost.architectures.loader.read_json("llama-3.1-8b")[1]
+    new = plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.31"), T=8192)
+    old = plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.19"), T=8192)
+    given = plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.31", cudagraph_gib=0.5), T=8192)
+    assert old.cudagraph_rank == 0 and not any(k.startswith("cudagraph/") for k in old.activation_terms())
+    terms = new.activation_terms()
+    objects = terms["cudagraph/graph_objects"]["bytes"]
+    assert objects == (51 - 1 + 35 - 1) * 2**20  # 51 PIECEWISE sizes, 35 FULL sizes <= 256 sequences
+    assert new.cudagraph_rank == terms["cudagraph/graph_pool"]["bytes"] + objects
+    # the pool is the forward's transient at B_g = 512 tokens
+    fwd = sum(v["bytes"] for k, v in plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.31",
+                                                              max_batched_tokens=512), T=8192).activation_terms().items()
+              if k.startswith("forward/"))
+    assert terms["cudagraph/graph_pool"]["bytes"] == fwd
+    assert given.cudagraph_rank == 2**29  # --cudagraph-gib replaces the modelled term
+    assert old.kv_available_rank - new.kv_available_rank == new.cudagraph_rank
+
+
+def test_quant_scratch_dispatch_and_attention_workspace_terms():
+    """W8A8 block-FP8 inputs are quantised on the fly (fp8 copy + an fp32 scale per 128); under DP+EP
+    the MoE layer sees the N_ep ranks' gathered tokens; FlashInfer's workspace on Blackwell."""
+    raw = json.loads(open("tests/data/checkpoints/Qwen--Qwen3-235B-A22B-FP8.config.json").read())
+    m = symcost.build(dict(raw))
+    p = plan(m, raw, ServeSetup(layout=Layout.vllm(m, tp=4, dp=2, ep=8), gpu=gpu("H100")), T=8192)
+    t = p.activation_terms()
+    assert "forward/quant_scratch" in t and "forward/expert_dispatch" in t
+    d = 4096
+    assert t["forward/expert_dispatch"]["bytes"] == 2 * 8192 * d * 2  # N_ep = 2 ranks' tokens, bf16
+    q1 = plan(m, raw, ServeSetup(layout=Layout.vllm(m, tp=4), gpu=gpu("H100")), T=8192).activation_terms()
+    assert q1["forward/expert_dispatch"]["bytes"] == 0 and q1["forward/layer_transient"]["bytes"] < t["forward/layer_transient"]["bytes"]
+    bf16 = symcost.build("llama-3.1-8b")
+    raw8 = symcost.architectures.loader.read_json("llama-3.1-8b")[1]
+    assert "forward/quant_scratch" not in plan(bf16, raw8, ServeSetup(gpu=gpu("H100")), T=8192).activation_terms()
+    b200 = plan(bf16, raw8, ServeSetup(gpu=gpu("B200")), T=8192).activation_terms()
+    assert b200["forward/attention_workspace"]["bytes"] == 394 * 2**20

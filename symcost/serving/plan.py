@@ -6,22 +6,21 @@ Per rank (the most-loaded one):
     weights       = Σ checkpoint bytes of each weight · its share on the rank:
                     column/row-parallel matrices, the vocab-parallel embedding/head and shared
                     experts 1/tp; k/v projections ⌈H_kv/tp⌉/H_kv (KV heads replicated past H_kv);
-                    routed experts 1/ep with expert parallelism, else 1/tp; replicated weights
+                    routed experts 1/ep with expert parallelism (⌈E/n⌉ of E on EP rank 0 when they
+                    do not divide: ``uneven_experts``), else 1/tp; replicated weights
                     (norms, routers, MLA's q_a/kv_a, latent projections) whole; a pipeline stage
                     holds ⌈count/pp⌉ of every layer group and the larger of embedding and head
-    activations   = peak of one chunked-prefill step of M = max_num_batched_tokens tokens (8192):
-                    M · b_act · (w + 2·d), w the widest layer working set on the rank (every GEMM
-                    output of one component held at once, + the activation output d_ff of a gated
-                    MLP; routed experts k·(3·d_moe + d) per token) — or the sampler's fp32 logits of
-                    min(M, 256) rows, whichever is larger. AN ESTIMATE: vLLM measures it by a
-                    profiling run; on Llama-3.1-8B (vLLM 0.6, issue #10517) the formula gives
-                    110,592 B/token against 109,760 measured, but torch.compile'd MoE/hybrid graphs
-                    can hold several times more (Qwen3-Next TP=2 on H200, vLLM 0.10.2: 5.58 GiB
-                    logged for the 8192-token profile).
-    overhead      = a stated allowance for non-torch memory (CUDA context, cuBLAS/NCCL buffers;
-                    default 1 GiB: vLLM logged 0.35 GiB on one RTX 3090 and 1.38 GiB per rank at
-                    TP=2 on H200) + CUDA graphs (default 0: vLLM ≤ 0.10 captures them after sizing
-                    the KV cache; newer versions reserve them, pass --cudagraph-gib)
+    activations   = the engine's profiled peak (``profile``: the forward over M = max_num_batched_tokens
+                    tokens, the dummy sampler over S = max_num_seqs sequences, their larger), as
+                    named terms in ``activation_terms``; the older single-formula estimate
+                    (``formulas.activation_per_gpu``) stays for the symbolic metrics
+                    (``deciding_rank`` costs each stage by its own layers and names the one
+                    with the fewest KV tokens)
+    overhead      = non-torch memory by mechanism (``profile.non_torch_terms``: kernel modules, the
+                    CUDA context before vLLM 0.6.5, NCCL buffers per peer rank, the custom
+                    all-reduce's IPC buffers; --overhead-gib replaces it) + CUDA graphs (vLLM
+                    >= 0.21's estimate before KV sizing, ``profile.cudagraph_terms``; --cudagraph-gib
+                    replaces it)
     kv available  = budget − weights − activations − overhead
 KV capacity in tokens and the maximum concurrency at a context follow from vLLM's block and page
 rules (``vllm.kv_capacity``).
@@ -424,7 +423,8 @@ NOTE = ("engine accounting per GPU (--engine, --vllm-version): budget = usable m
         "= checkpoint bytes (quantization_config, scales included) split by the layout, as loaded (MXFP4 "
         "experts padded for the MoE kernel); activations = vLLM's profiled peak, the larger of the forward over "
         "M = max_num_batched_tokens tokens and the dummy sampler over S = max_num_seqs sequences "
-        "(activation_terms); overhead = non-torch memory (modelled, or --overhead-gib) + --cudagraph-gib; the "
+        "(activation_terms); overhead = non-torch memory (modelled, or --overhead-gib) + CUDA graphs (vLLM >= 0.21's estimate, or "
+        "--cudagraph-gib); the "
         "rest holds KV pages (vLLM block sizes, hybrid page alignment); SGLang: mem_fraction_static pool, "
         "activations outside it")
 
