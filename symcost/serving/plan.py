@@ -10,12 +10,12 @@ Per rank (the most-loaded one):
                     do not divide: ``uneven_experts``), else 1/tp; replicated weights
                     (norms, routers, MLA's q_a/kv_a, latent projections) whole; a pipeline stage
                     holds ⌈count/pp⌉ of every layer group and the larger of embedding and head
+                    (``deciding_rank`` costs each stage by its own layers and names the one
+                    with the fewest KV tokens)
     activations   = the engine's profiled peak (``profile``: the forward over M = max_num_batched_tokens
                     tokens, the dummy sampler over S = max_num_seqs sequences, their larger), as
                     named terms in ``activation_terms``; the older single-formula estimate
                     (``formulas.activation_per_gpu``) stays for the symbolic metrics
-                    (``deciding_rank`` costs each stage by its own layers and names the one
-                    with the fewest KV tokens)
     overhead      = non-torch memory by mechanism (``profile.non_torch_terms``: kernel modules, the
                     CUDA context before vLLM 0.6.5, NCCL buffers per peer rank, the custom
                     all-reduce's IPC buffers; --overhead-gib replaces it) + CUDA graphs (vLLM
