@@ -107,9 +107,12 @@ def table() -> str:
         t = f"{r['tokens'][0]:,}/{r['tokens'][1]:,}" if "tokens" in r else "-"
         k = f"{r['kv'][0]:.2f}/{r['kv'][1]:.2f} ({r['kv'][2]:.1%})" if "kv" in r else "-"
         out.append(f"{r['id']:<34} {w:>22} {t:>24} {k:>28}")
-    errs = [r["kv"][2] for r in rows() if "kv" in r]
-    if errs:
-        out.append(f"end-to-end KV: {len(errs)} cases, median {statistics.median(errs):.1%}, worst {max(errs):.1%}")
+    checks = {"weights": [abs(r["weights"][1] / r["weights"][0] - 1) for r in rows() if "weights" in r],
+              "tokens given KV": [abs(r["tokens"][1] / r["tokens"][0] - 1) for r in rows() if "tokens" in r],
+              "end-to-end KV": [r["kv"][2] for r in rows() if "kv" in r]}
+    for name, errs in checks.items():
+        if errs:
+            out.append(f"{name}: {len(errs)} cases, median {statistics.median(errs):.2%}, worst {max(errs):.2%}")
     return "\n".join(out)
 
 
