@@ -307,3 +307,18 @@ def test_quant_scratch_dispatch_and_attention_workspace_terms():
     assert "forward/quant_scratch" not in plan(bf16, raw8, ServeSetup(gpu=gpu("H100")), T=8192).activation_terms()
     b200 = plan(bf16, raw8, ServeSetup(gpu=gpu("B200")), T=8192).activation_terms()
     assert b200["forward/attention_workspace"]["bytes"] == 394 * 2**20
+
+
+def test_nvfp4_scale_swizzle_padding():
+    """MiniMax-M2.5 NVFP4 on B200 (FlashInfer): at TP 16 each expert's intermediate slice is 96, so the
+    gate_up scales pad 192 -> 256 rows and the down scales 6 -> 8 columns (swizzle_blockscale):
+    (64·192 + 3072·2) B per expert × 256 experts × 62 layers; at TP 4 the shapes are aligned (0);
+    Hopper runs NVFP4 through Marlin (no term)."""
+    m = symcost.build("minimax-m2.5-nvfp4")
+    raw = symcost.architectures.loader.read_json("minimax-m2.5-nvfp4")[1]
+    pad = {tp: plan(m, raw, ServeSetup(layout=Layout.vllm(m, tp=tp), gpu=g), T=8192)
+           for tp, g in ((4, gpu("B200")), (16, gpu("B200")))}
+    assert pad[4].weights_loaded_rank == pad[4].weights_rank
+    assert pad[16].weights_loaded_rank - pad[16].weights_rank == (64 * 192 + 3072 * 2) * 256 * 62
+    h = plan(m, raw, ServeSetup(layout=Layout.vllm(m, tp=16), gpu=gpu("H200")), T=8192)
+    assert h.weights_loaded_rank == h.weights_rank

@@ -43,7 +43,7 @@ from ..model.parallel import Layout
 from .formulas import ServeFormulas, activation_per_gpu, layout_values, serve_formulas, weights_per_gpu
 from .memory import cache_bytes_total
 from .profile import DEFAULT_VLLM, Engine, Profile, kv_cell_bytes, profile, version_tuple
-from .quant import checkpoint, default_moe_backend, expert_padding, scheme
+from .quant import checkpoint, default_moe_backend, expert_padding, nvfp4_scale_padding, scheme
 from .vllm import KVConfig
 
 GiB = 2**30
@@ -244,6 +244,10 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
     weights = base.weights.copy()
     if pad != 0:
         weights.add("expert_padding", pad, f"MXFP4 experts padded for the {backend} kernel")
+    scales, scale_notes = nvfp4_scale_padding(model, ck, whole_experts=setup.layout.whole_experts, backend=backend)
+    notes += scale_notes
+    if scales != 0:
+        weights.add("nvfp4_scale_padding", scales, "NVFP4 expert scales swizzled for the FlashInfer FP4 MoE kernel")
     uneven = uneven_experts(model, setup.layout, base.weights)
     if uneven != 0:
         weights.add("uneven_experts", uneven, "EP rank 0 holds ⌈E/n⌉ experts (vLLM determine_expert_map)")

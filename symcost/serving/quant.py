@@ -556,6 +556,38 @@ def expert_padding(model, ck: Checkpoint, weights: Terms, backend: str) -> tuple
     return extra, [note] if extra != 0 else []
 
 
+def nvfp4_scale_padding(model, ck: Checkpoint, *, whole_experts: bool, backend: str) -> tuple[sympy.Expr, list[str]]:
+    """Bytes vLLM adds to the rank's routed NVFP4 experts by swizzling their fp8 block scales for the
+    FlashInfer/CUTLASS FP4 MoE kernels (``modelopt.py`` ``swizzle_blockscale``: a scale matrix of
+    [rows, cols] is padded to [⌈rows/128⌉·128, ⌈cols/4⌉·4]). Per local expert, with I = d_moe, the
+    gate_up scales are [2·I_r, d/16] and the down scales [d, I_r/16], I_r the intermediate slice the
+    rank holds (I/(N_tp·N_ep) when experts are TP-sharded, I when they are placed whole), over
+    E_r = E (TP-sharded) or E/(N_tp·N_ep) (expert parallelism) local experts:
+
+        E_r · (pad128(2·I_r)·pad4(d/16) − 2·I_r·d/16 + pad128(d)·pad4(I_r/16) − d·I_r/16)   (1 byte each)
+
+    0 unless the routed experts are NVFP4 and the backend is FlashInfer (datacenter Blackwell);
+    elsewhere vLLM runs them through Marlin (``prepare_moe_fp4_layer_for_marlin``), not modelled."""
+    if backend != "flashinfer" or ck.scheme.layout.kind != "nvfp4":
+        return sympy.Integer(0), []
+    vals = model.values
+    if any(s not in vals for s in (sym.d_moe, sym.d, sym.E)):
+        return sympy.Integer(0), []
+    I, d, E = (sympy.Integer(exact(s, vals)) for s in (sym.d_moe, sym.d, sym.E))
+    ee = sym.N_tp * sym.N_ep
+    Ir, Er = (I, E / ee) if whole_experts else (I / ee, E)
+
+    def pad(x, m):
+        return sympy.ceiling(x / m) * m
+
+    per = (pad(2 * Ir, 128) * pad(d / 16, 4) - 2 * Ir * d / 16 + pad(d, 128) * pad(Ir / 16, 4) - d * Ir / 16)
+    layers = sum((sympy.ceiling(sympy.Integer(exact(g.count, vals)) / sym.N_pp) for g in model.groups
+                  if exact(g.count, vals)
+                  and any(isinstance(q, Linear) and q.active is not None for c in g.components for q in c.primitives(None))),
+                 sympy.Integer(0))
+    return layers * Er * per, []
+
+
 #: words in a checkpoint's name that say it is quantised (``name_says_quantized``)
 _QUANT_WORDS = re.compile(r"(?<![a-z0-9])(fp8|fp4|nvfp4|mxfp4|int4|int8|w4a16|w8a8|w4a8|awq|gptq|4bit|8bit|bnb)"
                           r"(?![a-z0-9])", re.IGNORECASE)
