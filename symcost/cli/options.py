@@ -431,8 +431,10 @@ def pin(row: "Option", what: str) -> "Option":
 ENGINE = Option(("--engine",), "serve", "whose start-up accounting: vllm (V1: budget - weights - profiled "
                 "peak - non-torch) or sglang (mem_fraction_static pool, activations outside it)",
                 choices=("vllm", "sglang"), default="vllm", example="sglang")
-VLLM_VERSION = Option(("--vllm-version",), "serve", "vLLM release modelled (X.Y): < 0.8 = the V0 engine's "
-                      "profile and defaults; changes the activation terms' M and S and the MXFP4 backend",
+VLLM_VERSION = Option(("--vllm-version",), "serve", "vLLM release modelled (X.Y or X.Y.Z): < 0.8 = the V0 "
+                      "engine's profile and defaults (the activation terms' M and S); < 0.6.5 adds the CUDA context "
+                      "to non-torch memory; >= 0.11.1 loads MXFP4 experts for Triton on Hopper (Marlin before); "
+                      ">= 0.21 subtracts the CUDA-graph estimate before the KV cache",
                       default="0.11", metavar="X.Y", example="0.10")  # the default: profile.DEFAULT_VLLM
 MAX_NUM_SEQS = Option(("--max-num-seqs",), "serve", "vLLM's max_num_seqs S: the sampler terms of the profile "
                       "(default: 1024 on >= 70 GiB non-A100 GPUs, else 256)", kind=positive, example="256")

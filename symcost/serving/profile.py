@@ -34,6 +34,8 @@ vLLM V1 (>= 0.8; ``vllm/v1/worker/gpu_worker.py`` ``Worker.determine_available_m
       estimate before sizing the KV cache (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS, on by default
       from 0.21): graph_pool (the forward's transient at the largest capture size) + graph_objects
       ((n − 1) · 1 MiB per further graph); 0.13–0.20 estimate only when that variable is set
+      (the Model Runner V2, default for dense models from 0.25.1, returned 0 from its
+      ``profile_cudagraph_memory`` until it implemented it — PR #49233; not modelled)
       (PR #30515) and earlier versions capture after sizing (``compile_or_warm_up_model``): there
       --cudagraph-gib states an allowance, 0 by default.
 vLLM V0 (<= 0.7; ``vllm/worker/worker.py`` ``determine_num_available_blocks``): the same
@@ -201,7 +203,15 @@ def forward_terms(model, act_bytes: int = 2, *, quant: str | None = None, flashi
     the N_ep ranks' tokens before the routed experts, so each rank's MoE layer sees N_ep·M token
     rows (its fused-MoE workspaces grow with them) and holds the gathered hidden states:
     ``expert_dispatch`` = Min(1, N_ep − 1)·N_ep·M·d·b_a. DeepEP/pplx buffers (other backends,
-    not the default) are not modelled."""
+    not the default) are not modelled.
+
+    Attention metadata: V1's per-step metadata (query_start_loc, seq_lens, slot_mapping, block
+    tables) are views of persistent buffers ``GPUModelRunner.__init__`` allocates before the
+    profile, outside both ``weights_memory`` and the torch peak increase that
+    ``memory_profiling`` measures — vLLM does not subtract them, so neither does symcost; only
+    workspaces the first forward allocates (FlashInfer's) are terms. Marlin's GEMM workspace
+    (``marlin_make_workspace_new``: one int32 per SM) is allocated with the weights and is below
+    1 KiB: left out."""
     vals = model.values
     d = sympy.Integer(exact(sym.d, vals))
     b = _b(act_bytes)
