@@ -130,7 +130,9 @@ W = "2*(2*V*d/N_tp + L*(2*d*H_q*D_h/N_tp + 2*d*D_h*ceiling(H_kv/N_tp) + 3*d*d_ff
 # H100, + the held hidden states
 A = ("Max(2*M*(Max(H_q*D_h/N_tp + 2*D_h*ceiling(H_kv/N_tp) + d, 3*d_ff/N_tp + d) + 3*d), "
      "2*M*d + 38*V*Min(M, 1024))")
-NT = "(236223201 + 1245540515*Min(1, N_tp - 1))"  # non-torch: 0.22 GiB + 1.16 GiB once N_tp > 1 (engine_memory.json)
+# non-torch (engine_memory.json): kernel modules 0.11 GiB + NCCL 0.41 GiB per peer rank on an NVLink card + the
+# custom all-reduce's 2·8 MiB once N_tp > 1
+NT = "(118111600 + 440234147*(N_tp*N_pp - 1) + 16777216*Min(1, N_tp - 1))"
 PAGE = "16*L*2*H_kv*D_h*2*ceiling(H_kv/N_tp)/H_kv"  # 16-token block, K and V, bf16, KV heads replicated
 HAND = {  # Llama-3.1-8B in bf16 on one stage, N_tp left a symbol
     "serve_memory": f"{W} + {A} + {NT} + B*ceiling(T/16)*{PAGE}",

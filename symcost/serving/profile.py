@@ -174,23 +174,6 @@ QUANT_INPUT = {"fp8_block": sympy.Rational(1) + sympy.Rational(4, 128), "fp8_ten
 FLASHINFER_WORKSPACE = 394 * 2**20
 
 
-def _gemm_inputs(model, c) -> sympy.Expr:
-    """Widest GEMM input per token on one rank (elements): a routed expert's down projection reads
-    k·d_moe/e per token, a row-parallel matrix in_/N_tp, the rest their whole input."""
-    vals = model.values
-    widest = []
-    for q in c.primitives(None):
-        if not isinstance(q, Linear) or q.name == "lm_head" or q.tied:
-            continue
-        inp = sympy.Integer(exact(q.in_, vals))
-        if q.active is not None:
-            k = sympy.Integer(exact(q.active, vals))
-            widest.append(k * inp / e if q.name.endswith("down") else inp)
-        else:
-            widest.append(inp / t if q.tp == "row" else inp)
-    return sympy.Max(*widest) if widest else sympy.Integer(0)
-
-
 def forward_terms(model, act_bytes: int = 2, *, quant: str | None = None, flashinfer: bool = False) -> Terms:
     """The forward of the profiling run over M tokens on one rank (see the module docstring).
 
@@ -216,7 +199,7 @@ def forward_terms(model, act_bytes: int = 2, *, quant: str | None = None, flashi
     d = sympy.Integer(exact(sym.d, vals))
     b = _b(act_bytes)
     moe_rows = sympy.Min(sym.N_ep * M, MOE_CHUNK)
-    per, inputs, moe = [], [], False
+    per, moe = [], False
     for g in model.groups:
         if exact(g.count, vals) == 0:
             continue
@@ -224,18 +207,24 @@ def forward_terms(model, act_bytes: int = 2, *, quant: str | None = None, flashi
             w, routed = _widths(model, c)
             moe = moe or routed
             if w != 0:
-                per.append((moe_rows if routed else M) * w)
-            if quant in QUANT_INPUT:
-                inputs.append((moe_rows if routed else M) * _gemm_inputs(model, c))
-    widest = sympy.Max(*dict.fromkeys(per)) if per else sympy.Integer(0)
+                per.append((routed, w))
+    if not per:
+        widest = sympy.Integer(0)
+    elif not moe:  # one row count: M · (the widest set), the form hand derivations write
+        widest = M * sympy.Max(*dict.fromkeys(w for _, w in per))
+    else:
+        widest = sympy.Max(*dict.fromkeys((moe_rows if r else M) * w for r, w in per))
     out = Terms()
     out.add("hidden_and_residual", 2 * M * d * b, "decoder output + fused add-RMSNorm residual, M·d each")
     out.add("norm_output", M * d * b, "RMSNorm output, M·d")
     out.add("layer_transient", b * widest,
             "widest component's GEMM outputs at once (fused-MoE workspaces at M·k rows, N_ep·M under DP+EP)")
-    if inputs:
-        out.add("quant_scratch", QUANT_INPUT[quant] * sympy.Max(*dict.fromkeys(inputs)),
-                f"{quant} input quantisation of the widest GEMM input (quantised copy + scales)")
+    if quant in QUANT_INPUT:
+        # the quantised input of the GEMM whose outputs are the widest transient: the layer input,
+        # M·d (gate_up / qkv read the normed hidden states); the down projection's quantised input
+        # is made after the gated activation, once the gate_up output can be freed
+        out.add("quant_scratch", QUANT_INPUT[quant] * M * d,
+                f"{quant} input quantisation of the layer input M·d (quantised copy + scales)")
     if moe and sym.E in vals:
         E, k = sympy.Integer(exact(sym.E, vals)), sympy.Integer(exact(sym.k, vals))
         out.add("router", M * E * b + 8 * M * k, "router logits M·E, top-k weights (fp32) and ids (int32)")
