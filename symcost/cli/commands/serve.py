@@ -100,7 +100,9 @@ def cmd_memory(args, out):
              f"(weights {payload['quantization']}, KV {args.kv_dtype})",
              f"  engine {e.name}" + (f" {e.version} ({'V1' if e.v1 else 'V0'})" if e.name == "vllm" else "")
              + f": profile over M = {p.profile.max_batched_tokens:,} tokens, S = {p.profile.max_num_seqs:,} "
-               f"sequences; deciding rank: pp stage {p.deciding_rank['pp_stage']}"]
+               f"sequences; deciding rank: pp stage {p.deciding_rank['pp_stage']}"
+             + (f", ep rank {p.deciding_rank['ep_rank']} ({p.deciding_rank['local_experts']} experts)"
+                if "ep_rank" in p.deciding_rank else "")]
     for key in ("weights_bytes", "cache_bytes", "weights_per_gpu_bytes", "weights_loaded_bytes", "activation_bytes",
                 "non_torch_bytes_per_gpu", "overhead_bytes_per_gpu", "per_gpu_bytes"):
         lines.append(f"  {key:<24} {payload[key]:>22,}  {human_bytes(payload[key])}")
