@@ -165,18 +165,17 @@ def rendered(b: Browser) -> dict:
                 ".map(tr => [tr.dataset.key, tr.querySelector('td.v').dataset.value]))")
 
 
-#: rows whose exported page formula predates this wave's engine accounting (the profiled peak and non-torch
-#: memory of serving.profile, issue 22) and training's working set (gathered unit, loss peak, issue 24):
-#: not yet compared with the CLI, which issue 26 stays open for
-PAGE_LAGS = ("serve_per_gpu", "kv_capacity", "serve_gpus", "train_per_gpu")
-
-
 def check_numbers(b: Browser, name: str, s: dict, capsys) -> None:
+    """Every summary row equals the CLI's figure; where the CLI's KV capacity is 0 (nothing left for the KV
+    cache) or no TP serves, the page says "does not fit" with the reason instead of a number."""
     got, want = rendered(b), expected(name, s, capsys)
+    reasons = b.js("Object.fromEntries([...document.querySelectorAll('table.summary tr[data-key]')]"
+                   ".map(tr => [tr.dataset.key, tr.querySelector('td.h').textContent]))")
     for key, value in want.items():
-        if key in PAGE_LAGS:
-            continue
         shown = got[key]
+        if key in ("kv_capacity", "serve_gpus") and value in (0, None):
+            assert shown == "" and reasons[key].startswith("does not fit: "), (key, shown, reasons[key])
+            continue
         assert (shown or None) == (None if value is None else str(value)), (key, shown, value)
 
 

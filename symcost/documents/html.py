@@ -44,9 +44,11 @@ from ..core.terms import Terms
 from ..core.units import dtype_bytes
 from ..hardware.gpus import CATALOGUE
 from ..model.parallel import Layout
-from ..serving.formulas import ServeFormulas, activation_per_gpu, kv_formula, weights_per_gpu
+from ..serving.formulas import ServeFormulas
 from ..serving.memory import cache_bytes_terms
-from ..serving.plan import ServeSetup
+from ..serving.plan import ServeSetup, engine_formulas
+from ..serving.profile import Engine, version_tuple
+from ..serving.quant import default_moe_backend
 from ..serving.quant import checkpoint
 from ..training import train_memory
 from ..training.setup import ACT_BYTES, TrainSetup
@@ -62,10 +64,8 @@ INPUTS = (sym.T, sym.B, sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep, sym.M_gpu)
 PLOTS = {"prefill_flops": "prefill FLOPs", "decode_flops": "decode FLOPs per step", "kv_at_T": "cache bytes",
          "serve_per_gpu": "serving bytes per GPU"}
 SIZE_LIMIT = 300 * 1024
-#: the page's live serving formula: a fixed chunk of M = 8192 tokens and a 1 GiB non-torch allowance (the
-#: symbolic metrics' convention, ``memory --max-batched-tokens 8192 --overhead-gib 1``), not the engine's
-#: per-card profile (``serving.profile``), which the page does not yet export as a formula
-SERVE = ServeSetup(max_batched_tokens=8192, overhead_gib=1.0)
+#: ``memory``'s defaults (the engine's step size, profiled peak and non-torch memory for the card)
+SERVE = ServeSetup()
 
 
 
@@ -106,39 +106,107 @@ class _Functions:
         self.values = values
         self.code: dict[str, str] = {}
         self.refs: dict = {}
+        self.by_code: dict[str, str] = {}
+        self.alias: dict[str, str] = {}
+        self.shared_keys: list[str] = []
+        self._dummies: dict[str, sympy.Dummy] = {}
 
     def ref(self, key: str):
         """A stand-in (a ``Dummy``) for formula ``key`` inside another formula: the page evaluates
         ``key`` once per call instead of repeating its text in every formula that uses it."""
-        d = sympy.Dummy(key.replace("|", "_").replace("=", "_").replace("/", "_"))
-        self.refs[d] = key
+        d = self._dummies.get(key)
+        if d is None:
+            d = self._dummies[key] = sympy.Dummy(key.replace("|", "_").replace("=", "_").replace("/", "_"))
+            self.refs[d] = key
         return d
 
-    def add(self, key: str, expr, whole: bool = True) -> str:
+    def _code(self, key: str, expr, whole: bool, extra: dict | None) -> str:
+        vals = {**self.values, **extra} if extra else self.values
         with sympy.evaluate(False):  # SymPy's automatic simplification of floor/Max is slow; JS is exact anyway
-            e = sympy.sympify(expr).xreplace(self.values)
-        extra = e.free_symbols - set(INPUTS) - set(self.refs)
-        if extra:
-            raise SymcostError(f"html: formula {key} keeps {', '.join(sorted(s.name for s in extra))}")
-        self.code[key] = js_function(e, whole=whole, refs=self.refs)
+            e = sympy.sympify(expr).xreplace(vals)
+        left = e.free_symbols - set(INPUTS) - set(self.refs)
+        if left:
+            raise SymcostError(f"html: formula {key} keeps {', '.join(sorted(s.name for s in left))}")
+        return js_function(e, whole=whole, refs=self.refs)
+
+    def add(self, key: str, expr, whole: bool = True, extra: dict | None = None) -> str:
+        """Formula ``key``; one whose code another key already has becomes an alias of it (written once)."""
+        code = self._code(key, expr, whole, extra)
+        if code in self.by_code:
+            self.alias[key] = self.by_code[code]
+        else:
+            self.code[key] = code
+            self.by_code[code] = key
         return key
+
+    def shared(self, expr, extra: dict | None = None, whole: bool = False):
+        """A sub-formula used by several page formulas, written once (by its code) under a short key;
+        returns its stand-in (``ref``)."""
+        code = self._code("shared", expr, whole, extra)
+        key = self.by_code.get(code)
+        if key is None:
+            key = f"s{len(self.shared_keys)}"
+            self.shared_keys.append(key)
+            self.code[key] = code
+            self.by_code[code] = key
+        return self.ref(key)
 
     def script(self) -> str:
         body = ",\n".join(f"{json.dumps(k)}: {v}" for k, v in self.code.items())
         return (js_runtime() + "\n// another formula of this page at the same inputs\n"
                 "function $ref(k, $in) { return $arg(k, F[k]($in)); }\n"
-                "const F = {\n" + body + "\n};\n")
+                "const F = {\n" + body + "\n};\n"
+                "// formulas equal to another one's (the same code): one function under both keys\n"
+                "const $A = " + json.dumps(self.alias, separators=(",", ":")) + ";\n"
+                "for (const k in $A) F[k] = F[$A[k]];\n")
+
+
+def _engine_classes(model, raw: dict) -> tuple[list, dict]:
+    """The catalogue's cards grouped by what the engine's accounting takes from a card besides its
+    budget (``profile.Engine.limits``: the step's tokens M and the sampler's sequences S;
+    ``profile.non_torch_terms``: NVLink communicators; ``quant.default_moe_backend``: the MXFP4 kernel,
+    for MXFP4 checkpoints): [(a card of the class, its key)], {card name: class index}."""
+    engine = Engine()
+    mxfp4 = checkpoint(model, raw, None, False, None).scheme.method == "mxfp4"
+    classes, index, of_card = [], {}, {}
+    for g in CATALOGUE.values():
+        key = (engine.limits(g, 1), g.nvlink_domain > 1,
+               default_moe_backend(g, version_tuple(engine.version)) if mxfp4 else None)
+        if key not in index:
+            index[key] = len(classes)
+            classes.append((g, key))
+        of_card[g.name] = index[key]
+    return classes, of_card
+
+
+class _EngineParts:
+    """``engine_formulas`` of (card class, weights dtype, KV dtype), each part computed once where it
+    depends: the weights on the dtype and the class's MXFP4 kernel (expert padding), the profiled peak,
+    the non-torch memory and M on the class, the KV pages on the KV dtype (``plan._engine_formulas``
+    composes them so; tests/test_html_page.py checks the composition against ``engine_formulas`` itself)."""
+
+    def __init__(self, model, raw, classes, weights, T):
+        self.model, self.raw, self.classes, self.w0, self.T = model, raw, classes, weights[0], T
+        self.memo = {}
+
+    def _ef(self, ei: int, w: str, kv: str):
+        k = (ei, w, kv)
+        if k not in self.memo:
+            setup = ServeSetup(gpu=self.classes[ei][0], kv_dtype=kv, weights_dtype=None if w == "ckpt" else w)
+            self.memo[k] = engine_formulas(self.model, self.raw, setup, T=self.T, lazy=True)
+        return self.memo[k]
+
+    def __call__(self, ei: int, w: str, kv: str):
+        backend = self.classes[ei][1][2]
+        first = next(i for i, c in enumerate(self.classes) if c[1][2] == backend)  # the first of its kernel
+        engine, m_tok = self._ef(ei, self.w0, KV_DTYPES[0])
+        weights = self._ef(first, w, KV_DTYPES[0])[0].weights
+        kv_pages = self._ef(0, self.w0, kv)[0].kv
+        return ServeFormulas(weights, engine.activation, engine.overhead, kv_pages), m_tok
 
 
 def _variant(**kw) -> str:
     return "|".join(f"{k}={v}" for k, v in kw.items())
-
-
-def serve_per_gpu_expr(f) -> sympy.Expr:
-    """``Plan.per_gpu_bytes`` as one expression: ⌈weights⌉ + ⌈activations⌉ + overhead + B·need·block bytes."""
-    with sympy.evaluate(False):
-        return (_ceil(f.weights.total) + _ceil(f.activation) + f.overhead
-                + sym.B * _ceil(f.kv.need) * _ceil(f.kv.block_bytes))
 
 
 def _ceil(e):
@@ -195,7 +263,7 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
         inp = replace(inp, T_prefill=min(inp.T_prefill, T_max), T_decode=min(inp.T_decode, T_max))
     T0 = inp.T_decode
     vals = dict(model.values)
-    vals.update({sym.M: sympy.Integer(SERVE.max_batched_tokens), sym.N_cp: sympy.Integer(1),
+    vals.update({sym.N_cp: sympy.Integer(1),
                  sym.b_a: sympy.Integer(ACT_BYTES["bf16"])})
     fns = _Functions(vals)
     rows = summary(model, raw, inp)
@@ -216,18 +284,12 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
         per = sympy.diff(in_T, sym.T) if in_T.is_polynomial(sym.T) else None
         if per is not None and not per.free_symbols - {sym.B}:
             fns.add(_variant(k="kv_per_token", kv=kv), per)
-    # serving, per weights dtype × KV dtype: ``serve_formulas``' parts, each built once (the activation
-    # peak depends on neither dtype, the weights on one, the KV pages on the other)
-    fns.add("serve/activation", activation_per_gpu(model, lazy=True), whole=False)
-    fns.add("serve/overhead", sympy.Integer(int(Fraction(str(SERVE.overhead_gib)) * 2**30)))
-    act, over = fns.ref("serve/activation"), fns.ref("serve/overhead")
-    kvs = {}
-    for kv in KV_DTYPES:
-        k = kv_formula(model, kv)
-        parts = {}
-        for name in ("block", "block_bytes", "groups", "need"):
-            parts[name] = fns.ref(fns.add(f"serve/kv_{name}|kv={kv}", getattr(k, name), whole=False))
-        kvs[kv] = replace(k, **parts)
+    # serving, as ``memory`` accounts for it (``serving.plan.engine_formulas``: weights as loaded, the engine's
+    # profiled peak, its non-torch memory, the KV pages), per weights dtype × KV dtype × engine class of the
+    # card (the cards that give the engine the same step size M, sampler size S, NVLink communicators and
+    # MXFP4 kernel share their formulas); every part a shared sub-formula, written once however many
+    # combinations use it
+    classes, card_class = _engine_classes(model, raw)
     ckpts = {}
     for w in WEIGHT_DTYPES:
         try:
@@ -235,20 +297,33 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
         except SymcostError:
             continue
         fns.add(_variant(k="weights_stored", w=w), _ceil(ckpts[w].served_terms().total))
-        key = fns.add(f"serve/weights_exact|w={w}", weights_per_gpu(model, ckpts[w]).total, whole=False)
-        weights = Terms({"weights": fns.ref(key)})
-        for kv in KV_DTYPES:
-            # ``serve_formulas``' rules over the parts (each part a formula of its own, referenced)
-            f = ServeFormulas(weights, act, over, kvs[kv])
-            v = _variant(w=w, kv=kv)
-            fns.add("serve_per_gpu|" + v, serve_per_gpu_expr(f))
-            with sympy.evaluate(False):  # the same expressions, without SymPy's ordering proofs
-                fns.add("kv_capacity|" + v, f.kv_tokens)
-            fns.add("serve_max_batch|" + v, serve_max_batch_expr(f))
-            for name, e in (("weights", _ceil(f.weights.total)), ("activations", _ceil(f.activation)),
-                            ("overhead", f.overhead),
-                            ("kv_cache", sym.B * _ceil(f.kv.need) * _ceil(f.kv.block_bytes))):
-                fns.add(f"serve/{name}|" + v, e)
+    parts_of = _EngineParts(model, raw, classes, list(ckpts), T0)
+    for ei, (gpu, _key) in enumerate(classes):
+        m_tok = None
+        for w in ckpts:
+            for kv in KV_DTYPES:
+                f, m_tok = parts_of(ei, w, kv)
+                extra = {sym.M: sympy.Integer(m_tok)}
+                sh = lambda e, whole=False: fns.shared(e, extra, whole=whole)  # noqa: E731
+                kvf = replace(f.kv, block=sh(f.kv.block), block_bytes=sh(f.kv.block_bytes),
+                              groups=sh(f.kv.groups), need=sh(f.kv.need))
+                # ``plan``: the blocks from the exact parts, the bytes per GPU (and whether anything is left
+                # for the KV cache) from the whole bytes of each part
+                exact_w, exact_a, exact_o = sh(f.weights.total), sh(f.activation), sh(f.overhead)
+                parts = {"weights": sh(_ceil(exact_w), True), "activations": sh(_ceil(exact_a), True),
+                         "overhead": sh(_ceil(exact_o), True),
+                         "kv_cache": sh(sym.B * _ceil(kvf.need) * _ceil(kvf.block_bytes), True)}
+                g = ServeFormulas(Terms({"weights": exact_w}), exact_a, exact_o, kvf)
+                whole = ServeFormulas(Terms({"weights": parts["weights"]}), parts["activations"],
+                                      parts["overhead"], kvf)
+                v = _variant(w=w, kv=kv, e=ei)
+                with sympy.evaluate(False):  # the same expressions, without SymPy's ordering proofs
+                    fns.add("serve_per_gpu|" + v, sympy.Add(*parts.values(), evaluate=False))
+                    fns.add("kv_available|" + v, whole.kv_available)
+                    fns.add("kv_capacity|" + v, g.kv_tokens)
+                    fns.add("serve_max_batch|" + v, serve_max_batch_expr(g))
+                for name, e in parts.items():
+                    fns.add(f"serve/{name}|" + v, e)
     # training, per pipeline size (the stage composition); seq = T, micro-batch = B
     train_pps = []
     for pp in PPS:
@@ -315,7 +390,7 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
         except SymcostError:
             pass
     # M_gpu as ``plan`` computes it: usable memory × mem_util (0.9)
-    cards = {g.name: {"budget": str(int(g.usable_bytes * Fraction(str(SERVE.mem_util)))), "memory": str(g.memory_bytes)}
+    cards = {g.name: {"budget": str(int(g.usable_bytes * Fraction(str(SERVE.mem_util)))), "e": card_class[g.name]}
              for g in CATALOGUE.values()}
     defaults = {"T": T0, "B": inp.batch, "kv": inp.kv_dtype if inp.kv_dtype in KV_DTYPES else "bf16",
                 "w": inp.weights_dtype or "ckpt", "gpu": inp.gpu, "tp": inp.tp, "pp": inp.pp, "dp": inp.dp,

@@ -81,7 +81,21 @@
     return { T: BigInt(S.T), B: BigInt(S.B), N_tp: tp, N_dp: dp, N_ep: ep };
   }
   const base = () => ({ T: BigInt(S.T), B: BigInt(S.B) });
-  const sv = () => "w=" + S.w + "|kv=" + S.kv;
+  // the serving formulas of the weights and KV dtypes and of the card's engine class (its step size M, sampler
+  // size S, NVLink communicators: serving.plan.engine_formulas for that card)
+  const sv = () => "w=" + S.w + "|kv=" + S.kv + "|e=" + D.cards[S.gpu].e;
+  const GiB = (x) => (asNum(x) / 2 ** 30).toFixed(2) + " GiB";
+  // the KV cache on the card at the layout, or why there is none (never a 0 that reads as a capacity)
+  function kvCapacity(e) {
+    const left = F["kv_available|" + sv()](e);
+    const fixed = ["weights", "activations", "overhead"].map((k) => F["serve/" + k + "|" + sv()](e));
+    const why = "weights " + GiB(fixed[0]) + " + activations " + GiB(fixed[1]) + " + non-torch " + GiB(fixed[2]);
+    const at = " on " + S.gpu + " at TP " + e.N_tp + (e.N_pp > 1n ? ", PP " + e.N_pp : "");
+    if (left <= 0n) return { error: "does not fit: " + why + " exceed the budget " + GiB(e.M_gpu) + at };
+    const tokens = F["kv_capacity|" + sv()](e);
+    if (tokens === 0n) return { error: "does not fit: " + GiB(left) + " left after " + why + at + ", below one KV block" };
+    return tokens;
+  }
   // each summary row: its value at the inputs (a BigInt or {n, d}), or {error}
   const ROWS = {
     params_total: () => F.params_total({}),
@@ -92,11 +106,11 @@
     kv_at_T: () => F[key("k=kv_at_T", "kv=" + S.kv)](base()),
     weights_stored: () => F[key("k=weights_stored", "w=" + S.w)]({}),
     serve_per_gpu: () => { const e = serveEnv(); return e.error ? e : F["serve_per_gpu|" + sv()](e); },
-    kv_capacity: () => { const e = serveEnv(); return e.error ? e : F["kv_capacity|" + sv()](e); },
+    kv_capacity: () => { const e = serveEnv(); return e.error ? e : kvCapacity(e); },
     serve_gpus: () => {
       const e = { T: BigInt(S.T), B: BigInt(S.B), N_pp: 1n, N_dp: 1n, N_ep: 1n, M_gpu: BigInt(D.cards[S.gpu].budget) };
       for (const tp of D.serve_tps) if (F["serve_max_batch|" + sv()](Object.assign({}, e, { N_tp: BigInt(tp) })) >= BigInt(S.B)) return BigInt(tp);
-      return { error: "none up to TP " + D.serve_tps[D.serve_tps.length - 1] };
+      return { error: "does not fit: no tensor-parallel size up to " + D.serve_tps[D.serve_tps.length - 1] + " of " + S.gpu + " holds B = " + S.B + " requests of T = " + digits(S.T) };
     },
     train_per_gpu: () => { const e = trainEnv(); return e.error ? e : F["train_per_gpu|pp=" + S.pp](e); },
   };
