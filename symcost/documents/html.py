@@ -205,6 +205,60 @@ class _EngineParts:
         return ServeFormulas(weights, engine.activation, engine.overhead, kv_pages), m_tok
 
 
+def train_per_gpu_formula(model, setup: TrainSetup) -> sympy.Expr:
+    """``train``'s per-GPU bytes (``training.memory.train_memory``) as one formula in T, B, N_tp, N_dp and
+    N_ep, for the page's setups (one model chunk per stage, the engine's activations, no recomputation,
+    ZeRO/offload as ``setup`` says):
+
+        max over stages s of  ⌈W_s⌉ + ⌈G_s⌉ + ⌈O_s⌉ + ⌈gathered_s⌉ + min(m, N_pp − s)·A_s
+                              + max(⌈working_s⌉, ⌈loss_peak⌉ on the last stage)
+
+    W, G, O, A: ``training.memory.formula`` of stage s; gathered: ``gathered_formula``; working_s: the
+    largest backward working set of a layer of the stage, its gradient buffers (``backward_buffers``)
+    and, with N_ep > 1, its MoE dispatch buffers (``dispatch_buffers``, counted through
+    min(1, N_ep − 1)); loss_peak: ``activations.loss_peak``. ``train_memory`` sums the same numbers; the
+    browser test and tests/test_html_page.py compare the two."""
+    from ..components.moe import MoE
+    from ..training.activations import backward_buffers, dispatch_buffers, loss_peak
+    from ..training.framework import framework
+    from ..training.memory import formula as stage_formula
+    from ..training.memory import gathered_formula, model_states
+    from ..training.plan import rank_stages
+    from ..training.schedule import in_flight
+    if setup.virtual != 1 or setup.recompute.mode != "none" or setup.activations != "engine":
+        raise SymcostError("html: the page's training formula covers one chunk per stage, no recomputation")
+    setup.check(model)
+    plan, bw = setup.plan, setup.backward
+    pp, m = plan.pp, setup.micro_batches
+    sp, cp = plan.sp, sympy.Integer(plan.cp)
+    ep_on = sympy.Min(1, sym.N_ep - 1)
+    extra = {}
+    for g in model.groups:
+        e = backward_buffers(g.components, sp=sp, cp=cp)
+        for c in g.components:
+            if isinstance(c, MoE):
+                e += ep_on * dispatch_buffers(c, setup.capacity, sp=sp, cp=cp)
+        extra[g.name] = e.xreplace(model.values)
+    order = model.layers()
+    fw = framework(setup.states.framework)
+    lt = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.logits_held, cp=cp)
+    loss = _ceil(lt.total.xreplace(model.values)) if lt else sympy.Integer(0)
+    ranks = rank_stages(model, pp, 1, plan)
+    states = model_states(model, setup)
+    per_stage = []
+    for r in range(pp):
+        f = stage_formula(model, setup, {"stage": r, "in_flight_chunks": [in_flight(pp, r, m)]})
+        units = [order[i] for i in states[r]["chunks"][0]["layer_ids"]]
+        works = list(dict.fromkeys(sum((extra[g.name] for g in u), sympy.Integer(0)) for u in units))
+        work = _ceil(sympy.Max(*works, evaluate=False)) if works else sympy.Integer(0)
+        with sympy.evaluate(False):
+            top = sympy.Max(work, loss, evaluate=False) if r == pp - 1 and loss != 0 else work
+            per_stage.append(sympy.Add(*(_ceil(f[k]) for k in ("weights", "gradients", "optimizer")),
+                                       _ceil(gathered_formula(model, setup, r, ranks[r])), f["activations"], top,
+                                       evaluate=False))
+    return per_stage[0] if pp == 1 else sympy.Max(*per_stage, evaluate=False)
+
+
 def _variant(**kw) -> str:
     return "|".join(f"{k}={v}" for k, v in kw.items())
 
@@ -324,17 +378,17 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
                     fns.add("serve_max_batch|" + v, serve_max_batch_expr(g))
                 for name, e in parts.items():
                     fns.add(f"serve/{name}|" + v, e)
-    # training, per pipeline size (the stage composition); seq = T, micro-batch = B
+    # training, per pipeline size (the stage composition); seq = T, micro-batch = B; the layout's sizes are
+    # inputs (N_tp, N_dp, N_ep), the working set (gathered unit, loss peak, backward and EP dispatch
+    # buffers) inside the formula
     train_pps = []
     for pp in PPS:
         try:
-            tm = train_memory(model, train_setup(replace(inp, T_prefill=T0), dp=1, tp=1, pp=pp, ep=1))
+            ts = train_setup(replace(inp, T_prefill=T0), dp=1, tp=1, pp=pp, ep=1)
+            fns.add(f"train_per_gpu|pp={pp}", train_per_gpu_formula(model, ts))
         except SymcostError:
             continue
-        fns.add(f"train_per_gpu|pp={pp}", train_total_formula(tm))
         train_pps.append(pp)
-    # (the fewest GPUs to train is not live: full recomputation's working set, which it includes, is
-    # computed numerically by symcost.training.memory, not part of the train formula)
     # the derivation per component (depth 2), each term live
     sections = []
     for title, key, terms in (("Parameters", "params", params), (f"Prefill FLOPs ({pre_ph.describe()})", "prefill",

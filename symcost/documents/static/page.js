@@ -74,11 +74,8 @@
     const lay = D.train_layouts[[S.tp, S.pp, S.dp, S.ep].join(",")];
     if (typeof lay === "number") return { error: "training layout: " + D.refusals[lay] };
     if (!D.train_pps.includes(S.pp)) return { error: "training: no pipeline of " + S.pp + " stages" };
-    // EP > 1 adds the experts' dispatch buffers, which symcost.training.memory computes numerically (not in
-    // the exported formula): the page does not show a number it cannot compute exactly
-    if (S.ep > 1) return { error: "EP > 1: dispatch buffers not in the formula (symcost train --ep " + S.ep + ")" };
-    const [tp, , dp, ep] = lay.map(BigInt);
-    return { T: BigInt(S.T), B: BigInt(S.B), N_tp: tp, N_dp: dp, N_ep: ep };
+    const [tp, pp, dp, ep] = lay.map(BigInt);
+    return { T: BigInt(S.T), B: BigInt(S.B), N_tp: tp, N_pp: pp, N_dp: dp, N_ep: ep };
   }
   const base = () => ({ T: BigInt(S.T), B: BigInt(S.B) });
   // the serving formulas of the weights and KV dtypes and of the card's engine class (its step size M, sampler
