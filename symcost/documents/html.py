@@ -44,7 +44,7 @@ from ..core.terms import Terms
 from ..core.units import dtype_bytes
 from ..hardware.gpus import CATALOGUE
 from ..model.parallel import Layout
-from ..serving.formulas import ServeFormulas
+from ..serving.formulas import KVFormula, ServeFormulas
 from ..serving.memory import cache_bytes_terms
 from ..serving.plan import ServeSetup, engine_formulas
 from ..serving.profile import Engine, version_tuple
@@ -59,6 +59,9 @@ KV_DTYPES = ("bf16", "fp8", "fp32")
 WEIGHT_DTYPES = ("ckpt", "bf16", "fp8", "int4")
 TPS, PPS, DPS, EPS = (1, 2, 4, 8, 16), (1, 2, 4, 8), (1, 2, 4, 8, 16), (1, 2, 4, 8, 16, 32, 64)
 SERVE_TPS = (1, 2, 4, 8, 16, 32, 64)  # memory's gpus_needed tries these
+#: the parts of one serving combination (weights dtype, KV dtype, card class) the serving formulas take
+SERVE_SLOTS = ("weights", "activations", "overhead", "weights_exact", "activations_exact", "overhead_exact",
+               "block", "block_bytes", "groups", "need")
 #: symbols the page's inputs bind (everything else is the config's value, substituted here)
 INPUTS = (sym.T, sym.B, sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep, sym.M_gpu)
 PLOTS = {"prefill_flops": "prefill FLOPs", "decode_flops": "decode FLOPs per step", "kv_at_T": "cache bytes",
@@ -154,7 +157,8 @@ class _Functions:
     def script(self) -> str:
         body = ",\n".join(f"{json.dumps(k)}: {v}" for k, v in self.code.items())
         return (js_runtime() + "\n// another formula of this page at the same inputs\n"
-                "function $ref(k, $in) { return $arg(k, F[k]($in)); }\n"
+                "// (a slot, @name, is the formula the inputs' $slots name for it: data, never code)\n"
+                "function $ref(k, $in) { const f = k[0] === \"@\" ? $in.$slots[k.slice(1)] : k; return $arg(k, F[f]($in)); }\n"
                 "const F = {\n" + body + "\n};\n"
                 "// formulas equal to another one's (the same code): one function under both keys\n"
                 "const $A = " + json.dumps(self.alias, separators=(",", ":")) + ";\n"
@@ -351,33 +355,37 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
         except SymcostError:
             continue
         fns.add(_variant(k="weights_stored", w=w), _ceil(ckpts[w].served_terms().total))
+    # The page's serving formulas are written once, over slots (``@name``: the part of the chosen weights
+    # dtype, KV dtype and card class, which the page names in ``$in.$slots`` from ``serve_slots``, data):
+    # ``plan`` takes the blocks from the exact parts, the bytes per GPU (and whether anything is left for the
+    # KV cache) from the whole bytes of each part
+    slot = {n: fns.ref("@" + n) for n in SERVE_SLOTS}
+    kv_slots = KVFormula(slot["block"], slot["block_bytes"], slot["groups"], slot["need"])
+    exact_f = ServeFormulas(Terms({"weights": slot["weights_exact"]}), slot["activations_exact"],
+                            slot["overhead_exact"], kv_slots)
+    whole_f = ServeFormulas(Terms({"weights": slot["weights"]}), slot["activations"], slot["overhead"], kv_slots)
+    with sympy.evaluate(False):  # the same expressions, without SymPy's ordering proofs
+        kv_cache = sym.B * _ceil(slot["need"]) * _ceil(slot["block_bytes"])
+        fns.add("serve/kv_cache", kv_cache)
+        fns.add("serve_per_gpu", sympy.Add(slot["weights"], slot["activations"], slot["overhead"], kv_cache,
+                                           evaluate=False))
+        fns.add("kv_available", whole_f.kv_available)
+        fns.add("kv_capacity", exact_f.kv_tokens)
+        fns.add("serve_max_batch", serve_max_batch_expr(exact_f))
+    serve_slots = {}
     parts_of = _EngineParts(model, raw, classes, list(ckpts), T0)
-    for ei, (gpu, _key) in enumerate(classes):
-        m_tok = None
+    for ei in range(len(classes)):
         for w in ckpts:
             for kv in KV_DTYPES:
                 f, m_tok = parts_of(ei, w, kv)
                 extra = {sym.M: sympy.Integer(m_tok)}
                 sh = lambda e, whole=False: fns.shared(e, extra, whole=whole)  # noqa: E731
-                kvf = replace(f.kv, block=sh(f.kv.block), block_bytes=sh(f.kv.block_bytes),
-                              groups=sh(f.kv.groups), need=sh(f.kv.need))
-                # ``plan``: the blocks from the exact parts, the bytes per GPU (and whether anything is left
-                # for the KV cache) from the whole bytes of each part
-                exact_w, exact_a, exact_o = sh(f.weights.total), sh(f.activation), sh(f.overhead)
-                parts = {"weights": sh(_ceil(exact_w), True), "activations": sh(_ceil(exact_a), True),
-                         "overhead": sh(_ceil(exact_o), True),
-                         "kv_cache": sh(sym.B * _ceil(kvf.need) * _ceil(kvf.block_bytes), True)}
-                g = ServeFormulas(Terms({"weights": exact_w}), exact_a, exact_o, kvf)
-                whole = ServeFormulas(Terms({"weights": parts["weights"]}), parts["activations"],
-                                      parts["overhead"], kvf)
-                v = _variant(w=w, kv=kv, e=ei)
-                with sympy.evaluate(False):  # the same expressions, without SymPy's ordering proofs
-                    fns.add("serve_per_gpu|" + v, sympy.Add(*parts.values(), evaluate=False))
-                    fns.add("kv_available|" + v, whole.kv_available)
-                    fns.add("kv_capacity|" + v, g.kv_tokens)
-                    fns.add("serve_max_batch|" + v, serve_max_batch_expr(g))
-                for name, e in parts.items():
-                    fns.add(f"serve/{name}|" + v, e)
+                got = {"block": sh(f.kv.block), "block_bytes": sh(f.kv.block_bytes), "groups": sh(f.kv.groups),
+                       "need": sh(f.kv.need), "weights_exact": sh(f.weights.total),
+                       "activations_exact": sh(f.activation), "overhead_exact": sh(f.overhead)}
+                for n in ("weights", "activations", "overhead"):
+                    got[n] = sh(_ceil(got[n + "_exact"]), True)
+                serve_slots[_variant(w=w, kv=kv, e=ei)] = [fns.refs[got[n]] for n in SERVE_SLOTS]
     # training, per pipeline size (the stage composition); seq = T, micro-batch = B; the layout's sizes are
     # inputs (N_tp, N_dp, N_ep), the working set (gathered unit, loss peak, backward and EP dispatch
     # buffers) inside the formula
@@ -454,7 +462,8 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
                         "gpu": list(cards), "tp": list(TPS), "pp": list(PPS), "dp": list(DPS), "ep": list(EPS),
                         "plot": list(PLOTS)},
             "cards": cards, "serve_layouts": serve_tbl, "train_layouts": train_tbl,
-            "refusals": refusals, "serve_tps": serve_tps,
+            "refusals": refusals, "serve_tps": serve_tps, "serve_slot_names": list(SERVE_SLOTS),
+            "serve_slots": serve_slots,
             "train_pps": train_pps,
             "rows": [{k: r[k] for k in ("key", "unit", "fn", "vary", "rule_of")} for r in out_rows],
             "sections": [{"key": s["key"], "components": [c["key"] for c in s["components"]]} for s in sections],

@@ -68,7 +68,7 @@
     const lay = D.serve_layouts[[S.tp, S.pp, S.dp, S.ep].join(",")];
     if (typeof lay === "number") return { error: "serving layout: " + D.refusals[lay] };
     const [N_tp, N_pp, N_dp, N_ep] = lay.map(BigInt);
-    return { T: BigInt(S.T), B: BigInt(S.B), N_tp, N_pp, N_dp, N_ep, M_gpu: BigInt(D.cards[S.gpu].budget) };
+    return { T: BigInt(S.T), B: BigInt(S.B), N_tp, N_pp, N_dp, N_ep, M_gpu: BigInt(D.cards[S.gpu].budget), $slots: slots() };
   }
   function trainEnv() {
     const lay = D.train_layouts[[S.tp, S.pp, S.dp, S.ep].join(",")];
@@ -81,15 +81,18 @@
   // the serving formulas of the weights and KV dtypes and of the card's engine class (its step size M, sampler
   // size S, NVLink communicators: serving.plan.engine_formulas for that card)
   const sv = () => "w=" + S.w + "|kv=" + S.kv + "|e=" + D.cards[S.gpu].e;
+  // the formulas (by key) of those parts, named for the serving formulas' slots (@weights, @need, ...)
+  const slots = () => Object.fromEntries(D.serve_slot_names.map((n, i) => [n, D.serve_slots[sv()][i]]));
+  const part = (e, name) => F[e.$slots[name]](e);
   const GiB = (x) => (asNum(x) / 2 ** 30).toFixed(2) + " GiB";
   // the KV cache on the card at the layout, or why there is none (never a 0 that reads as a capacity)
   function kvCapacity(e) {
-    const left = F["kv_available|" + sv()](e);
-    const fixed = ["weights", "activations", "overhead"].map((k) => F["serve/" + k + "|" + sv()](e));
+    const left = F.kv_available(e);
+    const fixed = ["weights", "activations", "overhead"].map((k) => part(e, k));
     const why = "weights " + GiB(fixed[0]) + " + activations " + GiB(fixed[1]) + " + non-torch " + GiB(fixed[2]);
     const at = " on " + S.gpu + " at TP " + e.N_tp + (e.N_pp > 1n ? ", PP " + e.N_pp : "");
     if (left <= 0n) return { error: "does not fit: " + why + " exceed the budget " + GiB(e.M_gpu) + at };
-    const tokens = F["kv_capacity|" + sv()](e);
+    const tokens = F.kv_capacity(e);
     if (tokens === 0n) return { error: "does not fit: " + GiB(left) + " left after " + why + at + ", below one KV block" };
     return tokens;
   }
@@ -102,11 +105,11 @@
     kv_per_token: () => { const f = F[key("k=kv_per_token", "kv=" + S.kv)]; return f ? f(base()) : { error: "not linear in T" }; },
     kv_at_T: () => F[key("k=kv_at_T", "kv=" + S.kv)](base()),
     weights_stored: () => F[key("k=weights_stored", "w=" + S.w)]({}),
-    serve_per_gpu: () => { const e = serveEnv(); return e.error ? e : F["serve_per_gpu|" + sv()](e); },
+    serve_per_gpu: () => { const e = serveEnv(); return e.error ? e : F.serve_per_gpu(e); },
     kv_capacity: () => { const e = serveEnv(); return e.error ? e : kvCapacity(e); },
     serve_gpus: () => {
-      const e = { T: BigInt(S.T), B: BigInt(S.B), N_pp: 1n, N_dp: 1n, N_ep: 1n, M_gpu: BigInt(D.cards[S.gpu].budget) };
-      for (const tp of D.serve_tps) if (F["serve_max_batch|" + sv()](Object.assign({}, e, { N_tp: BigInt(tp) })) >= BigInt(S.B)) return BigInt(tp);
+      const e = { T: BigInt(S.T), B: BigInt(S.B), N_pp: 1n, N_dp: 1n, N_ep: 1n, M_gpu: BigInt(D.cards[S.gpu].budget), $slots: slots() };
+      for (const tp of D.serve_tps) if (F.serve_max_batch(Object.assign({}, e, { N_tp: BigInt(tp) })) >= BigInt(S.B)) return BigInt(tp);
       return { error: "does not fit: no tensor-parallel size up to " + D.serve_tps[D.serve_tps.length - 1] + " of " + S.gpu + " holds B = " + S.B + " requests of T = " + digits(S.T) };
     },
     train_per_gpu: () => { const e = trainEnv(); return e.error ? e : F["train_per_gpu|pp=" + S.pp](e); },
@@ -192,8 +195,9 @@
     if (p === "kv_at_T") return [{ name: "total", at: (T) => F[key("k=kv_at_T", "kv=" + S.kv)]({ T, B: BigInt(S.B) }) }, ...parts("cache")];
     const e = serveEnv();
     if (e.error) return [];
-    const at = (k) => (T) => F[k + "|" + sv()](Object.assign({}, e, { T }));
-    return [{ name: "total", at: at("serve_per_gpu") }, ...["weights", "activations", "overhead", "kv_cache"].map((k) => ({ name: k, at: at("serve/" + k) })),
+    const at = (f) => (T) => f(Object.assign({}, e, { T }));
+    return [{ name: "total", at: at(F.serve_per_gpu) }, ...["weights", "activations", "overhead"].map((k) => ({ name: k, at: at(F[e.$slots[k]]) })),
+      { name: "kv_cache", at: at(F["serve/kv_cache"]) },
       { name: "budget " + S.gpu, at: () => BigInt(D.cards[S.gpu].budget) }];
   }
   function crossing(a, b, lo, hi) { // the first integer T in (lo, hi] where sign(a - b) changes, exactly
