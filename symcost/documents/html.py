@@ -288,27 +288,27 @@ def _positions(raw: dict, model) -> int:
     return 2**21
 
 
-def _layout_tables(model) -> tuple[dict, dict, list]:
-    """Every offered (tp, pp, dp, ep): serving's N_* (``Layout.vllm`` + ``check``) or the index of its
-    refusal, training's sizes (``TrainSetup.check``) or the index of its refusal, and the refusals."""
-    serve, train, msgs = {}, {}, {}
+def _layout_tables(model) -> tuple[list, list, list]:
+    """Every offered (tp, pp, dp, ep), in the order of ``TPS`` × ``PPS`` × ``DPS`` × ``EPS`` (the page indexes
+    them so): serving's N_* (``Layout.vllm`` + ``check``) or the index of its refusal; training's 0 (its
+    sizes as given, ``TrainSetup.check``) or 1 + the index of its refusal; and the refusals."""
+    serve, train, msgs = [], [], {}
     for tp in TPS:
         for pp in PPS:
             for dp in DPS:
                 for ep in EPS:
-                    k = f"{tp},{pp},{dp},{ep}"
                     try:
                         lay = Layout.vllm(model, tp=tp, pp=pp, dp=dp, ep=ep)
                         lay.check(model)
                         v = lay.values()
-                        serve[k] = [int(v[s]) for s in (sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep)]
+                        serve.append([int(v[s]) for s in (sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep)])
                     except SymcostError as e:
-                        serve[k] = msgs.setdefault(str(e), len(msgs))
+                        serve.append(msgs.setdefault(str(e), len(msgs)))
                     try:
                         TrainSetup.of(seq=4096, micro_batch=1, dp=dp, tp=tp, pp=pp, ep=ep).check(model)
-                        train[k] = [tp, pp, dp, ep]
+                        train.append(0)
                     except SymcostError as e:
-                        train[k] = msgs.setdefault(str(e), len(msgs))
+                        train.append(1 + msgs.setdefault(str(e), len(msgs)))
     return serve, train, list(msgs)
 
 
@@ -405,8 +405,7 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
         comps = []
         for path, e in terms.prune().depth(2).items():
             comps.append({"key": path, "fn": fns.add(f"{key}/{path}", e), "math": mathml(e)})
-        sections.append({"title": title, "key": key, "components": comps,
-                         "total_math": mathml(terms.total, display=True)})
+        sections.append({"title": title, "key": key, "components": comps, "total_math": mathml(terms.total, display=True)})
     if cache.prune():
         comps = []
         for path, e in cache_bytes_terms(model, "bf16", cache).prune().depth(2).items():
@@ -443,6 +442,12 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
             "plugged": (mathml(sympy.sympify(symbolic).xreplace(vals), display=True)
                         if symbolic is not None and r.key in FORMULA_VIEW else ""),
         })
+    # a section's total that is a formula-view row's formula is written once: the page clones it (``data-same``)
+    by_math = {r["math"]: r["key"] for r in out_rows if r["math"]}
+    for sec in sections:
+        sec["same"] = by_math.get(sec["total_math"])
+        if sec["same"]:
+            sec["total_math"] = ""
     serve_tbl, train_tbl, refusals = _layout_tables(model)
     serve_tps = []
     for tp in SERVE_TPS:

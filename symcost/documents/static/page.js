@@ -64,17 +64,22 @@
   }
   const unitName = (u) => (u === "params" ? "" : u);
   const key = (...parts) => parts.join("|");
+  // the layout tables hold one entry per (tp, pp, dp, ep) offered, in the order of the choices
+  function layoutIndex() {
+    const c = D.choices, at = (k) => c[k].indexOf(S[k]);
+    return ((at("tp") * c.pp.length + at("pp")) * c.dp.length + at("dp")) * c.ep.length + at("ep");
+  }
   function serveEnv() {
-    const lay = D.serve_layouts[[S.tp, S.pp, S.dp, S.ep].join(",")];
+    const lay = D.serve_layouts[layoutIndex()];
     if (typeof lay === "number") return { error: "serving layout: " + D.refusals[lay] };
     const [N_tp, N_pp, N_dp, N_ep] = lay.map(BigInt);
     return { T: BigInt(S.T), B: BigInt(S.B), N_tp, N_pp, N_dp, N_ep, M_gpu: BigInt(D.cards[S.gpu].budget), $slots: slots() };
   }
   function trainEnv() {
-    const lay = D.train_layouts[[S.tp, S.pp, S.dp, S.ep].join(",")];
-    if (typeof lay === "number") return { error: "training layout: " + D.refusals[lay] };
+    const lay = D.train_layouts[layoutIndex()];
+    if (lay > 0) return { error: "training layout: " + D.refusals[lay - 1] };
     if (!D.train_pps.includes(S.pp)) return { error: "training: no pipeline of " + S.pp + " stages" };
-    const [tp, pp, dp, ep] = lay.map(BigInt);
+    const [tp, pp, dp, ep] = [S.tp, S.pp, S.dp, S.ep].map(BigInt);
     return { T: BigInt(S.T), B: BigInt(S.B), N_tp: tp, N_pp: pp, N_dp: dp, N_ep: ep };
   }
   const base = () => ({ T: BigInt(S.T), B: BigInt(S.B) });
@@ -281,6 +286,11 @@
     renderFormulaView();
     renderPlot();
     document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
+  }
+  // a section's total written once, as a formula-view row's formula: a copy of that element
+  for (const div of document.querySelectorAll(".total[data-same]")) {
+    const src = document.querySelector('.fv[data-key="' + CSS.escape(div.dataset.same) + '"] math');
+    if (src) div.replaceChildren(src.cloneNode(true));
   }
   const bad = readHash();
   $("in-T").addEventListener("change", (ev) => { if (setFrom("T", ev.target.value)) { ev.target.classList.remove("bad"); render(); } else ev.target.classList.add("bad"); });
