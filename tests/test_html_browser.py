@@ -27,7 +27,7 @@ import pytest
 from symcost.architectures import loader
 from symcost.cli import main
 from symcost.documents.html import SIZE_LIMIT, write_html
-from symcost.documents.summary import Inputs
+from symcost.documents.summary import Inputs, train_gpus
 
 REQUIRE_ENV = "SYMCOST_REQUIRE_CHROMIUM"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -165,6 +165,12 @@ def expected(name: str, s: dict, capsys) -> dict:
                "kv_capacity": mem["kv_capacity_tokens"], "serve_gpus": mem["gpus_needed"]})}
     train = cli(["train", name, "--seq", T, "--micro-batch", B, *lay], capsys, refused=True)
     out["train_per_gpu"] = Refused(train["error"]) if "error" in train else train["per_gpu_bytes"]
+    # the fewest GPUs to train: the sheet's search (train --dp N --zero 3 --recompute full fitting the card)
+    out["train_gpus"] = train_gpus(loader.build(name), Inputs(T_prefill=s["T"], batch=s["B"], gpu=s["gpu"]))[0]
+    # the 6N rule's ratio: train's flops_per_step per token against 6 × active parameters
+    if "error" not in train:
+        tokens = s["T"] * s["B"] * s["dp"]
+        out["ratio:rule_6n"] = f"{train['flops_per_step'] / tokens / (6 * p['active']):.4f}"
     return out
 
 
@@ -179,12 +185,17 @@ def check_numbers(b: Browser, name: str, s: dict, capsys) -> None:
     got, want = rendered(b), expected(name, s, capsys)
     reasons = b.js("Object.fromEntries([...document.querySelectorAll('table.summary tr[data-key]')]"
                    ".map(tr => [tr.dataset.key, tr.querySelector('td.h').textContent]))")
+    ratios = b.js("Object.fromEntries([...document.querySelectorAll('table.summary tr.rule')]"
+                  ".map(tr => [tr.dataset.key, tr.querySelector('.ratio')?.textContent]))")
     for key, value in want.items():
+        if key.startswith("ratio:"):
+            assert ratios[key[len("ratio:"):]] == value, (key, ratios, value)
+            continue
         shown = got[key]
         if isinstance(value, Refused):
             assert shown == "" and value in reasons[key], (key, shown, reasons[key], value)
             continue
-        if key in ("kv_capacity", "serve_gpus") and value in (0, None):
+        if key in ("kv_capacity", "serve_gpus", "train_gpus") and value in (0, None):
             assert shown == "" and reasons[key].startswith("does not fit: "), (key, shown, reasons[key])
             continue
         assert (shown or None) == (None if value is None else str(value)), (key, shown, value)

@@ -52,7 +52,9 @@ from ..serving.quant import default_moe_backend
 from ..serving.quant import checkpoint
 from ..training import train_memory
 from ..training.setup import ACT_BYTES, TrainSetup
-from .summary import Inputs, summary, train_setup, train_total_formula
+from ..training.flops import train_flops
+from ..training.framework import HEADROOM_GIB, budget_bytes
+from .summary import MAX_TRAIN_GPUS, Inputs, summary, train_setup
 
 #: the choices the page offers (every one computed here; the URL fragment may name only these)
 KV_DTYPES = ("bf16", "fp8", "fp32")
@@ -211,15 +213,16 @@ class _EngineParts:
 
 def train_per_gpu_formula(model, setup: TrainSetup) -> sympy.Expr:
     """``train``'s per-GPU bytes (``training.memory.train_memory``) as one formula in T, B, N_tp, N_dp and
-    N_ep, for the page's setups (one model chunk per stage, the engine's activations, no recomputation,
-    ZeRO/offload as ``setup`` says):
+    N_ep, for the page's setups (one model chunk per stage, the engine's activations, no recomputation or
+    full recomputation of every layer, ZeRO as ``setup`` says):
 
         max over stages s of  ⌈W_s⌉ + ⌈G_s⌉ + ⌈O_s⌉ + ⌈gathered_s⌉ + min(m, N_pp − s)·A_s
                               + max(⌈working_s⌉, ⌈loss_peak⌉ on the last stage)
 
     W, G, O, A: ``training.memory.formula`` of stage s; gathered: ``gathered_formula``; working_s: the
-    largest backward working set of a layer of the stage, its gradient buffers (``backward_buffers``)
-    and, with N_ep > 1, its MoE dispatch buffers (``dispatch_buffers``, counted through
+    largest backward working set of a layer of the stage — under full recomputation its recomputed saved
+    set (``activations.per_layer``) — its gradient buffers (``backward_buffers``) and, with N_ep > 1, its
+    MoE dispatch buffers (``dispatch_buffers``, counted through
     min(1, N_ep − 1)); loss_peak: ``activations.loss_peak``. ``train_memory`` sums the same numbers; the
     browser test and tests/test_html_page.py compare the two."""
     from ..components.moe import MoE
@@ -229,8 +232,12 @@ def train_per_gpu_formula(model, setup: TrainSetup) -> sympy.Expr:
     from ..training.memory import gathered_formula, model_states
     from ..training.plan import rank_stages
     from ..training.schedule import in_flight
-    if setup.virtual != 1 or setup.recompute.mode != "none" or setup.activations != "engine":
-        raise SymcostError("html: the page's training formula covers one chunk per stage, no recomputation")
+    from ..training.activations import per_layer
+    rc = setup.recompute
+    if setup.virtual != 1 or rc.modules is not None or not (rc.mode == "none" or rc.per_layer) \
+            or setup.activations != "engine":
+        raise SymcostError("html: the page's training formula covers one chunk per stage, no recomputation "
+                           "or full recomputation of every layer")
     setup.check(model)
     plan, bw = setup.plan, setup.backward
     pp, m = plan.pp, setup.micro_batches
@@ -243,6 +250,9 @@ def train_per_gpu_formula(model, setup: TrainSetup) -> sympy.Expr:
             if isinstance(c, MoE):
                 e += ep_on * dispatch_buffers(c, setup.capacity, sp=sp, cp=cp)
         extra[g.name] = e.xreplace(model.values)
+    if rc.mode == "full":  # a layer's backward reruns its forward: its saved set is alive again
+        for name, t in per_layer(model, bw, setup.capacity, sp=sp, cp=cp).items():
+            extra[name] = extra.get(name, sympy.Integer(0)) + t.total.xreplace(model.values)
     order = model.layers()
     fw = framework(setup.states.framework)
     lt = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.logits_held, cp=cp)
@@ -255,11 +265,11 @@ def train_per_gpu_formula(model, setup: TrainSetup) -> sympy.Expr:
         units = [order[i] for i in states[r]["chunks"][0]["layer_ids"]]
         works = list(dict.fromkeys(sum((extra[g.name] for g in u), sympy.Integer(0)) for u in units))
         work = _ceil(sympy.Max(*works, evaluate=False)) if works else sympy.Integer(0)
+        gathered = gathered_formula(model, setup, r, ranks[r])
         with sympy.evaluate(False):
             top = sympy.Max(work, loss, evaluate=False) if r == pp - 1 and loss != 0 else work
             per_stage.append(sympy.Add(*(_ceil(f[k]) for k in ("weights", "gradients", "optimizer")),
-                                       _ceil(gathered_formula(model, setup, r, ranks[r])), f["activations"], top,
-                                       evaluate=False))
+                                       _ceil(gathered), f["activations"], top, evaluate=False))
     return per_stage[0] if pp == 1 else sympy.Max(*per_stage, evaluate=False)
 
 
@@ -397,6 +407,24 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
         except SymcostError:
             continue
         train_pps.append(pp)
+    # the fewest GPUs to train (``summary.train_gpus``): the smallest power of two N whose FSDP setup (ZeRO-3,
+    # full recomputation, dp = N) fits the card's training budget; the page searches N over the same
+    # formula (the sizes TrainSetup.check accepts listed here)
+    fsdp_ns = []
+    try:
+        fsdp = train_setup(replace(inp, T_prefill=T0), dp=1, tp=1, pp=1, ep=1, zero=3, recompute="full")
+        fns.add("train_fsdp_per_gpu", train_per_gpu_formula(model, fsdp))
+        n = 1
+        while n <= MAX_TRAIN_GPUS:
+            try:
+                train_setup(replace(inp, T_prefill=T0), dp=n, tp=1, pp=1, ep=1, zero=3, recompute="full").check(model)
+                fsdp_ns.append(n)
+            except SymcostError:
+                pass
+            n *= 2
+    except SymcostError:
+        pass
+    fns.add("train_flops", train_flops(model).total)  # the 6N rule's exact figure (``train``'s flops_per_step)
     # the derivation per component (depth 2), each term live
     sections = []
     for title, key, terms in (("Parameters", "params", params), (f"Prefill FLOPs ({pre_ph.describe()})", "prefill",
@@ -421,8 +449,8 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
             "kv_per_token": ("kv_per_token", ["kv"]), "kv_at_T": ("kv_at_T", ["kv"]),
             "weights_stored": ("weights_stored", ["w"]), "serve_per_gpu": ("serve_per_gpu", ["w", "kv"]),
             "kv_capacity": ("kv_capacity", ["w", "kv"]), "serve_gpus": ("serve_gpus", ["w", "kv"]),
-            "train_per_gpu": ("train_per_gpu", ["pp"]), "train_gpus": (None, []),
-            "rule_2n": ("rule_2n", []), "rule_6n": (None, []), "rule_12ld2": ("rule_12ld2", []),
+            "train_per_gpu": ("train_per_gpu", ["pp"]), "train_gpus": ("train_gpus", []),
+            "rule_2n": ("rule_2n", []), "rule_6n": ("rule_6n", []), "rule_12ld2": ("rule_12ld2", []),
             "rule_16b": ("rule_16b", [])}
     out_rows = []
     for r in rows:
@@ -430,8 +458,7 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
         symbolic = r.formula
         out_rows.append({
             "key": r.key,
-            "label": (PAGE_LABELS.get(r.key, r.label) if r.key != "train_gpus" else
-                      f"{r.label}; not live: at the initial inputs, on {inp.gpu}"),
+            "label": PAGE_LABELS.get(r.key, r.label),
             "unit": r.unit,
             "convention": (r.convention.replace(f"{inp.kv_dtype} KV elements", "KV elements in the KV dtype chosen")
                            if r.key in ("kv_per_token", "kv_at_T") else r.convention),
@@ -457,7 +484,9 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
         except SymcostError:
             pass
     # M_gpu as ``plan`` computes it: usable memory × mem_util (0.9)
-    cards = {g.name: {"budget": str(int(g.usable_bytes * Fraction(str(SERVE.mem_util)))), "e": card_class[g.name]}
+    # training's budget as ``train`` judges fits: usable memory less the headroom
+    cards = {g.name: {"budget": str(int(g.usable_bytes * Fraction(str(SERVE.mem_util)))), "e": card_class[g.name],
+                      "train": str(int(budget_bytes(g, HEADROOM_GIB)))}
              for g in CATALOGUE.values()}
     defaults = {"T": T0, "B": inp.batch, "kv": inp.kv_dtype if inp.kv_dtype in KV_DTYPES else "bf16",
                 "w": inp.weights_dtype or "ckpt", "gpu": inp.gpu, "tp": inp.tp, "pp": inp.pp, "dp": inp.dp,
@@ -469,7 +498,7 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
             "cards": cards, "serve_layouts": serve_tbl, "train_layouts": train_tbl,
             "refusals": refusals, "serve_tps": serve_tps, "serve_slot_names": list(SERVE_SLOTS),
             "serve_slots": serve_slots,
-            "train_pps": train_pps,
+            "train_pps": train_pps, "fsdp_ns": fsdp_ns,
             "rows": [{k: r[k] for k in ("key", "unit", "fn", "vary", "rule_of")} for r in out_rows],
             "sections": [{"key": s["key"], "components": [c["key"] for c in s["components"]]} for s in sections],
             "plots": PLOTS,
@@ -486,6 +515,7 @@ PAGE_LABELS = {"prefill_flops": "prefill FLOPs (T new tokens × B)",
                "weights_stored": "weights as stored", "serve_per_gpu": "serving memory per GPU (B requests of T)",
                "kv_capacity": "KV capacity per GPU (tokens)", "serve_gpus": "fewest GPUs of the card to serve (TP)",
                "train_per_gpu": "training memory per GPU (seq T, micro-batch B)",
+               "train_gpus": "fewest GPUs of the card to train (FSDP: ZeRO-3, full recompute, seq T, micro-batch B)",
 }
 #: summary rows whose formula the formula view shows (the others have none, or are rules)
 FORMULA_VIEW = ("params_total", "params_active", "prefill_flops", "decode_flops", "kv_at_T", "serve_per_gpu",

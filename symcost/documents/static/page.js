@@ -118,10 +118,23 @@
       return { error: "does not fit: no tensor-parallel size up to " + D.serve_tps[D.serve_tps.length - 1] + " of " + S.gpu + " holds B = " + S.B + " requests of T = " + digits(S.T) };
     },
     train_per_gpu: () => { const e = trainEnv(); return e.error ? e : F["train_per_gpu|pp=" + S.pp](e); },
+    // the smallest power of two N whose FSDP setup (ZeRO-3, full recompute, dp = N) fits the card's training
+    // budget (usable memory less the headroom): a search over N of one formula
+    train_gpus: () => {
+      if (!F.train_fsdp_per_gpu) return { error: "no FSDP setup of this model" };
+      const room = BigInt(D.cards[S.gpu].train);
+      for (const n of D.fsdp_ns) {
+        const v = F.train_fsdp_per_gpu({ T: BigInt(S.T), B: BigInt(S.B), N_tp: 1n, N_pp: 1n, N_dp: BigInt(n), N_ep: 1n });
+        if (v <= room) return BigInt(n);
+      }
+      return { error: "does not fit: no power of two up to " + D.fsdp_ns[D.fsdp_ns.length - 1] + " GPUs of " + S.gpu + " holds it" };
+    },
   };
   // a rule of thumb's ratio at the inputs, where it depends on them
   const RATIOS = {
     rule_2n: () => { const p = F.prefill_flops(base()); return asNum(p) / (S.T * S.B) / (2 * asNum(F.params_active({}))); },
+    // train's flops_per_step (seq T, B·dp sequences) per token, against 6N
+    rule_6n: () => { const n = S.B * S.dp, f = F.train_flops({ T: BigInt(S.T), B: BigInt(n) }); return asNum(f) / (S.T * n) / (6 * asNum(F.params_active({}))); },
   };
   const value = (k) => { try { return ROWS[k] ? ROWS[k]() : null; } catch (e) { return { error: e.message }; } };
 
