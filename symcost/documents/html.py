@@ -452,22 +452,39 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
             "train_per_gpu": ("train_per_gpu", ["pp"]), "train_gpus": ("train_gpus", []),
             "rule_2n": ("rule_2n", []), "rule_6n": ("rule_6n", []), "rule_12ld2": ("rule_12ld2", []),
             "rule_16b": ("rule_16b", [])}
+    # the formula view shows one variant's formula (the generation's inputs); the page says when the inputs
+    # chose another (its value is then the chosen variant's, its formula not shown substituted)
+    e0 = card_class[inp.gpu]
+    w0 = inp.weights_dtype or "ckpt"
+    m0 = Engine().limits(next(g for g in CATALOGUE.values() if g.name == inp.gpu), T0)[0]
+    serve_variant = {"w": w0, "kv": inp.kv_dtype, "e": e0}
+    variants = {"serve_per_gpu": serve_variant, "kv_capacity": serve_variant, "train_per_gpu": {"pp": inp.pp}}
+    variant_words = {"serve_per_gpu": f"{inp.gpu} (and the cards its engine accounting treats alike), weights "
+                                      f"{'checkpoint' if w0 == 'ckpt' else w0}, KV {inp.kv_dtype}",
+                     "train_per_gpu": f"PP = {inp.pp}"}
+    variant_words["kv_capacity"] = variant_words["serve_per_gpu"]
+    page_formula = {}
+    if inp.pp in train_pps:  # the page's own training formula (the working set included), not train's summary
+        page_formula["train_per_gpu"] = train_per_gpu_formula(
+            model, train_setup(replace(inp, T_prefill=T0), dp=1, tp=1, pp=inp.pp, ep=1))
     out_rows = []
     for r in rows:
         fn, vary = live.get(r.key, (None, []))
-        symbolic = r.formula
+        symbolic = page_formula.get(r.key, r.formula)
+        shown = symbolic is not None and r.key in FORMULA_VIEW
         out_rows.append({
             "key": r.key,
             "label": PAGE_LABELS.get(r.key, r.label),
             "unit": r.unit,
             "convention": (r.convention.replace(f"{inp.kv_dtype} KV elements", "KV elements in the KV dtype chosen")
-                           if r.key in ("kv_per_token", "kv_at_T") else r.convention),
+                           if r.key in ("kv_per_token", "kv_at_T") else
+                           TRAIN_CONVENTION if r.key == "train_per_gpu" else r.convention),
             "value": None if r.value is None else (str(r.value) if isinstance(r.value, int) else f"{r.value:.4g}"),
             "ratio": None if r.ratio is None else f"{r.ratio:.4f}", "rule_of": r.rule_of,
             "fn": fn, "vary": vary, "notes": r.notes,
-            "math": mathml(symbolic, display=True) if symbolic is not None and r.key in FORMULA_VIEW else "",
-            "plugged": (mathml(sympy.sympify(symbolic).xreplace(vals), display=True)
-                        if symbolic is not None and r.key in FORMULA_VIEW else ""),
+            "math": mathml(symbolic, display=True) if shown else "",
+            "plugged": mathml(sympy.sympify(symbolic).xreplace({**vals, sym.M: m0}), display=True) if shown else "",
+            "variant": variants.get(r.key), "variant_words": variant_words.get(r.key),
         })
     # a section's total that is a formula-view row's formula is written once: the page clones it (``data-same``)
     by_math = {r["math"]: r["key"] for r in out_rows if r["math"]}
@@ -517,6 +534,11 @@ PAGE_LABELS = {"prefill_flops": "prefill FLOPs (T new tokens × B)",
                "train_per_gpu": "training memory per GPU (seq T, micro-batch B)",
                "train_gpus": "fewest GPUs of the card to train (FSDP: ZeRO-3, full recompute, seq T, micro-batch B)",
 }
+#: the page's training row, whose pipeline size and layout move (``train_per_gpu_formula``)
+TRAIN_CONVENTION = ("train's accounting: bf16 weights and gradients, AdamW state, ZeRO-0, no recomputation, 1F1B; "
+                    "the heaviest pipeline stage's states + min(m, N_pp − s) micro-batches of activations + "
+                    "max(loss peak on the last stage, a layer's backward working set: its gradient buffers and, "
+                    "with EP > 1, its MoE dispatch buffers)")
 #: summary rows whose formula the formula view shows (the others have none, or are rules)
 FORMULA_VIEW = ("params_total", "params_active", "prefill_flops", "decode_flops", "kv_at_T", "serve_per_gpu",
                 "kv_capacity", "train_per_gpu")

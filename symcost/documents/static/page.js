@@ -147,6 +147,7 @@
       if (!ROWS[k]) continue;
       const v = value(k);
       if (v === null) continue;
+      h.classList.toggle("why", Boolean(v.error));
       if (v.error) { cell.dataset.value = ""; cell.textContent = "—"; h.textContent = v.error; errors.add(v.error); continue; }
       const b = big(v);
       cell.dataset.value = b === null ? "" : String(b);
@@ -182,7 +183,16 @@
     if (!fv) return;
     const env = envFor(S.row), out = fv.querySelector(".subst");
     const m = fv.querySelector(".plugged math").cloneNode(true);
-    if (!env.error) {
+    // a formula of one variant (card class, dtypes, pipeline size): substituted only while the inputs choose it
+    const variant = fv.dataset.variant ? JSON.parse(fv.dataset.variant) : {};
+    const cur = { w: S.w, kv: S.kv, e: D.cards[S.gpu].e, pp: S.pp };
+    const other = Object.keys(variant).filter((k) => String(variant[k]) !== String(cur[k]));
+    if (other.length) {
+      const p = document.createElement("p");
+      p.className = "help";
+      p.textContent = "the inputs choose another variant of this formula (" + other.map((k) => k === "e" ? "card" : k).join(", ") + " changed); the value below is that variant's";
+      out.replaceChildren(p);
+    } else if (!env.error) {
       const dot = () => { const o = document.createElementNS(MATH, "mo"); o.textContent = "\u00b7"; return o; };
       const factor = (e) => e && e.localName !== "mo";
       for (const el of m.querySelectorAll("[data-sym]")) {
@@ -198,7 +208,7 @@
         }
       }
     }
-    out.replaceChildren(m);
+    if (!other.length) out.replaceChildren(m);
     const v = value(S.row);
     fv.querySelector(".fv-value").textContent = v === null ? "" : v.error ? v.error : (big(v) === null ? asNum(v).toPrecision(8) : digits(big(v)));
   }
