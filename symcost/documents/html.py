@@ -211,7 +211,7 @@ class _EngineParts:
         return ServeFormulas(weights, engine.activation, engine.overhead, kv_pages), m_tok
 
 
-def train_per_gpu_formula(model, setup: TrainSetup) -> sympy.Expr:
+def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
     """``train``'s per-GPU bytes (``training.memory.train_memory``) as one formula in T, B, N_tp, N_dp and
     N_ep, for the page's setups (one model chunk per stage, the engine's activations, no recomputation or
     full recomputation of every layer, ZeRO as ``setup`` says):
@@ -224,7 +224,9 @@ def train_per_gpu_formula(model, setup: TrainSetup) -> sympy.Expr:
     set (``activations.per_layer``) — its gradient buffers (``backward_buffers``) and, with N_ep > 1, its
     MoE dispatch buffers (``dispatch_buffers``, counted through
     min(1, N_ep − 1)); loss_peak: ``activations.loss_peak``. ``train_memory`` sums the same numbers; the
-    browser test and tests/test_html_page.py compare the two."""
+    browser test and tests/test_html_page.py compare the two. ``share``: called on each stage's working-set
+    term (the page writes a sub-formula used by several pipeline sizes once)."""
+    share = share or (lambda e: e)
     from ..components.moe import MoE
     from ..training.activations import backward_buffers, dispatch_buffers, loss_peak
     from ..training.framework import framework
@@ -268,8 +270,10 @@ def train_per_gpu_formula(model, setup: TrainSetup) -> sympy.Expr:
         gathered = gathered_formula(model, setup, r, ranks[r])
         with sympy.evaluate(False):
             top = sympy.Max(work, loss, evaluate=False) if r == pp - 1 and loss != 0 else work
+        top, acts = share(top), f["activations"]
+        with sympy.evaluate(False):
             per_stage.append(sympy.Add(*(_ceil(f[k]) for k in ("weights", "gradients", "optimizer")),
-                                       _ceil(gathered), f["activations"], top, evaluate=False))
+                                       _ceil(gathered), acts, top, evaluate=False))
     return per_stage[0] if pp == 1 else sympy.Max(*per_stage, evaluate=False)
 
 
@@ -403,7 +407,7 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
     for pp in PPS:
         try:
             ts = train_setup(replace(inp, T_prefill=T0), dp=1, tp=1, pp=pp, ep=1)
-            fns.add(f"train_per_gpu|pp={pp}", train_per_gpu_formula(model, ts))
+            fns.add(f"train_per_gpu|pp={pp}", train_per_gpu_formula(model, ts, share=fns.shared))
         except SymcostError:
             continue
         train_pps.append(pp)
@@ -482,10 +486,14 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
             "value": None if r.value is None else (str(r.value) if isinstance(r.value, int) else f"{r.value:.4g}"),
             "ratio": None if r.ratio is None else f"{r.ratio:.4f}", "rule_of": r.rule_of,
             "fn": fn, "vary": vary, "notes": r.notes,
-            "math": mathml(symbolic, display=True) if shown else "",
             "plugged": mathml(sympy.sympify(symbolic).xreplace({**vals, sym.M: m0}), display=True) if shown else "",
             "variant": variants.get(r.key), "variant_words": variant_words.get(r.key),
         })
+        # the serving and training formulas are built in the config's values (per-stage counts, the rank's
+        # shares): the formula and its substituted form differ only by the engine's M, b_a and N_cp, so the
+        # page shows the substituted one alone
+        out_rows[-1]["math"] = (out_rows[-1]["plugged"] if r.key in IN_VALUES else
+                                mathml(symbolic, display=True) if shown else "")
     # a section's total that is a formula-view row's formula is written once: the page clones it (``data-same``)
     by_math = {r["math"]: r["key"] for r in out_rows if r["math"]}
     for sec in sections:
@@ -539,6 +547,8 @@ TRAIN_CONVENTION = ("train's accounting: bf16 weights and gradients, AdamW state
                     "the heaviest pipeline stage's states + min(m, N_pp − s) micro-batches of activations + "
                     "max(loss peak on the last stage, a layer's backward working set: its gradient buffers and, "
                     "with EP > 1, its MoE dispatch buffers)")
+#: rows whose formula is already in the config's values (shown once, substituted)
+IN_VALUES = ("serve_per_gpu", "kv_capacity", "train_per_gpu")
 #: summary rows whose formula the formula view shows (the others have none, or are rules)
 FORMULA_VIEW = ("params_total", "params_active", "prefill_flops", "decode_flops", "kv_at_T", "serve_per_gpu",
                 "kv_capacity", "train_per_gpu")
