@@ -12,9 +12,25 @@ How the page is made, and why:
   dtype, a weights dtype, a pipeline size change the formula, not just a symbol's value); the
   layout rules (``Layout.vllm`` / ``TrainSetup.check``) are applied here for every offered
   combination, and the page shows their message for a combination they refuse.
+* **Serving** is ``memory``'s engine accounting (``serving.plan.engine_formulas``: weights as loaded,
+  the profiled peak, the modelled non-torch memory, the engine's step size M, the KV pages with the
+  hybrid page unification) for every card: the catalogue's cards fall into a few engine classes
+  (``_engine_classes``: the same M, sampler size, NVLink communicators, MXFP4 kernel), each part is
+  computed once where it depends (``_EngineParts``), and the serving formulas (bytes per GPU, KV left,
+  KV capacity, requests held) are written once over *slots* that the page fills, as data, with the
+  parts of the chosen weights dtype × KV dtype × card class. Where the weights and the engine's memory
+  exceed the card, the page says "does not fit" and why, never a capacity of 0. The fewest GPUs to
+  serve is ``gpus_needed``'s search over TP, run in the page over the same formulas.
+* **Training** is ``train``'s per-GPU bytes as one formula per pipeline size
+  (``train_per_gpu_formula``: states, in-flight activations, the gathered unit, max(loss peak, a
+  layer's backward working set incl. the EP dispatch buffers)); the fewest GPUs to train is the sheet's
+  search over N = 1, 2, 4, … (``summary.train_gpus``: ZeRO-3, full recompute), run in the page over
+  the FSDP setup's formula; the 6N ratio is ``train``'s FLOPs per token.
+* **Size**: a sub-formula several formulas use is written once (``_Functions.shared``, by its code),
+  a formula equal to another is an alias, a section total equal to a formula-view formula is cloned
+  in the page, the layout tables are arrays: every bundled model's page is under 300 KB.
 * **Formulas**: MathML Core from SymPy's presentation printer, which Chromium (109+), Firefox and
-  Safari render natively: no fonts or typesetter to vendor, and the page stays small (DeepSeek-V3
-  well under 300 KB). Input symbols carry ``data-sym``; the page's formula view clones the math and
+  Safari render natively: no fonts or typesetter to vendor, and the page stays small. Input symbols carry ``data-sym``; the page's formula view clones the math and
   puts the current values in their place (the substituted form).
 * **Safety**: jinja2 autoescape for every config-derived string; the data block is JSON with ``<``,
   ``>`` and ``&`` escaped; a Content-Security-Policy meta tag allows only the page's own two scripts
