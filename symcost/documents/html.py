@@ -44,6 +44,7 @@ import json
 import math
 from dataclasses import replace
 from fractions import Fraction
+from functools import partial
 from importlib import resources
 from pathlib import Path
 
@@ -64,12 +65,10 @@ from ..serving.formulas import KVFormula, ServeFormulas
 from ..serving.memory import cache_bytes_terms
 from ..serving.plan import ServeSetup, engine_formulas
 from ..serving.profile import Engine, version_tuple
-from ..serving.quant import default_moe_backend
-from ..serving.quant import checkpoint
-from ..training import train_memory
-from ..training.setup import ACT_BYTES, TrainSetup
+from ..serving.quant import checkpoint, default_moe_backend
 from ..training.flops import train_flops
 from ..training.framework import HEADROOM_GIB, budget_bytes
+from ..training.setup import ACT_BYTES, TrainSetup
 from .summary import MAX_TRAIN_GPUS, Inputs, summary, train_setup
 
 #: the choices the page offers (every one computed here; the URL fragment may name only these)
@@ -244,13 +243,12 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
     term (the page writes a sub-formula used by several pipeline sizes once)."""
     share = share or (lambda e: e)
     from ..components.moe import MoE
-    from ..training.activations import backward_buffers, dispatch_buffers, loss_peak
+    from ..training.activations import backward_buffers, dispatch_buffers, loss_peak, per_layer
     from ..training.framework import framework
     from ..training.memory import formula as stage_formula
     from ..training.memory import gathered_formula, model_states
     from ..training.plan import rank_stages
     from ..training.schedule import in_flight
-    from ..training.activations import per_layer
     rc = setup.recompute
     if setup.virtual != 1 or rc.modules is not None or not (rc.mode == "none" or rc.per_layer) \
             or setup.activations != "engine":
@@ -408,13 +406,12 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
         for w in ckpts:
             for kv in KV_DTYPES:
                 f, m_tok = parts_of(ei, w, kv)
-                extra = {sym.M: sympy.Integer(m_tok)}
-                sh = lambda e, whole=False: fns.shared(e, extra, whole=whole)  # noqa: E731
+                sh = partial(fns.shared, extra={sym.M: sympy.Integer(m_tok)})
                 got = {"block": sh(f.kv.block), "block_bytes": sh(f.kv.block_bytes), "groups": sh(f.kv.groups),
                        "need": sh(f.kv.need), "weights_exact": sh(f.weights.total),
                        "activations_exact": sh(f.activation), "overhead_exact": sh(f.overhead)}
                 for n in ("weights", "activations", "overhead"):
-                    got[n] = sh(_ceil(got[n + "_exact"]), True)
+                    got[n] = sh(_ceil(got[n + "_exact"]), whole=True)
                 serve_slots[_variant(w=w, kv=kv, e=ei)] = [fns.refs[got[n]] for n in SERVE_SLOTS]
     # training, per pipeline size (the stage composition); seq = T, micro-batch = B; the layout's sizes are
     # inputs (N_tp, N_dp, N_ep), the working set (gathered unit, loss peak, backward and EP dispatch
