@@ -246,6 +246,9 @@ CASES = [
     ("deepseek-v3", {"T": 4096, "B": 1, "kv": "fp8", "w": "ckpt", "gpu": "A100-80GB", "tp": 1, "pp": 1, "dp": 1,
                      "ep": 1}, {"in-gpu": ("H200", "gpu", "H200"), "in-tp": ("8", "tp", 8), "in-ep": ("8", "ep", 8),
                                 "in-dp": ("4", "dp", 4)}),
+    # a batch no tensor-parallel size of a T4 holds: the fewest GPUs to serve "does not fit" too
+    ("deepseek-v3", {"T": 163840, "B": 4096, "kv": "bf16", "w": "int4", "gpu": "T4", "tp": 1, "pp": 1, "dp": 1,
+                     "ep": 1}, {}),
     ("qwen3-next-80b-a3b-thinking", {"T": 65536, "B": 1, "kv": "bf16", "w": "ckpt", "gpu": "H100", "tp": 4, "pp": 1,
                                      "dp": 1, "ep": 1}, {"in-kv": ("fp8", "kv", "fp8"), "in-dp": ("2", "dp", 2)}),
 ]
