@@ -27,7 +27,7 @@ import pytest
 from symcost.architectures import loader
 from symcost.cli import main
 from symcost.documents.html import SIZE_LIMIT, write_html
-from symcost.documents.summary import Inputs
+from symcost.documents.summary import Inputs, train_gpus
 
 REQUIRE_ENV = "SYMCOST_REQUIRE_CHROMIUM"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -135,9 +135,16 @@ class Browser:
 
 
 # -- the CLI's numbers for the page's inputs ---------------------------------------------------------
-def cli(argv, capsys):
-    assert main([*argv, "--json"]) == 0, argv
-    return json.loads(capsys.readouterr().out)
+def cli(argv, capsys, refused: bool = False):
+    """The command's --json; with ``refused``, a refusal (exit 2) as {"error": its message}."""
+    rc = main([*argv, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 0 or (refused and rc == 2 and "error" in out), argv
+    return out
+
+
+class Refused(str):
+    """A row the CLI refuses for these inputs (its message): the page shows no number and says why."""
 
 
 def expected(name: str, s: dict, capsys) -> dict:
@@ -146,17 +153,24 @@ def expected(name: str, s: dict, capsys) -> dict:
     lay = [x for k in ("tp", "pp", "dp", "ep") for x in (f"--{k}", str(s[k]))]
     w = [] if s["w"] == "ckpt" else ["--weights-dtype", s["w"]]
     p = cli(["params", name], capsys)
-    mem = cli(["memory", name, "--T", T, "--batch", B, "--gpu", s["gpu"], "--kv-dtype", s["kv"], *w, *lay], capsys)
+    mem = cli(["memory", name, "--T", T, "--batch", B, "--gpu", s["gpu"], "--kv-dtype", s["kv"], *w, *lay], capsys,
+              refused=True)
     cache = cli(["cache", name, "--T", T, "--batch", B, "--dtype", s["kv"]], capsys)
     out = {"params_total": p["total"], "params_active": p["active"],
            "prefill_flops": cli(["flops", name, "--phase", "prefill", "--T", T, "--batch", B], capsys)["total"],
            "decode_flops": cli(["flops", name, "--phase", "decode", "--T", T, "--batch", B], capsys)["total"],
            "kv_at_T": cache["bytes"], "kv_per_token": cache["bytes_per_token"],
-           "weights_stored": mem["weights_bytes"], "serve_per_gpu": mem["per_gpu_bytes"],
-           "kv_capacity": mem["kv_capacity_tokens"], "serve_gpus": mem["gpus_needed"]}
-    # EP > 1: the page shows no training figure (the dispatch buffers are not in the exported formula)
-    out["train_per_gpu"] = (cli(["train", name, "--seq", T, "--micro-batch", B, *lay], capsys)["per_gpu_bytes"]
-                            if s["ep"] == 1 else None)
+           **({k: Refused(mem["error"]) for k in ("serve_per_gpu", "kv_capacity")} if "error" in mem else
+              {"weights_stored": mem["weights_bytes"], "serve_per_gpu": mem["per_gpu_bytes"],
+               "kv_capacity": mem["kv_capacity_tokens"], "serve_gpus": mem["gpus_needed"]})}
+    train = cli(["train", name, "--seq", T, "--micro-batch", B, *lay], capsys, refused=True)
+    out["train_per_gpu"] = Refused(train["error"]) if "error" in train else train["per_gpu_bytes"]
+    # the fewest GPUs to train: the sheet's search (train --dp N --zero 3 --recompute full fitting the card)
+    out["train_gpus"] = train_gpus(loader.build(name), Inputs(T_prefill=s["T"], batch=s["B"], gpu=s["gpu"]))[0]
+    # the 6N rule's ratio: train's flops_per_step per token against 6 × active parameters
+    if "error" not in train:
+        tokens = s["T"] * s["B"] * s["dp"]
+        out["ratio:rule_6n"] = f"{train['flops_per_step'] / tokens / (6 * p['active']):.4f}"
     return out
 
 
@@ -165,18 +179,25 @@ def rendered(b: Browser) -> dict:
                 ".map(tr => [tr.dataset.key, tr.querySelector('td.v').dataset.value]))")
 
 
-#: rows whose exported page formula predates this wave's engine accounting (the profiled peak and non-torch
-#: memory of serving.profile, issue 22) and training's working set (gathered unit, loss peak, issue 24):
-#: not yet compared with the CLI, which issue 26 stays open for
-PAGE_LAGS = ("serve_per_gpu", "kv_capacity", "serve_gpus", "train_per_gpu")
-
-
 def check_numbers(b: Browser, name: str, s: dict, capsys) -> None:
+    """Every summary row equals the CLI's figure; where the CLI's KV capacity is 0 (nothing left for the KV
+    cache) or no TP serves, the page says "does not fit" with the reason instead of a number."""
     got, want = rendered(b), expected(name, s, capsys)
+    reasons = b.js("Object.fromEntries([...document.querySelectorAll('table.summary tr[data-key]')]"
+                   ".map(tr => [tr.dataset.key, tr.querySelector('td.h').textContent]))")
+    ratios = b.js("Object.fromEntries([...document.querySelectorAll('table.summary tr.rule')]"
+                  ".map(tr => [tr.dataset.key, tr.querySelector('.ratio')?.textContent]))")
     for key, value in want.items():
-        if key in PAGE_LAGS:
+        if key.startswith("ratio:"):
+            assert ratios[key[len("ratio:"):]] == value, (key, ratios, value)
             continue
         shown = got[key]
+        if isinstance(value, Refused):
+            assert shown == "" and value in reasons[key], (key, shown, reasons[key], value)
+            continue
+        if key in ("kv_capacity", "serve_gpus", "train_gpus") and value in (0, None):
+            assert shown == "" and reasons[key].startswith("does not fit: "), (key, shown, reasons[key])
+            continue
         assert (shown or None) == (None if value is None else str(value)), (key, shown, value)
 
 
@@ -220,6 +241,14 @@ CASES = [
                                 "in-T": ("100000", "T", 100000)}),
     ("nemotron-3-nano-30b-a3b", {"T": 8192, "B": 2, "kv": "fp8", "w": "fp8", "gpu": "H100", "tp": 1, "pp": 2,
                                  "dp": 1, "ep": 1}, {"in-T": ("128K", "T", 131072), "in-gpu": ("B200", "gpu", "B200")}),
+    # an A100 (the engine's 2048-token step and 256-sequence sampler): the weights alone exceed one card, so
+    # the page says "does not fit" (the CLI's capacity 0) until the layout spreads them
+    ("deepseek-v3", {"T": 4096, "B": 1, "kv": "fp8", "w": "ckpt", "gpu": "A100-80GB", "tp": 1, "pp": 1, "dp": 1,
+                     "ep": 1}, {"in-gpu": ("H200", "gpu", "H200"), "in-tp": ("8", "tp", 8), "in-ep": ("8", "ep", 8),
+                                "in-dp": ("4", "dp", 4)}),
+    # a batch no tensor-parallel size of a T4 holds: the fewest GPUs to serve "does not fit" too
+    ("deepseek-v3", {"T": 163840, "B": 4096, "kv": "bf16", "w": "int4", "gpu": "T4", "tp": 1, "pp": 1, "dp": 1,
+                     "ep": 1}, {}),
     ("qwen3-next-80b-a3b-thinking", {"T": 65536, "B": 1, "kv": "bf16", "w": "ckpt", "gpu": "H100", "tp": 4, "pp": 1,
                                      "dp": 1, "ep": 1}, {"in-kv": ("fp8", "kv", "fp8"), "in-dp": ("2", "dp", 2)}),
 ]
@@ -229,7 +258,7 @@ CASES = [
 def pages(tmp_path_factory):
     out = {}
     d = tmp_path_factory.mktemp("pages")
-    for name, _, _ in CASES:
+    for name in dict.fromkeys(c[0] for c in CASES):
         path = d / f"{name}.html"
         size, _ = write_html(loader.build(name), loader.read_json(name)[1], path)
         out[name] = (path, size)
@@ -240,7 +269,7 @@ def _fragment(s: dict) -> str:
     return "#" + "&".join(f"{k}={v}" for k, v in s.items())
 
 
-@pytest.mark.parametrize("name, start, moves", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name, start, moves", CASES, ids=[f"{c[0]}-{c[1]['gpu']}" for c in CASES])
 def test_page_numbers_equal_the_cli_and_follow_the_inputs(browser, pages, capsys, name, start, moves):
     path, size = pages[name]
     assert size < SIZE_LIMIT

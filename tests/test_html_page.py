@@ -48,11 +48,16 @@ def test_data_block_is_json_and_formulas_are_functions(deepseek):
     assert data["model"] == "deepseek-v3" and data["T_max"] == 163840
     functions = re.findall(r"<script>(.*?)</script>", deepseek, re.S)[0]
     keys = set(re.findall(r'^"([^"]+)": function', functions, re.M))
+    # the rows page.js computes itself from other formulas (a dtype's variant, the serving slots, a search)
     needed = {r["fn"] for r in data["rows"] if r["fn"]} - {"kv_per_token", "kv_at_T", "weights_stored",
-                                                           "serve_per_gpu", "kv_capacity", "serve_gpus",
-                                                           "train_per_gpu", "rule_2n", "rule_12ld2", "rule_16b"}
+                                                           "serve_gpus", "train_per_gpu", "train_gpus", "rule_2n",
+                                                           "rule_6n", "rule_12ld2", "rule_16b"}
     assert needed <= keys
-    assert "serve_per_gpu|w=ckpt|kv=fp8" in keys and "train_per_gpu|pp=4" in keys
+    assert {"serve_per_gpu", "kv_available", "kv_capacity", "serve_max_batch", "serve/kv_cache", "train_per_gpu|pp=4",
+            "train_fsdp_per_gpu", "train_flops"} <= keys
+    # every serving combination names a formula of the page for each slot
+    assert len(data["serve_slots"]) == len(data["choices"]["w"]) * 3 * (1 + max(c["e"] for c in data["cards"].values()))
+    assert all(len(v) == len(data["serve_slot_names"]) and set(v) <= keys for v in data["serve_slots"].values())
 
 
 def test_hostile_strings_are_escaped():
@@ -103,3 +108,68 @@ def test_html_command_and_sheet_html(tmp_path, capsys):
     assert main(["sheet", "gpt2", "-o", str(tmp_path / "s.tex"), "--html", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["html"] == str(tmp_path / "s.html")
     assert (tmp_path / "s.html").is_file() and (tmp_path / "s.tex").is_file()
+
+
+# -- the page's formulas against the library's own numbers (no browser needed) --------------------------------
+def _at(expr, values) -> int:
+    import sympy
+    return int(sympy.sympify(expr).xreplace(values).doit())
+
+
+@pytest.mark.parametrize("name", ["qwen3-next-80b-a3b-thinking", "gpt-oss-20b"])
+def test_engine_parts_compose_as_engine_formulas(name):
+    """The page builds each (card class, weights dtype, KV dtype) from parts computed once
+    (``_EngineParts``); each part equals ``engine_formulas`` of that very combination (a hybrid's pages;
+    MXFP4 experts padded by the class's kernel)."""
+    from symcost.core.notation import sym
+    from symcost.documents.html import KV_DTYPES, _engine_classes, _EngineParts
+    from symcost.serving.plan import ServeSetup, engine_formulas
+    m, raw = loader.build(name), loader.read_json(name)[1]
+    classes, _ = _engine_classes(m, raw)
+    assert len(classes) >= 3  # the step size, the sampler, NVLink (and the MXFP4 kernel) tell cards apart
+    ws = ["ckpt", "bf16"]
+    parts = _EngineParts(m, raw, classes, ws, 4096)
+    vals = {**m.values, sym.T: 65536, sym.B: 3, sym.N_tp: 2, sym.N_pp: 1, sym.N_dp: 1, sym.N_ep: 1, sym.N_cp: 1,
+            sym.M_gpu: 80 * 2**30}
+    for ei, (gpu, _) in enumerate(classes):
+        for w, kv in ((ws[ei % 2], KV_DTYPES[ei % 3]),):  # every class, every dtype, a part at a time
+            got, m_got = parts(ei, w, kv)
+            want, m_want = engine_formulas(m, raw, ServeSetup(gpu=gpu, kv_dtype=kv,
+                                                              weights_dtype=None if w == "ckpt" else w), T=4096,
+                                         lazy=True)
+            v = {**vals, sym.M: m_want}
+            assert m_got == m_want
+            for a, b in ((got.weights.total, want.weights.total), (got.activation, want.activation),
+                         (got.overhead, want.overhead), (got.kv.need, want.kv.need),
+                         (got.kv.block_bytes, want.kv.block_bytes), (got.num_blocks, want.num_blocks),
+                         (got.kv_tokens, want.kv_tokens)):
+                assert _at(a, v) == _at(b, v), (gpu.name, w, kv)
+
+
+TRAIN_GRID = [(1, 1, 1, 4096, 1), (2, 4, 1, 32768, 2), (4, 8, 8, 8192, 4), (1, 16, 16, 1000, 3)]
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "nemotron-3-nano-30b-a3b"])
+def test_train_formula_equals_train_memory(name):
+    """``train_per_gpu_formula`` (the page's training row: gathered unit, loss peak, backward and EP
+    dispatch buffers, per pipeline size) equals ``train_memory``'s per-GPU bytes at every layout and
+    input tried, EP > 1 included; and the FSDP setup the fewest-GPUs search uses (ZeRO-3, full
+    recompute) at every N."""
+    from symcost.core.notation import sym
+    from symcost.documents.html import train_per_gpu_formula
+    from symcost.documents.summary import Inputs, train_setup
+    from symcost.training import train_memory
+    m = loader.build(name)
+    common = {sym.N_cp: 1, sym.b_a: 2}
+    for pp in (1, 2):
+        f = train_per_gpu_formula(m, train_setup(Inputs(), dp=1, tp=1, pp=pp, ep=1))
+        for tp, dp, ep, T, B in TRAIN_GRID:
+            tm = train_memory(m, train_setup(Inputs(T_prefill=T, batch=B), dp=dp, tp=tp, pp=pp, ep=ep))
+            at = {sym.T: T, sym.B: B, sym.N_tp: tp, sym.N_dp: dp, sym.N_ep: ep, sym.N_pp: pp, **common}
+            assert _at(f, at) == tm.per_gpu, (pp, tp, dp, ep, T, B)
+    f = train_per_gpu_formula(m, train_setup(Inputs(), dp=1, tp=1, pp=1, ep=1, zero=3, recompute="full"))
+    for dp, T, B in ((1, 4096, 1), (256, 131072, 2), (4096, 100, 7)):
+        tm = train_memory(m, train_setup(Inputs(T_prefill=T, batch=B), dp=dp, tp=1, pp=1, ep=1, zero=3,
+                                         recompute="full"))
+        at = {sym.T: T, sym.B: B, sym.N_tp: 1, sym.N_dp: dp, sym.N_ep: 1, sym.N_pp: 1, **common}
+        assert _at(f, at) == tm.per_gpu, (dp, T, B)

@@ -64,24 +64,43 @@
   }
   const unitName = (u) => (u === "params" ? "" : u);
   const key = (...parts) => parts.join("|");
+  // the layout tables hold one entry per (tp, pp, dp, ep) offered, in the order of the choices
+  function layoutIndex() {
+    const c = D.choices, at = (k) => c[k].indexOf(S[k]);
+    return ((at("tp") * c.pp.length + at("pp")) * c.dp.length + at("dp")) * c.ep.length + at("ep");
+  }
   function serveEnv() {
-    const lay = D.serve_layouts[[S.tp, S.pp, S.dp, S.ep].join(",")];
+    const lay = D.serve_layouts[layoutIndex()];
     if (typeof lay === "number") return { error: "serving layout: " + D.refusals[lay] };
     const [N_tp, N_pp, N_dp, N_ep] = lay.map(BigInt);
-    return { T: BigInt(S.T), B: BigInt(S.B), N_tp, N_pp, N_dp, N_ep, M_gpu: BigInt(D.cards[S.gpu].budget) };
+    return { T: BigInt(S.T), B: BigInt(S.B), N_tp, N_pp, N_dp, N_ep, M_gpu: BigInt(D.cards[S.gpu].budget), $slots: slots() };
   }
   function trainEnv() {
-    const lay = D.train_layouts[[S.tp, S.pp, S.dp, S.ep].join(",")];
-    if (typeof lay === "number") return { error: "training layout: " + D.refusals[lay] };
+    const lay = D.train_layouts[layoutIndex()];
+    if (lay > 0) return { error: "training layout: " + D.refusals[lay - 1] };
     if (!D.train_pps.includes(S.pp)) return { error: "training: no pipeline of " + S.pp + " stages" };
-    // EP > 1 adds the experts' dispatch buffers, which symcost.training.memory computes numerically (not in
-    // the exported formula): the page does not show a number it cannot compute exactly
-    if (S.ep > 1) return { error: "EP > 1: dispatch buffers not in the formula (symcost train --ep " + S.ep + ")" };
-    const [tp, , dp, ep] = lay.map(BigInt);
-    return { T: BigInt(S.T), B: BigInt(S.B), N_tp: tp, N_dp: dp, N_ep: ep };
+    const [tp, pp, dp, ep] = [S.tp, S.pp, S.dp, S.ep].map(BigInt);
+    return { T: BigInt(S.T), B: BigInt(S.B), N_tp: tp, N_pp: pp, N_dp: dp, N_ep: ep };
   }
   const base = () => ({ T: BigInt(S.T), B: BigInt(S.B) });
-  const sv = () => "w=" + S.w + "|kv=" + S.kv;
+  // the serving formulas of the weights and KV dtypes and of the card's engine class (its step size M, sampler
+  // size S, NVLink communicators: serving.plan.engine_formulas for that card)
+  const sv = () => "w=" + S.w + "|kv=" + S.kv + "|e=" + D.cards[S.gpu].e;
+  // the formulas (by key) of those parts, named for the serving formulas' slots (@weights, @need, ...)
+  const slots = () => Object.fromEntries(D.serve_slot_names.map((n, i) => [n, D.serve_slots[sv()][i]]));
+  const part = (e, name) => F[e.$slots[name]](e);
+  const GiB = (x) => (asNum(x) / 2 ** 30).toFixed(2) + " GiB";
+  // the KV cache on the card at the layout, or why there is none (never a 0 that reads as a capacity)
+  function kvCapacity(e) {
+    const left = F.kv_available(e);
+    const fixed = ["weights", "activations", "overhead"].map((k) => part(e, k));
+    const why = "weights " + GiB(fixed[0]) + " + activations " + GiB(fixed[1]) + " + non-torch " + GiB(fixed[2]);
+    const at = " on " + S.gpu + " at TP " + e.N_tp + (e.N_pp > 1n ? ", PP " + e.N_pp : "");
+    if (left <= 0n) return { error: "does not fit: " + why + " exceed the budget " + GiB(e.M_gpu) + at };
+    const tokens = F.kv_capacity(e);
+    if (tokens === 0n) return { error: "does not fit: " + GiB(left) + " left after " + why + at + ", below one KV block" };
+    return tokens;
+  }
   // each summary row: its value at the inputs (a BigInt or {n, d}), or {error}
   const ROWS = {
     params_total: () => F.params_total({}),
@@ -91,18 +110,31 @@
     kv_per_token: () => { const f = F[key("k=kv_per_token", "kv=" + S.kv)]; return f ? f(base()) : { error: "not linear in T" }; },
     kv_at_T: () => F[key("k=kv_at_T", "kv=" + S.kv)](base()),
     weights_stored: () => F[key("k=weights_stored", "w=" + S.w)]({}),
-    serve_per_gpu: () => { const e = serveEnv(); return e.error ? e : F["serve_per_gpu|" + sv()](e); },
-    kv_capacity: () => { const e = serveEnv(); return e.error ? e : F["kv_capacity|" + sv()](e); },
+    serve_per_gpu: () => { const e = serveEnv(); return e.error ? e : F.serve_per_gpu(e); },
+    kv_capacity: () => { const e = serveEnv(); return e.error ? e : kvCapacity(e); },
     serve_gpus: () => {
-      const e = { T: BigInt(S.T), B: BigInt(S.B), N_pp: 1n, N_dp: 1n, N_ep: 1n, M_gpu: BigInt(D.cards[S.gpu].budget) };
-      for (const tp of D.serve_tps) if (F["serve_max_batch|" + sv()](Object.assign({}, e, { N_tp: BigInt(tp) })) >= BigInt(S.B)) return BigInt(tp);
-      return { error: "none up to TP " + D.serve_tps[D.serve_tps.length - 1] };
+      const e = { T: BigInt(S.T), B: BigInt(S.B), N_pp: 1n, N_dp: 1n, N_ep: 1n, M_gpu: BigInt(D.cards[S.gpu].budget), $slots: slots() };
+      for (const tp of D.serve_tps) if (F.serve_max_batch(Object.assign({}, e, { N_tp: BigInt(tp) })) >= BigInt(S.B)) return BigInt(tp);
+      return { error: "does not fit: no tensor-parallel size up to " + D.serve_tps[D.serve_tps.length - 1] + " of " + S.gpu + " holds B = " + S.B + " requests of T = " + digits(S.T) };
     },
     train_per_gpu: () => { const e = trainEnv(); return e.error ? e : F["train_per_gpu|pp=" + S.pp](e); },
+    // the smallest power of two N whose FSDP setup (ZeRO-3, full recompute, dp = N) fits the card's training
+    // budget (usable memory less the headroom): a search over N of one formula
+    train_gpus: () => {
+      if (!F.train_fsdp_per_gpu) return { error: "no FSDP setup of this model" };
+      const room = BigInt(D.cards[S.gpu].train);
+      for (const n of D.fsdp_ns) {
+        const v = F.train_fsdp_per_gpu({ T: BigInt(S.T), B: BigInt(S.B), N_tp: 1n, N_pp: 1n, N_dp: BigInt(n), N_ep: 1n });
+        if (v <= room) return BigInt(n);
+      }
+      return { error: "does not fit: no power of two up to " + D.fsdp_ns[D.fsdp_ns.length - 1] + " GPUs of " + S.gpu + " holds it" };
+    },
   };
   // a rule of thumb's ratio at the inputs, where it depends on them
   const RATIOS = {
     rule_2n: () => { const p = F.prefill_flops(base()); return asNum(p) / (S.T * S.B) / (2 * asNum(F.params_active({}))); },
+    // train's flops_per_step (seq T, B·dp sequences) per token, against 6N
+    rule_6n: () => { const n = S.B * S.dp, f = F.train_flops({ T: BigInt(S.T), B: BigInt(n) }); return asNum(f) / (S.T * n) / (6 * asNum(F.params_active({}))); },
   };
   const value = (k) => { try { return ROWS[k] ? ROWS[k]() : null; } catch (e) { return { error: e.message }; } };
 
@@ -115,6 +147,7 @@
       if (!ROWS[k]) continue;
       const v = value(k);
       if (v === null) continue;
+      h.classList.toggle("why", Boolean(v.error));
       if (v.error) { cell.dataset.value = ""; cell.textContent = "—"; h.textContent = v.error; errors.add(v.error); continue; }
       const b = big(v);
       cell.dataset.value = b === null ? "" : String(b);
@@ -150,7 +183,16 @@
     if (!fv) return;
     const env = envFor(S.row), out = fv.querySelector(".subst");
     const m = fv.querySelector(".plugged math").cloneNode(true);
-    if (!env.error) {
+    // a formula of one variant (card class, dtypes, pipeline size): substituted only while the inputs choose it
+    const variant = fv.dataset.variant ? JSON.parse(fv.dataset.variant) : {};
+    const cur = { w: S.w, kv: S.kv, e: D.cards[S.gpu].e, pp: S.pp };
+    const other = Object.keys(variant).filter((k) => String(variant[k]) !== String(cur[k]));
+    if (other.length) {
+      const p = document.createElement("p");
+      p.className = "help";
+      p.textContent = "the inputs choose another variant of this formula (" + other.map((k) => k === "e" ? "card" : k).join(", ") + " changed); the value below is that variant's";
+      out.replaceChildren(p);
+    } else if (!env.error) {
       const dot = () => { const o = document.createElementNS(MATH, "mo"); o.textContent = "\u00b7"; return o; };
       const factor = (e) => e && e.localName !== "mo";
       for (const el of m.querySelectorAll("[data-sym]")) {
@@ -166,7 +208,7 @@
         }
       }
     }
-    out.replaceChildren(m);
+    if (!other.length) out.replaceChildren(m);
     const v = value(S.row);
     fv.querySelector(".fv-value").textContent = v === null ? "" : v.error ? v.error : (big(v) === null ? asNum(v).toPrecision(8) : digits(big(v)));
   }
@@ -181,8 +223,9 @@
     if (p === "kv_at_T") return [{ name: "total", at: (T) => F[key("k=kv_at_T", "kv=" + S.kv)]({ T, B: BigInt(S.B) }) }, ...parts("cache")];
     const e = serveEnv();
     if (e.error) return [];
-    const at = (k) => (T) => F[k + "|" + sv()](Object.assign({}, e, { T }));
-    return [{ name: "total", at: at("serve_per_gpu") }, ...["weights", "activations", "overhead", "kv_cache"].map((k) => ({ name: k, at: at("serve/" + k) })),
+    const at = (f) => (T) => f(Object.assign({}, e, { T }));
+    return [{ name: "total", at: at(F.serve_per_gpu) }, ...["weights", "activations", "overhead"].map((k) => ({ name: k, at: at(F[e.$slots[k]]) })),
+      { name: "kv_cache", at: at(F["serve/kv_cache"]) },
       { name: "budget " + S.gpu, at: () => BigInt(D.cards[S.gpu].budget) }];
   }
   function crossing(a, b, lo, hi) { // the first integer T in (lo, hi] where sign(a - b) changes, exactly
@@ -266,6 +309,11 @@
     renderFormulaView();
     renderPlot();
     document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
+  }
+  // a section's total written once, as a formula-view row's formula: a copy of that element
+  for (const div of document.querySelectorAll(".total[data-same]")) {
+    const src = document.querySelector('.fv[data-key="' + CSS.escape(div.dataset.same) + '"] math');
+    if (src) div.replaceChildren(src.cloneNode(true));
   }
   const bad = readHash();
   $("in-T").addEventListener("change", (ev) => { if (setFrom("T", ev.target.value)) { ev.target.classList.remove("bad"); render(); } else ev.target.classList.add("bad"); });
