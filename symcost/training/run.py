@@ -81,6 +81,7 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     activations the elementwise traffic is counted from, ``cm`` (``comm``) the collectives."""
     from . import compute
     from .memory import train_memory
+    from .moe_work import moe_shape
     from .plan import rank_stages
     from .recompute import add_up, recomputed_units
     from .schedule import check_schedule
@@ -100,7 +101,9 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
         acts = plain.stages[i]["activations_per_micro_batch"]
         params = int(st["split"] // p.tp + st["whole"] + st["experts"] // (p.tp * p.ep))
         cast = compute.fp8_weight_cast_bytes(params, precision) / setup.micro_batches
-        r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2, 3 * acts + cast / 2, setup.recompute.mode)
+        shape = moe_shape(model, setup, w.moe_layers)
+        r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2, 3 * acts + cast / 2, setup.recompute.mode,
+                                moe=shape, etp=p.etp or p.tp)
         r["t_opt"] = compute.optimizer_seconds(setup, tm.stages[i]["optimizer"], gpu)
         r["layers"] = sum(st["layers"].values())
         ranks.append(r)

@@ -1,0 +1,101 @@
+"""The per-layer work of a routed-expert (MoE) layer that a real training step runs beside the expert
+GEMMs' FLOPs: the router's scoring passes, the token permutation passes around the all-to-all, the
+grouped GEMM at its measured row regime (with the memory term and launch floor of the calibration's
+model), and the launch floor of every kernel.
+
+Mechanism (Megatron-Core's dropless ``MoEAlltoAllTokenDispatcher`` with the fused router and the
+fused permutation, ``megatron/core/transformer/moe/token_dispatcher.py``, ``moe_utils.permute`` /
+``unpermute`` / ``sort_chunks_by_idxs``; Transformer Engine's ``GroupedLinear`` for the experts).
+Per MoE layer and micro-batch on one GPU, with M = B·T/(N_cp·N_tp) token rows (sequence parallelism
+splits the tokens before the router), A = k·M routed rows, E_loc = E/N_ep local experts, b = 2 bytes
+per activation element (the dispatcher moves bf16):
+
+  router      scores (fp32) written by the router GEMM's epilogue, read by the fused softmax/top-k,
+              probabilities written:  Q_r = 3·M·E·4 bytes forward, the same backward; 1 kernel each way
+  permute     gather the rows to their experts (read M·d·b, write A·d·b) and, after the all-to-all
+              when N_ep > 1 and E_loc > 1, sort the received chunks by local expert (read and write
+              A·d·b); unpermute and the chunk sort back mirror them in the combine:
+              Q_p = 2·A·d·b·(1 + s) per direction and pass, s = [N_ep > 1 and E_loc > 1]
+              (the issue's "rows·k·d·dtype ×2 each way"), forward; the same backward
+  grouped     t = max(F/(P·η_c), Q/(BW·η_m)) + t_0, the grouped_gemm class's own model
+  GEMM        (``hardware.calibration``): F the layer's expert FLOPs on this GPU, Q the local experts'
+              weights (3·d·d_moe·E_loc/N_etp at the GEMM dtype's bytes) plus the rows in and out
+              (2·A·d·b); once forward, twice backward (dgrad and wgrad), η at the rows per local
+              expert M_e = A·N_ep/E (balanced routing)
+
+Every elementwise kernel costs Q/(BW·η_m) + t_0 at the ``elementwise`` row; counted kernels: router
+1 + permute 1 (+1 sort) + unpermute 1 (+1 sort) per direction. The dense GEMMs' and attention's
+launch floors are added by ``compute.class_times`` from the number of their leaves.
+
+The all-to-all itself is communication (``comm``: the ``ep`` dimension, exposed or hidden by
+``overlap``). Not modelled: the host's kernel-launch time (a step is host-bound when the GPU work
+per kernel is shorter than the CPU's per-op dispatch; Megatron-Bridge's CUDA-graph card measures
+Qwen3-30B-A3B eager at 214 TFLOP/s against 274 with TE-scoped graphs), and routing imbalance.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core.notation import sym
+from ..hardware.calibration import efficiency
+
+ROUTER_BYTES = 4  # fp32 router logits / probabilities (Megatron keeps the router in fp32)
+ACT_BYTES = 2     # bf16 rows through the dispatcher
+
+
+@dataclass
+class MoeShape:
+    """One rank's MoE layers and their shapes per micro-batch on one GPU."""
+    layers: float = 0       # MoE layers on the rank (layer share of each group with routed experts)
+    rows: int = 0           # M, token rows into the router on one GPU
+    routed: int = 0         # A = k·M rows to experts
+    local_experts: int = 0  # E_loc
+    experts: int = 0        # E
+    d: int = 0
+    d_moe: int = 0
+    sort: bool = False      # the chunk sort after the all-to-all runs
+
+
+def moe_shape(model, setup, moe_layers: float) -> MoeShape:
+    """The ``MoeShape`` of a rank with ``moe_layers`` routed-expert layers (0: a dense model)."""
+    v = model.values
+    if not moe_layers or sym.E not in v:
+        return MoeShape()
+    p = setup.plan
+    E, k = int(v[sym.E]), int(v[sym.k])
+    d = int(v[sym.d])
+    d_moe = int(v.get(sym.d_moe, v.get(sym.d_ff, 0)))
+    rows = setup.micro_batch * setup.seq // (p.cp * p.tp)
+    local = max(E // p.ep, 1)
+    return MoeShape(layers=moe_layers, rows=rows, routed=k * rows, local_experts=local, experts=E, d=d,
+                    d_moe=d_moe, sort=p.ep > 1 and local > 1)
+
+
+def elementwise_seconds(shape: MoeShape, gpu) -> dict:
+    """Per micro-batch seconds of the rank's router and permutation passes, forward and backward
+    (the same each way), with each kernel's launch floor: {"router": s, "permute": s} per pass."""
+    if not shape.layers:
+        return {"router": 0.0, "permute": 0.0}
+    e = efficiency(gpu.name, "elementwise", dtype="bf16")
+    bw = gpu.bandwidth_bytes_per_s * e.eta_memory
+    q_router = 3 * shape.rows * shape.experts * ROUTER_BYTES
+    sorts = 1 if shape.sort else 0
+    q_perm = 2 * shape.routed * shape.d * ACT_BYTES * (1 + sorts)
+    n_perm = 2 * (1 + sorts)  # permute and unpermute, each with its chunk sort
+    return {"router": shape.layers * (q_router / bw + e.floor_s),
+            "permute": shape.layers * (q_perm / bw + n_perm * e.floor_s)}
+
+
+def grouped_seconds(flops: float, shape: MoeShape, gpu, eff, peak: float, weight_bytes: int, etp: int) -> float:
+    """One pass (forward, or each of dgrad and wgrad) of the rank's grouped expert GEMMs per
+    micro-batch: Σ_layers max(F/(P·η_c), Q/(BW·η_m)) + t_0 (module docstring), ``flops`` the pass's
+    FLOPs over all the rank's MoE layers, ``eff`` the calibration row."""
+    if not flops:
+        return 0.0
+    if not shape.layers:
+        return flops / (peak * eff.eta_compute)
+    per_layer = flops / shape.layers
+    q = 3 * shape.d * shape.d_moe * shape.local_experts * weight_bytes / max(etp, 1) \
+        + 2 * shape.routed * shape.d * ACT_BYTES
+    t = max(per_layer / (peak * eff.eta_compute), q / (gpu.bandwidth_bytes_per_s * eff.eta_memory))
+    return shape.layers * (t + eff.floor_s)
