@@ -413,3 +413,55 @@ def test_dense_model_has_no_moe_terms():
     t = compute.class_times(w, gpu("H100"), "bf16", 0, 0, "none")
     assert w.moe_layers == 0 and t["forward"]["moe_router"] == 0 and t["forward"]["moe_permute"] == 0
     assert w.launches["gemm"] == 32 * 7 + 1  # seven weight GEMM leaves a layer, and the head
+
+
+# -- CPU offload: the host steps the optimizer (offload) -------------------------------------------------
+_OFF = ["train", "llama-3.1-8b", "--seq", "4096", "--micro-batch", "1", "--global-batch", "64", "--gpu", "H100",
+        "--json", "--framework", "deepspeed"]
+
+
+def test_offloaded_optimizer_pays_cpu_adam_and_the_copy_back(capsys):
+    """t_cpu = 30·Ψ_h·G_h/(BW_host·η_host) (DGX H100's host row), serial after the backward; the copies
+    to the host are exposed under DeepSpeed ZeRO-2 (overlap_comm off below ZeRO-3), hidden behind the
+    backward up to it under ZeRO-3; offload is no longer free against the GPU optimizer."""
+    from symcost.training import offload
+    layout = ["--dp", "8"]
+    assert main(_OFF + layout + ["--zero", "2"]) == 0
+    base = json.loads(capsys.readouterr().out)
+    assert main(_OFF + layout + ["--zero", "2", "--offload", "optimizer"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    host = off["breakdown"]["host_bytes"] if "host_bytes" in off["breakdown"] else None
+    psi_h = offload.offloaded_params(16 * 8_030_261_248 // 8, 12, 4, 2, "optimizer")
+    row = offload.host_system("H100")
+    assert row["system"] == "DGX H100" and row["gpus_sharing"] == 8
+    want = 30 * psi_h * 8 / (row["bandwidth_gbs"] * 1e9 * row["eta_memory"])
+    assert off["step"]["cpu_adam_s"] == pytest.approx(want, rel=1e-9)
+    assert off["step"]["step_time_s"] > base["step"]["step_time_s"] + 0.9 * want
+    assert off["step"]["overlap_rules"]["host"] == "exposed"
+    assert main(_OFF + layout + ["--zero", "3", "--offload", "optimizer"]) == 0
+    z3 = json.loads(capsys.readouterr().out)["step"]
+    assert z3["hidden_comm_s"]["host"] > 0 and z3["hidden_comm_s"]["host"] <= z3["comm_s"]["host"]
+    assert host is None or host > 0
+
+
+def test_cpu_adam_shares_the_host_only_with_the_runs_gpus():
+    from symcost.training import offload
+    one = offload.cpu_adam_seconds(1e9, "H100", 1)
+    assert offload.cpu_adam_seconds(1e9, "H100", 64) == pytest.approx(8 * one)
+    assert offload.cpu_adam_seconds(1e9, "GB200", 64) == pytest.approx(
+        30e9 * 2 / (512e9 * 0.8))  # a Grace serves two GPUs
+
+
+def test_search_costs_offload_as_train_does(capsys):
+    """The search's array form of the host step (``search._host_step``) against `train` run alone."""
+    argv = _OFF[:-2] + ["--json", "--framework", "deepspeed", "--search", "--gpus", "8", "--offload", "optimizer",
+                        "--zero", "2"]
+    assert main(argv) == 0
+    b = json.loads(capsys.readouterr().out)["best"][0]
+    run = _OFF + ["--micro-batch", str(b["micro_batch"]), "--zero", "2", "--offload", "optimizer",
+                  "--recompute", b["recompute"], "--sp" if b["sp"] else "--no-sp"]
+    run += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
+    assert main(run) == 0
+    t = json.loads(capsys.readouterr().out)["step"]
+    assert t["step_time_s"] == pytest.approx(b["step_time_s"], rel=0.03)
+    assert t["cpu_adam_s"] > 0.05 * t["step_time_s"]

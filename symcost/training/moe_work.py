@@ -6,8 +6,9 @@ model), and the launch floor of every kernel.
 Mechanism (Megatron-Core's dropless ``MoEAlltoAllTokenDispatcher`` with the fused router and the
 fused permutation, ``megatron/core/transformer/moe/token_dispatcher.py``, ``moe_utils.permute`` /
 ``unpermute`` / ``sort_chunks_by_idxs``; Transformer Engine's ``GroupedLinear`` for the experts).
-Per MoE layer and micro-batch on one GPU, with M = B·T/(N_cp·N_tp) token rows (sequence parallelism
-splits the tokens before the router), A = k·M routed rows, E_loc = E/N_ep local experts, b = 2 bytes
+Per MoE layer and micro-batch on one GPU, with M = B·T/N_cp token rows (the experts of a TP group see
+all its tokens: Megatron gathers the sequence-parallel shards before the experts; the same M as
+``compute``'s expert rows), A = k·M routed rows, E_loc = E/N_ep local experts, b = 2 bytes
 per activation element (the dispatcher moves bf16):
 
   router      scores (fp32) written by the router GEMM's epilogue, read by the fused softmax/top-k,
@@ -65,7 +66,7 @@ def moe_shape(model, setup, moe_layers: float) -> MoeShape:
     E, k = int(v[sym.E]), int(v[sym.k])
     d = int(v[sym.d])
     d_moe = int(v.get(sym.d_moe, v.get(sym.d_ff, 0)))
-    rows = setup.micro_batch * setup.seq // (p.cp * p.tp)
+    rows = setup.micro_batch * setup.seq // p.cp
     local = max(E // p.ep, 1)
     return MoeShape(layers=moe_layers, rows=rows, routed=k * rows, local_experts=local, experts=E, d=d,
                     d_moe=d_moe, sort=p.ep > 1 and local > 1)
@@ -84,6 +85,86 @@ def elementwise_seconds(shape: MoeShape, gpu) -> dict:
     n_perm = 2 * (1 + sorts)  # permute and unpermute, each with its chunk sort
     return {"router": shape.layers * (q_router / bw + e.floor_s),
             "permute": shape.layers * (q_perm / bw + n_perm * e.floor_s)}
+
+
+def step_extra_arrays(model, gpu, precision: str, rows, r_tp, r_ep, r_pp, r_v, m, etp=None, recompute=None):
+    """The search's array form (``search._kernel_compute``) of what this module and the launch floors
+    add to ``compute.class_times`` on the average pipeline rank, per step and candidate row: the router
+    and permutation passes (both directions), the grouped GEMM's floor and memory excess over its FLOP
+    term (forward, dgrad, wgrad), and the dense GEMM and attention launch floors. ``rows`` = b·T/N_cp."""
+    import numpy as np
+    from ..core.conventions import Phase
+    from ..core.terms import exact
+    from ..hardware.calibration import efficiency_array
+    from .compute import kernel_class
+    from .plan import rank_stages
+    rows = np.asarray(rows, dtype=float)
+    v = model.values
+    counts = {g.name: float(exact(g.count, v)) for g in model.groups}
+    fwd = {path: float(exact(e, model.values_with(T=1, B=1))) for path, e in
+           model.flops(Phase(kind="prefill", attention="causal", logits="all")).flatten().items()}
+    n_gemm = n_attn = moe_layers = 0.0
+    f_expert_per_row = 0.0  # expert FLOPs per token row and MoE layer (linear in the rows)
+    moe_groups = set()
+    for path, f in fwd.items():
+        g = path.split("/", 1)[0]
+        c = kernel_class(path)
+        if g not in counts:
+            n_gemm += c == "gemm"
+            continue
+        if c == "gemm":
+            n_gemm += counts[g]
+        elif c == "attention":
+            n_attn += counts[g] / 2
+        elif c == "grouped_gemm":
+            f_expert_per_row += f  # over the group's layers: divided by the MoE layers below
+            if g not in moe_groups:
+                moe_groups.add(g)
+                moe_layers += counts[g]
+    gd = precision
+    _, _, f_g = efficiency_array(gpu.name, "gemm", np.maximum(rows, 1), dtype=gd)
+    _, _, f_af = efficiency_array(gpu.name, "attn_prefill", np.maximum(rows, 1))
+    _, _, f_ab = efficiency_array(gpu.name, "attn_backward", np.maximum(rows, 1))
+    # the busiest rank's share of the layers (``run.kernel_step`` costs the slowest rank), per (N_pp, v)
+    share_all = np.ones(len(rows))
+    share_moe = np.ones(len(rows))
+    total = sum(counts.values()) or 1.0
+    for pv in np.unique(np.asarray(r_pp) * 1000 + np.asarray(r_v)):
+        p_, v_ = int(pv // 1000), int(pv % 1000)
+        ranks = rank_stages(model, p_, v_)
+        sel = (r_pp == p_) & (r_v == v_)
+        share_all = np.where(sel, max(sum(st["layers"].values()) for st in ranks) / total, share_all)
+        if moe_layers:
+            share_moe = np.where(sel, max(sum(n for g, n in st["layers"].items() if g in moe_groups)
+                                          for st in ranks) / moe_layers, share_moe)
+    rc = np.asarray(recompute if recompute is not None else ["none"] * len(rows))
+    full, selective = (rc == "full").astype(float), (rc == "selective").astype(float)
+    # full recomputation reruns the forward (its floors too), selective the attention forward
+    per_mb = ((3 + full) * n_gemm * f_g + n_attn * ((1 + full + selective) * f_af + f_ab)) * share_all
+    if moe_layers and sym.E in v:
+        E, k, d = int(v[sym.E]), int(v[sym.k]), int(v[sym.d])
+        d_moe = int(v.get(sym.d_moe, v.get(sym.d_ff, 0)))
+        M = rows
+        A = k * M
+        local = np.maximum(E // r_ep, 1)
+        sort = ((r_ep > 1) & (local > 1)).astype(float)
+        e = efficiency(gpu.name, "elementwise", dtype="bf16")
+        bw = gpu.bandwidth_bytes_per_s * e.eta_memory
+        router = 3 * M * E * ROUTER_BYTES / bw + e.floor_s
+        permute = 2 * A * d * ACT_BYTES * (1 + sort) / bw + 2 * (1 + sort) * e.floor_s
+        P, _ = gpu.peak("bf16" if precision == "bf16" else "fp8")
+        er = np.maximum(A * r_ep // E, 1)
+        try:
+            ec, em, f0 = efficiency_array(gpu.name, "grouped_gemm", er, dtype=gd)
+        except Exception:  # no grouped row for the dtype: the dense GEMM's (compute._eff's fallback)
+            ec, em, f0 = efficiency_array(gpu.name, "gemm", er, dtype=gd)
+        wbytes = 2 if precision == "bf16" else 1
+        t_flop = f_expert_per_row / moe_layers * rows / r_tp / (P * ec)  # one layer's pass on one GPU
+        q = 3 * d * d_moe * local * wbytes / (etp if etp is not None else r_tp) + 2 * A * d * ACT_BYTES
+        t_mem = q / (gpu.bandwidth_bytes_per_s * em)
+        grouped = 3 * (np.maximum(t_mem - t_flop, 0) + f0)
+        per_mb = per_mb + moe_layers * share_moe * ((2 + full) * (router + permute) + grouped * (1 + full / 3))
+    return per_mb * m
 
 
 def grouped_seconds(flops: float, shape: MoeShape, gpu, eff, peak: float, weight_bytes: int, etp: int) -> float:

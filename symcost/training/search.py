@@ -522,8 +522,14 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                                                         seq=seq, batch=global_batch, capacity=cf, padded_rows=padded)
         # elementwise passes (compute's rule): 5 touches of each saved byte per micro-batch, the average rank
         saved_mb = sum(saved[g].astype(float) * counts[g] for g in saved) / r_pp
-        ew = 5 * saved_mb * m / (gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory)
-        compute, t_fb = compute + ew, t_fb + ew / m
+        # (full recomputation reruns the forward's 2 of them, as ``compute.class_times``'s t_R does)
+        touches = np.where(rc_name == "full", 7, 5)
+        ew = touches * saved_mb * m / (gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory)
+        # the MoE layers' router and permutation passes, the grouped GEMM's floor and memory term, and
+        # the launch floors (``moe_work``, as ``compute.class_times`` adds them)
+        from .moe_work import step_extra_arrays
+        t_moe = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m, recompute=rc_name)
+        compute, t_fb = compute + ew + t_moe, t_fb + (ew + t_moe) / m
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
@@ -739,7 +745,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                             {k: t(k, R_bytes[k], R_cnt[k], span_r[k]) for k in R_bytes},
                             {kd: (t(kd, Z_bytes[kd][0], Z_cnt[kd][0], span_z.get(kd)),
                                   t(kd, Z_bytes[kd][1], Z_cnt[kd][1], span_z.get(kd))) for kd in Z_bytes},
-                            space, Z["zero"], bg / (bg + bw), model.n_layers())
+                            space, Z["zero"], bg / (bg + bw), model.n_layers(),
+                            host=_host_step(Z, Z_bytes, gpu, bg, bw, Kf, fw.name, int(r_dp[0] * r_tp[0] * r_pp[0] * r_cp[0])))
         return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "bubble": bub}, whole[space.r])
     ov = 1 - overlap
     inv = 1 / (1 - bub)
@@ -835,8 +842,26 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
     return out, out / m, gemm, attn
 
 
+def _host_step(Z, Z_bytes, gpu, bg, bw, K, framework, world):
+    """Per Z row: (CPU-Adam seconds, the share of the host PCIe bytes that hides behind the last
+    backward) — ``offload``'s rules as ``run.kernel_step`` applies them. Ψ_h from the host traffic:
+    (b_g + b_w)·Ψ_h per step with optimizer offload, (2·b_w + b_g)·Ψ_h per micro-batch with parameter
+    offload (``states.host_traffic``)."""
+    from .offload import cpu_adam_seconds, d2h_hides
+    n = len(Z["off"])
+    if "host" not in Z_bytes:
+        return np.zeros(n), np.zeros(n)
+    h0, h1 = Z_bytes["host"][0], Z_bytes["host"][1]
+    off = Z["off"]
+    psi = np.where(off == 1, h0 / (bg + bw), np.where(off == 2, h1 / (2 * bw + bg), 0.0))
+    t_cpu = cpu_adam_seconds(1.0, gpu.name, world) * psi
+    hides = np.array([d2h_hides(framework, int(z)) for z in Z["zero"]])
+    share = np.where((off == 1) & hides, bg / (bg + bw), 0.0)
+    return t_cpu, share
+
+
 def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t_r: dict, t_z: dict, space,
-                 z_zero, grad_share, layers: int):
+                 z_zero, grad_share, layers: int, host=None):
     """``steptime.kernel_step`` on arrays: compute + the schedule's bubble (1F1B / interleaved,
     (p − 1)·(t_F + t_B)/v) + each dimension's exposed time by ``overlap``'s rules (min with the
     compute window it hides behind), per candidate."""
@@ -862,8 +887,14 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
     step = base[r].copy()
     mm, tf, tb, comp = m[r], t_f[r], t_b[r], compute[r]
     zz = z_zero[z]
+    if host is not None:  # the CPU optimizer step, serial after the backward (``offload``)
+        step += host[0][z]
     for dim, (t0, t1) in t_z.items():
         tt = t0[z] + mm * t1[z]
+        if dim == "host" and host is not None and hide.get(dim, True):
+            sh = host[1][z]
+            step += np.maximum(tt * sh - tb, 0) + tt * (1 - sh)
+            continue
         if dim != "dp" or not hide.get(dim, True):
             step += tt
             continue
@@ -900,10 +931,11 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
         fits &= ~((pp_c > 1) & (zero_c >= 2))
     elif fw.name == "hf":  # transformers' Trainer has no pipeline stages
         fits &= pp_c == 1
-    # proposed: CPU offload only when pinned (the host optimizer's time is not modelled); one setup per
+    # proposed: CPU offload where it fits without --mfu (the host's CPU-Adam step and the PCIe copies
+    # are costed, ``offload``); at a given --mfu only when pinned (that path costs no host step); one setup per
     # layout and schedule (dp, tp, pp, ep, cp, v, micro-batch, recompute, sp): the fastest of its
     # settings (ZeRO, HSDP, offload), so the five shown differ in layout or schedule
-    offered = fits if offload is not None else fits & (space.Z["off"][space.z] == 0)
+    offered = fits if offload is not None or mfu is None else fits & (space.Z["off"][space.z] == 0)
     fit = np.flatnonzero(offered)
     fit = fit[np.lexsort((mem[fit], step[fit]))]
     ir = space.r[fit]
@@ -922,8 +954,10 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
              "sp": sorted(set(np.unique(space.R["sp"]).tolist()))}
     n_bad = int((~r.valid).sum())
     return {"candidates": len(space) - n_bad, "fitting": int(fits.sum()), "pinned": pinned,
-            "shown": "the fastest setup of each layout and schedule; CPU offload only when --offload is given "
-                     "(its host optimizer time is not modelled)",
+            "shown": ("the fastest setup of each layout and schedule; CPU offload costed by its host CPU-Adam "
+                      "step and PCIe copies" if mfu is None else
+                      "the fastest setup of each layout and schedule; CPU offload only when --offload is given "
+                      "(at a given --mfu its host optimizer time is not modelled)"),
             "not_costed": n_bad,
             "swept": swept,
             "best": [{**space[i], "micro_batches": int(space.R["m"][space.r[i]]),
