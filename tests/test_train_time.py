@@ -465,3 +465,14 @@ def test_search_costs_offload_as_train_does(capsys):
     t = json.loads(capsys.readouterr().out)["step"]
     assert t["step_time_s"] == pytest.approx(b["step_time_s"], rel=0.03)
     assert t["cpu_adam_s"] > 0.05 * t["step_time_s"]
+
+
+def test_search_reports_the_schedule_of_each_row(capsys):
+    argv = ["train", "llama-3.1-70b", "--seq", "4096", "--micro-batch", "1", "--global-batch", "512", "--search",
+            "--gpus", "64", "--gpu", "H100", "--json"]
+    assert main(argv) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    for b in best:
+        want = "none" if b["pp"] == 1 else ("interleaved" if b["virtual_stages"] > 1 else "1f1b")
+        assert b["schedule"] == want
+    assert {b["schedule"] for b in best} >= {"none", "interleaved"}

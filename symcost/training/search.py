@@ -961,4 +961,14 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
             "not_costed": n_bad,
             "swept": swept,
             "best": [{**space[i], "micro_batches": int(space.R["m"][space.r[i]]),
+                      "schedule": _schedule_of(space[i]),
                       "per_gpu_bytes": int(mem[i]), "step_time_s": float(step[i])} for i in best]}
+
+
+def _schedule_of(row: dict) -> str:
+    """The pipeline schedule the search costs a row with (``_kernel_step``'s bubble): interleaved 1F1B
+    with v > 1 virtual stages, 1F1B otherwise ("none" without a pipeline). Zero-bubble and DualPipe
+    are costed by ``train --schedule``, not swept."""
+    if row["pp"] == 1:
+        return "none"
+    return "interleaved" if row["virtual_stages"] > 1 else "1f1b"
