@@ -476,3 +476,34 @@ def test_search_reports_the_schedule_of_each_row(capsys):
         want = "none" if b["pp"] == 1 else ("interleaved" if b["virtual_stages"] > 1 else "1f1b")
         assert b["schedule"] == want
     assert {b["schedule"] for b in best} >= {"none", "interleaved"}
+
+
+# -- the step as a term tree (stepformula) --------------------------------------------------------------
+def test_step_term_tree_evaluates_to_the_printed_step_on_every_measured_row(table):
+    out, _ = table
+    for r in out:
+        f = r["step"]["formula"]
+        assert f["value_s"] == pytest.approx(r["step"]["step_time_s"], rel=1e-9), r["id"]
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "zb-h1", "dualpipe"])
+def test_step_term_tree_reads_back_and_differentiates(capsys, schedule):
+    """The formula parses in the notation (symcost.parse), equals the step at the printed layout, and
+    its derivative in m_mb is one micro-batch's forward, backward and recomputation on the slowest rank
+    (the bubble and the exposed collectives do not grow with m_mb in the tree)."""
+    import sympy
+
+    from symcost import parse
+    from symcost.core.notation import sym
+    argv = ["train", "qwen3-30b-a3b", "--seq", "4096", "--micro-batch", "1", "--global-batch", "256", "--dp", "4",
+            "--pp", "4", "--ep", "4", "--zero", "1", "--gpu", "H100", "--json", "--schedule", schedule]
+    assert main(argv) == 0
+    s = json.loads(capsys.readouterr().out)["step"]
+    f = s["formula"]
+    e = parse(f["formula"])
+    at = {sym.by_name(k) if hasattr(sym, "by_name") else getattr(sym, k): v for k, v in f["at"].items()}
+    assert float(e.xreplace(at)) == pytest.approx(s["step_time_s"], rel=1e-9)
+    per_mb = sum(f["terms"][k]["value_s"] for k in ("t_F", "t_B", "t_R"))
+    assert float(sympy.diff(e, sym.m_mb).xreplace(at)) == pytest.approx(per_mb, rel=1e-9)
+    assert f["terms"]["bubble"]["value_s"] == pytest.approx(s["bubble_s"], rel=1e-9)
+    assert sympy.diff(e, sym.N_pp).xreplace(at) > 0  # more stages, a longer bubble

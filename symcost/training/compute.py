@@ -230,8 +230,11 @@ def class_times(work: StageWork, gpu, precision: str, ew_fwd_bytes: float, ew_bw
         t_r = 0.0
     eff = {"gemm": e_g.eta_compute, "grouped_gemm": e_x.eta_compute, "attn_forward": e_af.eta_compute,
            "attn_backward": e_ab.eta_compute, "elementwise_memory": e_ew.eta_memory, "head_bf16": e_h.eta_compute}
+    eff["grouped_gemm"] = e_x.eta_compute
     return {"forward": fwd, "backward": bwd, "t_F": sum(fwd.values()), "t_B": sum(bwd.values()), "t_W": W,
-            "t_R": t_r, "eta": eff, "notes": notes, "gemm_peak": P, "gemm_dtype": peak_dtype}
+            "t_R": t_r, "eta": eff, "notes": notes, "gemm_peak": P, "gemm_dtype": peak_dtype,
+            "floors": {"gemm": e_g.floor_s, "attn_forward": e_af.floor_s, "attn_backward": e_ab.floor_s},
+            "grouped_eff": e_x}
 
 
 def optimizer_seconds(setup, optimizer_bytes: int, gpu) -> float:

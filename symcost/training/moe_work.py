@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sympy
+
 from ..core.notation import sym
 from ..hardware.calibration import efficiency
 
@@ -178,5 +180,9 @@ def grouped_seconds(flops: float, shape: MoeShape, gpu, eff, peak: float, weight
     per_layer = flops / shape.layers
     q = 3 * shape.d * shape.d_moe * shape.local_experts * weight_bytes / max(etp, 1) \
         + 2 * shape.routed * shape.d * ACT_BYTES
-    t = max(per_layer / (peak * eff.eta_compute), q / (gpu.bandwidth_bytes_per_s * eff.eta_memory))
+    a, b = per_layer / (peak * eff.eta_compute), q / (gpu.bandwidth_bytes_per_s * eff.eta_memory)
+    if isinstance(a, sympy.Basic) or isinstance(b, sympy.Basic):  # the step's term tree (``stepformula``)
+        t = sympy.Max(a, b)
+    else:
+        t = max(a, b)
     return shape.layers * (t + eff.floor_s)

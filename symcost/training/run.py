@@ -130,5 +130,10 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
                                      if d2h_hides(setup.states.framework, p.zero) else 0.0))
     if setup.states.offload != "none":
         out["cpu_adam_s"] = max(r.get("t_cpu_adam", 0.0) for r in ranks)
+    from .stepformula import as_json, step_tree
+    i = out["slowest_rank"]
+    shape_i = moe_shape(model, setup, works[i].moe_layers)
+    out["formula"] = as_json(step_tree(model, setup, stages[i], i == len(stages) - 1, ranks[i], works[i], shape_i,
+                                       gpu, precision, out, p.etp or p.tp, schedule))
     out["precision"] = precision
     return out
