@@ -236,6 +236,8 @@ def test_best_equals_train_run_alone(capsys, mfu):
         argv += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
         if b["hsdp_shard"] is not None:
             argv += ["--hsdp-shard", str(b["hsdp_shard"])]
+        if not mfu and b["schedule"] != "none":  # the schedule the search chose for the row
+            argv += ["--schedule", b["schedule"]]
         assert main(argv) == 0
         t = json.loads(capsys.readouterr().out)
         assert t["per_gpu_bytes"] == b["per_gpu_bytes"]

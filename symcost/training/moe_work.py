@@ -143,6 +143,7 @@ def step_extra_arrays(model, gpu, precision: str, rows, r_tp, r_ep, r_pp, r_v, m
     full, selective = (rc == "full").astype(float), (rc == "selective").astype(float)
     # full recomputation reruns the forward (its floors too), selective the attention forward
     per_mb = ((3 + full) * n_gemm * f_g + n_attn * ((1 + full + selective) * f_af + f_ab)) * share_all
+    w_mb = n_gemm * f_g * share_all  # the weight-gradient GEMMs' share (one forward's floors), for ZB-H1
     if moe_layers and sym.E in v:
         E, k, d = int(v[sym.E]), int(v[sym.k]), int(v[sym.d])
         d_moe = int(v.get(sym.d_moe, v.get(sym.d_ff, 0)))
@@ -166,7 +167,8 @@ def step_extra_arrays(model, gpu, precision: str, rows, r_tp, r_ep, r_pp, r_v, m
         t_mem = q / (gpu.bandwidth_bytes_per_s * em)
         grouped = 3 * (np.maximum(t_mem - t_flop, 0) + f0)
         per_mb = per_mb + moe_layers * share_moe * ((2 + full) * (router + permute) + grouped * (1 + full / 3))
-    return per_mb * m
+        w_mb = w_mb + moe_layers * share_moe * grouped / 3
+    return per_mb * m, w_mb
 
 
 def grouped_seconds(flops: float, shape: MoeShape, gpu, eff, peak: float, weight_bytes: int, etp: int) -> float:

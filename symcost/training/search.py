@@ -528,7 +528,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         # the MoE layers' router and permutation passes, the grouped GEMM's floor and memory term, and
         # the launch floors (``moe_work``, as ``compute.class_times`` adds them)
         from .moe_work import step_extra_arrays
-        t_moe = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m, recompute=rc_name)
+        t_moe, w_extra = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m,
+                                           recompute=rc_name)
         compute, t_fb = compute + ew + t_moe, t_fb + (ew + t_moe) / m
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
@@ -741,13 +742,15 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     # ``steptime.step_seconds`` distributed over the two tables: (compute + (1 − overlap)·(t_R + t_Z0
     # + m·t_Z1)) / (1 − bubble), the R part formed once per R row
     if mfu is None:
-        step = _kernel_step(fw.name, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v,
+        step, zb = _kernel_step(fw.name, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v,
                             {k: t(k, R_bytes[k], R_cnt[k], span_r[k]) for k in R_bytes},
                             {kd: (t(kd, Z_bytes[kd][0], Z_cnt[kd][0], span_z.get(kd)),
                                   t(kd, Z_bytes[kd][1], Z_cnt[kd][1], span_z.get(kd))) for kd in Z_bytes},
                             space, Z["zero"], bg / (bg + bw), model.n_layers(),
-                            host=_host_step(Z, Z_bytes, gpu, bg, bw, Kf, fw.name, int(r_dp[0] * r_tp[0] * r_pp[0] * r_cp[0])))
-        return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "bubble": bub}, whole[space.r])
+                            host=_host_step(Z, Z_bytes, gpu, bg, bw, Kf, fw.name, int(r_dp[0] * r_tp[0] * r_pp[0] * r_cp[0])),
+                            gemm_recompute=(rc_name == "full").astype(float), w_extra=w_extra)
+        return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "bubble": bub, "zb": zb},
+                      whole[space.r])
     ov = 1 - overlap
     inv = 1 / (1 - bub)
     P = (compute + ov * tr) * inv
@@ -809,35 +812,45 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         e_x = e_g
     e_af = eta("attn_prefill", "bf16", rows)
     e_ab = eta("attn_backward", "bf16", rows)
-    out = np.zeros(len(rows))
-    gemm = np.zeros(len(rows))
-    attn = np.zeros(len(rows))
+    # per class, the whole model's seconds over the G GPUs (the average rank's): dense GEMMs, the LM
+    # head, the routed experts, attention
+    T_d, T_h, T_x, T_a = (np.zeros(len(rows)) for _ in range(4))
     for rname in names:
         q = parts[rname]
         sel = rc_name == rname
-        g_t = q["gemm"] / (P * e_g) + q["head"] / (P16 * e_h) + q["grouped_gemm"] / (P * e_x)
-        a_t = q["attn_f"] / (P16 * e_af) + ATTN_BWD_FACTOR / 2 * q["attn_b"] / (P16 * e_ab)
-        gemm = np.where(sel, g_t, gemm)
-        attn = np.where(sel, a_t, attn)
-    if padded_rows is not None:  # padded to capacity: the experts run the padded rows (flops.padded_parts)
-        for rname in names:
-            sel = rc_name == rname
-            q = parts[rname]
-            gemm = np.where(sel, gemm - q["grouped_gemm"] / (P * e_x) + padded_rows[rname] / G / (P * e_x), gemm)
-    # the pipeline runs at its slowest rank: scale by max over ranks of its forward FLOPs (its layers,
-    # the head on the last) over the mean (``plan.rank_stages``), per (N_pp, v)
-    slow = np.ones(len(rows))
+        T_d = np.where(sel, q["gemm"] / (P * e_g), T_d)
+        T_h = np.where(sel, q["head"] / (P16 * e_h), T_h)
+        xf = padded_rows[rname] / G if padded_rows is not None else q["grouped_gemm"]
+        T_x = np.where(sel, xf / (P * e_x), T_x)
+        T_a = np.where(sel, q["attn_f"] / (P16 * e_af) + ATTN_BWD_FACTOR / 2 * q["attn_b"] / (P16 * e_ab), T_a)
+    # the pipeline runs at its slowest rank (``run.kernel_step``: the largest per-rank time): each
+    # rank's share of each class's forward FLOPs (its layers, the head on the last; ``plan.rank_stages``),
+    # per (N_pp, v), weighting the class times of each candidate
     fwd = {path: float(exact(e, model.values_with(T=seq, B=1))) for path, e in
            model.flops(Phase(kind="prefill", attention="causal", logits="all")).flatten().items()}
     counts = {g.name: exact(g.count, v) for g in model.groups}
+    gemm, attn = T_d + T_h + T_x, T_a.copy()
     for pv in np.unique(r_pp * 1000 + r_v):
         p_, v_ = int(pv // 1000), int(pv % 1000)
         ranks = rank_stages(model, p_, v_)
-        per = [sum(f * st["layers"].get(path.split("/", 1)[0], 0) / counts[path.split("/", 1)[0]]
-                   if path.split("/", 1)[0] in counts else (f if i == p_ - 1 else 0.0) for path, f in fwd.items())
-               for i, st in enumerate(ranks)]
-        slow = np.where((r_pp == p_) & (r_v == v_), max(per) / (sum(per) / p_), slow)
-    gemm, attn = gemm * slow, attn * slow
+        share = np.zeros((len(ranks), 3))  # dense GEMM, experts, attention FLOPs on each rank
+        for i, st in enumerate(ranks):
+            for path, f in fwd.items():
+                g = path.split("/", 1)[0]
+                if g not in counts:
+                    continue
+                c = kernel_class(path)
+                share[i, ("gemm", "grouped_gemm", "attention").index(c)] += f * st["layers"].get(g, 0) / counts[g]
+        tot = share.sum(axis=0)
+        share = np.divide(share, tot, out=np.zeros_like(share), where=tot > 0) * p_
+        # non-layer GEMMs (the head: on the last rank) are in T_h; layer GEMMs of the dense class in T_d
+        sel = (r_pp == p_) & (r_v == v_)
+        g_r = share[:, 0][:, None] * T_d[sel] + share[:, 1][:, None] * T_x[sel]
+        g_r[-1] += p_ * T_h[sel]
+        a_r = share[:, 2][:, None] * T_a[sel]
+        worst = np.argmax(g_r + a_r, axis=0)
+        cols = np.arange(worst.size)
+        gemm[sel], attn[sel] = g_r[worst, cols], a_r[worst, cols]
     out = gemm + attn
     return out, out / m, gemm, attn
 
@@ -861,7 +874,7 @@ def _host_step(Z, Z_bytes, gpu, bg, bw, K, framework, world):
 
 
 def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t_r: dict, t_z: dict, space,
-                 z_zero, grad_share, layers: int, host=None):
+                 z_zero, grad_share, layers: int, host=None, gemm_recompute=0, w_extra=0):
     """``steptime.kernel_step`` on arrays: compute + the schedule's bubble (1F1B / interleaved,
     (p − 1)·(t_F + t_B)/v) + each dimension's exposed time by ``overlap``'s rules (min with the
     compute window it hides behind), per candidate."""
@@ -869,21 +882,32 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
     hide = {**DEFAULT_HIDE.get(framework, {}), **(hide or {})}
     r, z = space.r, space.z
     bub = (r_pp - 1) * t_fb / r_v
+    # zero-bubble ZB-H1 where a pipeline runs one chunk per rank: (p − 1)·(F + B − 2W), W the
+    # weight-gradient GEMMs of one micro-batch (``schedule.bubble_seconds``); its p2p sends run
+    # beside the steady state (``overlap``). The fastest of 1F1B and ZB-H1 is kept per row.
+    t_w = t_gemm / (m * (3 + gemm_recompute)) + w_extra
+    zb_ok = (r_pp > 1) & (r_v == 1)
+    bub_zb = (r_pp - 1) * (t_fb - 2 * t_w)
     exposed_r = np.zeros(len(compute))
+    pp_1f1b = pp_zb = np.zeros(len(compute))
     t_f, t_b = t_fb / 3, 2 * t_fb / 3
     for dim, tt in t_r.items():
         on = hide.get(dim, True)
         if not on:
             exposed_r += tt
+            if dim == "pp":
+                pp_1f1b = pp_zb = tt
         elif dim == "tp":
             exposed_r += np.maximum(tt - t_gemm, 0)
         elif dim == "cp":
             exposed_r += np.maximum(tt - t_attn, 0)
         elif dim == "pp":
-            exposed_r += np.where(r_v > 1, np.maximum(tt - compute, 0), tt)
+            pp_1f1b = np.where(r_v > 1, np.maximum(tt - compute, 0), tt)
+            pp_zb = np.maximum(tt - compute, 0)
         else:  # ep: behind another micro-batch's compute
             exposed_r += np.maximum(tt - compute, 0)
-    base = compute + bub + exposed_r
+    zb = zb_ok & (bub_zb + pp_zb < bub + pp_1f1b)
+    base = compute + np.where(zb, bub_zb + pp_zb, bub + pp_1f1b) + exposed_r
     step = base[r].copy()
     mm, tf, tb, comp = m[r], t_f[r], t_b[r], compute[r]
     zz = z_zero[z]
@@ -904,7 +928,7 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
         first = tt * r_pp[r] / (2 * layers)  # the first unit's gather of each pass (overlap.exposed)
         z3 = np.maximum(tt - first - comp, 0) + first
         step += np.where(zz >= 3, z3, low)
-    return step
+    return step, zb
 
 
 def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
@@ -961,14 +985,18 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
             "not_costed": n_bad,
             "swept": swept,
             "best": [{**space[i], "micro_batches": int(space.R["m"][space.r[i]]),
-                      "schedule": _schedule_of(space[i]),
+                      "schedule": _schedule_of(space[i], bool(r.tables.get("zb", np.zeros(1, bool))[space.r[i]])
+                                               if "zb" in r.tables else False),
                       "per_gpu_bytes": int(mem[i]), "step_time_s": float(step[i])} for i in best]}
 
 
-def _schedule_of(row: dict) -> str:
+def _schedule_of(row: dict, zb: bool = False) -> str:
     """The pipeline schedule the search costs a row with (``_kernel_step``'s bubble): interleaved 1F1B
-    with v > 1 virtual stages, 1F1B otherwise ("none" without a pipeline). Zero-bubble and DualPipe
-    are costed by ``train --schedule``, not swept."""
+    with v > 1 virtual stages; with one chunk per rank the faster of 1F1B and ZB-H1 (no --mfu);
+    "none" without a pipeline. DualPipe is costed by ``train --schedule dualpipe``, not swept: its two
+    parameter copies and p + 1 in-flight micro-batches are not in ``train_memory``."""
     if row["pp"] == 1:
         return "none"
-    return "interleaved" if row["virtual_stages"] > 1 else "1f1b"
+    if row["virtual_stages"] > 1:
+        return "interleaved"
+    return "zb-h1" if zb else "1f1b"

@@ -293,8 +293,8 @@ def _cmd_search(m, args, out):
                                 ("--account-embedding", args.account_embedding), ("--account-loss", args.account_loss),
                                 ("--pipeline-layout", args.pipeline_layout), ("--schedule", args.schedule)) if given]
     if fixed:
-        raise SymcostError(f"--search sweeps even pipeline splits under 1F1B/interleaving with experts sliced over "
-                           f"tp; {', '.join(fixed)} apply to one layout (drop --search)")
+        raise SymcostError(f"--search sweeps even pipeline splits under 1F1B/interleaving/ZB-H1 with experts sliced "
+                           f"over tp; {', '.join(fixed)} apply to one layout (drop --search)")
     r = _search(m, args)
     payload = {"model": m.name, "gpus": args.gpus, "gpu": args.gpu, "seq": args.seq,
                "global_batch": args.global_batch, "capacity_factor": _capacity(args), **r}
