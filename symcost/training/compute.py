@@ -37,9 +37,10 @@ cached across micro-batches): 3·Ψ bytes forward (bf16 read, fp8 write) and 3·
 copy the backward uses. Grouped GEMMs with no row of their own run at the dense GEMM's efficiency
 at their per-expert M (said in the output).
 
-What stays numeric rather than a term tree: the efficiencies are table look-ups (piecewise in M),
-so ``terms`` gives each class's time with its formula written out and its inputs, not a SymPy
-expression in η.
+Routed-expert layers add the router and permutation passes and run the grouped GEMM under its
+class's max(compute, memory) + floor model (``moe_work``); every dense GEMM leaf and attention kernel
+adds its class's launch floor. The step as a SymPy term tree in B, T and the layout symbols, with
+these efficiencies substituted (table look-ups, piecewise in M), is ``stepformula``.
 """
 from __future__ import annotations
 
