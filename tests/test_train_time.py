@@ -507,3 +507,27 @@ def test_step_term_tree_reads_back_and_differentiates(capsys, schedule):
     assert float(sympy.diff(e, sym.m_mb).xreplace(at)) == pytest.approx(per_mb, rel=1e-9)
     assert f["terms"]["bubble"]["value_s"] == pytest.approx(s["bubble_s"], rel=1e-9)
     assert sympy.diff(e, sym.N_pp).xreplace(at) > 0  # more stages, a longer bubble
+
+
+def test_search_interleaves_layer_counts_that_do_not_divide_with_embedding_and_loss_slots(capsys):
+    """Qwen3-235B's 94 layers: pp·v = 48 chunks only with Megatron's embedding and loss slots (96 = 48·2).
+    The search offers them; its best row, run alone through `train` with the same flags, has the same bytes
+    exactly and its step time within 3 %."""
+    model = "tests/data/training_configs/qwen3-235b-a22b.json"
+    base = ["train", model, "--seq", "4096", "--micro-batch", "1", "--global-batch", "1024", "--gpu", "B200", "--json"]
+    assert main(base + ["--search", "--gpus", "64", "--virtual-stages", "6"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    best = [b for b in r["best"] if b["pp"] > 1]
+    assert best and all(b["account_embedding"] and b["account_loss"] for b in best)
+    assert all(b["schedule"] == "interleaved+slots" for b in best)
+    b = best[0]
+    argv = base + ["--micro-batch", str(b["micro_batch"]), "--zero", str(b["zero"]), "--recompute", b["recompute"],
+                   "--offload", b["offload"], "--virtual-stages", "6", "--account-embedding", "--account-loss",
+                   "--schedule", "interleaved", "--sp" if b["sp"] else "--no-sp"]
+    argv += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
+    if b["hsdp_shard"] is not None:
+        argv += ["--hsdp-shard", str(b["hsdp_shard"])]
+    assert main(argv) == 0
+    t = json.loads(capsys.readouterr().out)
+    assert t["per_gpu_bytes"] == b["per_gpu_bytes"]
+    assert t["step"]["step_time_s"] == pytest.approx(b["step_time_s"], rel=0.03)

@@ -89,7 +89,8 @@ def elementwise_seconds(shape: MoeShape, gpu) -> dict:
             "permute": shape.layers * (q_perm / bw + n_perm * e.floor_s)}
 
 
-def step_extra_arrays(model, gpu, precision: str, rows, r_tp, r_ep, r_pp, r_v, m, etp=None, recompute=None):
+def step_extra_arrays(model, gpu, precision: str, rows, r_tp, r_ep, r_pp, r_v, m, etp=None, recompute=None,
+                      r_acc=None):
     """The search's array form (``search._kernel_compute``) of what this module and the launch floors
     add to ``compute.class_times`` on the average pipeline rank, per step and candidate row: the router
     and permutation passes (both directions), the grouped GEMM's floor and memory excess over its FLOP
@@ -99,7 +100,7 @@ def step_extra_arrays(model, gpu, precision: str, rows, r_tp, r_ep, r_pp, r_v, m
     from ..core.terms import exact
     from ..hardware.calibration import efficiency_array
     from .compute import kernel_class
-    from .plan import rank_stages
+    from .plan import Plan, rank_stages
     rows = np.asarray(rows, dtype=float)
     v = model.values
     counts = {g.name: float(exact(g.count, v)) for g in model.groups}
@@ -131,10 +132,12 @@ def step_extra_arrays(model, gpu, precision: str, rows, r_tp, r_ep, r_pp, r_v, m
     share_all = np.ones(len(rows))
     share_moe = np.ones(len(rows))
     total = sum(counts.values()) or 1.0
-    for pv in np.unique(np.asarray(r_pp) * 1000 + np.asarray(r_v)):
-        p_, v_ = int(pv // 1000), int(pv % 1000)
-        ranks = rank_stages(model, p_, v_)
-        sel = (r_pp == p_) & (r_v == v_)
+    r_acc = np.zeros_like(np.asarray(r_v)) if r_acc is None else np.asarray(r_acc)
+    for pv in np.unique((np.asarray(r_pp) * 1000 + np.asarray(r_v)) * 2 + r_acc):
+        a_ = int(pv % 2)
+        p_, v_ = int(pv // 2 // 1000), int(pv // 2 % 1000)
+        ranks = rank_stages(model, p_, v_, Plan(pp=p_, embed_slot=True, loss_slot=True) if a_ else None)
+        sel = (r_pp == p_) & (r_v == v_) & (r_acc == a_)
         share_all = np.where(sel, max(sum(st["layers"].values()) for st in ranks) / total, share_all)
         if moe_layers:
             share_moe = np.where(sel, max(sum(n for g, n in st["layers"].items() if g in moe_groups)

@@ -10,10 +10,17 @@ the CLI's ``--zero``, ``--recompute``, ``--sp/--no-sp``, ``--virtual-stages``, `
              L and m a multiple of N_pp (``setup.check_pipeline``; Megatron-LM's
              ``forward_backward_pipelining_with_interleaving`` runs micro-batches in groups of
              ``microbatch_group_size_per_vp_stage`` = N_pp by default and raises unless the last
-             group is empty or at least N_pp long, i.e. unless N_pp divides m);
+             group is empty or at least N_pp long, i.e. unless N_pp divides m); where N_pp·v does
+             not divide L, interleaving with Megatron's embedding and loss slots
+             (``--account-for-embedding/loss-in-pipeline-split``: N_pp·v dividing L + 2, every chunk
+             at least two slots; ``Plan.chunk_sizes``), reported as account_embedding/account_loss;
+  schedule   without --mfu, one chunk per rank: the faster of 1F1B and ZB-H1 (``schedule``),
+             interleaved 1F1B with v > 1; DualPipe is not swept (its two parameter copies and
+             p + 1 in-flight micro-batches are not in ``train_memory``);
   b          micro-batch sizes with b·N_dp dividing the global batch, m = global / (b·N_dp);
   ZeRO       0-3;   HSDP shard N_sh: none, or N_sh | N_dp, N_sh < N_dp, N_ep | N_sh·N_cp, at ZeRO ≥ 1;
-  offload    none; optimizer at ZeRO ≥ 1; params at ZeRO 3 (``states.States.check``);
+  offload    none; optimizer at ZeRO ≥ 1; params at ZeRO 3 (``states.States.check``); without
+             --mfu offered beside the rest, costed by the host's CPU-Adam step (``offload``);
   recompute  none | selective | full;
   SP         off, and on when N_tp > 1: it can be the slower choice (Megatron re-gathers each
              block's input in backward: more TP bytes) and it never holds more activation memory.
@@ -100,7 +107,9 @@ class Space:
         li = int(self.R["L"][ir])
         lay = {k: int(self.lay[k][li]) for k in ("dp", "tp", "pp", "ep", "cp")}
         sh = int(self.Z["sh"][iz])
-        return {**lay, "virtual_stages": int(self.lay["v"][li]), "micro_batch": int(self.R["b"][ir]),
+        acc = bool(self.lay["acc"][li]) if "acc" in self.lay else False
+        return {**lay, "virtual_stages": int(self.lay["v"][li]), "account_embedding": acc, "account_loss": acc,
+                "micro_batch": int(self.R["b"][ir]),
                 "zero": int(self.Z["zero"][iz]), "hsdp_shard": None if sh == lay["dp"] else sh,
                 "offload": OFFLOAD[int(self.Z["off"][iz])], "recompute": self.recomputes[int(self.R["rc"][ir])],
                 "sp": bool(self.R["sp"][ir])}
@@ -149,11 +158,15 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
             for pp in _divisors(gpus // (tp * cp)):
                 if pp > L:
                     continue
-                vs = [1] + [x for x in _divisors(L // pp)[1:] if pp > 1 and L % (pp * x) == 0]
-                vs = [x for x in vs if virtual is None or x == virtual]
+                vs = [(1, 0)] + [(x, 0) for x in _divisors(L // pp)[1:] if pp > 1 and L % (pp * x) == 0]
+                # interleaving where pp·v does not divide L: Megatron's embedding and loss slots
+                # (--account-for-embedding/loss-in-pipeline-split: L + 2 slots in pp·v chunks)
+                vs += [(x, 1) for x in _divisors((L + 2) // pp)[1:]
+                       if pp > 1 and (L + 2) % (pp * x) == 0 and L % (pp * x) and (L + 2) // (pp * x) >= 2]
+                vs = [(x, a) for x, a in vs if virtual is None or x == virtual]
                 dp = gpus // (tp * cp * pp)
                 eps = [e for e in _divisors(dp * cp) if E % e == 0] if E else [1]
-                lay += [(dp, tp, pp, e, cp, x) for e in eps for x in vs]
+                lay += [(dp, tp, pp, e, cp, x, a) for e in eps for x, a in vs]
     pinned = [f"{flag} {x}" for flag, x in (("--zero", zeros[0] if len(zeros) == 1 else None),
                                              ("--recompute", recomputes[0] if len(recomputes) == 1 else None),
                                              ("--virtual-stages", virtual), ("--hsdp-shard", hsdp),
@@ -163,8 +176,8 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
                            f"--global-batch {global_batch}" + (f" and {', '.join(pinned)}" if pinned else ""))
     if not lay:
         raise nothing
-    A = np.array(sorted(lay, key=lambda t: (t[2], t[5])), dtype=np.int64).reshape(-1, 6)
-    cols = {k: A[:, i] for i, k in enumerate(("dp", "tp", "pp", "ep", "cp", "v"))}
+    A = np.array(sorted(lay, key=lambda t: (t[2], t[5], t[6])), dtype=np.int64).reshape(-1, 7)
+    cols = {k: A[:, i] for i, k in enumerate(("dp", "tp", "pp", "ep", "cp", "v", "acc"))}
     dp, tp, pp, ep, cp, vv = (cols[k] for k in ("dp", "tp", "pp", "ep", "cp", "v"))
     nL = len(A)
     # -- R rows: (layout, b, recompute, sp) -------------------------------------------------------
@@ -464,6 +477,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     # layout columns on the rows of each table
     rL, zL = R["L"], Z["L"]
     r_dp, r_tp, r_pp, r_ep, r_cp, r_v = (lay[k][rL] for k in ("dp", "tp", "pp", "ep", "cp", "v"))
+    r_acc = lay["acc"][rL] if "acc" in lay else np.zeros_like(r_v)
     z_dp, z_tp, z_ep, z_cp = (lay[k][zL] for k in ("dp", "tp", "ep", "cp"))
     b, m, rc, spf = R["b"], R["m"], R["rc"], R["sp"]
     rc_name = np.array(space.recomputes)[rc]
@@ -519,7 +533,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     if mfu is None:
         padded = None if cf is None else {rn: F[rn][1] * (m * r_dp * r_cp * rows) for rn in F}
         compute, t_fb, t_gemm, t_attn = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp, r_v, G, m,
-                                                        seq=seq, batch=global_batch, capacity=cf, padded_rows=padded)
+                                                        seq=seq, batch=global_batch, capacity=cf, padded_rows=padded,
+                                                        r_acc=r_acc)
         # elementwise passes (compute's rule): 5 touches of each saved byte per micro-batch, the average rank
         saved_mb = sum(saved[g].astype(float) * counts[g] for g in saved) / r_pp
         # (full recomputation reruns the forward's 2 of them, as ``compute.class_times``'s t_R does)
@@ -529,7 +544,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         # the launch floors (``moe_work``, as ``compute.class_times`` adds them)
         from .moe_work import step_extra_arrays
         t_moe, w_extra = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m,
-                                           recompute=rc_name)
+                                           recompute=rc_name, r_acc=r_acc)
         compute, t_fb = compute + ew + t_moe, t_fb + (ew + t_moe) / m
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
@@ -562,7 +577,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                                                   framework=fw.name).bytes(z_)) for z_, o_ in zo_pairs)
     z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw, state_bytes)
     z_names = {(z_, o_): z_names[z_, OFFLOAD[o_]] for z_, o_ in zo_pairs}
-    key = lay["pp"] * 10**6 + lay["v"]
+    key = (lay["pp"] * 10**6 + lay["v"]) * 2 + (lay["acc"] if "acc" in lay else 0)
     bounds = np.flatnonzero(np.diff(key)) + 1
     starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(key)]])
     r_start, z_start = np.searchsorted(rL, starts), np.searchsorted(zL, starts)
@@ -570,10 +585,11 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     c_start, c_end = np.searchsorted(space.r, r_start), np.searchsorted(space.r, r_end)
     for gi in range(len(starts)):
         p_val, v_val = int(lay["pp"][starts[gi]]), int(lay["v"][starts[gi]])
+        acc_val = bool(lay["acc"][starts[gi]]) if "acc" in lay else False
         if c_start[gi] == c_end[gi]:
             continue  # no micro-batch size fits these layouts
         rs, zs, cs = slice(r_start[gi], r_end[gi]), slice(z_start[gi], z_end[gi]), slice(c_start[gi], c_end[gi])
-        ranks = rank_stages(model, p_val, v_val)
+        ranks = rank_stages(model, p_val, v_val, _slots(p_val, acc_val))
         n_chunks = p_val * v_val
         keep, seen = [], set()
         for i, st in enumerate(ranks):
@@ -760,7 +776,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
 
 
 def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m, *, seq, batch, capacity,
-                    padded_rows):
+                    padded_rows, r_acc=None):
     """``compute.class_times`` on arrays: the step's FLOPs by kernel class (``compute.kernel_class``
     of each leaf of ``train_flops``: forward, backward — attention's at 2.5× the forward, the
     FlashAttention count — and recomputation) per GPU, each class at its calibrated efficiency
@@ -830,9 +846,11 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
            model.flops(Phase(kind="prefill", attention="causal", logits="all")).flatten().items()}
     counts = {g.name: exact(g.count, v) for g in model.groups}
     gemm, attn = T_d + T_h + T_x, T_a.copy()
-    for pv in np.unique(r_pp * 1000 + r_v):
-        p_, v_ = int(pv // 1000), int(pv % 1000)
-        ranks = rank_stages(model, p_, v_)
+    r_acc = np.zeros_like(r_v) if r_acc is None else r_acc
+    for pv in np.unique((r_pp * 1000 + r_v) * 2 + r_acc):
+        a_ = int(pv % 2)
+        p_, v_ = int(pv // 2 // 1000), int(pv // 2 % 1000)
+        ranks = rank_stages(model, p_, v_, _slots(p_, a_))
         share = np.zeros((len(ranks), 3))  # dense GEMM, experts, attention FLOPs on each rank
         for i, st in enumerate(ranks):
             for path, f in fwd.items():
@@ -844,7 +862,7 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         tot = share.sum(axis=0)
         share = np.divide(share, tot, out=np.zeros_like(share), where=tot > 0) * p_
         # non-layer GEMMs (the head: on the last rank) are in T_h; layer GEMMs of the dense class in T_d
-        sel = (r_pp == p_) & (r_v == v_)
+        sel = (r_pp == p_) & (r_v == v_) & (r_acc == a_)
         g_r = share[:, 0][:, None] * T_d[sel] + share[:, 1][:, None] * T_x[sel]
         g_r[-1] += p_ * T_h[sel]
         a_r = share[:, 2][:, None] * T_a[sel]
@@ -853,6 +871,11 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         gemm[sel], attn[sel] = g_r[worst, cols], a_r[worst, cols]
     out = gemm + attn
     return out, out / m, gemm, attn
+
+
+def _slots(pp: int, acc) -> Plan | None:
+    """The uneven split of a layout with the embedding and loss slots (``Plan.chunk_sizes``), else None."""
+    return Plan(pp=pp, embed_slot=True, loss_slot=True) if acc else None
 
 
 def _host_step(Z, Z_bytes, gpu, bg, bw, K, framework, world):
@@ -1002,5 +1025,5 @@ def _schedule_of(row: dict, zb: bool = False) -> str:
     if row["pp"] == 1:
         return "none"
     if row["virtual_stages"] > 1:
-        return "interleaved"
+        return "interleaved" + ("+slots" if row.get("account_embedding") else "")
     return "zb-h1" if zb else "1f1b"
