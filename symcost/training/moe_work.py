@@ -19,8 +19,10 @@ per activation element (the dispatcher moves bf16):
               Q_p = 2·A·d·b·(1 + s) per direction and pass, s = [N_ep > 1 and E_loc > 1]
               (the issue's "rows·k·d·dtype ×2 each way"), forward; the same backward
   grouped     t = max(F/(P·η_c), Q/(BW·η_m)) + t_0, the grouped_gemm class's own model
-  GEMM        (``hardware.calibration``): F the layer's expert FLOPs on this GPU, Q the local experts'
-              weights (3·d·d_moe·E_loc/N_etp at the GEMM dtype's bytes) plus the rows in and out
+  GEMM        (``hardware.calibration``): F the layer's expert FLOPs on this GPU, Q the GPU's share
+              of the experts' weights (3·d·d_moe·E_loc/N_tp at the GEMM dtype's bytes: the engine
+              splits an expert layer over N_tp·N_ep ranks, Megatron's --etp folded into N_ep) plus
+              the rows in and out
               (2·A·d·b); once forward, twice backward (dgrad and wgrad), η at the rows per local
               expert M_e = A·N_ep/E (balanced routing)
 

@@ -105,7 +105,7 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
         cast = compute.fp8_weight_cast_bytes(params, precision) / setup.micro_batches
         shape = moe_shape(model, setup, w.moe_layers)
         r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2, 3 * acts + cast / 2, setup.recompute.mode,
-                                moe=shape, etp=p.etp or p.tp)
+                                moe=shape, etp=p.tp)
         r["t_opt"] = compute.optimizer_seconds(setup, tm.stages[i]["optimizer"], gpu)
         if setup.states.offload != "none":  # the host steps the offloaded shard (``offload``)
             psi_h = offloaded_params(tm.stages[i].get("host", 0), OPTIMIZER_BYTES[setup.states.optimizer],
@@ -134,6 +134,6 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     i = out["slowest_rank"]
     shape_i = moe_shape(model, setup, works[i].moe_layers)
     out["formula"] = as_json(step_tree(model, setup, stages[i], i == len(stages) - 1, ranks[i], works[i], shape_i,
-                                       gpu, precision, out, p.etp or p.tp, schedule))
+                                       gpu, precision, out, p.tp, schedule))
     out["precision"] = precision
     return out
