@@ -46,7 +46,8 @@ def _reference(m, c, *, seq, gb, g, capacity=None, mfu=0.4):
     """What ``symcost train --gpu`` computes for one candidate (cmd_train's calls)."""
     kw = dict(seq=seq, global_batch=gb, capacity=capacity, micro_batch=c["micro_batch"], dp=c["dp"], tp=c["tp"],
               pp=c["pp"], ep=c["ep"], cp=c["cp"], zero=c["zero"], sp=c["sp"], hsdp_shard=c["hsdp_shard"],
-              offload=c["offload"], virtual=c["virtual_stages"])
+              offload=c["offload"], virtual=c["virtual_stages"], account_embedding=c["account_embedding"],
+              account_loss=c["account_loss"])
     tm = train_memory(m, TrainSetup.of(recompute=c["recompute"], **kw))
     rc = "none" if c["recompute"] == "selective" and c["cp"] == 1 else c["recompute"]
     cm = comm(m, TrainSetup.of(recompute=rc, **kw))
@@ -140,9 +141,13 @@ def _enumerate(m, gpus, seq, gb):
         if gpus % (tp * cp * pp) or tp > 8:
             continue
         dp = gpus // (tp * cp * pp)
-        for ep, vs, b, zero, sp, rc in itertools.product(divs, range(1, L + 1), MICRO, (0, 1, 2, 3), (False, True),
-                                                         ("none", "selective", "full")):
-            plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp)
+        for ep, vs, acc, b, zero, sp, rc in itertools.product(divs, range(1, L + 1), (False, True), MICRO,
+                                                              (0, 1, 2, 3), (False, True), ("none", "selective", "full")):
+            # the embedding and loss slots: offered where interleaving's even split fails and every chunk
+            # keeps two slots (search.candidates' rule), then checked as train checks them
+            if acc and not (vs > 1 and L % (pp * vs) and (L + 2) % (pp * vs) == 0 and (L + 2) // (pp * vs) >= 2):
+                continue
+            plan = Plan(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp, zero=zero, sp=sp, embed_slot=acc, loss_slot=acc)
             try:
                 plan.check(m, seq)
                 mm = micro_batches(gb, b, dp)
@@ -154,7 +159,7 @@ def _enumerate(m, gpus, seq, gb):
                     States(shard=sh, offload=off).check(plan)
                 except SymcostError:
                     continue
-                out.add((dp, tp, pp, ep, cp, vs, b, zero, sh, off, rc, sp))
+                out.add((dp, tp, pp, ep, cp, vs, acc, acc, b, zero, sh, off, rc, sp))
     return out
 
 
@@ -236,6 +241,9 @@ def test_best_equals_train_run_alone(capsys, mfu):
         argv += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
         if b["hsdp_shard"] is not None:
             argv += ["--hsdp-shard", str(b["hsdp_shard"])]
+        if not mfu and b["schedule"] != "none":  # the schedule the search chose for the row
+            argv += ["--schedule", b["schedule"].split("+")[0]]
+        argv += ["--account-embedding", "--account-loss"] if b["account_embedding"] else []
         assert main(argv) == 0
         t = json.loads(capsys.readouterr().out)
         assert t["per_gpu_bytes"] == b["per_gpu_bytes"]

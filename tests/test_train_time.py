@@ -48,9 +48,11 @@ def test_step_time_median_within_25_percent(table):
     assert tt.summary(out)["median_abs_error"] <= 0.25
 
 
-@pytest.mark.xfail(strict=True, reason="not met: worst rows are Qwen3-30B-A3B at micro-batch 1-2 (3.3x, 2.8x "
-                   "faster than measured: small expert GEMMs and per-layer MoE overheads are not modelled) and "
-                   "torchtitan's 128K-256K context-parallel runs on 500 W H100s (2.2-2.3x)")
+@pytest.mark.xfail(strict=True, reason="not met: worst rows are Qwen3-30B-A3B at micro-batch 1-2 (3.0x, 2.5x "
+                   "faster than measured with the router, permutation, grouped-GEMM memory term and launch floors "
+                   "modelled (moe_work); the remaining gap is host-bound eager launches (Megatron-Bridge's CUDA-graph "
+                   "card: Qwen3-30B-A3B 214 TFLOP/s eager, 274 graphed), not modelled) and torchtitan's "
+                   "128K-256K context-parallel runs on 500 W H100s (2.1-2.25x)")
 def test_step_time_worst_within_2x(table):
     out, _ = table
     assert tt.summary(out)["worst_factor"] <= 2.0
@@ -359,3 +361,173 @@ def test_ddp_all_reduce_hides_behind_the_last_backward_only():
     assert z1["dp"]["exposed_s"] == 0  # 0.5 reduce behind 0.6, 0.5 gather behind 0.5
     z3 = overlap.exposed("fsdp2", {"dp": 1.0}, t_F=0.5, t_B=0.6, t_gemm=1, t_attn=1, m=4, zero=3, layers=8)
     assert z3["dp"]["exposed_s"] == pytest.approx(1.0 / 16)  # the first unit's gather of each pass
+
+
+# -- the MoE layer's own work (moe_work) ---------------------------------------------------------------
+def _qwen_moe_times(micro_batch, ep):
+    from symcost.training import moe_work
+    m = loader.build("qwen3-30b-a3b")
+    s = TrainSetup.of(seq=4096, micro_batch=micro_batch, global_batch=64 * micro_batch, dp=8, ep=ep, zero=1)
+    leaves = compute.forward_leaves(m, s)
+    st = rank_stages(m, 1, 1, s.plan)[0]
+    w = compute.stage_work(m, s, leaves, st, True, None)
+    shape = moe_work.moe_shape(m, s, w.moe_layers)
+    return m, s, w, shape, compute.class_times(w, gpu("B200"), "bf16", 0, 0, "none", moe=shape)
+
+
+def test_moe_permutation_bytes_and_router_follow_the_rows():
+    """Q_p = 2·A·d·b·(1 + sort) per pass, A = k·B·T rows; doubling the micro-batch doubles the bytes; the
+    chunk sort runs only when the all-to-all delivers several local experts' rows."""
+    from symcost.training import moe_work
+    m, s, w, shape, t = _qwen_moe_times(1, 8)
+    assert w.moe_layers == 48 and shape.routed == 8 * 4096 and shape.local_experts == 16 and shape.sort
+    g = gpu("B200")
+    e = moe_work.efficiency(g.name, "elementwise", dtype="bf16")
+    q = 2 * 8 * 4096 * 2048 * 2 * 2
+    assert t["forward"]["moe_permute"] == pytest.approx(48 * (q / (g.bandwidth_bytes_per_s * e.eta_memory) + 4 * e.floor_s))
+    assert t["backward"]["moe_permute"] == t["forward"]["moe_permute"]
+    _, _, _, shape1, t1 = _qwen_moe_times(1, 1)
+    assert not shape1.sort and t1["forward"]["moe_permute"] < t["forward"]["moe_permute"]
+    _, _, _, _, t2 = _qwen_moe_times(2, 8)
+    floors = 48 * 4 * e.floor_s
+    assert t2["forward"]["moe_permute"] - floors == pytest.approx(2 * (t["forward"]["moe_permute"] - floors))
+
+
+def test_grouped_gemm_pays_its_floor_and_memory_term_per_layer():
+    """t = Σ_layers max(F/(P·η_c), Q/(BW·η_m)) + t_0 (the grouped_gemm class's own model): never below
+    the FLOP term alone, and one floor per layer and pass above it when compute-bound."""
+    m, s, w, shape, t = _qwen_moe_times(1, 8)
+    g = gpu("B200")
+    e = compute.efficiency(g.name, "grouped_gemm", dtype="bf16", m=w.expert_rows)
+    flop_term = float(w.flops["grouped_gemm"]) / (g.peak("bf16")[0] * e.eta_compute)
+    assert e.floor_s > 0
+    assert t["forward"]["grouped_gemm"] >= flop_term + 48 * e.floor_s - 1e-12
+    assert t["backward"]["grouped_gemm"] == pytest.approx(2 * t["forward"]["grouped_gemm"])
+
+
+def test_dense_model_has_no_moe_terms():
+    m = loader.build("llama-3.1-8b")
+    s = TrainSetup.of(seq=4096, micro_batch=1, global_batch=8, dp=8)
+    st = rank_stages(m, 1, 1, s.plan)[0]
+    w = compute.stage_work(m, s, compute.forward_leaves(m, s), st, True, None)
+    t = compute.class_times(w, gpu("H100"), "bf16", 0, 0, "none")
+    assert w.moe_layers == 0 and t["forward"]["moe_router"] == 0 and t["forward"]["moe_permute"] == 0
+    assert w.launches["gemm"] == 32 * 7 + 1  # seven weight GEMM leaves a layer, and the head
+
+
+# -- CPU offload: the host steps the optimizer (offload) -------------------------------------------------
+_OFF = ["train", "llama-3.1-8b", "--seq", "4096", "--micro-batch", "1", "--global-batch", "64", "--gpu", "H100",
+        "--json", "--framework", "deepspeed"]
+
+
+def test_offloaded_optimizer_pays_cpu_adam_and_the_copy_back(capsys):
+    """t_cpu = 30·Ψ_h·G_h/(BW_host·η_host) (DGX H100's host row), serial after the backward; the copies
+    to the host are exposed under DeepSpeed ZeRO-2 (overlap_comm off below ZeRO-3), hidden behind the
+    backward up to it under ZeRO-3; offload is no longer free against the GPU optimizer."""
+    from symcost.training import offload
+    layout = ["--dp", "8"]
+    assert main(_OFF + layout + ["--zero", "2"]) == 0
+    base = json.loads(capsys.readouterr().out)
+    assert main(_OFF + layout + ["--zero", "2", "--offload", "optimizer"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    host = off["breakdown"]["host_bytes"] if "host_bytes" in off["breakdown"] else None
+    psi_h = offload.offloaded_params(16 * 8_030_261_248 // 8, 12, 4, 2, "optimizer")
+    row = offload.host_system("H100")
+    assert row["system"] == "DGX H100" and row["gpus_sharing"] == 8
+    want = 30 * psi_h * 8 / (row["bandwidth_gbs"] * 1e9 * row["eta_memory"])
+    assert off["step"]["cpu_adam_s"] == pytest.approx(want, rel=1e-9)
+    assert off["step"]["step_time_s"] > base["step"]["step_time_s"] + 0.9 * want
+    assert off["step"]["overlap_rules"]["host"] == "exposed"
+    assert main(_OFF + layout + ["--zero", "3", "--offload", "optimizer"]) == 0
+    z3 = json.loads(capsys.readouterr().out)["step"]
+    assert z3["hidden_comm_s"]["host"] > 0 and z3["hidden_comm_s"]["host"] <= z3["comm_s"]["host"]
+    assert host is None or host > 0
+
+
+def test_cpu_adam_shares_the_host_only_with_the_runs_gpus():
+    from symcost.training import offload
+    one = offload.cpu_adam_seconds(1e9, "H100", 1)
+    assert offload.cpu_adam_seconds(1e9, "H100", 64) == pytest.approx(8 * one)
+    assert offload.cpu_adam_seconds(1e9, "GB200", 64) == pytest.approx(
+        30e9 * 2 / (512e9 * 0.8))  # a Grace serves two GPUs
+
+
+def test_search_costs_offload_as_train_does(capsys):
+    """The search's array form of the host step (``search._host_step``) against `train` run alone."""
+    argv = _OFF[:-2] + ["--json", "--framework", "deepspeed", "--search", "--gpus", "8", "--offload", "optimizer",
+                        "--zero", "2"]
+    assert main(argv) == 0
+    b = json.loads(capsys.readouterr().out)["best"][0]
+    run = _OFF + ["--micro-batch", str(b["micro_batch"]), "--zero", "2", "--offload", "optimizer",
+                  "--recompute", b["recompute"], "--sp" if b["sp"] else "--no-sp"]
+    run += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
+    assert main(run) == 0
+    t = json.loads(capsys.readouterr().out)["step"]
+    assert t["step_time_s"] == pytest.approx(b["step_time_s"], rel=0.03)
+    assert t["cpu_adam_s"] > 0.05 * t["step_time_s"]
+
+
+def test_search_reports_the_schedule_of_each_row(capsys):
+    argv = ["train", "llama-3.1-70b", "--seq", "4096", "--micro-batch", "1", "--global-batch", "512", "--search",
+            "--gpus", "64", "--gpu", "H100", "--json"]
+    assert main(argv) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    for b in best:
+        want = "none" if b["pp"] == 1 else ("interleaved" if b["virtual_stages"] > 1 else "1f1b")
+        assert b["schedule"] == want
+    assert {b["schedule"] for b in best} >= {"none", "interleaved"}
+
+
+# -- the step as a term tree (stepformula) --------------------------------------------------------------
+def test_step_term_tree_evaluates_to_the_printed_step_on_every_measured_row(table):
+    out, _ = table
+    for r in out:
+        f = r["step"]["formula"]
+        assert f["value_s"] == pytest.approx(r["step"]["step_time_s"], rel=1e-9), r["id"]
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "zb-h1", "dualpipe"])
+def test_step_term_tree_reads_back_and_differentiates(capsys, schedule):
+    """The formula parses in the notation (symcost.parse), equals the step at the printed layout, and
+    its derivative in m_mb is one micro-batch's forward, backward and recomputation on the slowest rank
+    (the bubble and the exposed collectives do not grow with m_mb in the tree)."""
+    import sympy
+
+    from symcost import parse
+    from symcost.core.notation import sym
+    argv = ["train", "qwen3-30b-a3b", "--seq", "4096", "--micro-batch", "1", "--global-batch", "256", "--dp", "4",
+            "--pp", "4", "--ep", "4", "--zero", "1", "--gpu", "H100", "--json", "--schedule", schedule]
+    assert main(argv) == 0
+    s = json.loads(capsys.readouterr().out)["step"]
+    f = s["formula"]
+    e = parse(f["formula"])
+    at = {sym.by_name(k) if hasattr(sym, "by_name") else getattr(sym, k): v for k, v in f["at"].items()}
+    assert float(e.xreplace(at)) == pytest.approx(s["step_time_s"], rel=1e-9)
+    per_mb = sum(f["terms"][k]["value_s"] for k in ("t_F", "t_B", "t_R"))
+    assert float(sympy.diff(e, sym.m_mb).xreplace(at)) == pytest.approx(per_mb, rel=1e-9)
+    assert f["terms"]["bubble"]["value_s"] == pytest.approx(s["bubble_s"], rel=1e-9)
+    assert sympy.diff(e, sym.N_pp).xreplace(at) > 0  # more stages, a longer bubble
+
+
+def test_search_interleaves_layer_counts_that_do_not_divide_with_embedding_and_loss_slots(capsys):
+    """Qwen3-235B's 94 layers: pp·v = 48 chunks only with Megatron's embedding and loss slots (96 = 48·2).
+    The search offers them; its best row, run alone through `train` with the same flags, has the same bytes
+    exactly and its step time within 3 %."""
+    model = "tests/data/training_configs/qwen3-235b-a22b.json"
+    base = ["train", model, "--seq", "4096", "--micro-batch", "1", "--global-batch", "1024", "--gpu", "B200", "--json"]
+    assert main(base + ["--search", "--gpus", "64", "--virtual-stages", "6"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    best = [b for b in r["best"] if b["pp"] > 1]
+    assert best and all(b["account_embedding"] and b["account_loss"] for b in best)
+    assert all(b["schedule"] == "interleaved+slots" for b in best)
+    b = best[0]
+    argv = base + ["--micro-batch", str(b["micro_batch"]), "--zero", str(b["zero"]), "--recompute", b["recompute"],
+                   "--offload", b["offload"], "--virtual-stages", "6", "--account-embedding", "--account-loss",
+                   "--schedule", "interleaved", "--sp" if b["sp"] else "--no-sp"]
+    argv += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
+    if b["hsdp_shard"] is not None:
+        argv += ["--hsdp-shard", str(b["hsdp_shard"])]
+    assert main(argv) == 0
+    t = json.loads(capsys.readouterr().out)
+    assert t["per_gpu_bytes"] == b["per_gpu_bytes"]
+    assert t["step"]["step_time_s"] == pytest.approx(b["step_time_s"], rel=0.03)

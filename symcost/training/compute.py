@@ -37,9 +37,10 @@ cached across micro-batches): 3·Ψ bytes forward (bf16 read, fp8 write) and 3·
 copy the backward uses. Grouped GEMMs with no row of their own run at the dense GEMM's efficiency
 at their per-expert M (said in the output).
 
-What stays numeric rather than a term tree: the efficiencies are table look-ups (piecewise in M),
-so ``terms`` gives each class's time with its formula written out and its inputs, not a SymPy
-expression in η.
+Routed-expert layers add the router and permutation passes and run the grouped GEMM under its
+class's max(compute, memory) + floor model (``moe_work``); every dense GEMM leaf and attention kernel
+adds its class's launch floor. The step as a SymPy term tree in B, T and the layout symbols, with
+these efficiencies substituted (table look-ups, piecewise in M), is ``stepformula``.
 """
 from __future__ import annotations
 
@@ -127,6 +128,8 @@ class StageWork:
     recompute_flops: dict = field(default_factory=dict)  # class -> FLOPs full recompute reruns
     rows: int = 0                                  # M, token rows per micro-batch per GPU
     expert_rows: int = 0                           # M_e, rows per local expert
+    launches: dict = field(default_factory=dict)   # class -> forward kernel launches (leaves × layers)
+    moe_layers: float = 0                          # routed-expert layers on the rank
 
 
 def stage_work(model, setup, fwd_leaves: dict, stage: dict, last: bool, recomputed: dict | None) -> StageWork:
@@ -135,7 +138,9 @@ def stage_work(model, setup, fwd_leaves: dict, stage: dict, last: bool, recomput
     p = setup.plan
     split = p.tp * p.cp
     counts = {g.name: exact(g.count, model.values) for g in model.groups}
-    w = StageWork(flops={c: 0 for c in CLASSES}, recompute_flops={c: 0 for c in CLASSES})
+    w = StageWork(flops={c: 0 for c in CLASSES}, recompute_flops={c: 0 for c in CLASSES},
+                  launches={c: 0 for c in CLASSES})
+    moe_groups = set()
     for path, f in fwd_leaves.items():
         group = path.split("/", 1)[0]
         c = kernel_class(path)
@@ -145,10 +150,15 @@ def stage_work(model, setup, fwd_leaves: dict, stage: dict, last: bool, recomput
                 continue
             share = f * mine / counts[group] / split
             w.flops[c] += share
+            w.launches[c] += mine
+            if c == "grouped_gemm" and group not in moe_groups:
+                moe_groups.add(group)
+                w.moe_layers += mine
             if recomputed is not None:
                 again = recomputed.get(group, 0)
                 w.recompute_flops[c] += f * again / counts[group] / split
         elif last:
+            w.launches[c] += 1
             if c == "gemm":
                 w.head += f / split
             else:
@@ -171,8 +181,13 @@ def _eff(gpu, op_class, dtype, m, fallback=None):
 
 
 def class_times(work: StageWork, gpu, precision: str, ew_fwd_bytes: float, ew_bwd_bytes: float,
-                recompute: str) -> dict:
-    """Per micro-batch times (seconds) of one rank: t_F, t_B, t_W, t_R and their terms."""
+                recompute: str, moe=None, etp: int = 1) -> dict:
+    """Per micro-batch times (seconds) of one rank: t_F, t_B, t_W, t_R and their terms. ``moe``
+    (``moe_work.MoeShape``): the rank's routed-expert layers, whose router and permutation passes
+    and grouped GEMMs follow ``moe_work``; every dense GEMM leaf and attention kernel adds its
+    class's launch floor t_0 once forward and twice backward."""
+    from .moe_work import MoeShape, elementwise_seconds, grouped_seconds
+    moe = moe or MoeShape()
     gd = gemm_dtype(precision)
     P, peak_dtype = gpu.peak("bf16" if precision == "bf16" else "fp8")
     P16 = gpu.peak("bf16")[0]
@@ -189,28 +204,38 @@ def class_times(work: StageWork, gpu, precision: str, ew_fwd_bytes: float, ew_bw
     e_ab, _ = _eff(gpu, "attn_backward", "bf16", max(work.rows, 1))
     e_ew, _ = _eff(gpu, "elementwise", "bf16", max(work.rows, 1))
     F = work.flops
-    fwd = {"gemm": float(F["gemm"]) / (P * e_g.eta_compute),
+    n = work.launches or {c: 0 for c in CLASSES}
+    wbytes = 2 if precision == "bf16" else 1
+    n_attn = n.get("attention", 0) / 2  # QKᵀ and PV: one fused attention kernel
+    t_x = grouped_seconds(float(F["grouped_gemm"]), moe, gpu, e_x, P, wbytes, etp)
+    fwd = {"gemm": float(F["gemm"]) / (P * e_g.eta_compute) + n.get("gemm", 0) * e_g.floor_s,
            "head": float(work.head) / (P16 * e_h.eta_compute),
-           "grouped_gemm": float(F["grouped_gemm"]) / (P * e_x.eta_compute),
-           "attention": float(F["attention"]) / (P16 * e_af.eta_compute),
+           "grouped_gemm": t_x,
+           "attention": float(F["attention"]) / (P16 * e_af.eta_compute) + n_attn * e_af.floor_s,
            "elementwise": ew_fwd_bytes / (BW * e_ew.eta_memory)}
+    fwd.update({f"moe_{k}": t for k, t in elementwise_seconds(moe, gpu).items()})
     bwd = {"gemm": 2 * fwd["gemm"], "head": 2 * fwd["head"], "grouped_gemm": 2 * fwd["grouped_gemm"],
-           "attention": ATTN_BWD_FACTOR * float(F["attention"]) / (P16 * e_ab.eta_compute),
-           "elementwise": ew_bwd_bytes / (BW * e_ew.eta_memory)}
+           "attention": ATTN_BWD_FACTOR * float(F["attention"]) / (P16 * e_ab.eta_compute) + n_attn * e_ab.floor_s,
+           "elementwise": ew_bwd_bytes / (BW * e_ew.eta_memory),
+           "moe_router": fwd["moe_router"], "moe_permute": fwd["moe_permute"]}
     W = fwd["gemm"] + fwd["head"] + fwd["grouped_gemm"]
     R = work.recompute_flops
     if recompute == "full":
         layer_share = sum(float(F[c]) for c in CLASSES) or 1.0
         again = sum(float(R[c]) for c in CLASSES) / layer_share
-        t_r = again * (fwd["gemm"] + fwd["grouped_gemm"] + fwd["attention"] + fwd["elementwise"])
+        t_r = again * (fwd["gemm"] + fwd["grouped_gemm"] + fwd["attention"] + fwd["elementwise"]
+                       + fwd["moe_router"] + fwd["moe_permute"])
     elif recompute == "selective":
         t_r = fwd["attention"]
     else:
         t_r = 0.0
     eff = {"gemm": e_g.eta_compute, "grouped_gemm": e_x.eta_compute, "attn_forward": e_af.eta_compute,
            "attn_backward": e_ab.eta_compute, "elementwise_memory": e_ew.eta_memory, "head_bf16": e_h.eta_compute}
+    eff["grouped_gemm"] = e_x.eta_compute
     return {"forward": fwd, "backward": bwd, "t_F": sum(fwd.values()), "t_B": sum(bwd.values()), "t_W": W,
-            "t_R": t_r, "eta": eff, "notes": notes, "gemm_peak": P, "gemm_dtype": peak_dtype}
+            "t_R": t_r, "eta": eff, "notes": notes, "gemm_peak": P, "gemm_dtype": peak_dtype,
+            "floors": {"gemm": e_g.floor_s, "attn_forward": e_af.floor_s, "attn_backward": e_ab.floor_s},
+            "grouped_eff": e_x}
 
 
 def optimizer_seconds(setup, optimizer_bytes: int, gpu) -> float:

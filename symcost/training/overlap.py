@@ -30,8 +30,10 @@ Per dimension, the window each framework gives it (keyed on the ``--framework`` 
   pp              the p2p sends of 1F1B run beside compute in the steady state (Megatron
                   ``overlap_p2p_comm`` with interleaving; batched isend/irecv otherwise): hidden
                   behind t_F + t_B when interleaved or zero-bubble/DualPipe, else exposed.
-  host, dp_replicate   exposed (offload PCIe traffic is synchronous in ZeRO-Offload's step;
-                  HSDP's replica all-reduce hides like the reduce share of dp).
+  host            CPU offload (``offload``): the gradient copies to the host behind the last
+                  backward where the framework overlaps them (DeepSpeed ``overlap_comm``: ZeRO-3;
+                  FSDP2, Megatron), the updated weights' copy back exposed.
+  dp_replicate    HSDP's replica all-reduce hides like the reduce share of dp.
 
 ``hide`` overrides a dimension: True hides it behind its window, False exposes it whole.
 """
@@ -74,12 +76,13 @@ def _split(t, window):
 
 def exposed(framework: str, comm_s: dict, *, t_F: float, t_B: float, t_gemm: float, t_attn: float, m: int,
             zero: int, layers: int, virtual: int = 1, schedule: str = "1f1b", grad_share: float = 0.5,
-            hide: dict | None = None) -> dict:
+            hide: dict | None = None, host_hidden_share: float = 0.0) -> dict:
     """{dim: {"time_s", "exposed_s", "hidden_s", "rule"}} for one step: ``comm_s`` the seconds per
     dimension (``steptime``'s α–β per collective), t_F/t_B one micro-batch's forward/backward
     compute on the rank, t_gemm and t_attn the step's GEMM and attention compute, m micro-batches,
     ``layers`` the rank's layers (FSDP units), ``grad_share`` the reduce share of the ZeRO-1/2
-    data-parallel bytes (b_g/(b_g + b_w))."""
+    data-parallel bytes (b_g/(b_g + b_w)), ``host_hidden_share`` the share of the offload PCIe bytes
+    that may run behind the last backward (``offload``: the gradient copies under ``overlap_comm``)."""
     if framework is not None and framework not in FRAMEWORKS:
         raise SymcostError(f"--framework: unknown {framework!r} ({', '.join(FRAMEWORKS)})")
     hide = dict(hide or {})
@@ -125,6 +128,10 @@ def exposed(framework: str, comm_s: dict, *, t_F: float, t_B: float, t_gemm: flo
             else:
                 e, h = t, 0.0
                 rule = "exposed (non-interleaved 1F1B)"
+        elif dim == "host" and host_hidden_share:
+            e, h = _split(t * host_hidden_share, t_B)
+            e += t * (1 - host_hidden_share)
+            rule = "offload: gradient copies behind the last backward (overlap_comm), weights back exposed"
         else:
             e, h = t, 0.0
             rule = "exposed"

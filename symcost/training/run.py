@@ -81,6 +81,9 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     activations the elementwise traffic is counted from, ``cm`` (``comm``) the collectives."""
     from . import compute
     from .memory import train_memory
+    from .moe_work import moe_shape
+    from .offload import HOST_GRAD_BYTES, cpu_adam_seconds, d2h_hides, host_split, offloaded_params
+    from .states import OPTIMIZER_BYTES, WEIGHT_BYTES
     from .plan import rank_stages
     from .recompute import add_up, recomputed_units
     from .schedule import check_schedule
@@ -100,8 +103,15 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
         acts = plain.stages[i]["activations_per_micro_batch"]
         params = int(st["split"] // p.tp + st["whole"] + st["experts"] // (p.tp * p.ep))
         cast = compute.fp8_weight_cast_bytes(params, precision) / setup.micro_batches
-        r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2, 3 * acts + cast / 2, setup.recompute.mode)
+        shape = moe_shape(model, setup, w.moe_layers)
+        r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2, 3 * acts + cast / 2, setup.recompute.mode,
+                                moe=shape, etp=p.tp)
         r["t_opt"] = compute.optimizer_seconds(setup, tm.stages[i]["optimizer"], gpu)
+        if setup.states.offload != "none":  # the host steps the offloaded shard (``offload``)
+            psi_h = offloaded_params(tm.stages[i].get("host", 0), OPTIMIZER_BYTES[setup.states.optimizer],
+                                     HOST_GRAD_BYTES, WEIGHT_BYTES["bf16"], setup.states.offload)
+            r["t_cpu_adam"] = cpu_adam_seconds(psi_h, gpu.name, p.dp * p.tp * p.pp * p.cp)
+            r["t_opt"] += r["t_cpu_adam"]
         r["layers"] = sum(st["layers"].values())
         ranks.append(r)
     world = p.dp * p.tp * p.pp * p.cp
@@ -115,6 +125,15 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
         comm_s["dp"] *= compute.fp8_all_gather_share(setup, precision)
     out = step_at(ranks, comm_s, setup, framework=setup.states.framework, schedule=schedule, hide=hide,
                   model_flops_per_gpu=float(model_flops), hardware_flops_per_gpu=tm.flops_per_step / world,
-                  peak_bf16=gpu.bf16_tflops * 1e12, grad_share=bg / (bg + bw), overlap=overlap)
+                  peak_bf16=gpu.bf16_tflops * 1e12, grad_share=bg / (bg + bw), overlap=overlap,
+                  host_hidden_share=(host_split(bg, bw, setup.states.offload)
+                                     if d2h_hides(setup.states.framework, p.zero) else 0.0))
+    if setup.states.offload != "none":
+        out["cpu_adam_s"] = max(r.get("t_cpu_adam", 0.0) for r in ranks)
+    from .stepformula import as_json, step_tree
+    i = out["slowest_rank"]
+    shape_i = moe_shape(model, setup, works[i].moe_layers)
+    out["formula"] = as_json(step_tree(model, setup, stages[i], i == len(stages) - 1, ranks[i], works[i], shape_i,
+                                       gpu, precision, out, p.tp, schedule))
     out["precision"] = precision
     return out

@@ -10,10 +10,17 @@ the CLI's ``--zero``, ``--recompute``, ``--sp/--no-sp``, ``--virtual-stages``, `
              L and m a multiple of N_pp (``setup.check_pipeline``; Megatron-LM's
              ``forward_backward_pipelining_with_interleaving`` runs micro-batches in groups of
              ``microbatch_group_size_per_vp_stage`` = N_pp by default and raises unless the last
-             group is empty or at least N_pp long, i.e. unless N_pp divides m);
+             group is empty or at least N_pp long, i.e. unless N_pp divides m); where N_pp·v does
+             not divide L, interleaving with Megatron's embedding and loss slots
+             (``--account-for-embedding/loss-in-pipeline-split``: N_pp·v dividing L + 2, every chunk
+             at least two slots; ``Plan.chunk_sizes``), reported as account_embedding/account_loss;
+  schedule   without --mfu, one chunk per rank: the faster of 1F1B and ZB-H1 (``schedule``),
+             interleaved 1F1B with v > 1; DualPipe is not swept (its two parameter copies and
+             p + 1 in-flight micro-batches are not in ``train_memory``);
   b          micro-batch sizes with b·N_dp dividing the global batch, m = global / (b·N_dp);
   ZeRO       0-3;   HSDP shard N_sh: none, or N_sh | N_dp, N_sh < N_dp, N_ep | N_sh·N_cp, at ZeRO ≥ 1;
-  offload    none; optimizer at ZeRO ≥ 1; params at ZeRO 3 (``states.States.check``);
+  offload    none; optimizer at ZeRO ≥ 1; params at ZeRO 3 (``states.States.check``); without
+             --mfu offered beside the rest, costed by the host's CPU-Adam step (``offload``);
   recompute  none | selective | full;
   SP         off, and on when N_tp > 1: it can be the slower choice (Megatron re-gathers each
              block's input in backward: more TP bytes) and it never holds more activation memory.
@@ -100,7 +107,9 @@ class Space:
         li = int(self.R["L"][ir])
         lay = {k: int(self.lay[k][li]) for k in ("dp", "tp", "pp", "ep", "cp")}
         sh = int(self.Z["sh"][iz])
-        return {**lay, "virtual_stages": int(self.lay["v"][li]), "micro_batch": int(self.R["b"][ir]),
+        acc = bool(self.lay["acc"][li]) if "acc" in self.lay else False
+        return {**lay, "virtual_stages": int(self.lay["v"][li]), "account_embedding": acc, "account_loss": acc,
+                "micro_batch": int(self.R["b"][ir]),
                 "zero": int(self.Z["zero"][iz]), "hsdp_shard": None if sh == lay["dp"] else sh,
                 "offload": OFFLOAD[int(self.Z["off"][iz])], "recompute": self.recomputes[int(self.R["rc"][ir])],
                 "sp": bool(self.R["sp"][ir])}
@@ -149,11 +158,15 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
             for pp in _divisors(gpus // (tp * cp)):
                 if pp > L:
                     continue
-                vs = [1] + [x for x in _divisors(L // pp)[1:] if pp > 1 and L % (pp * x) == 0]
-                vs = [x for x in vs if virtual is None or x == virtual]
+                vs = [(1, 0)] + [(x, 0) for x in _divisors(L // pp)[1:] if pp > 1 and L % (pp * x) == 0]
+                # interleaving where pp·v does not divide L: Megatron's embedding and loss slots
+                # (--account-for-embedding/loss-in-pipeline-split: L + 2 slots in pp·v chunks)
+                vs += [(x, 1) for x in _divisors((L + 2) // pp)[1:]
+                       if pp > 1 and (L + 2) % (pp * x) == 0 and L % (pp * x) and (L + 2) // (pp * x) >= 2]
+                vs = [(x, a) for x, a in vs if virtual is None or x == virtual]
                 dp = gpus // (tp * cp * pp)
                 eps = [e for e in _divisors(dp * cp) if E % e == 0] if E else [1]
-                lay += [(dp, tp, pp, e, cp, x) for e in eps for x in vs]
+                lay += [(dp, tp, pp, e, cp, x, a) for e in eps for x, a in vs]
     pinned = [f"{flag} {x}" for flag, x in (("--zero", zeros[0] if len(zeros) == 1 else None),
                                              ("--recompute", recomputes[0] if len(recomputes) == 1 else None),
                                              ("--virtual-stages", virtual), ("--hsdp-shard", hsdp),
@@ -163,8 +176,8 @@ def candidates(model, gpus: int, seq: int, global_batch: int, *, zeros=ZEROS, re
                            f"--global-batch {global_batch}" + (f" and {', '.join(pinned)}" if pinned else ""))
     if not lay:
         raise nothing
-    A = np.array(sorted(lay, key=lambda t: (t[2], t[5])), dtype=np.int64).reshape(-1, 6)
-    cols = {k: A[:, i] for i, k in enumerate(("dp", "tp", "pp", "ep", "cp", "v"))}
+    A = np.array(sorted(lay, key=lambda t: (t[2], t[5], t[6])), dtype=np.int64).reshape(-1, 7)
+    cols = {k: A[:, i] for i, k in enumerate(("dp", "tp", "pp", "ep", "cp", "v", "acc"))}
     dp, tp, pp, ep, cp, vv = (cols[k] for k in ("dp", "tp", "pp", "ep", "cp", "v"))
     nL = len(A)
     # -- R rows: (layout, b, recompute, sp) -------------------------------------------------------
@@ -464,6 +477,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     # layout columns on the rows of each table
     rL, zL = R["L"], Z["L"]
     r_dp, r_tp, r_pp, r_ep, r_cp, r_v = (lay[k][rL] for k in ("dp", "tp", "pp", "ep", "cp", "v"))
+    r_acc = lay["acc"][rL] if "acc" in lay else np.zeros_like(r_v)
     z_dp, z_tp, z_ep, z_cp = (lay[k][zL] for k in ("dp", "tp", "ep", "cp"))
     b, m, rc, spf = R["b"], R["m"], R["rc"], R["sp"]
     rc_name = np.array(space.recomputes)[rc]
@@ -519,11 +533,19 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     if mfu is None:
         padded = None if cf is None else {rn: F[rn][1] * (m * r_dp * r_cp * rows) for rn in F}
         compute, t_fb, t_gemm, t_attn = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp, r_v, G, m,
-                                                        seq=seq, batch=global_batch, capacity=cf, padded_rows=padded)
+                                                        seq=seq, batch=global_batch, capacity=cf, padded_rows=padded,
+                                                        r_acc=r_acc)
         # elementwise passes (compute's rule): 5 touches of each saved byte per micro-batch, the average rank
         saved_mb = sum(saved[g].astype(float) * counts[g] for g in saved) / r_pp
-        ew = 5 * saved_mb * m / (gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory)
-        compute, t_fb = compute + ew, t_fb + ew / m
+        # (full recomputation reruns the forward's 2 of them, as ``compute.class_times``'s t_R does)
+        touches = np.where(rc_name == "full", 7, 5)
+        ew = touches * saved_mb * m / (gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory)
+        # the MoE layers' router and permutation passes, the grouped GEMM's floor and memory term, and
+        # the launch floors (``moe_work``, as ``compute.class_times`` adds them)
+        from .moe_work import step_extra_arrays
+        t_moe, w_extra = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m,
+                                           recompute=rc_name, r_acc=r_acc)
+        compute, t_fb = compute + ew + t_moe, t_fb + (ew + t_moe) / m
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
@@ -555,7 +577,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                                                   framework=fw.name).bytes(z_)) for z_, o_ in zo_pairs)
     z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw, state_bytes)
     z_names = {(z_, o_): z_names[z_, OFFLOAD[o_]] for z_, o_ in zo_pairs}
-    key = lay["pp"] * 10**6 + lay["v"]
+    key = (lay["pp"] * 10**6 + lay["v"]) * 2 + (lay["acc"] if "acc" in lay else 0)
     bounds = np.flatnonzero(np.diff(key)) + 1
     starts, ends = np.concatenate([[0], bounds]), np.concatenate([bounds, [len(key)]])
     r_start, z_start = np.searchsorted(rL, starts), np.searchsorted(zL, starts)
@@ -563,10 +585,11 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     c_start, c_end = np.searchsorted(space.r, r_start), np.searchsorted(space.r, r_end)
     for gi in range(len(starts)):
         p_val, v_val = int(lay["pp"][starts[gi]]), int(lay["v"][starts[gi]])
+        acc_val = bool(lay["acc"][starts[gi]]) if "acc" in lay else False
         if c_start[gi] == c_end[gi]:
             continue  # no micro-batch size fits these layouts
         rs, zs, cs = slice(r_start[gi], r_end[gi]), slice(z_start[gi], z_end[gi]), slice(c_start[gi], c_end[gi])
-        ranks = rank_stages(model, p_val, v_val)
+        ranks = rank_stages(model, p_val, v_val, _slots(p_val, acc_val))
         n_chunks = p_val * v_val
         keep, seen = [], set()
         for i, st in enumerate(ranks):
@@ -735,12 +758,15 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     # ``steptime.step_seconds`` distributed over the two tables: (compute + (1 − overlap)·(t_R + t_Z0
     # + m·t_Z1)) / (1 − bubble), the R part formed once per R row
     if mfu is None:
-        step = _kernel_step(fw.name, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v,
+        step, zb = _kernel_step(fw.name, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v,
                             {k: t(k, R_bytes[k], R_cnt[k], span_r[k]) for k in R_bytes},
                             {kd: (t(kd, Z_bytes[kd][0], Z_cnt[kd][0], span_z.get(kd)),
                                   t(kd, Z_bytes[kd][1], Z_cnt[kd][1], span_z.get(kd))) for kd in Z_bytes},
-                            space, Z["zero"], bg / (bg + bw), model.n_layers())
-        return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "bubble": bub}, whole[space.r])
+                            space, Z["zero"], bg / (bg + bw), model.n_layers(),
+                            host=_host_step(Z, Z_bytes, gpu, bg, bw, Kf, fw.name, int(r_dp[0] * r_tp[0] * r_pp[0] * r_cp[0])),
+                            gemm_recompute=(rc_name == "full").astype(float), w_extra=w_extra)
+        return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "bubble": bub, "zb": zb},
+                      whole[space.r])
     ov = 1 - overlap
     inv = 1 / (1 - bub)
     P = (compute + ov * tr) * inv
@@ -750,7 +776,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
 
 
 def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m, *, seq, batch, capacity,
-                    padded_rows):
+                    padded_rows, r_acc=None):
     """``compute.class_times`` on arrays: the step's FLOPs by kernel class (``compute.kernel_class``
     of each leaf of ``train_flops``: forward, backward — attention's at 2.5× the forward, the
     FlashAttention count — and recomputation) per GPU, each class at its calibrated efficiency
@@ -802,41 +828,76 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         e_x = e_g
     e_af = eta("attn_prefill", "bf16", rows)
     e_ab = eta("attn_backward", "bf16", rows)
-    out = np.zeros(len(rows))
-    gemm = np.zeros(len(rows))
-    attn = np.zeros(len(rows))
+    # per class, the whole model's seconds over the G GPUs (the average rank's): dense GEMMs, the LM
+    # head, the routed experts, attention
+    T_d, T_h, T_x, T_a = (np.zeros(len(rows)) for _ in range(4))
     for rname in names:
         q = parts[rname]
         sel = rc_name == rname
-        g_t = q["gemm"] / (P * e_g) + q["head"] / (P16 * e_h) + q["grouped_gemm"] / (P * e_x)
-        a_t = q["attn_f"] / (P16 * e_af) + ATTN_BWD_FACTOR / 2 * q["attn_b"] / (P16 * e_ab)
-        gemm = np.where(sel, g_t, gemm)
-        attn = np.where(sel, a_t, attn)
-    if padded_rows is not None:  # padded to capacity: the experts run the padded rows (flops.padded_parts)
-        for rname in names:
-            sel = rc_name == rname
-            q = parts[rname]
-            gemm = np.where(sel, gemm - q["grouped_gemm"] / (P * e_x) + padded_rows[rname] / G / (P * e_x), gemm)
-    # the pipeline runs at its slowest rank: scale by max over ranks of its forward FLOPs (its layers,
-    # the head on the last) over the mean (``plan.rank_stages``), per (N_pp, v)
-    slow = np.ones(len(rows))
+        T_d = np.where(sel, q["gemm"] / (P * e_g), T_d)
+        T_h = np.where(sel, q["head"] / (P16 * e_h), T_h)
+        xf = padded_rows[rname] / G if padded_rows is not None else q["grouped_gemm"]
+        T_x = np.where(sel, xf / (P * e_x), T_x)
+        T_a = np.where(sel, q["attn_f"] / (P16 * e_af) + ATTN_BWD_FACTOR / 2 * q["attn_b"] / (P16 * e_ab), T_a)
+    # the pipeline runs at its slowest rank (``run.kernel_step``: the largest per-rank time): each
+    # rank's share of each class's forward FLOPs (its layers, the head on the last; ``plan.rank_stages``),
+    # per (N_pp, v), weighting the class times of each candidate
     fwd = {path: float(exact(e, model.values_with(T=seq, B=1))) for path, e in
            model.flops(Phase(kind="prefill", attention="causal", logits="all")).flatten().items()}
     counts = {g.name: exact(g.count, v) for g in model.groups}
-    for pv in np.unique(r_pp * 1000 + r_v):
-        p_, v_ = int(pv // 1000), int(pv % 1000)
-        ranks = rank_stages(model, p_, v_)
-        per = [sum(f * st["layers"].get(path.split("/", 1)[0], 0) / counts[path.split("/", 1)[0]]
-                   if path.split("/", 1)[0] in counts else (f if i == p_ - 1 else 0.0) for path, f in fwd.items())
-               for i, st in enumerate(ranks)]
-        slow = np.where((r_pp == p_) & (r_v == v_), max(per) / (sum(per) / p_), slow)
-    gemm, attn = gemm * slow, attn * slow
+    gemm, attn = T_d + T_h + T_x, T_a.copy()
+    r_acc = np.zeros_like(r_v) if r_acc is None else r_acc
+    for pv in np.unique((r_pp * 1000 + r_v) * 2 + r_acc):
+        a_ = int(pv % 2)
+        p_, v_ = int(pv // 2 // 1000), int(pv // 2 % 1000)
+        ranks = rank_stages(model, p_, v_, _slots(p_, a_))
+        share = np.zeros((len(ranks), 3))  # dense GEMM, experts, attention FLOPs on each rank
+        for i, st in enumerate(ranks):
+            for path, f in fwd.items():
+                g = path.split("/", 1)[0]
+                if g not in counts:
+                    continue
+                c = kernel_class(path)
+                share[i, ("gemm", "grouped_gemm", "attention").index(c)] += f * st["layers"].get(g, 0) / counts[g]
+        tot = share.sum(axis=0)
+        share = np.divide(share, tot, out=np.zeros_like(share), where=tot > 0) * p_
+        # non-layer GEMMs (the head: on the last rank) are in T_h; layer GEMMs of the dense class in T_d
+        sel = (r_pp == p_) & (r_v == v_) & (r_acc == a_)
+        g_r = share[:, 0][:, None] * T_d[sel] + share[:, 1][:, None] * T_x[sel]
+        g_r[-1] += p_ * T_h[sel]
+        a_r = share[:, 2][:, None] * T_a[sel]
+        worst = np.argmax(g_r + a_r, axis=0)
+        cols = np.arange(worst.size)
+        gemm[sel], attn[sel] = g_r[worst, cols], a_r[worst, cols]
     out = gemm + attn
     return out, out / m, gemm, attn
 
 
+def _slots(pp: int, acc) -> Plan | None:
+    """The uneven split of a layout with the embedding and loss slots (``Plan.chunk_sizes``), else None."""
+    return Plan(pp=pp, embed_slot=True, loss_slot=True) if acc else None
+
+
+def _host_step(Z, Z_bytes, gpu, bg, bw, K, framework, world):
+    """Per Z row: (CPU-Adam seconds, the share of the host PCIe bytes that hides behind the last
+    backward) — ``offload``'s rules as ``run.kernel_step`` applies them. Ψ_h from the host traffic:
+    (b_g + b_w)·Ψ_h per step with optimizer offload, (2·b_w + b_g)·Ψ_h per micro-batch with parameter
+    offload (``states.host_traffic``)."""
+    from .offload import cpu_adam_seconds, d2h_hides
+    n = len(Z["off"])
+    if "host" not in Z_bytes:
+        return np.zeros(n), np.zeros(n)
+    h0, h1 = Z_bytes["host"][0], Z_bytes["host"][1]
+    off = Z["off"]
+    psi = np.where(off == 1, h0 / (bg + bw), np.where(off == 2, h1 / (2 * bw + bg), 0.0))
+    t_cpu = cpu_adam_seconds(1.0, gpu.name, world) * psi
+    hides = (Z["zero"] >= 3) if not d2h_hides(framework, 0) else np.ones(n, dtype=bool)  # d2h_hides on arrays
+    share = np.where((off == 1) & hides, bg / (bg + bw), 0.0)
+    return t_cpu, share
+
+
 def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t_r: dict, t_z: dict, space,
-                 z_zero, grad_share, layers: int):
+                 z_zero, grad_share, layers: int, host=None, gemm_recompute=0, w_extra=0):
     """``steptime.kernel_step`` on arrays: compute + the schedule's bubble (1F1B / interleaved,
     (p − 1)·(t_F + t_B)/v) + each dimension's exposed time by ``overlap``'s rules (min with the
     compute window it hides behind), per candidate."""
@@ -844,26 +905,43 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
     hide = {**DEFAULT_HIDE.get(framework, {}), **(hide or {})}
     r, z = space.r, space.z
     bub = (r_pp - 1) * t_fb / r_v
+    # zero-bubble ZB-H1 where a pipeline runs one chunk per rank: (p − 1)·(F + B − 2W), W the
+    # weight-gradient GEMMs of one micro-batch (``schedule.bubble_seconds``); its p2p sends run
+    # beside the steady state (``overlap``). The fastest of 1F1B and ZB-H1 is kept per row.
+    t_w = t_gemm / (m * (3 + gemm_recompute)) + w_extra
+    zb_ok = (r_pp > 1) & (r_v == 1)
+    bub_zb = (r_pp - 1) * (t_fb - 2 * t_w)
     exposed_r = np.zeros(len(compute))
+    pp_1f1b = pp_zb = np.zeros(len(compute))
     t_f, t_b = t_fb / 3, 2 * t_fb / 3
     for dim, tt in t_r.items():
         on = hide.get(dim, True)
         if not on:
             exposed_r += tt
+            if dim == "pp":
+                pp_1f1b = pp_zb = tt
         elif dim == "tp":
             exposed_r += np.maximum(tt - t_gemm, 0)
         elif dim == "cp":
             exposed_r += np.maximum(tt - t_attn, 0)
         elif dim == "pp":
-            exposed_r += np.where(r_v > 1, np.maximum(tt - compute, 0), tt)
+            pp_1f1b = np.where(r_v > 1, np.maximum(tt - compute, 0), tt)
+            pp_zb = np.maximum(tt - compute, 0)
         else:  # ep: behind another micro-batch's compute
             exposed_r += np.maximum(tt - compute, 0)
-    base = compute + bub + exposed_r
+    zb = zb_ok & (bub_zb + pp_zb < bub + pp_1f1b)
+    base = compute + np.where(zb, bub_zb + pp_zb, bub + pp_1f1b) + exposed_r
     step = base[r].copy()
     mm, tf, tb, comp = m[r], t_f[r], t_b[r], compute[r]
     zz = z_zero[z]
+    if host is not None:  # the CPU optimizer step, serial after the backward (``offload``)
+        step += host[0][z]
     for dim, (t0, t1) in t_z.items():
         tt = t0[z] + mm * t1[z]
+        if dim == "host" and host is not None and hide.get(dim, True):
+            sh = host[1][z]
+            step += np.maximum(tt * sh - tb, 0) + tt * (1 - sh)
+            continue
         if dim != "dp" or not hide.get(dim, True):
             step += tt
             continue
@@ -873,7 +951,7 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
         first = tt * r_pp[r] / (2 * layers)  # the first unit's gather of each pass (overlap.exposed)
         z3 = np.maximum(tt - first - comp, 0) + first
         step += np.where(zz >= 3, z3, low)
-    return step
+    return step, zb
 
 
 def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
@@ -900,15 +978,20 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
         fits &= ~((pp_c > 1) & (zero_c >= 2))
     elif fw.name == "hf":  # transformers' Trainer has no pipeline stages
         fits &= pp_c == 1
-    # proposed: CPU offload only when pinned (the host optimizer's time is not modelled); one setup per
+    # proposed: CPU offload where it fits without --mfu (the host's CPU-Adam step and the PCIe copies
+    # are costed, ``offload``); at a given --mfu only when pinned (that path costs no host step); one setup per
     # layout and schedule (dp, tp, pp, ep, cp, v, micro-batch, recompute, sp): the fastest of its
     # settings (ZeRO, HSDP, offload), so the five shown differ in layout or schedule
-    offered = fits if offload is not None else fits & (space.Z["off"][space.z] == 0)
+    offered = fits if offload is not None or mfu is None else fits & (space.Z["off"][space.z] == 0)
     fit = np.flatnonzero(offered)
     fit = fit[np.lexsort((mem[fit], step[fit]))]
     ir = space.r[fit]
-    key = np.stack([space.R["L"][ir], space.R["b"][ir], space.R["rc"][ir], space.R["sp"][ir].astype(np.int64)], axis=1)
-    _, first = np.unique(key, axis=0, return_index=True)
+    # one int64 per (layout, micro-batch, recompute, sp): a 1-D unique (a row-wise unique sorts
+    # structured views, ~20x slower); the first index of each key is its fastest setup
+    bq = space.R["b"][ir].astype(np.int64)
+    key = ((space.R["L"][ir].astype(np.int64) * (int(bq.max(initial=0)) + 1) + bq) * (len(space.recomputes) + 1)
+           + space.R["rc"][ir]) * 2 + space.R["sp"][ir].astype(np.int64)
+    _, first = np.unique(key, return_index=True)
     best = fit[np.sort(first)][:top]
     pinned = {k: x for k, x in (("zero", zero), ("recompute", recompute), ("sp", sp), ("virtual_stages", virtual),
                                 ("hsdp_shard", hsdp), ("offload", offload)) if x is not None}
@@ -922,9 +1005,25 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
              "sp": sorted(set(np.unique(space.R["sp"]).tolist()))}
     n_bad = int((~r.valid).sum())
     return {"candidates": len(space) - n_bad, "fitting": int(fits.sum()), "pinned": pinned,
-            "shown": "the fastest setup of each layout and schedule; CPU offload only when --offload is given "
-                     "(its host optimizer time is not modelled)",
+            "shown": ("the fastest setup of each layout and schedule; CPU offload costed by its host CPU-Adam "
+                      "step and PCIe copies" if mfu is None else
+                      "the fastest setup of each layout and schedule; CPU offload only when --offload is given "
+                      "(at a given --mfu its host optimizer time is not modelled)"),
             "not_costed": n_bad,
             "swept": swept,
             "best": [{**space[i], "micro_batches": int(space.R["m"][space.r[i]]),
+                      "schedule": _schedule_of(space[i], bool(r.tables.get("zb", np.zeros(1, bool))[space.r[i]])
+                                               if "zb" in r.tables else False),
                       "per_gpu_bytes": int(mem[i]), "step_time_s": float(step[i])} for i in best]}
+
+
+def _schedule_of(row: dict, zb: bool = False) -> str:
+    """The pipeline schedule the search costs a row with (``_kernel_step``'s bubble): interleaved 1F1B
+    with v > 1 virtual stages; with one chunk per rank the faster of 1F1B and ZB-H1 (no --mfu);
+    "none" without a pipeline. DualPipe is costed by ``train --schedule dualpipe``, not swept: its two
+    parameter copies and p + 1 in-flight micro-batches are not in ``train_memory``."""
+    if row["pp"] == 1:
+        return "none"
+    if row["virtual_stages"] > 1:
+        return "interleaved" + ("+slots" if row.get("account_embedding") else "")
+    return "zb-h1" if zb else "1f1b"

@@ -94,7 +94,8 @@ def comm_seconds(cm: dict, setup, links: Links) -> dict:
 
 def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "megatron", schedule: str = "1f1b",
                 hide: dict | None = None, model_flops_per_gpu: float, hardware_flops_per_gpu: float,
-                peak_bf16: float, grad_share: float = 0.5, overlap: float | None = None) -> dict:
+                peak_bf16: float, grad_share: float = 0.5, overlap: float | None = None,
+                host_hidden_share: float = 0.0) -> dict:
     """One step's time with no MFU given: each pipeline rank's per-micro-batch kernel times
     (``ranks``: ``compute.class_times`` answers with ``t_opt`` and ``layers`` added), the framework's
     overlap (``overlap.exposed``) and the schedule's bubble (``schedule.bubble_seconds``):
@@ -117,7 +118,7 @@ def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "meg
     t_attn = m * (r["forward"]["attention"] + r["backward"]["attention"])
     ex = exposed_comm(framework, comm_s, t_F=r["t_F"], t_B=r["t_B"], t_gemm=t_gemm, t_attn=t_attn, m=m,
                       zero=p.zero, layers=max(r["layers"], 1), virtual=setup.virtual, schedule=schedule,
-                      grad_share=grad_share, hide=hide)
+                      grad_share=grad_share, hide=hide, host_hidden_share=host_hidden_share)
     if overlap is not None:  # the user's single share replaces the per-dimension rules
         ex = {k: {"time_s": d["time_s"], "exposed_s": (1 - overlap) * d["time_s"], "hidden_s": overlap * d["time_s"],
                   "rule": f"--overlap {overlap:g}"} for k, d in ex.items()}

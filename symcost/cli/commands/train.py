@@ -267,11 +267,11 @@ def _step_line(step: dict, g, args) -> str:
 
 
 def _search_table(best: list[dict]) -> list[str]:
-    head = ("dp", "tp", "pp", "ep", "cp", "v", "mb", "m", "ZeRO", "hsdp", "offload", "recompute", "sp",
+    head = ("dp", "tp", "pp", "ep", "cp", "v", "schedule", "mb", "m", "ZeRO", "hsdp", "offload", "recompute", "sp",
             "s/step", "per GPU")
-    rows = [(b["dp"], b["tp"], b["pp"], b["ep"], b["cp"], b["virtual_stages"], b["micro_batch"], b["micro_batches"],
-             b["zero"], "-" if b["hsdp_shard"] is None else b["hsdp_shard"], b["offload"], b["recompute"],
-             "on" if b["sp"] else "off", f"{b['step_time_s']:.3f}", human_bytes(b["per_gpu_bytes"]))
+    rows = [(b["dp"], b["tp"], b["pp"], b["ep"], b["cp"], b["virtual_stages"], b.get("schedule", "-"), b["micro_batch"],
+             b["micro_batches"], b["zero"], "-" if b["hsdp_shard"] is None else b["hsdp_shard"], b["offload"],
+             b["recompute"], "on" if b["sp"] else "off", f"{b['step_time_s']:.3f}", human_bytes(b["per_gpu_bytes"]))
             for b in best]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     return ["  " + "  ".join(str(x).rjust(w) for x, w in zip(row, widths)) for row in (head, *rows)]
@@ -293,8 +293,8 @@ def _cmd_search(m, args, out):
                                 ("--account-embedding", args.account_embedding), ("--account-loss", args.account_loss),
                                 ("--pipeline-layout", args.pipeline_layout), ("--schedule", args.schedule)) if given]
     if fixed:
-        raise SymcostError(f"--search sweeps even pipeline splits under 1F1B/interleaving with experts sliced over "
-                           f"tp; {', '.join(fixed)} apply to one layout (drop --search)")
+        raise SymcostError(f"--search sweeps even pipeline splits under 1F1B/interleaving/ZB-H1 with experts sliced "
+                           f"over tp; {', '.join(fixed)} apply to one layout (drop --search)")
     r = _search(m, args)
     payload = {"model": m.name, "gpus": args.gpus, "gpu": args.gpu, "seq": args.seq,
                "global_batch": args.global_batch, "capacity_factor": _capacity(args), **r}
