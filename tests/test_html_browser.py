@@ -110,9 +110,13 @@ class Browser:
             self.events.append(m)
 
     def open(self, url: str) -> None:
-        self.events.clear()
-        self.call("Page.navigate", session=True, url=url)
-        self.wait_event("Page.loadEventFired")
+        # A URL differing from the current one only in its fragment is a same-document
+        # navigation, which fires no load event: leave the page first, so every case
+        # starts from a fresh load of the page with its own fragment.
+        for target in ("about:blank", url):
+            self.events.clear()
+            self.call("Page.navigate", session=True, url=target)
+            self.wait_event("Page.loadEventFired")
 
     def js(self, expression: str):
         r = self.call("Runtime.evaluate", session=True, expression=expression, returnByValue=True)
