@@ -598,7 +598,9 @@ class CalibratedLatency:
         out = fn(*[float(filler.get(s, 1)) for s in syms])
         return {k: float(out[k]) for k in self.REGIME}
 
-    def evaluate(self, phase: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False) -> Evaluated:
+    def evaluate(self, phase: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False,
+                 text: bool = True) -> Evaluated:
+        """The step at numbers; ``text`` False skips the substituted formula texts (numbers only)."""
         sf = self.step(phase)
         at = self.at(lay, T=T, batch=batch, max_batched_tokens=max_batched_tokens)
         base = {**at, **self.hw}
@@ -616,7 +618,7 @@ class CalibratedLatency:
         fixed = {k: v for k, v in at.items() if k not in (sym.T, sym.M)}
         fixed[sym.D_nv] = self.hw[sym.D_nv]
         formula = {}
-        for k, e in sf.terms.flatten().items():
+        for k, e in (sf.terms.flatten().items() if text else ()):
             try:
                 formula[k] = str(sympy.sympify(e).xreplace(fixed))
             except ValueError:  # a batch of millions: the exact power passes Python's 4,300-digit limit
@@ -644,16 +646,40 @@ class CalibratedLatency:
         terms["total"] = sum(terms.values())
         return terms
 
+    def load_step(self, lay, *, max_batched_tokens: int, ideal: bool = False):
+        """``step(phase, T, B) -> (seconds, attention seconds)`` of one step across the N_pp stages, as
+        ``workload.closed_loop`` / ``open_loop`` take it (B a number)."""
+        def step(phase, T, B):
+            import numpy
+            ev = self.evaluate(phase, lay, T=int(T), batch=max(1, int(numpy.asarray(B).round())),
+                               max_batched_tokens=max_batched_tokens, ideal=ideal, text=False)
+            return (Latency.pipelined(ev.seconds, lay.pp),
+                    Latency.pipelined(ev.terms.get("kernels/attention", 0.0), lay.pp))
+        return step
+
+    def under_load(self, lay, *, isl: int, osl: int, max_batched_tokens: int, concurrency: int | None = None,
+                   rate: float | None = None, ideal: bool = False) -> dict:
+        """TTFT and TPOT (seconds) of ``concurrency`` requests in flight (closed loop) or Poisson arrivals
+        at ``rate`` requests/s (open loop), spread over the layout's N_dp replicas (``workload``)."""
+        from . import workload
+        step = self.load_step(lay, max_batched_tokens=max_batched_tokens, ideal=ideal)
+        if rate is not None:
+            out = workload.open_loop(step, rate=rate / lay.dp, isl=isl, osl=osl, M=max_batched_tokens)
+        else:
+            out = workload.closed_loop(step, B=-(-int(concurrency) // lay.dp), isl=isl, osl=osl, M=max_batched_tokens)
+        return {k: (float(v) if getattr(v, "ndim", 1) == 0 or isinstance(v, float) else v) for k, v in out.items()}
+
     def seconds(self, name: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False,
                 accept: float | None = None) -> float:
         """TTFT (prefill of one prompt of T) or TPOT (decode of ``batch`` at T), N_pp stages in turn;
         ``accept``: TPOT with the model's MTP draft at that acceptance rate (``spec_tpot``)."""
         phase, b = Latency.STEPS[name]
-        ev = self.evaluate(phase, lay, T=T, batch=b or batch, max_batched_tokens=max_batched_tokens, ideal=ideal)
+        ev = self.evaluate(phase, lay, T=T, batch=b or batch, max_batched_tokens=max_batched_tokens, ideal=ideal,
+                           text=False)
         if name == "tpot" and accept is not None:
             n = draft_modules(self.model)
             verify = self.evaluate("decode", lay, T=max(1, T // (1 + n)), batch=batch * (1 + n),
-                                   max_batched_tokens=max_batched_tokens, ideal=ideal).seconds
+                                   max_batched_tokens=max_batched_tokens, ideal=ideal, text=False).seconds
             return Latency.pipelined(spec_tpot(verify, ev.seconds, _layers(self.model), n, accept), lay.pp)
         return Latency.pipelined(ev.seconds, lay.pp)
 
