@@ -393,13 +393,34 @@ BW_EFF = Option(("--bw-eff",), "serve", "fraction of the HBM bandwidth reached",
                 kind=real(open_low=True, high=1.0), default=1.0, example="0.8")
 DEPLOY_GPUS = Option(("--gpus",), "serve", "N, or MIN-MAX for every N in the range (N at most 2^20; a range at most "
                      "64 counts, up to 2^16; default: the smallest power of two that fits)", example="8-16")
-TOP = Option(("--top",), "serve", "print only the best N layouts, N >= 1 (default: all)", kind=positive,
-             example="5")
+def count_or_all(name):
+    """A positive integer, or ``all``."""
+    inner = positive(name)
+
+    def parse(text):
+        if text.strip().lower() == "all":
+            return 0
+        try:
+            return inner(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer or 'all', got {_shown(text)!r}") from None
+    return parse
+
+
+TOP = Option(("--top",), "serve", "print the best N layouts, N >= 1, or 'all' (default 10; the rest are counted "
+             "as hidden)", kind=count_or_all, default=10, example="all")
 IDEAL = Option(("--ideal",), "serve", "the pure roofline bound: every kernel at the dense peak and the full HBM "
                "and link bandwidth, no kernel floors or collective latencies (eta = 1, t_0 = alpha = 0; default: "
                "the calibrated kernel model of symcost.hardware.kernels)", action="store_true")
-CONCURRENCY = Option(("--concurrency",), "serve", "total requests in flight, spread over the data-parallel replicas "
-                     "(batch per replica = ceil(N / dp); instead of --batch)", kind=positive, example="64")
+CONCURRENCY = Option(("--concurrency",), "serve", "closed-loop workload: total requests in flight, spread over the "
+                     "data-parallel replicas (batch per replica = ceil(N / dp); instead of --batch); with --osl, "
+                     "TTFT and TPOT are the chunked-prefill schedule's steady state (symcost.serving.workload)",
+                     kind=positive, example="64")
+REQUEST_RATE = Option(("--request-rate",), "serve", "open-loop workload: Poisson arrivals at R requests/s in all, "
+                      "spread over the data-parallel replicas; TTFT = residual step + M/D/1 prefill queue + own "
+                      "prefill, TPOT = decode step / (1 - rho), the requests in flight by Little's law "
+                      "(symcost.serving.workload; needs --osl; instead of --concurrency)", kind=real(open_low=True),
+                      metavar="R", example="4")
 ISL = Option(("--isl",), "serve", "input tokens per request: TTFT is the prefill of one prompt of ISL tokens "
              "(default: --T)", kind=positive, example="1024")
 OSL = Option(("--osl",), "serve", "output tokens per request: the KV holds ISL + OSL tokens per request and TPOT "

@@ -262,12 +262,13 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
         else:
             b = float(work.batch) * ones
         ttft, tpot = latencies(b)
-    fits = (conc >= np.maximum(b, 1)) & stable
-    if work.rate is not None:
+    if work.rate is not None:  # the weights and one request fit; keeping up with the rate is the workload's test
+        fits = conc >= 1
         served = np.where(stable, np.maximum(b, 1) * dp, 0.0)
     else:
+        fits = conc >= np.maximum(b, 1)
         served = np.minimum(b * dp, work.concurrency) if work.concurrency is not None else b * dp
-    meets = fits & (b >= 1)
+    meets = fits & (b >= 1) & stable
     if work.max_ttft is not None:
         meets &= ttft <= work.max_ttft
     if work.max_tpot is not None:
