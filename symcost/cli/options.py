@@ -675,7 +675,10 @@ def metric_section(dtypes: bool = True) -> Section:
         MAX_BATCHED_TOKENS.but(help="M, tokens per chunked-prefill step"),
         OVERHEAD_GIB.but(default=None, help="non-torch memory per GPU, GiB (default: modelled, as memory does)"),
         ZERO.but(choices=None, default=0, metavar="N", help="train_memory: ZeRO stage 0-3"),
-        RECOMPUTE.but(default="none", help="train_memory: activation recomputation")))
+        RECOMPUTE.but(default="none", help="train_memory: activation recomputation"),
+        IDEAL.but(help="ttft/tpot: the pure roofline bound (eta = 1, kernel floors and alpha 0); default: the "
+                       "calibrated kernels roofline uses, Piecewise in the step's regime with --gpu, symbols "
+                       "without")))
 
 
 def swept(row: Option) -> Option:
