@@ -678,16 +678,18 @@ class CalibratedLatency:
         fn, syms = self.compiled(phase)
         out = fn(*[float(vals[s]) for s in syms])
         terms = {k: float(out[k]) for k in sf.terms.flatten()}
-        # the layout, B and the NVLink domain substituted: the link is then chosen (no Piecewise left) and
-        # the touched-expert power has a numeric exponent, so the text parses back with symcost.parse
-        fixed = {k: v for k, v in at.items() if k not in (sym.T, sym.M)}
-        fixed[sym.D_nv] = self.hw[sym.D_nv]
+        # the calibration kept symbolic (``symbolic``: η, floors, α Piecewise in the step's regime) with the
+        # layout, B and the NVLink domain substituted: the link is then chosen, the touched-expert power has a
+        # numeric exponent (RatioPow: unevaluated past a few thousand bits), and each term is a formula of T
+        # and M, its regimes in T inside, that parses back with symcost.parse (``metrics`` keeps B free too)
         formula = {}
-        for k, e in (sf.terms.flatten().items() if text else ()):
-            try:
-                formula[k] = str(sympy.sympify(e).xreplace(fixed))
-            except ValueError:  # a batch of millions: the exact power passes Python's 4,300-digit limit
-                formula[k] = str(sympy.sympify(e).xreplace({x: v for x, v in fixed.items() if x != sym.B}))
+        if text:
+            key = ("symbolic", phase, ideal)
+            if key not in self._steps:
+                self._steps[key] = self.symbolic(phase, ideal=ideal).flatten()
+            fixed = {k: v for k, v in at.items() if k not in (sym.T, sym.M)}
+            fixed[sym.D_nv] = self.hw[sym.D_nv]
+            formula = {k: str(sympy.sympify(e).xreplace(fixed)) for k, e in self._steps[key].items()}
         return Evaluated(sum(terms.values()), terms, {str(k): float(v) for k, v in {**self.hw, **cv}.items()},
                          src, self.dtypes, formula)
 
