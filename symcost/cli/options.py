@@ -421,11 +421,15 @@ REQUEST_RATE = Option(("--request-rate",), "serve", "open-loop workload: Poisson
                       "prefill, TPOT = decode step / (1 - rho), the requests in flight by Little's law "
                       "(symcost.serving.workload; needs --osl; instead of --concurrency)", kind=real(open_low=True),
                       metavar="R", example="4")
-ISL = Option(("--isl",), "serve", "input tokens per request: TTFT is the prefill of one prompt of ISL tokens "
-             "(default: --T)", kind=positive, example="1024")
-OSL = Option(("--osl",), "serve", "output tokens per request: the KV holds ISL + OSL tokens per request and TPOT "
-             "is taken at context ISL + OSL/2 (default 0: --T is the context)", kind=positive, example="1024")
-MAX_TTFT = Option(("--max-ttft",), "serve", "SLA: time to first token at most S seconds (a layout filter)",
+ISL = Option(("--isl",), "serve", "input tokens per request (default: --T); without --osl TTFT is the prefill of one "
+             "prompt of ISL tokens, with it the TTFT under load (the step in flight + the group's prefill step)",
+             kind=positive, example="1024")
+OSL = Option(("--osl",), "serve", "output tokens per request: the KV holds ISL + OSL tokens per request, decode steps "
+             "are taken at context ISL + OSL/2, and TTFT/TPOT are under load: the batch per replica's closed loop "
+             "(or --request-rate's open loop) of symcost.serving.workload (default 0: --T is the context, one "
+             "prompt's prefill and one decode step)", kind=positive, example="1024")
+MAX_TTFT = Option(("--max-ttft",), "serve", "SLA: time to first token at most S seconds (a layout filter; under "
+                  "load, with --osl, it also bounds the solved batch)",
                   kind=real(open_low=True), metavar="S", example="0.5")
 MAX_TPOT = Option(("--max-tpot",), "serve", "SLA: time per output token at most S seconds; the batch per replica is "
                   "solved for: the largest meeting it that the KV holds", kind=real(open_low=True), metavar="S",
