@@ -78,11 +78,22 @@ def test_deploy_compiles_the_formulas_once(monkeypatch, capsys):
     calls = []
     real = dep.compile_model
     monkeypatch.setattr(dep, "compile_model", lambda *a, **k: calls.append(1) or real(*a, **k))
-    for extra in ([], ["--gpus", "1-16"]):
+    for extra in ([], ["--gpus", "1-16", "--top", "all"]):
         calls.clear()
         code, data = _run(["deploy", "llama-3.1-70b", "--gpu", "H100", "--T", "8192", *extra], capsys)
         assert code == 0 and data["layouts"] and calls == [1]
-    assert data["count"] == len(data["layouts"]) and {r["gpus"] for r in data["layouts"]} > {1, 16}
+    assert data["count"] == len(data["layouts"]) and data["hidden"] == 0 and {r["gpus"] for r in data["layouts"]} > {1, 16}
+
+
+def test_deploy_shows_the_top_ten_and_counts_the_rest(capsys):
+    """By default the best 10 layouts, sorted by the objective, and how many more there are."""
+    code, data = _run(["deploy", "llama-3.1-70b", "--gpu", "H100", "--gpus", "1-16", "--T", "8192"], capsys)
+    assert code == 0 and len(data["layouts"]) == 10 and data["hidden"] == data["count"] - 10 > 0
+    tps = [r["tokens_per_s_per_gpu"] for r in data["layouts"] if r["meets_sla"]]
+    assert tps == sorted(tps, reverse=True)
+    from symcost.cli import main
+    assert main(["deploy", "llama-3.1-70b", "--gpu", "H100", "--gpus", "1-16", "--T", "8192"]) == 0
+    assert "more layouts hidden" in capsys.readouterr().out
 
 
 def test_compiled_serving_formulas_equal_exact_substitution():

@@ -129,16 +129,17 @@ def test_sla_solve_is_the_largest_batch_meeting_both_limits():
     comp = compile_model(m, raw, gpu=setup.gpu)
     cal = CalibratedLatency(m, comp.ck, setup, weights=comp.weights)
     lays = layouts(m, 4)
-    work = Workload(isl=1024, osl=1024, max_tpot=0.009, max_ttft=1.0)
+    work = Workload(isl=1024, osl=1024, max_tpot=0.009, max_ttft=0.1)  # both bind on some layouts
     rows = evaluate(comp, lays, gpu=setup.gpu, T=work.context, batch=1, latency=cal, work=work)
     for lay, row in zip(lays, rows):
         cap = int(row["max_concurrency"])
         best = 0
-        for b in range(1, min(cap, 400) + 1):
-            if cal.seconds("tpot", lay, T=work.decode_context, batch=b, max_batched_tokens=8192) <= work.max_tpot:
+        for b in range(1, min(cap, 40) + 1):  # under load (an OSL given): the closed loop's TTFT and TPOT
+            got = cal.under_load(lay, isl=work.isl, osl=work.osl, max_batched_tokens=8192, concurrency=b * lay.dp)
+            if got["tpot"] <= work.max_tpot and got["ttft"] <= work.max_ttft:
                 best = b
-        assert row["batch_per_replica"] == best, lay.label()
-        assert row["meets_sla"] == (best >= 1 and row["ttft_s"] <= work.max_ttft)
+        assert best < 40 and row["batch_per_replica"] == best, lay.label()
+        assert row["meets_sla"] == (best >= 1)
 
 
 def test_solve_batch_on_a_known_function():
@@ -172,11 +173,40 @@ def run(capsys):
     (("deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "0"), "--isl"),
     (("deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "512", "--max-tpot", "-1"), "--max-tpot"),
     (("deploy", "llama-3.1-8b", "--gpu", "H100", "--osl", "512"), "--osl"),
+    (("deploy", "llama-3.1-8b", "--gpu", "H100", "--T", "1024", "--top", "some"), "--top"),
+    (("deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "512", "--osl", "64", "--request-rate", "0"), "--request-rate"),
+    (("deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "512", "--osl", "64", "--request-rate", "-2"), "--request-rate"),
+    (("deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "512", "--osl", "64", "--request-rate", "nan"), "--request-rate"),
+    (("deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "512", "--request-rate", "2"), "--request-rate"),
+    (("deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "512", "--osl", "64", "--request-rate", "2",
+      "--concurrency", "8"), "--request-rate"),
+    (("deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "512", "--osl", "64", "--request-rate", "2",
+      "--batch", "8"), "--request-rate"),
 ])
 def test_deploy_bad_input_exits_2_with_one_line(args, needle, run):
     r = run(*args)
     assert r.returncode == 2, r.stderr
     assert needle in r.stderr and "Traceback" not in r.stderr and r.stdout == ""
+
+
+def test_deploy_open_loop_overload_is_a_clear_answer(run):
+    """A rate no replica keeps up with: every layout listed without a TTFT/TPOT (null in JSON), one line."""
+    r = run("deploy", "llama-3.1-8b", "--gpu", "H100", "--gpus", "4", "--isl", "1024", "--osl", "256",
+            "--request-rate", "400", "--json")
+    d = json.loads(r.stdout)
+    assert r.returncode == 0 and d["meeting_sla"] == 0 and all(x["ttft_s"] is None for x in d["layouts"])
+    r = run("deploy", "llama-3.1-8b", "--gpu", "H100", "--gpus", "4", "--isl", "1024", "--osl", "256",
+            "--request-rate", "400")
+    assert "no layout keeps up with 400 requests/s" in r.stdout
+
+
+def test_deploy_open_loop_serves_the_rate(run):
+    r = run("deploy", "llama-3.1-8b", "--gpu", "H100", "--gpus", "4", "--isl", "1024", "--osl", "256",
+            "--request-rate", "8", "--json")
+    d = json.loads(r.stdout)
+    best = d["layouts"][0]
+    assert best["meets_sla"] and best["tokens_per_s"] == pytest.approx(8 * 256)
+    assert 0 < best["ttft_s"] < 1 and 0 < best["tpot_s"] < 0.1
 
 
 def test_deploy_pins_and_no_duplicates(run):

@@ -10,9 +10,13 @@ gives them, so ``scale --wrt N_dp`` differentiates in a layout size like it does
                      chunked-prefill step of M tokens, overhead, KV pages); in N_tp, N_ep, N_pp, T, B, M
     kv_capacity      tokens the KV pages of one rank hold (vLLM's "GPU KV cache size"); in M_gpu, N_*, M
     max_concurrency  requests of T tokens those pages hold at once (vLLM's "Maximum concurrency")
-    ttft             roofline time of the prefill of one prompt of T tokens, N_pp stages in turn
-                     (``serving.roofline.Latency``: max(FLOPs/F_gpu, bytes/BW_hbm) + communication)
-    tpot             roofline time of one decode step of B sequences at context T, N_pp stages
+    ttft             time of the prefill of one prompt of T tokens, N_pp stages in turn, from the
+                     calibrated kernel model ``roofline`` uses (``serving.roofline.step_formula``: per kernel
+                     class max(F/(P·η_c), Q/(BW·η_m)) + floors, collectives α + volume/(link·η)); with
+                     ``--gpu`` the η, floors and α are Piecewise in the step's regime (rows per GEMM call,
+                     rows per expert, message bytes: ``calibration_piecewise``), so the formula stays one of
+                     B and T; without it they stay symbols; ``--ideal``: η = 1, floors and α 0 (the bound)
+    tpot             the same for one decode step of B sequences at context T
     train_memory     per-GPU training bytes of the heaviest pipeline stage (``training.memory``:
                      weights, gradients, optimizer state, 1F1B activations); in N_dp, N_tp, N_cp,
                      N_ep, B (micro-batch), T; the stage composition is that of ``--pp``
@@ -37,8 +41,8 @@ from ..model.parallel import Layout
 SERVING = {"serve_memory": "serving bytes per GPU (most-loaded rank, vLLM accounting)",
            "kv_capacity": "KV capacity per GPU in tokens (vLLM pages)",
            "max_concurrency": "requests of T tokens the KV pages hold at once",
-           "ttft": "time to first token, seconds (roofline of one prompt of T)",
-           "tpot": "time per output token, seconds (roofline of one decode step of B at T)"}
+           "ttft": "time to first token, seconds (calibrated kernels, one prompt of T; --ideal: the bound)",
+           "tpot": "time per output token, seconds (calibrated kernels, one decode step of B at T; --ideal: the bound)"}
 TRAINING = {"train_memory": "training bytes per GPU (heaviest pipeline stage, ZeRO --zero)"}
 METRICS = {**SERVING, **TRAINING}
 
@@ -67,6 +71,7 @@ class Options:
     recompute: str = "none"
     optimizer: str = "adamw"
     T: int | None = None
+    ideal: bool = False  # ttft/tpot: the pure roofline bound instead of the calibrated kernels
     extra: dict = field(default_factory=dict)
 
 
@@ -87,6 +92,7 @@ def _serving_layout(model, o: Options) -> dict:
         out[sym.N_dp] = v[sym.N_dp]
     if o.ep is not None or o.tp is not None and o.ep is None:
         out[sym.N_ep] = v[sym.N_ep]  # --tp alone: no expert parallelism, N_ep = 1
+        out[sym.x_ep] = sympy.Integer(1 if lay.whole_experts else 0)
     return out
 
 
@@ -112,14 +118,8 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
         gv, _ = gpu_values(find_gpu(o.gpu), compute_dtype(ck), o.mem_util)
         bound.update(gv)
     if name in Latency.STEPS:
-        lat = Latency(model, ck, kv_dtype=o.kv_dtype, mla=o.mla)
-        parts = lat.parts(name)
-        t = Terms(bound=bound)
-        t.add("compute_or_memory", parts["compute_or_memory"],
-              "N_pp · max(FLOPs / F_gpu, bytes / BW_hbm) of one step on one rank")
-        t.add("communication", parts["communication"],
-              "N_pp · (TP all-reduce + EP all-to-all bytes) / BW_link, not overlapped")
-        return t
+        t = _latency_terms(model, ck, name, o)
+        return Terms(dict(t.items()), t.docs, bound=bound)
     # the engine's formulas, as ``memory`` evaluates them (one implementation: ``plan.engine_formulas``)
     from ..hardware.gpus import gpu as find_gpu  # lazy: check/scale on params|flops|cache load no serving/training
     from ..serving.plan import ServeSetup, engine_formulas  # lazy: as above
@@ -132,6 +132,33 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
         return f.terms().bind(bound)
     expr = f.kv_tokens if name == "kv_capacity" else f.max_concurrency
     return Terms({name: expr}, bound=bound)
+
+
+def _latency_terms(model, ck, name: str, o: Options) -> Terms:
+    """TTFT or TPOT as the calibrated step's terms (kernels, collectives) times N_pp: the calibration
+    Piecewise in the regime with ``--gpu`` (``CalibratedLatency.symbolic``), symbols without; ``--ideal``
+    the bound (η = 1, floors and α 0), as ``roofline --ideal``."""
+    from ..serving.roofline import (  # lazy: check/scale on params|flops|cache load no serving/training
+        CalibratedLatency,
+        Latency,
+        ideal_values,
+        step_formula,
+    )
+    phase, b = Latency.STEPS[name]
+    if o.gpu is not None:
+        from ..hardware.gpus import gpu as find_gpu  # lazy: as above
+        from ..serving.plan import Layout as ServeLayout  # lazy: as above
+        from ..serving.plan import ServeSetup
+        setup = ServeSetup(layout=ServeLayout(), gpu=find_gpu(o.gpu), kv_dtype=o.kv_dtype,
+                           weights_dtype=o.weights_dtype, mem_util=o.mem_util, mla=o.mla)
+        t = CalibratedLatency(model, ck, setup, kv_dtype=o.kv_dtype, mla=o.mla).symbolic(phase, ideal=o.ideal)
+    else:
+        t = step_formula(model, ck, phase, kv_dtype=o.kv_dtype, mla=o.mla).terms
+        if o.ideal:
+            t = t.subs(ideal_values())
+    if b is not None:
+        t = t.map(lambda e: sympy.sympify(e).xreplace({sym.B: sympy.Integer(b)}))
+    return t.map(lambda e: Latency.pipelined(e, sym.N_pp))
 
 
 def training_terms(model, name: str, o: Options) -> Terms:

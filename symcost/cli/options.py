@@ -395,18 +395,43 @@ BW_EFF = Option(("--bw-eff",), "serve", "fraction of the HBM bandwidth reached",
                 kind=real(open_low=True, high=1.0), default=1.0, example="0.8")
 DEPLOY_GPUS = Option(("--gpus",), "serve", "N, or MIN-MAX for every N in the range (N at most 2^20; a range at most "
                      "64 counts, up to 2^16; default: the smallest power of two that fits)", example="8-16")
-TOP = Option(("--top",), "serve", "print only the best N layouts, N >= 1 (default: all)", kind=positive,
-             example="5")
+def count_or_all(name):
+    """A positive integer, or ``all``."""
+    inner = positive(name)
+
+    def parse(text):
+        if text.strip().lower() == "all":
+            return 0
+        try:
+            return inner(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive integer or 'all', got {_shown(text)!r}") from None
+    return parse
+
+
+TOP = Option(("--top",), "serve", "print the best N layouts, N >= 1, or 'all' (default 10; the rest are counted "
+             "as hidden)", kind=count_or_all, default=10, example="all")
 IDEAL = Option(("--ideal",), "serve", "the pure roofline bound: every kernel at the dense peak and the full HBM "
                "and link bandwidth, no kernel floors or collective latencies (eta = 1, t_0 = alpha = 0; default: "
                "the calibrated kernel model of symcost.hardware.kernels)", action="store_true")
-CONCURRENCY = Option(("--concurrency",), "serve", "total requests in flight, spread over the data-parallel replicas "
-                     "(batch per replica = ceil(N / dp); instead of --batch)", kind=positive, example="64")
-ISL = Option(("--isl",), "serve", "input tokens per request: TTFT is the prefill of one prompt of ISL tokens "
-             "(default: --T)", kind=positive, example="1024")
-OSL = Option(("--osl",), "serve", "output tokens per request: the KV holds ISL + OSL tokens per request and TPOT "
-             "is taken at context ISL + OSL/2 (default 0: --T is the context)", kind=positive, example="1024")
-MAX_TTFT = Option(("--max-ttft",), "serve", "SLA: time to first token at most S seconds (a layout filter)",
+CONCURRENCY = Option(("--concurrency",), "serve", "closed-loop workload: total requests in flight, spread over the "
+                     "data-parallel replicas (batch per replica = ceil(N / dp); instead of --batch); with --osl, "
+                     "TTFT and TPOT are the chunked-prefill schedule's steady state (symcost.serving.workload)",
+                     kind=positive, example="64")
+REQUEST_RATE = Option(("--request-rate",), "serve", "open-loop workload: Poisson arrivals at R requests/s in all, "
+                      "spread over the data-parallel replicas; TTFT = residual step + M/D/1 prefill queue + own "
+                      "prefill, TPOT = decode step / (1 - rho), the requests in flight by Little's law "
+                      "(symcost.serving.workload; needs --osl; instead of --concurrency)", kind=real(open_low=True),
+                      metavar="R", example="4")
+ISL = Option(("--isl",), "serve", "input tokens per request (default: --T); without --osl TTFT is the prefill of one "
+             "prompt of ISL tokens, with it the TTFT under load (the step in flight + the group's prefill step)",
+             kind=positive, example="1024")
+OSL = Option(("--osl",), "serve", "output tokens per request: the KV holds ISL + OSL tokens per request, decode steps "
+             "are taken at context ISL + OSL/2, and TTFT/TPOT are under load: the batch per replica's closed loop "
+             "(or --request-rate's open loop) of symcost.serving.workload (default 0: --T is the context, one "
+             "prompt's prefill and one decode step)", kind=positive, example="1024")
+MAX_TTFT = Option(("--max-ttft",), "serve", "SLA: time to first token at most S seconds (a layout filter; under "
+                  "load, with --osl, it also bounds the solved batch)",
                   kind=real(open_low=True), metavar="S", example="0.5")
 MAX_TPOT = Option(("--max-tpot",), "serve", "SLA: time per output token at most S seconds; the batch per replica is "
                   "solved for: the largest meeting it that the KV holds", kind=real(open_low=True), metavar="S",
@@ -658,7 +683,10 @@ def metric_section(dtypes: bool = True) -> Section:
         MAX_BATCHED_TOKENS.but(help="M, tokens per chunked-prefill step"),
         OVERHEAD_GIB.but(default=None, help="non-torch memory per GPU, GiB (default: modelled, as memory does)"),
         ZERO.but(choices=None, default=0, metavar="N", help="train_memory: ZeRO stage 0-3"),
-        RECOMPUTE.but(default="none", help="train_memory: activation recomputation")))
+        RECOMPUTE.but(default="none", help="train_memory: activation recomputation"),
+        IDEAL.but(help="ttft/tpot: the pure roofline bound (eta = 1, kernel floors and alpha 0); default: the "
+                       "calibrated kernels roofline uses, Piecewise in the step's regime with --gpu, symbols "
+                       "without")))
 
 
 def swept(row: Option) -> Option:

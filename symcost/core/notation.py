@@ -237,6 +237,21 @@ TABLE: tuple[Entry, ...] = (
     Entry("eta_aa", "\\eta_{aa}", "all-to-all share of the link bandwidth (by message size)", "(calibration)",
           "ratio"),
     Entry("alpha_aa", "\\alpha_{aa}", "all-to-all latency per call, seconds", "(calibration)", "seconds"),
+    # -- serving under load (symcost.serving.workload) --
+    Entry("S_in", "S_{in}", "input tokens per request (ISL)", "(--isl)", "length"),
+    Entry("S_out", "S_{out}", "output tokens per request (OSL)", "(--osl)", "length"),
+    Entry("C_req", "C_{req}", "requests in flight in all, closed loop (benchmark_serving/aiperf --concurrency)",
+          "(--concurrency)"),
+    Entry("lambda_r", "\\lambda_{r}", "request arrival rate per replica, requests/s, Poisson (open loop)",
+          "(--request-rate / N_dp)", "ratio"),
+    Entry("t_pf", "t_{pf}", "step: prefill chunk of G prompts of S_in tokens (step_formula, B = G, T = S_in)",
+          "(step_formula)", "seconds"),
+    Entry("t_dc", "t_{dc}", "step: decode of B sequences at context S_in + S_out/2 (step_formula)", "(step_formula)",
+          "seconds"),
+    Entry("t_ad", "t_{ad}", "decode attention of the rows riding along a prefill step (step_formula's attention "
+          "term)", "(step_formula)", "seconds"),
+    Entry("t_p1", "t_{p1}", "step: prefill of one prompt of S_in tokens (step_formula, B = 1)", "(step_formula)",
+          "seconds"),
     Entry("a_acc", "a_{acc}", "speculative decoding: acceptance rate of one draft token", "(--accept-rate)", "ratio"),
     Entry("n_d", "n_{d}", "speculative decoding: draft tokens per step (the model's MTP modules)", "(config: MTP layers)"),
     # -- training: activation bytes --

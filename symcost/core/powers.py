@@ -38,6 +38,8 @@ class RatioPow(sympy.Function):
     @classmethod
     def eval(cls, base, n):
         base, n = sympy.sympify(base), sympy.sympify(n)
+        if (base.is_Float or n.is_Float) and base.is_number and n.is_number:
+            return base ** n  # a number asked in floats (a ratio: floats are allowed): cheap, no exact power
         if not (base.is_Rational and n.is_Integer):
             return None
         if base == 0 or base == 1 or n == 0 or n == 1:

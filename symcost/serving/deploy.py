@@ -136,6 +136,12 @@ class Workload:
     max_ttft: float | None = None
     max_tpot: float | None = None
     accept: float | None = None  # speculative decoding with the model's MTP draft at this acceptance rate
+    rate: float | None = None  # requests/s in all, Poisson (open loop); None: closed loop
+
+    @property
+    def loaded(self) -> bool:
+        """TTFT and TPOT under load (``workload``): an output length is given, so a request's cycle is known."""
+        return self.osl >= 1
 
     @property
     def context(self) -> int:
@@ -149,8 +155,10 @@ class Workload:
 
     @property
     def solve(self) -> bool:
-        """The batch per replica is solved for: an SLA on TPOT and no concurrency given."""
-        return self.max_tpot is not None and self.concurrency is None
+        """The batch per replica is solved for: an SLA on TPOT (or, under load, on TTFT) and neither a
+        concurrency nor a rate given."""
+        limited = self.max_tpot is not None or (self.loaded and self.max_ttft is not None)
+        return limited and self.concurrency is None and self.rate is None
 
 
 SORTS = {"throughput": lambda r: -r["tokens_per_s_per_gpu"], "ttft": lambda r: r["ttft_s"],
@@ -203,32 +211,74 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     conc = blocks / np.maximum(mem["need"], 1)  # requests of ISL + OSL one replica's KV holds
     tokens = np.floor(blocks / mem["groups"]) * mem["block"]
     M = float(max_batched_tokens)
-    ttft = latency.evaluate_arrays("prefill", _latency_values(a, float(work.isl), ones, M), ideal=ideal)["total"] * pp
+    ttft1 = latency.evaluate_arrays("prefill", _latency_values(a, float(work.isl), ones, M), ideal=ideal)["total"] * pp
 
-    def tpot_of(b):
-        step = latency.evaluate_arrays("decode", _latency_values(a, float(work.decode_context), b, M),
-                                       ideal=ideal)["total"]
+    def step(phase, T, b):
+        t = latency.evaluate_arrays(phase, _latency_values(a, float(T), np.asarray(b, dtype=float) * ones, M),
+                                    ideal=ideal)
+        return t["total"] * pp, t.get("kernels/attention", 0.0 * ones) * pp
+
+    def decode_of(b):
+        step_b = step("decode", work.decode_context, b)[0]
         if work.accept is None:
-            return step * pp
+            return step_b
         from .roofline import _layers, draft_modules, spec_tpot
         n = draft_modules(latency.model)
-        verify = latency.evaluate_arrays("decode", _latency_values(a, float(max(1, work.decode_context // (1 + n))),
-                                                                   b * (1 + n), M), ideal=ideal)["total"]
-        return spec_tpot(verify, step, _layers(latency.model), n, work.accept) * pp
-    if work.solve:
-        b = solve_batch(tpot_of, work.max_tpot, np.floor(conc), np).astype(float)
-    elif work.concurrency is not None:
-        b = np.ceil(work.concurrency / dp)
+        verify = step("decode", max(1, work.decode_context // (1 + n)), b * (1 + n))[0]
+        return spec_tpot(verify, step_b, _layers(latency.model), n, work.accept)
+
+    def latencies(b):
+        """(TTFT, TPOT) of b requests per replica: under load (closed loop) when an OSL is given, else one
+        prompt's prefill and one decode step of b."""
+        b = np.maximum(b, 1)
+        if not work.loaded:
+            return ttft1, decode_of(b)
+        from .workload import closed_loop
+        got = closed_loop(step, B=b, isl=work.isl, osl=work.osl, M=int(M))
+        return got["ttft"], decode_of(b) + (got["tpot"] - got["decode_step"])
+
+    stable = np.ones_like(tp, dtype=bool)
+    if work.rate is not None:
+        from .workload import open_loop
+        got = open_loop(step, rate=work.rate / dp, isl=work.isl, osl=work.osl, M=int(M), cap=np.floor(conc))
+        ttft, tpot, stable = got["ttft"], got["tpot"], got["stable"]
+        b = np.ceil(got["batch"])
+        if work.accept is not None:  # the draft changes the decode step; the prefill's share (1 - rho) stays
+            rho = np.where(stable, got["utilisation"], 0.0)
+            tpot = np.where(stable, decode_of(np.maximum(b, 1)) / (1 - rho), np.inf)
     else:
-        b = float(work.batch) * ones
-    tpot = tpot_of(np.maximum(b, 1))
-    fits = conc >= np.maximum(b, 1)
-    served = np.minimum(b * dp, work.concurrency) if work.concurrency is not None else b * dp
-    meets = fits & (b >= 1)
+        if work.solve:
+            def miss(bb):
+                f, p_ = latencies(bb)
+                r = 0.0 * f
+                if work.max_tpot is not None:
+                    r = np.maximum(r, p_ / work.max_tpot)
+                if work.max_ttft is not None and work.loaded:
+                    r = np.maximum(r, f / work.max_ttft)
+                return r
+            b = solve_batch(miss, 1.0, np.floor(conc), np).astype(float)
+        elif work.concurrency is not None:
+            b = np.ceil(work.concurrency / dp)
+        else:
+            b = float(work.batch) * ones
+        ttft, tpot = latencies(b)
+    if work.rate is not None:  # the weights and one request fit; keeping up with the rate is the workload's test
+        fits = conc >= 1
+        served = np.where(stable, np.maximum(b, 1) * dp, 0.0)
+    else:
+        fits = conc >= np.maximum(b, 1)
+        served = np.minimum(b * dp, work.concurrency) if work.concurrency is not None else b * dp
+    meets = fits & (b >= 1) & stable
     if work.max_ttft is not None:
         meets &= ttft <= work.max_ttft
     if work.max_tpot is not None:
         meets &= tpot <= work.max_tpot
+    if work.rate is not None:  # every arrival served: output tokens/s = rate x OSL
+        tps = np.where(meets, work.rate * work.osl, 0.0)
+    elif work.loaded:  # Little's law: served requests / time each spends in the system, OSL tokens each
+        tps = np.where(meets, served * work.osl / (ttft + max(work.osl - 1, 0) * tpot), 0.0)
+    else:
+        tps = np.where(meets, served / tpot, 0.0)
     rows = []
     for i, lay in enumerate(lays):
         gpus_i = lay.tp * lay.pp * lay.dp
@@ -236,8 +286,7 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
                      "fits": bool(fits[i]), "meets_sla": bool(meets[i]), "kv_capacity_tokens": int(tokens[i]),
                      "max_concurrency": float(conc[i]), "batch_per_replica": int(b[i]),
                      "concurrency_served": int(served[i]), "ttft_s": float(ttft[i]), "tpot_s": float(tpot[i]),
-                     "tokens_per_s": float(served[i] / tpot[i]) if meets[i] else 0.0,
-                     "tokens_per_s_per_gpu": float(served[i] / tpot[i] / gpus_i) if meets[i] else 0.0,
+                     "tokens_per_s": float(tps[i]), "tokens_per_s_per_gpu": float(tps[i] / gpus_i),
                      "weights_per_gpu_bytes": int(np.ceil(mem["weights"][i]))})
     return rows
 

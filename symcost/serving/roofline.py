@@ -23,6 +23,7 @@ import sympy
 from ..core.conventions import Phase
 from ..core.errors import SymcostError
 from ..core.notation import sym
+from ..core.powers import RatioPow
 from ..core.primitives import Linear
 from ..core.terms import Terms, exact
 from ..hardware.calibration import efficiency
@@ -337,7 +338,8 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
         R, chunks = sympy.Min(B * T, M), sympy.ceiling(B * T / M)
     # rows reaching one expert per call: the EP group's rows (N_ep replicas with EP on) · k / E
     xrows = R * (1 + sym.x_ep * (sym.N_ep - 1)) * k / E if E else sympy.Integer(0)
-    touched = 1 - (1 - sympy.Rational(k, E)) ** (B if phase == "decode" else B * T) if E else sympy.Integer(1)
+    # exact while cheap, unevaluated past that (core.powers.RatioPow), as formulas.roofline_formulas keeps it
+    touched = 1 - RatioPow(1 - sympy.Rational(k, E), B if phase == "decode" else B * T) if E else sympy.Integer(1)
     counts = {"gemm": 1, "grouped_gemm": 0, "elementwise": 0, "attention": 0}  # 1: the LM head
     for g in model.groups:
         n = exact(g.count, vals)
@@ -525,6 +527,69 @@ def calibration_arrays(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16
     return v
 
 
+def _piecewise(x, gpu: str, op: str, dtype: str, key: str, variant, pick):
+    """One calibration symbol as a Piecewise in its regime quantity ``x`` (rows M or message bytes): the
+    step function ``calibration.steps`` evaluates, one piece per interval [b_i, b_{i+1}) of the rows'
+    stated regimes, equal neighbours merged; ``pick`` reads the value (η_c, η_m or the floor) of a row."""
+    from ..hardware.calibration import steps
+    cuts, effs = steps(gpu, op, dtype, key, variant)
+    vals = [sympy.Float(pick(e)) for e in effs]
+    pieces = []
+    for i in range(len(cuts) - 1):
+        if i + 1 < len(vals) and vals[i] == vals[i + 1]:
+            continue
+        pieces.append((vals[i], sympy.Lt(x, cuts[i + 1])))
+    pieces.append((vals[-1], True))
+    return pieces[0][0] if len(pieces) == 1 else sympy.Piecewise(*pieces)
+
+
+def calibration_piecewise(model, gpu, dtypes: dict, sf: StepFormula, *, kv_dtype="bf16", phase="decode") -> dict:
+    """``calibration_values`` kept symbolic: every η, floor and α a Piecewise in the step's own regime
+    quantities (rows per GEMM call R, rows per routed expert, tokens B·T of prefill attention, bytes per
+    all-reduce and per all-to-all), which are formulas of B, T, M and the layout symbols; the same rows,
+    the same fallbacks. Substituted into the step, TTFT and TPOT stay formulas of B and T."""
+    eta_c, eta_m, floor = (lambda e: e.eta_compute), (lambda e: e.eta_memory), (lambda e: e.floor_s)
+    R = sympy.Max(1, sympy.floor(sf.rows))
+    xr = sympy.Max(0, sympy.ceiling(sympy.sympify(sf.expert_rows)))
+    v = {}
+    op, cd, _, _ = dtypes["gemm"]
+    for op_try, cd_try in ((op, cd), ("gemm", "bf16")):
+        try:
+            v.update({sym.eta_cg: _piecewise(R, gpu.name, op_try, cd_try, "m", None, eta_c),
+                      sym.eta_mg: _piecewise(R, gpu.name, op_try, cd_try, "m", None, eta_m),
+                      sym.t_g: _piecewise(R, gpu.name, op_try, cd_try, "m", None, floor)})
+            break
+        except SymcostError:  # as calibration_values: a quantised class with no rows runs as bf16 GEMMs
+            continue
+    cd = dtypes["grouped_gemm"][1]
+    for cd_try in (cd, "bf16"):
+        try:
+            v.update({sym.eta_cx: _piecewise(xr, gpu.name, "grouped_gemm", cd_try, "m", None, eta_c),
+                      sym.eta_mx: _piecewise(xr, gpu.name, "grouped_gemm", cd_try, "m", None, eta_m),
+                      sym.t_x: _piecewise(xr, gpu.name, "grouped_gemm", cd_try, "m", None, floor)})
+            break
+        except SymcostError:  # as calibration_values: the bf16 fused-MoE rows
+            continue
+    variant = "mla" if _is_mla_model(model) else None
+    if phase == "decode":
+        a = efficiency(gpu.name, "attn_decode", dtype="fp8" if kv_dtype == "fp8" else "bf16", variant=variant)
+        v.update({sym.eta_ca: sympy.Float(a.eta_compute), sym.eta_ma: sympy.Float(a.eta_memory),
+                  sym.t_a: sympy.Float(a.floor_s)})
+    else:
+        tok = sympy.Max(1, sym.B * sym.T)
+        v.update({s_: _piecewise(tok, gpu.name, "attn_prefill", "bf16", "m", variant, f)
+                  for s_, f in ((sym.eta_ca, eta_c), (sym.eta_ma, eta_m), (sym.t_a, floor))})
+    ew = efficiency(gpu.name, "elementwise", dtype="*")
+    v.update({sym.eta_me: sympy.Float(ew.eta_memory), sym.t_e: sympy.Float(ew.floor_s)})
+    S = sympy.Max(1, sympy.floor(sf.message))
+    aa = sympy.Max(1, sympy.floor(sympy.sympify(sf.aa_message)))
+    v.update({sym.eta_ar: _piecewise(S, gpu.name, "collective", "*", "bytes", "all_reduce", eta_m),
+              sym.alpha_ar: _piecewise(S, gpu.name, "collective", "*", "bytes", "all_reduce", floor),
+              sym.eta_aa: _piecewise(aa, gpu.name, "collective", "*", "bytes", "all_to_all", eta_m),
+              sym.alpha_aa: _piecewise(aa, gpu.name, "collective", "*", "bytes", "all_to_all", floor)})
+    return v
+
+
 def hardware_values(gpu, dtypes: dict, mem_util: float, links: Links | None = None) -> dict:
     """Peaks per class, HBM and link bandwidths, NVLink domain: the GPU's symbols for the latency model."""
     gv, _ = gpu_values(gpu, dtypes["gemm"][2], mem_util)
@@ -598,7 +663,9 @@ class CalibratedLatency:
         out = fn(*[float(filler.get(s, 1)) for s in syms])
         return {k: float(out[k]) for k in self.REGIME}
 
-    def evaluate(self, phase: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False) -> Evaluated:
+    def evaluate(self, phase: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False,
+                 text: bool = True) -> Evaluated:
+        """The step at numbers; ``text`` False skips the substituted formula texts (numbers only)."""
         sf = self.step(phase)
         at = self.at(lay, T=T, batch=batch, max_batched_tokens=max_batched_tokens)
         base = {**at, **self.hw}
@@ -611,16 +678,18 @@ class CalibratedLatency:
         fn, syms = self.compiled(phase)
         out = fn(*[float(vals[s]) for s in syms])
         terms = {k: float(out[k]) for k in sf.terms.flatten()}
-        # the layout, B and the NVLink domain substituted: the link is then chosen (no Piecewise left) and
-        # the touched-expert power has a numeric exponent, so the text parses back with symcost.parse
-        fixed = {k: v for k, v in at.items() if k not in (sym.T, sym.M)}
-        fixed[sym.D_nv] = self.hw[sym.D_nv]
+        # the calibration kept symbolic (``symbolic``: η, floors, α Piecewise in the step's regime) with the
+        # layout, B and the NVLink domain substituted: the link is then chosen, the touched-expert power has a
+        # numeric exponent (RatioPow: unevaluated past a few thousand bits), and each term is a formula of T
+        # and M, its regimes in T inside, that parses back with symcost.parse (``metrics`` keeps B free too)
         formula = {}
-        for k, e in sf.terms.flatten().items():
-            try:
-                formula[k] = str(sympy.sympify(e).xreplace(fixed))
-            except ValueError:  # a batch of millions: the exact power passes Python's 4,300-digit limit
-                formula[k] = str(sympy.sympify(e).xreplace({x: v for x, v in fixed.items() if x != sym.B}))
+        if text:
+            key = ("symbolic", phase, ideal)
+            if key not in self._steps:
+                self._steps[key] = self.symbolic(phase, ideal=ideal).flatten()
+            fixed = {k: v for k, v in at.items() if k not in (sym.T, sym.M)}
+            fixed[sym.D_nv] = self.hw[sym.D_nv]
+            formula = {k: str(sympy.sympify(e).xreplace(fixed)) for k, e in self._steps[key].items()}
         return Evaluated(sum(terms.values()), terms, {str(k): float(v) for k, v in {**self.hw, **cv}.items()},
                          src, self.dtypes, formula)
 
@@ -644,16 +713,51 @@ class CalibratedLatency:
         terms["total"] = sum(terms.values())
         return terms
 
+    def symbolic(self, phase: str, *, ideal: bool = False) -> Terms:
+        """The phase's step (one stage) as Terms whose calibration is kept symbolic
+        (``calibration_piecewise``: η, floors and α Piecewise in the step's regime quantities) and the
+        GPU's peaks, bandwidths and NVLink domain substituted: formulas of B, T, M, the layout symbols
+        and x_ep, differentiable and exportable; ``ideal``: η = 1, floors and α 0."""
+        sf = self.step(phase)
+        cal = ideal_values() if ideal else calibration_piecewise(self.model, self.setup.gpu, self.dtypes, sf,
+                                                                 kv_dtype=self.kv_dtype, phase=phase)
+        sub = {**{k: v for k, v in self.hw.items()}, **cal}
+        return sf.terms.map(lambda e: sympy.sympify(e).xreplace(sub))
+
+    def load_step(self, lay, *, max_batched_tokens: int, ideal: bool = False):
+        """``step(phase, T, B) -> (seconds, attention seconds)`` of one step across the N_pp stages, as
+        ``workload.closed_loop`` / ``open_loop`` take it (B a number)."""
+        def step(phase, T, B):
+            import numpy
+            ev = self.evaluate(phase, lay, T=int(T), batch=max(1, int(numpy.asarray(B).round())),
+                               max_batched_tokens=max_batched_tokens, ideal=ideal, text=False)
+            return (Latency.pipelined(ev.seconds, lay.pp),
+                    Latency.pipelined(ev.terms.get("kernels/attention", 0.0), lay.pp))
+        return step
+
+    def under_load(self, lay, *, isl: int, osl: int, max_batched_tokens: int, concurrency: int | None = None,
+                   rate: float | None = None, ideal: bool = False) -> dict:
+        """TTFT and TPOT (seconds) of ``concurrency`` requests in flight (closed loop) or Poisson arrivals
+        at ``rate`` requests/s (open loop), spread over the layout's N_dp replicas (``workload``)."""
+        from . import workload
+        step = self.load_step(lay, max_batched_tokens=max_batched_tokens, ideal=ideal)
+        if rate is not None:
+            out = workload.open_loop(step, rate=rate / lay.dp, isl=isl, osl=osl, M=max_batched_tokens)
+        else:
+            out = workload.closed_loop(step, B=-(-int(concurrency) // lay.dp), isl=isl, osl=osl, M=max_batched_tokens)
+        return {k: (float(v) if getattr(v, "ndim", 1) == 0 or isinstance(v, float) else v) for k, v in out.items()}
+
     def seconds(self, name: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False,
                 accept: float | None = None) -> float:
         """TTFT (prefill of one prompt of T) or TPOT (decode of ``batch`` at T), N_pp stages in turn;
         ``accept``: TPOT with the model's MTP draft at that acceptance rate (``spec_tpot``)."""
         phase, b = Latency.STEPS[name]
-        ev = self.evaluate(phase, lay, T=T, batch=b or batch, max_batched_tokens=max_batched_tokens, ideal=ideal)
+        ev = self.evaluate(phase, lay, T=T, batch=b or batch, max_batched_tokens=max_batched_tokens, ideal=ideal,
+                           text=False)
         if name == "tpot" and accept is not None:
             n = draft_modules(self.model)
             verify = self.evaluate("decode", lay, T=max(1, T // (1 + n)), batch=batch * (1 + n),
-                                   max_batched_tokens=max_batched_tokens, ideal=ideal).seconds
+                                   max_batched_tokens=max_batched_tokens, ideal=ideal, text=False).seconds
             return Latency.pipelined(spec_tpot(verify, ev.seconds, _layers(self.model), n, accept), lay.pp)
         return Latency.pipelined(ev.seconds, lay.pp)
 

@@ -1,6 +1,8 @@
 """Serving: ``memory``, ``roofline``, ``deploy``, ``gpus``."""
 from __future__ import annotations
 
+import math
+
 from ...core.conventions import Phase
 from ...core.errors import SymcostError
 from ...core.notation import sym
@@ -28,7 +30,7 @@ OPTIONS = {
     "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(help="context per request (or --isl/--osl)"),
                o.BATCH.but(default=None, help="concurrent requests per replica (default 1; or --concurrency, or "
                                               "solved for under --max-tpot)"),
-               o.CONCURRENCY, o.ISL, o.OSL, o.MAX_TTFT, o.MAX_TPOT, o.SORT, o.TOP, o.IDEAL, o.DISAGG, o.ACCEPT_RATE,
+               o.CONCURRENCY, o.REQUEST_RATE, o.ISL, o.OSL, o.MAX_TTFT, o.MAX_TPOT, o.SORT, o.TOP, o.IDEAL, o.DISAGG, o.ACCEPT_RATE,
                o.SERVE_GPU.but(required=True),
                *(r for r in o.SERVE_MODELLED[1:] if r not in (o.TP, o.PP, o.DP, o.EP)),
                o.pin(o.TP, "the tensor-parallel size"), o.pin(o.PP, "the pipeline stages"),
@@ -128,12 +130,21 @@ def _workload(args) -> Workload:
         raise SymcostError("--osl needs --isl (the context is ISL + OSL)")
     if args.batch is not None and args.concurrency is not None:
         raise SymcostError("--batch (per replica) and --concurrency (in all) both given: give one")
+    if args.request_rate is not None and args.batch is not None:
+        raise SymcostError("--batch (per replica) and --request-rate (open loop) both given: give one")
+    from ...serving.workload import check_workload
+    check_workload(concurrency=args.concurrency, rate=args.request_rate, osl=args.osl)
     if args.batch is not None and args.max_tpot is not None:
         raise SymcostError("--batch and --max-tpot both given: under --max-tpot the batch is solved for "
                            "(or give --concurrency to check a load against the SLA)")
     isl = args.isl if args.isl is not None else args.T
     return Workload(isl=isl, osl=args.osl or 0, batch=args.batch or 1, concurrency=args.concurrency,
-                    max_ttft=args.max_ttft, max_tpot=args.max_tpot, accept=args.accept_rate)
+                    max_ttft=args.max_ttft, max_tpot=args.max_tpot, accept=args.accept_rate, rate=args.request_rate)
+
+
+def _num(v, scale, digits) -> str:
+    """A latency in the table, or a dash where there is none (an overloaded open loop)."""
+    return "-" if v is None else f"{v * scale:.{digits}f}"
 
 
 def cmd_deploy(args, out):
@@ -151,20 +162,25 @@ def cmd_deploy(args, out):
     pins = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep}
     if counts is None and all(pins[k] is not None for k in ("tp", "pp", "dp")):
         counts = [args.tp * args.pp * args.dp]
-    if args.disagg and work.concurrency is not None:
-        raise SymcostError("--disagg with --concurrency: the disaggregated plan is sized by its pools' rates; "
+    if args.disagg and (work.concurrency is not None or work.rate is not None):
+        raise SymcostError("--disagg with --concurrency or --request-rate: the disaggregated plan is sized by its "
+                           "pools' rates; "
                            "give --max-tpot/--max-ttft (or --batch) instead")
     res = deploy(m, raw, setup, gpus=counts, T=work.context, batch=work.batch, work=work, pins=pins,
                  sort=args.sort, ideal=args.ideal, disagg=args.disagg)
     rows = res["layouts"][: args.top] if args.top else res["layouts"]
+    hidden = len(res["layouts"]) - len(rows)
+    # an open loop a replica cannot keep up with has no steady state: no TTFT/TPOT (None, not Infinity)
+    rows = [{k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in r.items()} for r in rows]
     g = setup.gpu
     n_fit = sum(r["fits"] for r in res["layouts"])
     n_sla = sum(r["meets_sla"] for r in res["layouts"])
     payload = {"model": m.name, "gpu": g.name, "T": work.context, "batch": args.batch if args.batch else work.batch,
-               "isl": work.isl, "osl": work.osl, "concurrency": work.concurrency, "max_ttft_s": work.max_ttft,
+               "isl": work.isl, "osl": work.osl, "concurrency": work.concurrency, "request_rate": work.rate, "max_ttft_s": work.max_ttft,
                "max_tpot_s": work.max_tpot, "sort": args.sort, "latency_model": "ideal" if args.ideal else "calibrated",
                "gpus": counts if counts else [rows[0]["gpus"]] if rows else [],
-               "layouts": rows, "count": len(res["layouts"]), "fitting": n_fit, "meeting_sla": n_sla,
+               "layouts": rows, "count": len(res["layouts"]), "hidden": hidden, "fitting": n_fit,
+               "meeting_sla": n_sla,
                "fewest_gpus": res["fewest_gpus"], "closest": res["closest"],
                "compute_dtype": res["compute_dtype"], "peak_dtype_used": res["peak_dtype_used"],
                "kernel_dtypes": res["kernel_dtypes"], "convention": DEPLOY_NOTE}
@@ -172,7 +188,8 @@ def cmd_deploy(args, out):
         " SLA" + (f" TTFT <= {work.max_ttft * 1e3:g} ms" if work.max_ttft else "")
         + (f" TPOT <= {work.max_tpot * 1e3:g} ms" if work.max_tpot else "") + ";")
     load = ("" if work.accept is None else f"MTP speculation at acceptance {work.accept:g}, ") + (
-            f"concurrency {work.concurrency} in all" if work.concurrency is not None else
+            f"Poisson arrivals at {work.rate:g} requests/s in all (open loop)" if work.rate is not None else
+            f"concurrency {work.concurrency} in all (closed loop)" if work.concurrency is not None else
             "batch per replica solved for" if work.solve else f"batch {work.batch} per replica")
     payload["accept_rate"] = work.accept
     ctx = f"ISL {work.isl}, OSL {work.osl}" if work.osl else f"T={work.context}"
@@ -184,8 +201,11 @@ def cmd_deploy(args, out):
     for r in rows:
         lines.append(f"  TP{r['tp']}·PP{r['pp']}·DP{r['dp']}·EP{r['ep']:<7} {r['gpus']:>4} {str(r['fits']):>5} "
                      f"{str(r['meets_sla']):>5} {r['kv_capacity_tokens']:>12,} {r['max_concurrency']:>8.2f} "
-                     f"{r['batch_per_replica']:>6} {r['ttft_s']:>8.3f} {r['tpot_s'] * 1e3:>8.2f} "
+                     f"{r['batch_per_replica']:>6} {_num(r['ttft_s'], 1, 3):>8} {_num(r['tpot_s'], 1e3, 2):>8} "
                      f"{r['tokens_per_s_per_gpu']:>10.1f}")
+    if hidden:
+        lines.append(f"  ... {hidden} more layout{'s' if hidden > 1 else ''} hidden, ranked below these "
+                     f"(--top all lists every one)")
     if not res["fits_any"]:
         few = res["fewest_gpus"]
         lines.append(f"  no layout fits: the weights and one request's KV ({work.context:,} tokens) do not fit "
@@ -196,6 +216,9 @@ def cmd_deploy(args, out):
         lines.append(f"  no layout meets the workload; the closest: TP{c['tp']}·PP{c['pp']}·DP{c['dp']}·EP{c['ep']} "
                      f"({c['gpus']} GPUs) with TTFT {c['ttft_s'] * 1e3:.1f} ms, TPOT {c['tpot_s'] * 1e3:.2f} ms at "
                      f"batch {max(c['batch_per_replica'], 1)} per replica")
+    elif n_sla == 0 and work.rate is not None:
+        lines.append(f"  no layout keeps up with {work.rate:g} requests/s: every replica's prefill is saturated "
+                     f"(rho >= 1) or its KV holds fewer requests than Little's law puts in flight")
     elif n_sla == 0:
         lines.append("  no layout meets the workload (the KV of every fitting layout holds fewer requests "
                      "than asked)")

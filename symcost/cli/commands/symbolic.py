@@ -34,7 +34,7 @@ OPTIONS = {
 WHOLE_METRICS = {"params", "active", "flops", "cache", "cache_bytes", "weights_bytes", "kv_capacity"}
 #: the options that bind a serving or training metric's symbols (``metrics.Options``)
 METRIC_OPTIONS = ("dp", "tp", "pp", "ep", "cp", "gpu", "kv_dtype", "weights_dtype", "mem_util", "max_batched_tokens",
-                  "overhead_gib", "mla", "zero", "recompute", "T")
+                  "overhead_gib", "mla", "zero", "recompute", "T", "ideal")
 
 
 def _metric_options(args) -> Options:
