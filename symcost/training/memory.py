@@ -57,7 +57,7 @@ from .plan import _split, param_kind, rank_stages, stages
 from .recompute import add_up, recomputed_units
 from .schedule import in_flight, peak
 from .setup import TrainSetup, has_experts
-from .states import estimator_host_node, gathered_terms, param_groups, zero_terms
+from .states import estimator_host_node, gathered_terms, param_groups, rounded_states, zero_terms
 
 
 @dataclass
@@ -174,7 +174,9 @@ def model_states(model, setup) -> list[dict]:
     rows = []
     for st in rank_stages(model, p.pp, setup.virtual, p):
         f = state_formula(st, setup)
-        rows.append({**{k: int(sympy.ceiling(x.xreplace(vals))) for k, x in f.items()},
+        sub = {k: x.xreplace(vals) for k, x in f.items()}
+        rows.append({"host": int(sympy.ceiling(sub["host"])),
+                     **{k: int(x) for k, x in rounded_states(sub, setup.states.framework).items()},
                      "params_dense": Fraction(st["split"], p.tp) + st["whole"],
                      "params_experts": Fraction(st["experts"], p.ep * p.tp), "layers": st["layers"],
                      "chunks": st.get("chunks", [st])})

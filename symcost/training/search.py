@@ -66,7 +66,8 @@ from .plan import Plan, layer_kinds, rank_stages
 from .recompute import Recompute, add_up, recomputed_units
 from .schedule import held_states, in_flight
 from .setup import ACT_BYTES, TrainSetup, check_capacity
-from .states import OFFLOAD, OPTIMIZER_BYTES, WEIGHT_BYTES, States, host_ops, host_traffic, param_groups, zero_terms
+from .states import (OFFLOAD, OPTIMIZER_BYTES, WEIGHT_BYTES, States, host_ops, host_traffic, param_groups,
+                     rounded_states, zero_terms)
 from .steptime import bubble, spans
 
 RECOMPUTES = ("none", "selective", "full")
@@ -317,10 +318,10 @@ _PSI = (sympy.Dummy("S"), sympy.Dummy("W"), sympy.Dummy("X"))  # a rank's TP-spl
 
 
 @functools.lru_cache(maxsize=None)
-def _z_terms(pairs: tuple, K, bg: int, bw: int, state_bytes: tuple = ()):
+def _z_terms(pairs: tuple, K, bg: int, bw: int, state_bytes: tuple = (), framework_name: str | None = None):
     """The model-state side of the candidates, compiled once for every (ZeRO, offload) pair asked:
     per pair, ``weights`` / ``gradients`` / ``optimizer`` (a GPU's bytes, exact:
-    ``states.zero_terms``, rounded up per kind as ``train``; the function ``mem`` of the rank's
+    ``states.zero_terms``, rounded as ``train`` rounds them, ``states.rounded_states``; the function ``mem`` of the rank's
     three parameter counts, then N_tp, N_ep, N_cp, N_sh — N_dp when not HSDP — and N_dp) and, per
     parameter group j, the bytes of ``comm``'s collective rules (``dp_collectives``,
     ``replicate_collectives``, ``host_traffic``) per parameter of the group (each moves its Ψ_g:
@@ -352,8 +353,7 @@ def _z_terms(pairs: tuple, K, bg: int, bw: int, state_bytes: tuple = ()):
     for zero, offload in pairs:
         bw_s, bg_s, K_s = sb.get((zero, offload), (bw, bg, Kq))
         st = zero_terms(groups, zero, K_s, bg_s, bw_s, offload)
-        out = {k: name(sympy.ceiling(sympy.sympify(st[k]), evaluate=False), "mem")
-               for k in ("weights", "gradients", "optimizer")}
+        out = {k: name(e, "mem") for k, e in rounded_states(st, framework_name, evaluate=False).items()}
 
         def dp(zero=zero):
             d = {}
@@ -553,7 +553,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     zo_pairs = [(int(c) // 3, int(c) % 3) for c in zo_code]
     state_bytes = tuple(((z_, OFFLOAD[o_]), States(offload=OFFLOAD[o_], optimizer=optimizer, grad_dtype=grad_dtype,
                                                   framework=fw.name).bytes(z_)) for z_, o_ in zo_pairs)
-    z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw, state_bytes)
+    z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw, state_bytes,
+                                               fw.name)
     z_names = {(z_, o_): z_names[z_, OFFLOAD[o_]] for z_, o_ in zo_pairs}
     key = lay["pp"] * 10**6 + lay["v"]
     bounds = np.flatnonzero(np.diff(key)) + 1
