@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sympy
+
 from ..core.errors import SymcostError
 
 METHODS = ("uniform", "block", "every")
@@ -115,6 +117,9 @@ class Recompute:
 def _largest(xs):
     """The largest of non-negative numbers (0 for none), elementwise for NumPy arrays."""
     out = 0
+    xs = list(xs)
+    if any(isinstance(x, sympy.Basic) and not x.is_Number for x in xs):  # expressions (``memory.formula``)
+        return sympy.Max(*xs) if xs else sympy.Integer(0)
     for x in xs:
         if hasattr(x, "shape") or hasattr(out, "shape"):
             import numpy  # lazy: only train --search passes arrays (numpy is optional)

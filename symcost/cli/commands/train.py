@@ -30,7 +30,8 @@ _STATES = (o.RECOMPUTE_METHOD, o.RECOMPUTE_LAYERS, o.OPTIMIZER, o.GRAD_DTYPE, o.
 _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
 _TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS, o.PRECISION, o.FP8_ALL_GATHER, o.SCHEDULE, o.HIDE, o.FIRST_STAGE_LAYERS,
          o.LAST_STAGE_LAYERS, o.ACCOUNT_EMBEDDING, o.ACCOUNT_LOSS, o.PIPELINE_LAYOUT)
-_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES)
+_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES,
+           o.OFFLOAD_ACTIVATIONS)
 OPTIONS = {
     "train": (o.MODEL, o.SEQ.but(required=True), o.MICRO_BATCH.but(help=o.MICRO_BATCH.help + " (required without "
               "--search, which sweeps it)"), *_SHARED[2:], o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
@@ -80,7 +81,8 @@ def _training(args) -> TrainSetup:
                 loss_chunks=getattr(args, "loss_chunks", 1), recompute_modules=_modules(args),
                 etp=args.etp, first_stage_layers=args.first_stage_layers, last_stage_layers=args.last_stage_layers,
                 account_embedding=args.account_embedding, account_loss=args.account_loss,
-                pipeline_layout=args.pipeline_layout)
+                pipeline_layout=args.pipeline_layout, precision=getattr(args, "precision", "bf16"),
+                schedule=getattr(args, "schedule", None), act_offload=getattr(args, "offload_activations", None))
 
 
 def _links(args, g):
@@ -181,24 +183,22 @@ def _capacity(args):
 def _formula(m, tm) -> dict:
     def tot(v):
         return v.total if isinstance(v, Terms) else v
-    formula = {k: str(tot(v).xreplace(m.values)) for k, v in tm.formula.items()}
-    if "activations" in tm.formula:
-        # the peak at the loss (the recomputed layer's working set, at another moment, has no formula)
-        keys = ["weights", "gradients", "optimizer", "gathered", "activations", "loss_peak"]
-        formula["total"] = str(sum((tot(tm.formula[k]) for k in keys if k in tm.formula),
-                                   sympy.Integer(0)).xreplace(m.values))
-    return formula
+    # "total": states + gathered + fp8 copies + activations + Max(loss_peak, working) (``memory.total_formula``)
+    return {k: str(tot(v).xreplace(m.values)) for k, v in tm.formula.items()}
 
 
 def _train_payload(m, args, tm, g) -> dict:
     return {"model": m.name, "seq": args.seq, "micro_batch": args.micro_batch,
             "global_batch": args.global_batch or args.micro_batch * args.dp, "per_gpu_bytes": tm.per_gpu,
             "breakdown": {"weights": tm.weights, "gradients": tm.gradients, "optimizer": tm.optimizer,
-                          "gathered": tm.gathered, "activations": tm.activations, "loss_peak": tm.loss_peak,
+                          "gathered": tm.gathered,
+                          **({} if args.precision == "bf16" else {"fp8_weights": tm.fp8_weights}),
+                          "activations": tm.activations, "loss_peak": tm.loss_peak,
                           "recompute_working": tm.recompute_working},
             "framework": args.framework, "convention": _convention(args),
             "headroom_gib": args.headroom_gib, "budget_bytes": None if g is None else budget_bytes(g, args.headroom_gib),
             "host_bytes_per_gpu": tm.host, "offload": args.offload,
+            **({} if args.offload_activations is None else {"host_activations_bytes_per_gpu": tm.host_activations}),
             **({} if tm.host_node is None else {"host_bytes_per_node_deepspeed_estimator": tm.host_node}), "hsdp_shard": args.hsdp_shard,
             "virtual_stages": args.virtual_stages, "capacity_factor": _capacity(args),
             "heaviest_stage": tm.stage, "micro_batches": tm.micro_batches, "in_flight_micro_batches": tm.in_flight,
@@ -242,6 +242,9 @@ def cmd_train(args, out):
                     f"- headroom {args.headroom_gib:g} GiB)" if g else ""))
     if args.offload != "none":
         lines.append(f"  {'host (offloaded)':<18} {tm.host:>22,}  {human_bytes(tm.host)}  per GPU, in CPU memory")
+    if args.offload_activations is not None:
+        lines.append(f"  {'host activations':<18} {tm.host_activations:>22,}  {human_bytes(tm.host_activations)}  "
+                     f"per GPU, offloaded saved activations in pinned CPU memory")
     if tm.host_node is not None:
         lines.append(f"  {'host per node':<18} {tm.host_node:>22,}  {human_bytes(tm.host_node)}  DeepSpeed's estimator "
                      f"(x1.5 buffer factor, {args.gpus_per_node} GPUs per node)")
