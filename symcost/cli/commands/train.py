@@ -19,6 +19,7 @@ from ...hardware.gpus import gpu as find_gpu
 from ...training import compare_presets, run, train_memory
 from ...training.comm import comm
 from ...training.framework import budget_bytes, framework, padded_vocab
+from ...training.mtp import with_mtp
 from ...training.recompute import Recompute
 from ...training.setup import TrainSetup, check_capacity
 from .. import options as o
@@ -31,19 +32,19 @@ _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
 _TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS, o.PRECISION, o.FP8_ALL_GATHER, o.SCHEDULE, o.HIDE, o.FIRST_STAGE_LAYERS,
          o.LAST_STAGE_LAYERS, o.ACCOUNT_EMBEDDING, o.ACCOUNT_LOSS, o.PIPELINE_LAYOUT)
 _MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES,
-           o.OFFLOAD_ACTIVATIONS)
+           o.OFFLOAD_ACTIVATIONS, o.MTP)
 OPTIONS = {
     "train": (o.MODEL, o.SEQ.but(required=True), o.MICRO_BATCH.but(help=o.MICRO_BATCH.help + " (required without "
               "--search, which sweeps it)"), *_SHARED[2:], o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
               o.SEARCH, o.GPUS.but(help="world size for --search"), o.ACTIVATIONS, o.SCAN, *_STEP,
               o.swept(o.VIRTUAL_STAGES), o.swept(o.OFFLOAD), o.swept(o.HSDP_SHARD), *_TAIL, *_MEMORY),
     "comm": (o.MODEL, *_SHARED, o.SP, o.ZERO, o.RECOMPUTE, *_STATES, *_STEP, o.VIRTUAL_STAGES, o.OFFLOAD,
-             o.HSDP_SHARD, *_TAIL, o.FRAMEWORK),
+             o.HSDP_SHARD, *_TAIL, o.FRAMEWORK, o.MTP),
     "budget": (o.MODEL, o.TOKENS.but(required=True), o.GPUS.but(required=True), o.GPU.but(required=True),
                o.MFU.but(default=None, help="default: 0.4, or implied by --gpu-hours"), o.GPU_HOURS, o.FLOPS,
                o.PEAK_DTYPE, o.FLOPS_CONVENTION,
-               o.SEQ.but(default=4096), o.GLOBAL_BATCH.but(help="sequences per step, for the step time")),
-    "presets": (o.MODEL, o.SEQ.but(required=True), o.BATCH),
+               o.SEQ.but(default=4096), o.GLOBAL_BATCH.but(help="sequences per step, for the step time"), o.MTP),
+    "presets": (o.MODEL, o.SEQ.but(required=True), o.BATCH, o.MTP),
 }
 
 #: options ``train --search`` sweeps unless given, and the value each has when it is not given
@@ -215,7 +216,7 @@ def _train_payload(m, args, tm, g) -> dict:
 
 
 def cmd_train(args, out):
-    m = loader.build(args.model)
+    m = with_mtp(loader.build(args.model), args.mtp)
     check_positions(m, args.seq, "--seq")
     if args.search:
         if args.vocab_pad:
@@ -317,7 +318,7 @@ def _cmd_search(m, args, out):
 
 
 def cmd_comm(args, out):
-    m = loader.build(args.model)
+    m = with_mtp(loader.build(args.model), args.mtp)
     check_positions(m, args.seq, "--seq")
     args = _single(args)
     cm, g, step = _comm_and_step(m, args)
@@ -340,7 +341,7 @@ def cmd_comm(args, out):
 
 
 def cmd_budget(args, out):
-    m = loader.build(args.model)
+    m = with_mtp(loader.build(args.model), args.mtp)
     check_positions(m, args.seq, "--seq")
     g = find_gpu(args.gpu)
     source = ("--flops" if args.flops is not None else
@@ -361,7 +362,7 @@ def cmd_budget(args, out):
 
 
 def cmd_presets(args, out):
-    m = loader.build(args.model)
+    m = with_mtp(loader.build(args.model), args.mtp)
     rows = compare_presets(m, args.seq, args.batch)
     lines = [f"{m.name}: training FLOPs per step, seq={args.seq}, batch={args.batch}, by convention"]
     for r in rows:
