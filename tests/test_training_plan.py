@@ -200,7 +200,8 @@ def test_deepseek_v3_budget_cli(capsys):
     assert main(["budget", "deepseek-v3", "--tokens", "14800000000000", "--gpus", "2048", "--gpu", "H800",
                  "--gpu-hours", "2664000", "--seq", "4096", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
-    m = symcost.build("deepseek-v3")
+    from symcost.training.mtp import with_mtp
+    m = with_mtp(symcost.build("deepseek-v3"))  # --mtp auto: its one MTP module is trained, as DeepSeek did
     per_seq = symcost.training.train_flops(m).total_at(m.values_with(T=4096, B=1))
     flops = float(per_seq * Fraction(14_800_000_000_000, 4096))
     assert r["flops"] == pytest.approx(flops)

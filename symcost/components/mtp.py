@@ -54,7 +54,8 @@ class MTPProjection(Component):
     previous depth's hidden state, concatenated [.., 2d] and projected to d by ``eh_proj``
     (column-parallel; Megatron gathers its output). The embedding lookup is the main model's
     (shared weight): it keeps the shifted int64 token ids for its gradient. Saved: the two norms'
-    tensors as the model's norm ``kind`` keeps them, the concatenation (eh_proj's input, 2d)."""
+    tensors as the model's norm ``kind`` keeps them (hnorm's fp32 input only below fp32: in fp32 it is
+    the main head's saved input itself), the concatenation (eh_proj's input, 2d)."""
 
     key = "mtp_proj"
     d: sympy.Expr = sym.d
@@ -67,7 +68,10 @@ class MTPProjection(Component):
         return [*self._norms().primitives(ph), Linear("eh_proj", 2 * self.d, self.d, tp="col", doc=DOCS["eh_proj"])]
 
     def saved(self, bw) -> list:
-        return [*self._norms().saved(bw),
+        # hnorm reads the main model's output hidden state, which the LM head saves as its input: in
+        # fp32 the norm's x.float() is that tensor itself (kept once, by the head); below fp32 a copy
+        norms = [s for s in self._norms().saved(bw) if bw.upcast or s.name not in ("hnorm/input_fp32", "hnorm/input")]
+        return [*norms,
                 Saved("eh_proj/input", 2 * self.d, sym.b_a, "none", doc="cat(enorm(emb), hnorm(h)) [.., 2d]"),
                 Saved("input_ids", 1, 8, "none", sym.B * sym.T, "shifted int64 token ids, the shared embedding's")]
 

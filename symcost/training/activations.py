@@ -20,7 +20,8 @@ saved-tensors count does not see.
 
 Training runs on text tokens: a vision or audio tower (and its projector) is fed no image and
 saves nothing (``Component.modality``); its encoder layer groups are left out, also under full
-recompute. MTP / next-n modules are not trained (transformers builds none; they sit in the model's ``extras``).
+recompute. MTP / next-n modules are trained as one more layer group on the last stage under
+``--mtp`` (``mtp.with_mtp``: their components, like any layer's).
 Images in the training sequence are not modelled (the train command has no
 ``--images``); the tower's per-image FLOPs are in ``symcost flops --images``.
 

@@ -54,6 +54,7 @@ from .activations import (
 from . import fp8
 from . import offload as act_offload
 from .flops import padded_expert_flops, train_flops
+from .mtp import describe as describe_mtp
 from .framework import framework
 from .plan import _split, param_kind, rank_stages, stages
 from .recompute import add_up, recomputed_units
@@ -321,6 +322,8 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
             "not resharded after forward: the rank's parameters unsharded in bf16 (2 B/param)"
             + (f" and gradients accumulated unsharded over the micro-batches ({fw.reduce_bytes} B/param)"
                if pp > 1 else "")))
+    if describe_mtp(model):
+        notes.append(describe_mtp(model))
     if fp8.describe(setup):
         notes.append(fp8.describe(setup))
     if setup.schedule == "dualpipe":

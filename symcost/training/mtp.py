@@ -100,6 +100,26 @@ def with_mtp(model, choice="auto"):
     if "mtp" not in model.extras:
         raise SymcostError(f"--mtp {n}: {model.name}'s config has no multi-token-prediction module "
                            f"(num_nextn_predict_layers) to train; use --mtp 0 or auto")
+    try:
+        group = mtp_group(model)
+    except SymcostError as e:
+        if parse(choice) != "auto":
+            raise
+        out = _values(model, 0)  # auto: the main model, saying why
+        out.notes = [*model.notes, f"MTP not trained (--mtp auto): {e}"]
+        return out
+    kw = {f.name: getattr(model, f.name) for f in fields(Model)}
+    kw["groups"] = (*model.groups, group)
+    kw["values"] = {**model.values, sym.L_mtp: n}
+    if model.layer_order is not None:
+        kw["layer_order"] = (*model.layer_order, *([MTP_GROUP] * n))
+    kw["notes"] = [*model.notes, f"training {n} MTP module(s) on the last pipeline stage (--mtp)"]
+    return MTPModel(**kw, tail_layers=n)
+
+
+def mtp_group(model) -> LayerGroup:
+    """The ``mtp`` layer group of one MTP module of ``model`` (module docstring), its parameters
+    checked equal to the adapter's ``extras["mtp"]`` per module (SymcostError when not)."""
     last = model.layers()[-1]
     comps = [c for g in last for c in g.components]
     if len({c.key for c in comps}) != len(comps):
@@ -116,14 +136,7 @@ def with_mtp(model, choice="auto"):
         raise SymcostError(f"--mtp: {model.name}'s MTP module ({exact(extra, vals):,} parameters, the adapter's "
                            f"extras) is not one entry block + its last decoder layer + a head norm "
                            f"({exact(per_module, vals):,}); not modelled for training (use --mtp 0)")
-    kw = {f.name: getattr(model, f.name) for f in fields(Model)}
-    kw["groups"] = (*model.groups, group)
-    kw["values"] = {**model.values, sym.L_mtp: n}
-    if model.layer_order is not None:
-        kw["layer_order"] = (*model.layer_order, *([MTP_GROUP] * n))
-    kw["notes"] = [*model.notes, f"training {n} MTP module(s) on the last pipeline stage (--mtp)"]
-    out = MTPModel(**kw, tail_layers=n)
-    return out
+    return group
 
 
 def _values(model, n: int):
@@ -131,3 +144,11 @@ def _values(model, n: int):
     kw = {f.name: getattr(model, f.name) for f in fields(type(model))}
     kw["values"] = {**model.values, sym.L_mtp: n}
     return type(model)(**kw)
+
+
+def describe(model) -> str | None:
+    """The note ``with_mtp`` left on ``model`` (what is trained, or why not), for the train notes."""
+    for n in reversed(model.notes):
+        if n.startswith(("training ", "MTP not trained")) and "MTP" in n:
+            return "mtp: " + n
+    return None
