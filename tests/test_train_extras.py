@@ -110,3 +110,26 @@ def test_cli_offload_and_fp8_lines(capsys):
     assert main(["train", "llama-3.1-8b", "--seq", "4096", "--micro-batch", "1",
                  "--offload-activations", "none"]) == 2
     assert "--offload-activations" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [
+    ["--pp", "2", "--recompute", "full", "--recompute-method", "block", "--recompute-layers", "4"],
+    ["--dp", "8", "--zero", "3"],
+    ["--pp", "4", "--global-batch", "16", "--schedule", "dualpipe", "--dp", "2"],
+    ["--dp", "2", "--pp", "2", "--global-batch", "8", "--offload-activations", "3", "--precision", "fp8"],
+    ["--tp", "2", "--sp", "--recompute", "op"],
+])
+def test_total_formula_is_the_per_gpu_figure(extra, capsys):
+    """train --json's formula "total" (states + gathered + fp8 copies + activations + Max(loss_peak,
+    working)) evaluates to per_gpu_bytes exactly, and is a term tree: differentiable in B."""
+    import sympy
+
+    from symcost.core.exprparse import parse
+    from symcost.core.notation import sym
+    assert main(["train", "llama-3.1-8b", "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0
+    r = json.loads(capsys.readouterr().out)
+    v = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"], sym.B: 1, sym.T: 4096,
+         sym.b_a: 2}
+    total = parse(r["formula"]["total"])
+    assert int(sympy.ceiling(total.xreplace(v))) == r["per_gpu_bytes"]
+    assert "working" in r["formula"] and sympy.diff(total, sym.B) != 0

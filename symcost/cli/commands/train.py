@@ -185,7 +185,8 @@ def _formula(m, tm) -> dict:
     def tot(v):
         return v.total if isinstance(v, Terms) else v
     # "total": states + gathered + fp8 copies + activations + Max(loss_peak, working) (``memory.total_formula``)
-    return {k: str(tot(v).xreplace(m.values)) for k, v in tm.formula.items()}
+    return {k: str(tot(v).xreplace(m.values)) for k, v in tm.formula.items()
+            if not (k == "fp8_weights" and v == 0)}
 
 
 def _train_payload(m, args, tm, g) -> dict:
@@ -203,7 +204,8 @@ def _train_payload(m, args, tm, g) -> dict:
             **({} if tm.host_node is None else {"host_bytes_per_node_deepspeed_estimator": tm.host_node}), "hsdp_shard": args.hsdp_shard,
             "virtual_stages": args.virtual_stages, "capacity_factor": _capacity(args),
             "heaviest_stage": tm.stage, "micro_batches": tm.micro_batches, "in_flight_micro_batches": tm.in_flight,
-            "stages": [{k: v for k, v in r.items()} for r in tm.stages],
+            "stages": [{k: v for k, v in r.items() if not (k == "fp8_weights" and args.precision == "bf16")
+                        and not (k == "host_activations" and args.offload_activations is None)} for r in tm.stages],
             "flops_per_step": tm.flops_per_step, "gpus": args.dp * args.tp * args.pp * args.cp,
             "fits": None if g is None else tm.per_gpu <= budget_bytes(g, args.headroom_gib), "gpu": g.name if g else None,
             "zero": args.zero, "sp": args.sp, "recompute": args.recompute,
