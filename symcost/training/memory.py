@@ -55,6 +55,7 @@ from . import fp8
 from . import offload as act_offload
 from .flops import padded_expert_flops, train_flops
 from .mtp import describe as describe_mtp
+from .mtp import with_mtp
 from .framework import framework
 from .plan import _split, param_kind, rank_stages, stages
 from .recompute import add_up, recomputed_units
@@ -216,7 +217,9 @@ def _tree_total(c, bw, capacity, sp, tp, cp):
 
 def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMemory:
     """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here);
-    ``gpus_per_node`` only for DeepSpeed's host bytes per node (``host_node``)."""
+    ``gpus_per_node`` only for DeepSpeed's host bytes per node (``host_node``). The MTP modules the
+    setup trains (``setup.mtp``) join the model first (``mtp.with_mtp``)."""
+    model = with_mtp(model, setup.mtp)
     setup.check(model)
     plan, states_opt, rc, bw = setup.plan, setup.states, setup.recompute, setup.backward
     seq, micro_batch, virtual, capacity = setup.seq, setup.micro_batch, setup.virtual, setup.capacity

@@ -87,6 +87,8 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     from .steptime import comm_seconds
     from .steptime import kernel_step as step_at
 
+    from .mtp import with_mtp
+    model = with_mtp(model, setup.mtp)  # the MTP modules trained (their kernels on the last rank)
     compute.check_precision(precision, gpu)
     schedule = schedule or ("interleaved" if setup.virtual > 1 else "1f1b")
     check_schedule(schedule, setup.plan.pp, setup.micro_batches, setup.virtual)

@@ -884,6 +884,8 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     """The ``top`` fastest candidates that fit (ties: less memory first). ``setup``: what is not
     swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
     ``offload``: None sweeps, a value pins."""
+    from .mtp import with_mtp
+    model = with_mtp(model, setup.mtp)  # the MTP modules trained, as train counts them
     check_capacity(model, setup.capacity)
     links = links or Links.of(gpu)
     fw = framework(setup.states.framework)

@@ -71,6 +71,7 @@ class TrainSetup:
     #: activation offload (``offload.py``): layers per stage whose saved activations go to the host,
     #: None = off, -1 = all but one of each stage's layers (Megatron's largest --cpu-offloading-num-layers)
     act_offload: int | None = None
+    mtp: object = "auto"  # --mtp: MTP modules trained (``mtp.with_mtp``: auto = the config's, 0, N)
 
     @classmethod
     def of(cls, *, seq: int, micro_batch: int = 1, global_batch: int | None = None, dp=1, tp=1, pp=1, ep=1,
@@ -80,7 +81,7 @@ class TrainSetup:
            capacity=None, framework=None, reshard="default", loss_chunks=1,
            recompute_modules=None, etp=None, first_stage_layers=None, last_stage_layers=None,
            account_embedding=False, account_loss=False, pipeline_layout=None, precision="bf16",
-           schedule=None, act_offload=None) -> "TrainSetup":
+           schedule=None, act_offload=None, mtp="auto") -> "TrainSetup":
         """A setup from the command line's option names (``symcost train`` / ``comm``). ``etp`` is
         Megatron's expert-tensor-parallel size: experts over ep·etp ranks, folded here into the
         engine's N_ep = ep·etp/N_tp (``fold_experts``)."""
@@ -96,7 +97,8 @@ class TrainSetup:
                    backward=Backward(kernel=kernel, recompute="none" if recompute == "op" else recompute,
                                      act_dtype=act_dtype, scan=scan),
                    virtual=virtual, activations=activation_model, capacity=capacity, reshard=reshard,
-                   loss_chunks=loss_chunks, precision=precision, schedule=schedule, act_offload=act_offload)
+                   loss_chunks=loss_chunks, precision=precision, schedule=schedule, act_offload=act_offload,
+                   mtp=mtp)
 
     def replace(self, **options) -> "TrainSetup":
         """This setup with some options (``of``'s names) changed."""
@@ -114,7 +116,7 @@ class TrainSetup:
                    loss_chunks=self.loss_chunks, recompute_modules=r.modules, etp=p.etp,
                    first_stage_layers=p.first, last_stage_layers=p.last, account_embedding=p.embed_slot,
                    account_loss=p.loss_slot, pipeline_layout=p.layout, precision=self.precision,
-                   schedule=self.schedule, act_offload=self.act_offload)
+                   schedule=self.schedule, act_offload=self.act_offload, mtp=self.mtp)
         if p.etp is not None:  # ``of`` folds --ep with --etp: give it the flag's value back
             out["ep"] = p.ep * p.tp // p.etp
         return out

@@ -83,7 +83,8 @@ def _training(args) -> TrainSetup:
                 etp=args.etp, first_stage_layers=args.first_stage_layers, last_stage_layers=args.last_stage_layers,
                 account_embedding=args.account_embedding, account_loss=args.account_loss,
                 pipeline_layout=args.pipeline_layout, precision=getattr(args, "precision", "bf16"),
-                schedule=getattr(args, "schedule", None), act_offload=getattr(args, "offload_activations", None))
+                schedule=getattr(args, "schedule", None), act_offload=getattr(args, "offload_activations", None),
+                mtp=getattr(args, "mtp", "auto"))
 
 
 def _links(args, g):
@@ -147,7 +148,7 @@ def _search(m, args):
     base = TrainSetup.of(seq=args.seq, global_batch=args.global_batch, capacity=args.capacity_factor,
                          kernel=args.attention_kernel, act_dtype=args.act_dtype, scan=args.scan,
                          grad_dtype=args.grad_dtype, optimizer=args.optimizer, framework=args.framework,
-                         loss_chunks=args.loss_chunks)
+                         loss_chunks=args.loss_chunks, mtp=args.mtp)
     t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, base, gpus=args.gpus, gpu=g, zero=args.zero, recompute=args.recompute, sp=args.sp,
                virtual=args.virtual_stages, hsdp=args.hsdp_shard, offload=args.offload, links=_links(args, g),
