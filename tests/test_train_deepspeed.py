@@ -68,7 +68,8 @@ def test_deepspeed_estimators_to_the_byte(name):
         for gpn, nodes in CLUSTERS:
             n = gpn * nodes
             psi, ds_gpu, ds_cpu = _estimate(name, zero, offload, gpn, nodes)
-            setup = TrainSetup.of(seq=256, micro_batch=1, dp=n, zero=zero, offload=offload, framework="deepspeed")
+            # the transformers class DeepSpeed counts has no MTP module: the main model (--mtp 0)
+            setup = TrainSetup.of(seq=256, micro_batch=1, dp=n, zero=zero, offload=offload, framework="deepspeed", mtp=0)
             tm = train_memory(m, setup, gpus_per_node=gpn)
             gpu = tm.weights + tm.gradients + tm.optimizer + tm.gathered
             case = f"{name} ZeRO-{zero} offload={offload} {gpn}x{nodes}"

@@ -145,7 +145,8 @@ def dsv3():
 def test_mtp_on_the_last_stage_and_in_every_count(dsv3):
     t = with_mtp(dsv3)
     setup = TrainSetup.of(seq=4096, micro_batch=1, global_batch=64, dp=8, ep=8, pp=16, zero=1)
-    plain, with_ = train_memory(dsv3, setup), train_memory(t, setup)
+    plain, with_ = train_memory(dsv3, setup.replace(mtp=0)), train_memory(t, setup)
+    assert train_memory(dsv3, setup).per_gpu == with_.per_gpu  # setup.mtp auto: the same modules
     assert [r["layers"] for r in plain.stages] == [
         {k: n for k, n in r["layers"].items() if k != MTP_GROUP} for r in with_.stages]  # the same split
     assert with_.stages[-1]["layers"][MTP_GROUP] == 1

@@ -121,8 +121,10 @@ def test_cp_ring_and_ep_all_to_all():
     assert out == L * 3 * (c - 1) * (s // c) * kv * 2
     ds = symcost.build("deepseek-v3")
     w = int(ds.values[sym.H_q]) * (int(ds.values[sym.D_nope]) + int(ds.values[sym.D_rope]) + int(ds.values[sym.D_v]))
-    one = comm(ds, TrainSetup.of(seq=4096, micro_batch=1, cp=2, dp=1))["bytes"]["cp"]
+    one = comm(ds, TrainSetup.of(seq=4096, micro_batch=1, cp=2, dp=1, mtp=0))["bytes"]["cp"]
     assert one == 61 * 3 * 1 * 2048 * w * 2  # MLA exchanges the expanded per-head K and V
+    mtp = comm(ds, TrainSetup.of(seq=4096, micro_batch=1, cp=2, dp=1))["bytes"]["cp"]
+    assert mtp == 62 * 3 * 1 * 2048 * w * 2  # --mtp auto: the MTP module's MLA layer exchanges too
     mx = symcost.build("mixtral-8x7b-v0.1")
     e = comm(mx, TrainSetup.of(seq=4096, micro_batch=1, dp=8, ep=8))["bytes"]["ep"]
     k, d = int(mx.values[sym.k]), int(mx.values[sym.d])

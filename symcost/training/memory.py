@@ -421,7 +421,7 @@ def extra_exprs(model, setup, tree) -> dict:
     p, bw, capacity, rc = setup.plan, setup.backward, setup.capacity, setup.recompute
     extra = {g.name: (backward_buffers(g.components, sp=p.sp) if g.name in tree else sympy.Integer(0))
              for g in model.groups}
-    if rc.modules is not None and set(rc.modules) & {"mlp", "moe"}:  # a recomputed module's saved set
+    if rc.modules is not None and set(rc.modules) - {"core_attn"}:  # a recomputed module's saved set
         for g in model.groups:                                     # is alive again in its backward
             if g.name in tree:
                 alive = [_tree_total(c, bw, capacity, p.sp, sym.N_tp, sym.N_cp) for c in g.components

@@ -439,6 +439,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     the capacity factor); ``links`` the α–β model (default: ``gpu``'s NVLink, ``Links``' others).
     Without ``mfu``: the kernel-class compute, framework overlap and bubble of
     ``run.kernel_step`` on arrays (``_kernel_compute``, ``_kernel_step``)."""
+    from .mtp import with_mtp
+    model = with_mtp(model, setup.mtp)  # the MTP modules trained, as train_memory counts them
     seq, global_batch, capacity = setup.seq, setup.batch.global_batch, setup.capacity
     kernel, act_dtype, scan = setup.backward.kernel, setup.backward.act_dtype, setup.backward.scan
     grad_dtype, optimizer = setup.states.grad_dtype, setup.states.optimizer
