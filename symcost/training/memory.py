@@ -1,8 +1,15 @@
 """Per-GPU training memory: model states of the heaviest pipeline stage plus the activations 1F1B
 keeps in flight there, and the transients of one micro-batch's backward.
 
-    per GPU = max over stages s of  states_s + gathered_s + min(m, N_pp − s) · A_s
+    per GPU = max over stages s of  states_s + gathered_s + fp8_s + min(m, N_pp − s) · A_s
                                     + max(loss_peak_s, working_s)
+
+(``formula``'s ``total`` is this sum as one term tree.) ``fp8_s``: FP8 training's weight copies
+(``fp8``, ``--precision``); under DualPipe (``--schedule dualpipe``) rank s also holds stage
+N_pp − 1 − s: both stages' states and (N_pp + 1)/2 micro-batches of each one's activations
+(``schedule.dualpipe_held``); with ``--offload-activations`` the offloaded layers' saved sets are on
+the host (``host_activations``) and one of them in transit on the GPU (``offload``); the MTP modules
+(``--mtp``, ``mtp.with_mtp``) are layers of the last stage like any other.
 
 ``gathered_s``: ZeRO-3 / FSDP's unsharded working set (``states.gathered_terms``, the framework's
 wrapping unit and prefetch, every offload mode); ``loss_peak_s``: the logits and cross-entropy
