@@ -513,7 +513,8 @@ LOSS_CHUNKS = Option(("--loss-chunks",), "train", "cross-entropy over N chunks o
 RECOMPUTE_MODULES = Option(("--recompute-modules",), "train", "with --recompute selective, Megatron's "
                            "--recompute-modules, comma-separated: core_attn (the default: the attention core), mlp "
                            "(a dense FFN from its input), moe (an MoE block from its input), layernorm (the two "
-                           "pre-norms, their outputs discarded), moe_act (the experts' activation): the activations line",
+                           "pre-norms, their outputs discarded), moe_act (the experts' activation), mla_up_proj (MLA's up projections and RoPE): the "
+                           "activations line",
                            metavar="M,M", example="core_attn,mlp")
 VOCAB_PAD = Option(("--vocab-pad",), "train", "pad the vocabulary V up to a multiple of N x tp (Megatron's "
                    "--make-vocab-size-divisible-by N): every term with V (embedding, head, logits, loss_peak) "

@@ -139,7 +139,7 @@ def op_saved(components, bw: Backward) -> list[Saved]:
 
 
 #: Megatron-LM's ``--recompute-modules`` (selective granularity) symcost models, and what each keeps
-RECOMPUTE_MODULES = ("core_attn", "mlp", "moe", "layernorm", "moe_act")
+RECOMPUTE_MODULES = ("core_attn", "mlp", "moe", "layernorm", "moe_act", "mla_up_proj")
 #: the two pre-norms of a Megatron transformer layer (``input_layernorm``, ``pre_mlp_layernorm``) as the
 #: engine's Norms name them; ``layernorm`` recomputation applies to layers built of exactly these
 PRE_NORMS = ("input_layernorm", "post_attention_layernorm")
@@ -161,6 +161,12 @@ def module_records(c, bw: Backward, modules, capacity=None) -> list[Saved]:
       moe_act    the routed experts' activation: its input, fc1's output (``experts/gate_up``), stays
                  saved; the activation's own tensors (``experts/act``) and its output, fc2's input
                  (``experts/down_input``), are discarded (Megatron: grouped-GEMM experts only)
+      mla_up_proj  MLA's up projections and RoPE (``multi_latent_attention.py``
+                 ``qkv_up_proj_and_rope_apply``): the inputs stay (the normed q and kv latents, the
+                 rotary key slice — below fp32 it keeps the kv_a_proj output it is a view of,
+                 b_a·(d_kv + D_rope) — and the shared rotary table); q, k and v, which the core
+                 saved, are discarded (eager's batched PV copy of v, H_q·D_v, when B > 1 and H_q > 1,
+                 is the core's own and stays)
     Others as declared."""
     from ..components.ffn import FFN
     from ..components.norm import Norms
@@ -172,6 +178,18 @@ def module_records(c, bw: Backward, modules, capacity=None) -> list[Saved]:
     if "layernorm" in modules and c.key in ("self_attn", "mlp"):  # the discarded pre-norm output they saved
         recs = module_records(c, bw, tuple(x for x in modules if x != "layernorm"), capacity)
         return [s for s in recs if s.name != "input"]
+    from ..components.mla import MLA
+    if "mla_up_proj" in modules and isinstance(c, MLA):
+        rest = tuple(x for x in modules if x != "mla_up_proj")
+        recs = [s for s in module_records(c, bw, rest, capacity) if s.name not in ("q", "k", "v")]
+        if bw.kernel == "eager" and "core_attn" not in rest:  # matmul(probs, v) folded [B, H_q]: a copy
+            from ..core.primitives import is_one
+            copy = (1 - is_one(sym.B)) * (1 - is_one(c.H_q))
+            recs.append(Saved("v_copy", copy * c.H_q * c.D_v, sym.b_a, doc="eager PV's copy of v (B, H_q > 1)"))
+        if bw.upcast:
+            recs.append(Saved("kv_a_output", c.d_kv + c.D_rope, sym.b_a, "seq",
+                              doc="kv_a_proj's output, kept by the checkpoint's rotary-key input (a view)"))
+        return recs
     if "moe_act" in modules and isinstance(c, MoE):
         recs = module_records(c, bw, tuple(x for x in modules if x != "moe_act"), capacity)
         return [s for s in recs if s.name not in ("experts/act", "experts/down_input")]
@@ -192,6 +210,10 @@ def check_modules(model, modules) -> None:
                 raise SymcostError(f"--recompute-modules layernorm: {model.name}'s {g.name} are not Megatron's pre-norm "
                                    f"layer (input_layernorm + pre_mlp_layernorm; its norms: "
                                    f"{', '.join('/'.join(n) for n in names) or 'none'})")
+    from ..components.mla import MLA
+    if "mla_up_proj" in modules and not any(isinstance(c, MLA) for g in text_groups(model) for c in g.components):
+        raise SymcostError(f"--recompute-modules mla_up_proj: {model.name} has no multi-latent attention (Megatron: "
+                           f"mla_up_proj needs multi_latent_attention)")
     if "moe_act" in modules and not any(isinstance(c, MoE) for g in text_groups(model) for c in g.components):
         raise SymcostError(f"--recompute-modules moe_act: {model.name} has no routed experts (Megatron: moe_act needs "
                            f"the grouped-GEMM experts)")

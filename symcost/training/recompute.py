@@ -61,8 +61,8 @@ class Recompute:
             bad = [x for x in self.modules if x not in RECOMPUTE_MODULES]
             if bad or not self.modules:
                 raise SymcostError(f"--recompute-modules: {', '.join(bad) or 'none given'} not modelled (symcost "
-                                   f"models {', '.join(RECOMPUTE_MODULES)}; Megatron's mla_up_proj, "
-                                   f"shared_experts, gdn/gdp and mhc modules are not)")
+                                   f"models {', '.join(RECOMPUTE_MODULES)}; Megatron's shared_experts, "
+                                   f"gdn/gdp and mhc modules are not)")
         if self.mode != "full" and (self.method, self.layers) != ("uniform", 1):
             raise SymcostError("--recompute-method / --recompute-layers apply to --recompute full only "
                                "(Megatron's --recompute-granularity full)")
