@@ -133,3 +133,21 @@ def test_total_formula_is_the_per_gpu_figure(extra, capsys):
     total = parse(r["formula"]["total"])
     assert int(sympy.ceiling(total.xreplace(v))) == r["per_gpu_bytes"]
     assert "working" in r["formula"] and sympy.diff(total, sym.B) != 0
+
+
+def test_search_counts_fp8_copies_as_train(capsys):
+    """train --search --precision fp8 (Megatron/TE): each printed setup's bytes are train's, FP8 copies
+    included."""
+    base = ["llama-3.1-8b", "--seq", "4096", "--global-batch", "64", "--precision", "fp8", "--framework", "megatron"]
+    assert main(["train", *base, "--search", "--gpus", "16", "--gpu", "H100", "--json"]) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    assert best
+    for b in best[:2]:
+        args = ["--dp", str(b["dp"]), "--tp", str(b["tp"]), "--pp", str(b["pp"]), "--cp", str(b["cp"]),
+                "--micro-batch", str(b["micro_batch"]), "--zero", str(b["zero"]), "--recompute", b["recompute"],
+                "--virtual-stages", str(b["virtual_stages"]), "--offload", b["offload"], *(["--sp"] if b["sp"] else []),
+                *(["--hsdp-shard", str(b["hsdp_shard"])] if b["hsdp_shard"] else [])]
+        assert main(["train", *base, *args, "--json"]) == 0
+        r = json.loads(capsys.readouterr().out)
+        assert r["per_gpu_bytes"] == b["per_gpu_bytes"]
+        assert r["breakdown"]["fp8_weights"] > 0 or b["zero"] == 3

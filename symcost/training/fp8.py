@@ -36,12 +36,12 @@ def keeps_copies(setup) -> bool:
     return setup.precision != "bf16" and setup.states.framework in TE_FRAMEWORKS and setup.plan.zero < 3
 
 
-def gemm_weights(model, setup, layers: dict) -> int:
-    """W_gemm of one rank holding ``layers`` ({group name: count}): its GEMM weight elements on one
-    GPU (module docstring), rounded up per group."""
-    p, v = setup.plan, model.values
+def gemm_parts(model, layers: dict) -> list[tuple[int, int, int, int]]:
+    """(count, TP-split, whole, routed) GEMM weight elements of each layer group of a rank holding
+    ``layers`` ({group name: count}), towers left out (module docstring)."""
+    v = model.values
     groups = {g.name: g for g in model.groups}
-    total = 0
+    out = []
     for name, count in layers.items():
         g = groups[name]
         if g.tower:
@@ -59,9 +59,18 @@ def gemm_weights(model, setup, layers: dict) -> int:
                     split += n
                 else:
                     whole += n
-        per = -(-split // p.tp) + whole + -(-routed // (p.ep * p.tp))
-        total += count * per
-    return total
+        out.append((count, split, whole, routed))
+    return out
+
+
+def gemm_weights(model, setup, layers: dict, tp=None, ep=None):
+    """W_gemm of one rank holding ``layers`` ({group name: count}): its GEMM weight elements on one
+    GPU (module docstring), rounded up per group. ``tp``, ``ep``: the plan's, or arrays of them
+    (``train --search``)."""
+    tp = setup.plan.tp if tp is None else tp
+    ep = setup.plan.ep if ep is None else ep
+    return sum(count * (-(-split // tp) + whole + -(-routed // (ep * tp)))
+               for count, split, whole, routed in gemm_parts(model, layers))
 
 
 def weight_copies(model, setup, layers: dict) -> int:

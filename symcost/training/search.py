@@ -59,6 +59,7 @@ from ..hardware.calibration import efficiency
 from ..hardware.links import Links, collective_seconds, link_bytes_s
 from .activations import activations, backward_buffers, dispatch_buffers, loss_peak, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
+from . import fp8
 from .flops import padded_parts, train_flops
 from .framework import HEADROOM_GIB, budget_bytes, framework
 from .memory import rank_units
@@ -697,6 +698,10 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             f = z_mem(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
             mem_i = sum(pick(f, k, np.int64) for k in ("weights", "gradients", "optimizer"))
             mem_i = mem_i + _gathered(model, setup, fw, p_val, v_val, i, st, zz, zt, ze)
+            if precision != "bf16" and fw.name in fp8.TE_FRAMEWORKS:  # TE's FP8 weight copies, ZeRO < 3
+                w8 = fp8.gemm_weights(model, setup, st["layers"], zt, ze)
+                f8 = 2 * w8 + (-(-2 * w8 // 32) if precision == "mxfp8" else 0)
+                mem_i = mem_i + np.where(zz < 3, f8, 0).astype(np.int64)
             o = {k: np.zeros((2, nz)) for k in Z_bytes}  # [part without m, part × m]
             for kd in Z_bytes:
                 for j in (0, 1):

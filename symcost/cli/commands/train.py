@@ -298,7 +298,8 @@ def _cmd_search(m, args, out):
     fixed = [f for f, given in (("--etp", args.etp), ("--first-stage-layers", args.first_stage_layers),
                                 ("--last-stage-layers", args.last_stage_layers),
                                 ("--account-embedding", args.account_embedding), ("--account-loss", args.account_loss),
-                                ("--pipeline-layout", args.pipeline_layout), ("--schedule", args.schedule)) if given]
+                                ("--pipeline-layout", args.pipeline_layout), ("--schedule", args.schedule),
+                                ("--offload-activations", args.offload_activations)) if given]
     if fixed:
         raise SymcostError(f"--search sweeps even pipeline splits under 1F1B/interleaving with experts sliced over "
                            f"tp; {', '.join(fixed)} apply to one layout (drop --search)")
