@@ -424,7 +424,7 @@ def test_offloaded_optimizer_pays_cpu_adam_and_the_copy_back(capsys):
     """t_cpu = 30·Ψ_h·G_h/(BW_host·η_host) (DGX H100's host row), serial after the backward; the copies
     to the host are exposed under DeepSpeed ZeRO-2 (overlap_comm off below ZeRO-3), hidden behind the
     backward up to it under ZeRO-3; offload is no longer free against the GPU optimizer."""
-    from symcost.training import offload
+    from symcost.training import optimizer_offload as offload
     layout = ["--dp", "8"]
     assert main(_OFF + layout + ["--zero", "2"]) == 0
     base = json.loads(capsys.readouterr().out)
@@ -445,7 +445,7 @@ def test_offloaded_optimizer_pays_cpu_adam_and_the_copy_back(capsys):
 
 
 def test_cpu_adam_shares_the_host_only_with_the_runs_gpus():
-    from symcost.training import offload
+    from symcost.training import optimizer_offload as offload
     one = offload.cpu_adam_seconds(1e9, "H100", 1)
     assert offload.cpu_adam_seconds(1e9, "H100", 64) == pytest.approx(8 * one)
     assert offload.cpu_adam_seconds(1e9, "GB200", 64) == pytest.approx(

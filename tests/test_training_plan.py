@@ -121,8 +121,10 @@ def test_cp_ring_and_ep_all_to_all():
     assert out == L * 3 * (c - 1) * (s // c) * kv * 2
     ds = symcost.build("deepseek-v3")
     w = int(ds.values[sym.H_q]) * (int(ds.values[sym.D_nope]) + int(ds.values[sym.D_rope]) + int(ds.values[sym.D_v]))
-    one = comm(ds, TrainSetup.of(seq=4096, micro_batch=1, cp=2, dp=1))["bytes"]["cp"]
+    one = comm(ds, TrainSetup.of(seq=4096, micro_batch=1, cp=2, dp=1, mtp=0))["bytes"]["cp"]
     assert one == 61 * 3 * 1 * 2048 * w * 2  # MLA exchanges the expanded per-head K and V
+    mtp = comm(ds, TrainSetup.of(seq=4096, micro_batch=1, cp=2, dp=1))["bytes"]["cp"]
+    assert mtp == 62 * 3 * 1 * 2048 * w * 2  # --mtp auto: the MTP module's MLA layer exchanges too
     mx = symcost.build("mixtral-8x7b-v0.1")
     e = comm(mx, TrainSetup.of(seq=4096, micro_batch=1, dp=8, ep=8))["bytes"]["ep"]
     k, d = int(mx.values[sym.k]), int(mx.values[sym.d])
@@ -200,7 +202,8 @@ def test_deepseek_v3_budget_cli(capsys):
     assert main(["budget", "deepseek-v3", "--tokens", "14800000000000", "--gpus", "2048", "--gpu", "H800",
                  "--gpu-hours", "2664000", "--seq", "4096", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
-    m = symcost.build("deepseek-v3")
+    from symcost.training.mtp import with_mtp
+    m = with_mtp(symcost.build("deepseek-v3"))  # --mtp auto: its one MTP module is trained, as DeepSeek did
     per_seq = symcost.training.train_flops(m).total_at(m.values_with(T=4096, B=1))
     flops = float(per_seq * Fraction(14_800_000_000_000, 4096))
     assert r["flops"] == pytest.approx(flops)
@@ -222,8 +225,8 @@ def test_train_formula_round_trip(model, extra, capsys):
     v = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"], sym.B: 1,
          sym.T: 4096, sym.b_a: 2}
     total = parse(r["formula"]["total"]).xreplace(v)
-    b = r["breakdown"]  # per GPU = ... + max(loss_peak, recompute_working); the formula's total is the loss's moment
-    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - max(b["recompute_working"], b["loss_peak"]) + b["loss_peak"]
+    # per GPU = states + gathered + activations + Max(loss_peak, working): the whole figure, one term tree
+    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"]
     assert sympy.diff(parse(r["formula"]["optimizer"]), sym.N_dp) != 0 or r["zero"] == 0
 
 

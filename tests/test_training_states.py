@@ -274,11 +274,8 @@ def test_formulas_round_trip(model, extra, capsys):
     v = {sym.N_dp: r["dp"], sym.N_tp: r["tp"], sym.N_cp: r["cp"], sym.N_ep: r["ep"], sym.B: 1,
          sym.T: 4096, sym.b_a: 2, sym.N_sh: r["hsdp_shard"] or r["dp"]}
     total = parse(r["formula"]["total"]).xreplace(v)
-    # per GPU = states + gathered + activations + max(loss_peak, working); the total formula is the
-    # peak at the loss (the working set, a recomputed layer's at another moment, has no formula)
-    bd = r["breakdown"]
-    loss, work = bd.get("loss_peak", 0), bd["recompute_working"]
-    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"] - max(loss, work) + loss
+    # per GPU = states + gathered + activations + Max(loss_peak, working): the whole figure, one term tree
+    assert int(sympy.ceiling(total)) == r["per_gpu_bytes"]
     if r["offload"] != "none":
         assert int(sympy.ceiling(parse(r["formula"]["host"]).xreplace(v))) == r["host_bytes_per_gpu"]
     assert main(["comm", model, "--seq", "4096", "--micro-batch", "1", "--json", *extra]) == 0

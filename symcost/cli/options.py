@@ -114,6 +114,21 @@ def shard(name):
     return parse
 
 
+def layers_or_all(name):
+    """A positive integer, or ``all`` (returned as -1)."""
+    def parse(text):
+        if text.strip().lower() == "all":
+            return -1
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a positive number of layers or 'all', got {_shown(text)!r}")
+        return value
+    return parse
+
+
 def positive(name):
     """A positive integer, with the size suffixes of ``parse_size``."""
     def parse(text):
@@ -526,7 +541,9 @@ LOSS_CHUNKS = Option(("--loss-chunks",), "train", "cross-entropy over N chunks o
                      default=1, metavar="N", example="8")
 RECOMPUTE_MODULES = Option(("--recompute-modules",), "train", "with --recompute selective, Megatron's "
                            "--recompute-modules, comma-separated: core_attn (the default: the attention core), mlp "
-                           "(a dense FFN from its input), moe (an MoE block from its input): the activations line",
+                           "(a dense FFN from its input), moe (an MoE block from its input), layernorm (the two "
+                           "pre-norms, their outputs discarded), moe_act (the experts' activation), mla_up_proj (MLA's up projections and RoPE): the "
+                           "activations line",
                            metavar="M,M", example="core_attn,mlp")
 VOCAB_PAD = Option(("--vocab-pad",), "train", "pad the vocabulary V up to a multiple of N x tp (Megatron's "
                    "--make-vocab-size-divisible-by N): every term with V (embedding, head, logits, loss_peak) "
@@ -534,6 +551,15 @@ VOCAB_PAD = Option(("--vocab-pad",), "train", "pad the vocabulary V up to a mult
 RESHARD = Option(("--reshard-after-forward",), "train", "FSDP/ZeRO-3 reshard_after_forward: off keeps every unit "
                  "unsharded from forward to backward (the gathered line); default: on, off under --pp > 1 "
                  "with --framework torchtitan", choices=("default", "on", "off"), default="default", example="off")
+OFFLOAD_ACTIVATIONS = Option(("--offload-activations",), "train", "activation offload to the host (Megatron's "
+                             "--cpu-offloading --cpu-offloading-num-layers N): the saved activations of the first N "
+                             "layers of each stage leave the GPU (the activations line keeps the other layers and "
+                             "one layer in transit; host_activations the rest); all = every layer but the last",
+                             kind=layers_or_all, metavar="N|all", example="all")
+MTP = Option(("--mtp",), "train", "multi-token-prediction modules trained (Megatron's --mtp-num-layers) on the last "
+             "stage: their states, saved activations, loss peak and FLOPs; auto = the config's count "
+             "(num_nextn_predict_layers), 0 = none (default auto)", kind=None, default="auto", metavar="auto|0|N",
+             example="0")
 ACT_DTYPE = Option(("--act-dtype",), "train", choices=TRAIN_DTYPES, default="bf16", example="fp32")
 ATTENTION_KERNEL = Option(("--attention-kernel",), "train", choices=("flash", "eager"), default="flash",
                           example="eager")

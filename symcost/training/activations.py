@@ -20,7 +20,8 @@ saved-tensors count does not see.
 
 Training runs on text tokens: a vision or audio tower (and its projector) is fed no image and
 saves nothing (``Component.modality``); its encoder layer groups are left out, also under full
-recompute. MTP / next-n modules are not trained (transformers builds none; they sit in the model's ``extras``).
+recompute. MTP / next-n modules are trained as one more layer group on the last stage under
+``--mtp`` (``mtp.with_mtp``: their components, like any layer's).
 Images in the training sequence are not modelled (the train command has no
 ``--images``); the tower's per-image FLOPs are in ``symcost flops --images``.
 
@@ -138,22 +139,84 @@ def op_saved(components, bw: Backward) -> list[Saved]:
 
 
 #: Megatron-LM's ``--recompute-modules`` (selective granularity) symcost models, and what each keeps
-RECOMPUTE_MODULES = ("core_attn", "mlp", "moe")
+RECOMPUTE_MODULES = ("core_attn", "mlp", "moe", "layernorm", "moe_act", "mla_up_proj")
+#: the two pre-norms of a Megatron transformer layer (``input_layernorm``, ``pre_mlp_layernorm``) as the
+#: engine's Norms name them; ``layernorm`` recomputation applies to layers built of exactly these
+PRE_NORMS = ("input_layernorm", "post_attention_layernorm")
 
 
 def module_records(c, bw: Backward, modules, capacity=None) -> list[Saved]:
     """What component ``c`` keeps under Megatron's selective recomputation of ``modules``
-    (``transformer_layer.py`` / ``--recompute-modules``): ``core_attn`` (the default) recomputes the
-    attention core (the attention components' ``selective`` declaration: q, k, v kept); ``mlp`` a
-    dense FFN and ``moe`` an MoE block from their input alone (b_a·d, hidden-wide). Others as declared."""
+    (``transformer_layer.py`` / ``--recompute-modules``; ``transformer_config.py``: core_attn, mlp and
+    moe use normal checkpointing, layernorm and moe_act output-discarding checkpointing,
+    ``tensor_parallel.CheckpointWithoutOutput``: the function runs under no_grad, its inputs are
+    saved, its output is freed once its consumer has saved it and recomputed in backward):
+
+      core_attn  (the default) the attention core (the attention components' ``selective``
+                 declaration: q, k, v kept)
+      mlp, moe   a dense FFN / an MoE block from its input alone (b_a·d, hidden-wide)
+      layernorm  the layer's two pre-norms (``input_layernorm``, ``pre_mlp_layernorm``): each keeps its
+                 input (b_a·d) instead of its saved set, and the norm's output, which the attention's
+                 and the FFN's first projections saved as their ``input``, is discarded
+      moe_act    the routed experts' activation: its input, fc1's output (``experts/gate_up``), stays
+                 saved; the activation's own tensors (``experts/act``) and its output, fc2's input
+                 (``experts/down_input``), are discarded (Megatron: grouped-GEMM experts only)
+      mla_up_proj  MLA's up projections and RoPE (``multi_latent_attention.py``
+                 ``qkv_up_proj_and_rope_apply``): the inputs stay (the normed q and kv latents, the
+                 rotary key slice — below fp32 it keeps the kv_a_proj output it is a view of,
+                 b_a·(d_kv + D_rope) — and the shared rotary table); q, k and v, which the core
+                 saved, are discarded (eager's batched PV copy of v, H_q·D_v, when B > 1 and H_q > 1,
+                 is the core's own and stays)
+    Others as declared."""
     from ..components.ffn import FFN
+    from ..components.norm import Norms
     if "mlp" in modules and isinstance(c, FFN) or "moe" in modules and isinstance(c, MoE):
         return [Saved("input", c.d, sym.b_a, "seq", doc=f"{c.key} input: the module is recomputed (--recompute-modules)")]
+    if "layernorm" in modules and isinstance(c, Norms) and tuple(c.names) == PRE_NORMS:
+        return [Saved(f"{n}/input", c.dim, sym.b_a, "seq", doc="CheckpointWithoutOutput's saved input (layernorm)")
+                for n in c.names]
+    if "layernorm" in modules and c.key in ("self_attn", "mlp"):  # the discarded pre-norm output they saved
+        recs = module_records(c, bw, tuple(x for x in modules if x != "layernorm"), capacity)
+        return [s for s in recs if s.name != "input"]
+    from ..components.mla import MLA
+    if "mla_up_proj" in modules and isinstance(c, MLA):
+        rest = tuple(x for x in modules if x != "mla_up_proj")
+        recs = [s for s in module_records(c, bw, rest, capacity) if s.name not in ("q", "k", "v")]
+        if bw.kernel == "eager" and "core_attn" not in rest:  # matmul(probs, v) folded [B, H_q]: a copy
+            from ..core.primitives import is_one
+            copy = (1 - is_one(sym.B)) * (1 - is_one(c.H_q))
+            recs.append(Saved("v_copy", copy * c.H_q * c.D_v, sym.b_a, doc="eager PV's copy of v (B, H_q > 1)"))
+        if bw.upcast:
+            recs.append(Saved("kv_a_output", c.d_kv + c.D_rope, sym.b_a, "seq",
+                              doc="kv_a_proj's output, kept by the checkpoint's rotary-key input (a view)"))
+        return recs
+    if "moe_act" in modules and isinstance(c, MoE):
+        recs = module_records(c, bw, tuple(x for x in modules if x != "moe_act"), capacity)
+        return [s for s in recs if s.name not in ("experts/act", "experts/down_input")]
     if "core_attn" in modules and bw.recompute == "none":
         bw = Backward(kernel=bw.kernel, recompute="selective", act_dtype=bw.act_dtype, scan=bw.scan)
     elif "core_attn" not in modules and bw.recompute == "selective":
         bw = Backward(kernel=bw.kernel, recompute="none", act_dtype=bw.act_dtype, scan=bw.scan)
     return _records(c, bw, capacity)
+
+
+def check_modules(model, modules) -> None:
+    """``--recompute-modules`` the model's layers can take (Megatron's own checks where it has them)."""
+    from ..components.norm import Norms
+    if "layernorm" in modules:
+        for g in text_groups(model):
+            names = [tuple(c.names) for c in g.components if isinstance(c, Norms)]
+            if PRE_NORMS not in names:
+                raise SymcostError(f"--recompute-modules layernorm: {model.name}'s {g.name} are not Megatron's pre-norm "
+                                   f"layer (input_layernorm + pre_mlp_layernorm; its norms: "
+                                   f"{', '.join('/'.join(n) for n in names) or 'none'})")
+    from ..components.mla import MLA
+    if "mla_up_proj" in modules and not any(isinstance(c, MLA) for g in text_groups(model) for c in g.components):
+        raise SymcostError(f"--recompute-modules mla_up_proj: {model.name} has no multi-latent attention (Megatron: "
+                           f"mla_up_proj needs multi_latent_attention)")
+    if "moe_act" in modules and not any(isinstance(c, MoE) for g in text_groups(model) for c in g.components):
+        raise SymcostError(f"--recompute-modules moe_act: {model.name} has no routed experts (Megatron: moe_act needs "
+                           f"the grouped-GEMM experts)")
 
 
 def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp, capacity=None,
@@ -169,6 +232,8 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
     ``--recompute-modules`` under selective recomputation (``module_records``; None = core_attn).
     """
     kw = dict(sp=sp, tp=tp, cp=cp)
+    if modules is not None:
+        check_modules(model, modules)
     out = Terms()
     for c in model.pre:
         out.add(c.key, _tree(_records(c, bw), **kw), c.label())

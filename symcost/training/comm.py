@@ -71,6 +71,8 @@ def comm(model, setup: TrainSetup, *, grad_sync="every", sp_regather=True) -> di
     first N per chunk) repeats its forward collectives. The bytes are ``formulas`` (one expression
     per dimension and pipeline rank, in the layout symbols) substituted with the setup's layout;
     the busiest rank of each dimension is reported."""
+    from .mtp import with_mtp
+    model = with_mtp(model, setup.mtp)  # the MTP modules trained (their EP all-to-alls, their states)
     plan, states_opt, rc = setup.plan, setup.states, setup.recompute
     plan.check(model, setup.seq)
     states_opt.check(plan)

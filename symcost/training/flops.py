@@ -35,6 +35,7 @@ from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.terms import Terms, exact
 from .activations import routed_rows
+from .mtp import MTP_GROUP
 
 B, T = sym.B, sym.T
 
@@ -134,6 +135,9 @@ def preset_torchtitan(model) -> sympy.Expr:
             elif isinstance(c, MLA):
                 attn += g.count * 6 * c.H_q * (c.D_nope + c.D_rope + c.D_v) * T
     tied = sum((6 * c.d * c.V for c in model.post if isinstance(c, LMHead) and c.tied), sympy.Integer(0))
+    # trained MTP modules (``mtp.with_mtp``): their parameters and attention are in the sums above; the
+    # shared head's GEMM per module, which has no parameter of its own there, is added like a tied head's
+    tied += sum((g.count * 6 * sym.d * sym.V for g in model.groups if g.name == MTP_GROUP), sympy.Integer(0))
     return (6 * _non_embedding_active(model) + tied + attn) * B * T
 
 
@@ -194,6 +198,8 @@ def preset_megatron(model, *, swiglu_only: bool = False) -> sympy.Expr:
     total = sympy.Integer(0)
     last = None
     for g in model.groups:
+        if g.name == MTP_GROUP:  # Megatron's own MTP term below (L_mtp extra layers of the last kind)
+            continue
         per = sympy.Integer(0)
         for c in g.components:
             per += _megatron_standard_term(c, swiglu_only)
@@ -249,6 +255,8 @@ def _megatron_hybrid(model) -> sympy.Expr:
     d = sym.d
     fwd = sympy.Integer(0)
     for g in model.groups:
+        if g.name == MTP_GROUP:  # Megatron's hybrid count: the MTP logits below, no MTP layer term
+            continue
         for c in g.components:
             if isinstance(c, Attention):
                 term = 4 * c.D_h * (c.H_q * c.d + c.H_kv * c.d + c.H_q * T / 2)
@@ -284,6 +292,8 @@ def preset_maxtext(model) -> sympy.Expr:
     weights = sympy.Integer(0)
     attention = sympy.Integer(0)
     for g in model.groups:
+        if g.name == MTP_GROUP:  # MaxText's count has no MTP term: the main model's
+            continue
         for c in g.components:
             if isinstance(c, Attention):
                 weights += g.count * 2 * B * T * c.d * (c.H_q + 2 * c.H_kv) * c.D_h

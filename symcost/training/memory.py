@@ -1,8 +1,15 @@
 """Per-GPU training memory: model states of the heaviest pipeline stage plus the activations 1F1B
 keeps in flight there, and the transients of one micro-batch's backward.
 
-    per GPU = max over stages s of  states_s + gathered_s + min(m, N_pp − s) · A_s
+    per GPU = max over stages s of  states_s + gathered_s + fp8_s + min(m, N_pp − s) · A_s
                                     + max(loss_peak_s, working_s)
+
+(``formula``'s ``total`` is this sum as one term tree.) ``fp8_s``: FP8 training's weight copies
+(``fp8``, ``--precision``); under DualPipe (``--schedule dualpipe``) rank s also holds stage
+N_pp − 1 − s: both stages' states and (N_pp + 1)/2 micro-batches of each one's activations
+(``schedule.dualpipe_held``); with ``--offload-activations`` the offloaded layers' saved sets are on
+the host (``host_activations``) and one of them in transit on the GPU (``offload``); the MTP modules
+(``--mtp``, ``mtp.with_mtp``) are layers of the last stage like any other.
 
 ``gathered_s``: ZeRO-3 / FSDP's unsharded working set (``states.gathered_terms``, the framework's
 wrapping unit and prefetch, every offload mode); ``loss_peak_s``: the logits and cross-entropy
@@ -51,13 +58,17 @@ from .activations import (
     per_layer,
     shared_tensors,
 )
+from . import fp8
+from . import activation_offload as act_offload
 from .flops import padded_expert_flops, train_flops
+from .mtp import describe as describe_mtp
+from .mtp import with_mtp
 from .framework import framework
 from .plan import _split, param_kind, rank_stages, stages
 from .recompute import add_up, recomputed_units
-from .schedule import in_flight, peak
+from .schedule import dualpipe_held, in_flight, peak
 from .setup import TrainSetup, has_experts
-from .states import estimator_host_node, gathered_terms, param_groups, zero_terms
+from .states import estimator_host_node, gathered_terms, param_groups, rounded_states, zero_terms
 
 
 @dataclass
@@ -79,6 +90,8 @@ class TrainMemory:
     gathered: int = 0  # ZeRO-3 / FSDP's unsharded working set (``states.gathered_terms``)
     loss_peak: int = 0  # the head and loss transient (``activations.loss_peak``)
     host_node: int | None = None  # --framework deepspeed: the estimators' host bytes per node
+    fp8_weights: int = 0  # FP8 training's weight copies (``fp8``)
+    host_activations: int = 0  # offloaded saved activations on the host (``offload``), not in per_gpu
 
 
 def layout_values(model, setup) -> dict:
@@ -174,7 +187,9 @@ def model_states(model, setup) -> list[dict]:
     rows = []
     for st in rank_stages(model, p.pp, setup.virtual, p):
         f = state_formula(st, setup)
-        rows.append({**{k: int(sympy.ceiling(x.xreplace(vals))) for k, x in f.items()},
+        sub = {k: x.xreplace(vals) for k, x in f.items()}
+        rows.append({"host": int(sympy.ceiling(sub["host"])),
+                     **{k: int(x) for k, x in rounded_states(sub, setup.states.framework).items()},
                      "params_dense": Fraction(st["split"], p.tp) + st["whole"],
                      "params_experts": Fraction(st["experts"], p.ep * p.tp), "layers": st["layers"],
                      "chunks": st.get("chunks", [st])})
@@ -209,7 +224,9 @@ def _tree_total(c, bw, capacity, sp, tp, cp):
 
 def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMemory:
     """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here);
-    ``gpus_per_node`` only for DeepSpeed's host bytes per node (``host_node``)."""
+    ``gpus_per_node`` only for DeepSpeed's host bytes per node (``host_node``). The MTP modules the
+    setup trains (``setup.mtp``) join the model first (``mtp.with_mtp``)."""
+    model = with_mtp(model, setup.mtp)
     setup.check(model)
     plan, states_opt, rc, bw = setup.plan, setup.states, setup.recompute, setup.backward
     seq, micro_batch, virtual, capacity = setup.seq, setup.micro_batch, setup.virtual, setup.capacity
@@ -224,7 +241,8 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
     (n_dense, rep), (n_exp, _) = states_opt.groups(plan)
     notes = [bw.describe(), f"layout {plan.dp}×{plan.tp}×{plan.pp}×{plan.cp} (dp×tp×pp×cp) = {plan.world} "
              f"GPUs; experts over ep={plan.ep}, their data-parallel size dp·cp/ep = {plan.expert_dp}",
-             ("1F1B: the first stage holds min(m, pp) micro-batches of activations" if virtual == 1 else
+             ("DualPipe: each rank holds (pp+1)/2 micro-batches of each of its two stages" if setup.schedule == "dualpipe"
+              else "1F1B: the first stage holds min(m, pp) micro-batches of activations" if virtual == 1 else
               f"interleaved 1F1B, {virtual} model chunks per stage: Megatron's schedule replayed, the first "
               f"stage holds pp·(1 + (pp−1)/(pp·v)) micro-batches' worth when the chunks are alike"),
              measured_note(model)]
@@ -245,8 +263,11 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
         if virtual > 1:
             raise SymcostError("--virtual-stages needs --activations engine (the preset has no per-chunk split)")
         tree = korthikanti(model, recompute=recompute, sp=sp or tp == 1, tp=tp, cp=cp)
+        if setup.act_offload is not None:
+            raise SymcostError("--offload-activations needs --activations engine (the preset has no per-layer split)")
         per_stage_acts = [int(sympy.floor(tree.total.xreplace(vals) / pp))] * pp
         working = [0] * pp
+        transit, host_acts = [0] * pp, [[] for _ in range(pp)]
         notes.append("activations: Korthikanti et al. 2022 Table 2 (dense GPT layer, 2-byte), preset")
     else:
         tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity, op=rc.mode == "op",
@@ -262,39 +283,32 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
         kept = {n: Fraction(exact(tree[n].total, vals), c) for n, c in units.items()}
         saved = kept
         if rc.mode in ("full", "op"):
-            saved = {n: Fraction(exact(t.total, vals)) for n, t in per_layer(model, bw, capacity, sp=sp, tp=tp,
-                                                                               cp=cp).items()}
+            saved = {n: Fraction(exact(t, vals)) for n, t in saved_exprs(model, setup).items()}
         order = model.layers()
         if rc.mode == "full" and rc.method in ("block", "every"):  # the groups with layers it does not rerun keep
             all_units = add_up([ch["layers"] for ch in chunks])  # their shared tensors (RoPE tables)
             keep = {g for g, n in all_units.items() if n > rerun.get(g, 0)}
             pre += (shared_tensors(model, bw, set(rerun), keep, sp=sp, tp=tp, cp=cp).total_at(vals)
                     - (exact(tree["shared"].total, vals) if "shared" in tree else 0))
-        # working memory of a layer's backward: its gradient buffers (``backward_buffers``), and with EP
-        # its dispatch buffers
-        extra = {g.name: (exact(backward_buffers(g.components, sp=sp, tp=tp, cp=cp), vals) if g.name in tree else 0)
-                 for g in model.groups}
-        if rc.modules is not None and set(rc.modules) & {"mlp", "moe"}:  # a recomputed module's saved set
-            for g in model.groups:                                     # is alive again in its backward
-                if g.name in tree:
-                    extra[g.name] += max((exact(_tree_total(c, bw, capacity, sp, tp, cp), vals) for c in g.components
-                                          if module_records(c, bw, rc.modules, capacity) != _records(c, bw, capacity)),
-                                         default=0)
-        if ep > 1:
-            for g in model.groups:
-                for c in g.components:
-                    if isinstance(c, MoE):
-                        extra[g.name] += exact(dispatch_buffers(c, capacity, sp=sp, tp=tp, cp=cp), vals)
+        extra = {n: exact(e, vals) for n, e in extra_exprs(model, setup, tree).items()}
         per_stage_acts, working, chunk_acts = [], [], []
+        transit, host_acts = [0] * pp, [[] for _ in range(pp)]  # activation offload (``offload``)
         n_chunks = pp * virtual
         for r, st in enumerate(states):
             accs, works = [], []
             for j, ch in enumerate(st["chunks"]):
                 gid = r + j * pp
                 layers = [order[i] for i in ch["layer_ids"]]
-                held, work = rc.chunk([sum(kept.get(g.name, 0) for g in u) for u in layers],
-                                      [sum(saved.get(g.name, 0) for g in u) for u in layers],
-                                      [sum(extra[g.name] for g in u) for u in layers])
+                k_l = [sum(kept.get(g.name, 0) for g in u) for u in layers]
+                s_l = [sum(saved.get(g.name, 0) for g in u) for u in layers]
+                if setup.act_offload is not None:  # the offloaded layers' saved sets go to the host
+                    if rc.mode == "op":
+                        k_l, moving, away = act_offload.split(k_l, setup)
+                    else:
+                        s_l, moving, away = act_offload.split(s_l, setup)
+                    transit[r] = max(transit[r], ceil(moving))
+                    host_acts[r].append(ceil(away))
+                held, work = rc.chunk(k_l, s_l, [sum(extra[g.name] for g in u) for u in layers])
                 a = ceil(held) + (pre if gid == 0 else 0) + (post if gid == n_chunks - 1 else 0)
                 accs.append(a)
                 works.append(ceil(work))
@@ -318,29 +332,56 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
             "not resharded after forward: the rank's parameters unsharded in bf16 (2 B/param)"
             + (f" and gradients accumulated unsharded over the micro-batches ({fw.reduce_bytes} B/param)"
                if pp > 1 else "")))
+    if describe_mtp(model):
+        notes.append(describe_mtp(model))
+    if fp8.describe(setup):
+        notes.append(fp8.describe(setup))
+    if setup.schedule == "dualpipe":
+        notes.append("DualPipe: each rank holds stage r and stage pp-1-r (parameters 2x: both stages' weights, "
+                     "gradients and optimizer states) and (pp+1)/2 micro-batches of each stage's activations "
+                     "(PP+1 in all; DeepSeek-V3 report Table 2, deepseek-ai/DualPipe README)")
+    if setup.act_offload is not None:
+        notes.append("activation offload (Megatron --cpu-offloading): the first "
+                     + ("all but one" if setup.act_offload == -1 else str(setup.act_offload))
+                     + " layers of each stage keep their saved activations on the host (host_activations), one "
+                       "layer's in transit on the GPU; embedding, head, loss and the backward's working set stay")
     if loss:
         notes.append("loss_peak: logits and cross-entropy gradients of one micro-batch on the last stage"
                      + (f" in {setup.loss_chunks} chunks" if setup.loss_chunks > 1 else "")
                      + "; per GPU = states + gathered + activations + max(loss_peak, recompute_working)")
     rows = []
+    dual = setup.schedule == "dualpipe"
+    fp8_w = [fp8.weight_copies(model, setup, st["layers"]) for st in states]
     for s, st in enumerate(states):
         if virtual == 1 or chunk_acts is None:
             inflight = in_flight(pp, s, m)
             counts = [inflight]
             held = inflight * per_stage_acts[s]
+            host_a = inflight * sum(host_acts[s])
         else:
             counts = peak(pp, s, virtual, m, chunk_acts[s])
             held = sum(c * a for c, a in zip(counts, chunk_acts[s]))
+            host_a = sum(c * a for c, a in zip(counts, host_acts[s]))
             inflight = sympy.Rational(sum(counts), virtual)
-        loss_s = loss if s == pp - 1 else 0
-        total = st["weights"] + st["gradients"] + st["optimizer"] + gathered[s] + held + max(working[s], loss_s)
-        rows.append({"stage": s, "weights": st["weights"], "gradients": st["gradients"],
-                     "optimizer": st["optimizer"], "gathered": gathered[s], "loss_peak": loss_s,
-                     "host": st["host"], "activations": held,
-                     "activations_per_micro_batch": per_stage_acts[s],
+        mirror = pp - 1 - s
+        loss_s = loss if s == pp - 1 or (dual and mirror == pp - 1) else 0
+        w, g, o, hst, f8 = st["weights"], st["gradients"], st["optimizer"], st["host"], fp8_w[s]
+        if dual:  # DualPipe: rank s also holds stage pp−1−s (``schedule.dualpipe_held``)
+            ms = states[mirror]
+            w, g, o, hst, f8 = w + ms["weights"], g + ms["gradients"], o + ms["optimizer"], hst + ms["host"], \
+                f8 + fp8_w[mirror]
+            inflight = sympy.Rational(pp + 1, 2)
+            counts = [inflight]
+            held = dualpipe_held(pp, per_stage_acts[s], per_stage_acts[mirror])
+            host_a = dualpipe_held(pp, sum(host_acts[s]), sum(host_acts[mirror]))
+        held += max(transit[s], transit[mirror]) if dual else transit[s]
+        total = w + g + o + f8 + gathered[s] + held + max(working[s], loss_s)
+        rows.append({"stage": s, "weights": w, "gradients": g, "optimizer": o, "gathered": gathered[s],
+                     "fp8_weights": f8, "loss_peak": loss_s, "host": hst, "host_activations": host_a,
+                     "activations": held, "activations_per_micro_batch": per_stage_acts[s],
                      "in_flight": int(inflight) if sympy.Integer(inflight) == inflight else str(inflight),
-                     "in_flight_chunks": counts, "recompute_working": working[s], "per_gpu": total,
-                     "layers": st["layers"]})
+                     "in_flight_chunks": [int(c) if sympy.Integer(c) == c else str(c) for c in counts],
+                     "recompute_working": working[s], "per_gpu": total, "layers": st["layers"]})
     heavy = max(rows, key=lambda r: r["per_gpu"])
     # op-level checkpointing reruns every second dense matmul: not counted in the FLOPs per step (left out)
     ftree = train_flops(model, recompute="none" if recompute == "op" else recompute, recomputed=rerun)
@@ -356,6 +397,7 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
                       heavy["recompute_working"], formulas, rows)
     out.host = heavy["host"]
     out.gathered, out.loss_peak = heavy["gathered"], heavy["loss_peak"]
+    out.fp8_weights, out.host_activations = heavy["fp8_weights"], heavy["host_activations"]
     if fw.name == "deepspeed":  # the estimators' host figure per node (``states.estimator_host_node``)
         psi = sum(sum(r[k] for k in ("split", "whole", "experts")) for r in stages(model, 1))
         largest = max((sum(u) for u in rank_units(model, setup.replace(pp=1, virtual=1), 0)), default=0)
@@ -367,38 +409,115 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
     out.formula["gathered"] = gathered_formula(model, setup, heavy["stage"], ranks[heavy["stage"]])
     if heavy["loss_peak"]:
         out.formula["loss_peak"] = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.logits_held)
+    if "activations" in out.formula:
+        out.formula["total"] = total_formula(out.formula)
     return out
+
+
+def saved_exprs(model, setup) -> dict:
+    """One layer's saved bytes per group without recomputation (what a recomputed layer brings back),
+    in B, T, b_a and the layout symbols."""
+    p = setup.plan
+    return {n: t.total for n, t in per_layer(model, setup.backward, setup.capacity, sp=p.sp).items()}
+
+
+def extra_exprs(model, setup, tree) -> dict:
+    """The transient working set of one layer's backward per group beyond what stays saved, in B, T,
+    b_a and the layout symbols: its gradient buffers (``backward_buffers``), a module Megatron
+    recomputes (``--recompute-modules``) alive again, and with EP one MoE layer's dispatch buffers."""
+    p, bw, capacity, rc = setup.plan, setup.backward, setup.capacity, setup.recompute
+    extra = {g.name: (backward_buffers(g.components, sp=p.sp) if g.name in tree else sympy.Integer(0))
+             for g in model.groups}
+    if rc.modules is not None and set(rc.modules) - {"core_attn"}:  # a recomputed module's saved set
+        for g in model.groups:                                     # is alive again in its backward
+            if g.name in tree:
+                alive = [_tree_total(c, bw, capacity, p.sp, sym.N_tp, sym.N_cp) for c in g.components
+                         if module_records(c, bw, rc.modules, capacity) != _records(c, bw, capacity)]
+                if alive:
+                    extra[g.name] += sympy.Max(*alive)
+    if p.ep > 1:
+        for g in model.groups:
+            for c in g.components:
+                if isinstance(c, MoE):
+                    extra[g.name] += dispatch_buffers(c, capacity, sp=p.sp)
+    return extra
 
 
 def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
     """The heaviest stage's per-GPU bytes as expressions in the parallel sizes (N_dp, N_tp, N_cp,
     N_ep, and N_sh under HSDP), B, T and b_a, with the stage's parameter counts as numbers: its
-    model states (``state_formula``) and, with the engine's activations, the chunks in flight."""
-    plan, virtual = setup.plan, setup.virtual
-    st = rank_stages(model, plan.pp, virtual, plan)[heavy["stage"]]
-    f = state_formula(st, setup)
-    out = {k: f[k] for k in ("weights", "gradients", "optimizer")}
-    if setup.states.offload != "none":
-        out["host"] = f["host"]
+    model states (``state_formula``; under DualPipe with the mirrored stage's), the FP8 weight
+    copies and, with the engine's activations, the chunks in flight (``recompute.Recompute.chunk``
+    over each layer's expressions, the offloaded layers' sets away), the backward's working set
+    (``working``: a layer's gradient buffers, its recomputed saved set, its EP dispatch) and
+    ``total`` = states + gathered + fp8_weights + activations + Max(loss_peak, working), the
+    per-GPU figure as one term tree (``gathered`` and ``loss_peak`` are added by ``train_memory``)."""
+    plan, virtual, pp = setup.plan, setup.virtual, setup.plan.pp
+    ranks = rank_stages(model, pp, virtual, plan)
+    s_ = heavy["stage"]
+    dual = setup.schedule == "dualpipe"
+    own = [s_, pp - 1 - s_] if dual else [s_]
+    out = {k: sympy.Integer(0) for k in ("weights", "gradients", "optimizer", "host")}
+    for r in own:
+        f = state_formula(ranks[r], setup)
+        for k in out:
+            out[k] += f[k]
+    if setup.states.offload == "none":
+        del out["host"]
+    out["fp8_weights"] = sympy.Integer(heavy["fp8_weights"])
     if engine:
-        bw, sp, capacity = setup.backward, plan.sp, setup.capacity
-        tree = activations(model, bw, sp=sp, capacity=capacity, op=setup.recompute.mode == "op",
-                           loss_chunks=setup.loss_chunks, modules=setup.recompute.modules)
-        n_chunks = plan.pp * virtual
-        counts = heavy["in_flight_chunks"]
-        per = sympy.Integer(0)
-        for j, ch in enumerate(st.get("chunks", [st])):
-            gid = heavy["stage"] + j * plan.pp
-            a = sympy.Integer(0)
-            for grp in model.groups:
-                if grp.name in ch["layers"] and grp.name in tree:
-                    a += ch["layers"][grp.name] * tree[grp.name].total / grp.count
-            if gid == 0:
-                a += sum((tree[c.key].total for c in model.pre if c.key in tree), sympy.Integer(0))
-                if "shared" in tree:
-                    a += tree["shared"].total
-            if gid == n_chunks - 1:
-                a += sum((tree[c.key].total for c in model.post if c.key in tree), sympy.Integer(0))
-            per += counts[j] * a
-        out["activations"] = per.xreplace(model.values)
+        bw, sp, capacity, rc = setup.backward, plan.sp, setup.capacity, setup.recompute
+        tree = activations(model, bw, sp=sp, capacity=capacity, op=rc.mode == "op",
+                           loss_chunks=setup.loss_chunks, modules=rc.modules)
+        order = model.layers()
+        units = {g.name: exact(g.count, model.values) for g in model.groups if g.name in tree}
+        kept = {n: tree[n].total / c for n, c in units.items()}
+        saved = saved_exprs(model, setup) if rc.mode in ("full", "op") else kept
+        extra = extra_exprs(model, setup, tree)
+        n_chunks = pp * virtual
+        pre = sum((tree[c.key].total for c in model.pre if c.key in tree), sympy.Integer(0))
+        if "shared" in tree:
+            pre += tree["shared"].total
+        post = sum((tree[c.key].total for c in model.post if c.key in tree), sympy.Integer(0))
+
+        def chunk(r, j, ch):
+            gid = r + j * pp
+            layers = [order[i] for i in ch["layer_ids"]]
+            k_l = [sum((kept.get(g.name, 0) for g in u), sympy.Integer(0)) for u in layers]
+            s_l = [sum((saved.get(g.name, 0) for g in u), sympy.Integer(0)) for u in layers]
+            moving = sympy.Integer(0)
+            if setup.act_offload is not None:
+                if rc.mode == "op":
+                    k_l, moving, _ = act_offload.split(k_l, setup)
+                else:
+                    s_l, moving, _ = act_offload.split(s_l, setup)
+            held, work = rc.chunk(k_l, s_l, [sum((extra[g.name] for g in u), sympy.Integer(0)) for u in layers])
+            held += (pre if gid == 0 else 0) + (post if gid == n_chunks - 1 else 0)
+            return held, work, moving
+
+        acts, works, moves = [], [], []
+        for r in own:
+            per = sympy.Integer(0)
+            counts = heavy["in_flight_chunks"] if not dual else [1]
+            for j, ch in enumerate(ranks[r].get("chunks", [ranks[r]])):
+                held, work, moving = chunk(r, j, ch)
+                per += sympy.Rational(counts[j]) * held
+                works.append(work)
+                moves.append(moving)
+            acts.append(per)
+        a = sympy.Rational(pp + 1, 2) * (acts[0] + acts[1]) if dual else acts[0]
+        out["activations"] = (a + (sympy.Max(*moves) if moves else 0)).xreplace(model.values)
+        out["working"] = sympy.Max(*works).xreplace(model.values) if works else sympy.Integer(0)
     return out
+
+
+def total_formula(parts: dict) -> sympy.Expr:
+    """``formula``'s total: the sum of the per-GPU lines, the loss peak and the backward's working
+    set at their moments (the larger counts)."""
+    keys = ("weights", "gradients", "optimizer", "fp8_weights", "gathered", "activations")
+    tot = sum((_total(parts[k]) for k in keys if k in parts), sympy.Integer(0))
+    return tot + sympy.Max(_total(parts.get("loss_peak", sympy.Integer(0))), parts.get("working", sympy.Integer(0)))
+
+
+def _total(x):
+    return x.total if hasattr(x, "total") else sympy.sympify(x)

@@ -210,13 +210,17 @@ def stages(model, pp: int, sizes: list[int] | None = None) -> list[dict]:
     the encoder shares the first decoder pipeline rank)."""
     v = model.values
     order = model.layers()
+    # the MTP modules (``mtp.MTPModel.tail_layers``) follow the last stage's decoder layers
+    tail = getattr(model, "tail_layers", 0)
+    L = len(order) - tail
     # L/pp layers per stage; when pp does not divide L the L mod pp extra layers go to the
     # interior stages (1, 2, ...), away from the embedding stage and the head stage
     if sizes is None:
-        sizes = stage_sizes(len(order), pp)
-    elif len(sizes) != pp or sum(sizes) != len(order):
-        raise SymcostError(f"pipeline split {sizes} does not cover the L={len(order)} layers in {pp} chunks")
+        sizes = stage_sizes(L, pp)
+    elif len(sizes) != pp or sum(sizes) != L:
+        raise SymcostError(f"pipeline split {sizes} does not cover the L={L} layers in {pp} chunks")
     bounds = [sum(sizes[:i]) for i in range(pp + 1)]
+    bounds[-1] += tail
     emb = _split([c for c in model.pre if c.key not in model.shared_copies], v)
     shared = [(c, model.shared_copies[c.key]) for c in model.pre if c.key in model.shared_copies]
     head = _split(model.post, v)

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sympy
+
 from ..core.errors import SymcostError
 
 METHODS = ("uniform", "block", "every")
@@ -59,8 +61,8 @@ class Recompute:
             bad = [x for x in self.modules if x not in RECOMPUTE_MODULES]
             if bad or not self.modules:
                 raise SymcostError(f"--recompute-modules: {', '.join(bad) or 'none given'} not modelled (symcost "
-                                   f"models {', '.join(RECOMPUTE_MODULES)}; Megatron's layernorm, moe_act, "
-                                   f"mla_up_proj, shared_experts are not)")
+                                   f"models {', '.join(RECOMPUTE_MODULES)}; Megatron's shared_experts, "
+                                   f"gdn/gdp and mhc modules are not)")
         if self.mode != "full" and (self.method, self.layers) != ("uniform", 1):
             raise SymcostError("--recompute-method / --recompute-layers apply to --recompute full only "
                                "(Megatron's --recompute-granularity full)")
@@ -115,6 +117,9 @@ class Recompute:
 def _largest(xs):
     """The largest of non-negative numbers (0 for none), elementwise for NumPy arrays."""
     out = 0
+    xs = list(xs)
+    if any(isinstance(x, sympy.Basic) and not x.is_Number for x in xs):  # expressions (``memory.formula``)
+        return sympy.Max(*xs) if xs else sympy.Integer(0)
     for x in xs:
         if hasattr(x, "shape") or hasattr(out, "shape"):
             import numpy  # lazy: only train --search passes arrays (numpy is optional)

@@ -82,7 +82,7 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     from . import compute
     from .memory import train_memory
     from .moe_work import moe_shape
-    from .offload import HOST_GRAD_BYTES, cpu_adam_seconds, d2h_hides, host_split, offloaded_params
+    from .optimizer_offload import HOST_GRAD_BYTES, cpu_adam_seconds, d2h_hides, host_split, offloaded_params
     from .states import OPTIMIZER_BYTES, WEIGHT_BYTES
     from .plan import rank_stages
     from .recompute import add_up, recomputed_units
@@ -90,6 +90,8 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     from .steptime import comm_seconds
     from .steptime import kernel_step as step_at
 
+    from .mtp import with_mtp
+    model = with_mtp(model, setup.mtp)  # the MTP modules trained (their kernels on the last rank)
     compute.check_precision(precision, gpu)
     schedule = schedule or ("interleaved" if setup.virtual > 1 else "1f1b")
     check_schedule(schedule, setup.plan.pp, setup.micro_batches, setup.virtual)

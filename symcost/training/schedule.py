@@ -79,6 +79,16 @@ def first_stage_microbatches(p: int, v: int):
     return p * (1 + Fraction(p - 1, p * v))
 
 
+def dualpipe_held(p: int, a_own, a_mirror):
+    """Activations one DualPipe rank holds at its peak: PP + 1 micro-batches' worth of a stage
+    (DeepSeek-V3 report Table 2; deepseek-ai/DualPipe README, "Activation: PP+1"), its own stage r
+    and the mirrored stage p − 1 − r taking turns: (p + 1)·(A_r + A_{p−1−r})/2, rounded up (equal
+    to (p + 1)·A for alike stages). DualPipe's parameters: each rank holds both stages (the
+    README's "Parameter 2×"), their weights, gradients and optimizer states each by the ZeRO rule
+    (``memory``: the mirrored stage's states added to the rank's)."""
+    return -(-(p + 1) * (a_own + a_mirror) // 2)
+
+
 # -- the bubble of each schedule ----------------------------------------------------------------------
 #: schedules ``--schedule`` names (``interleaved`` is 1F1B with ``--virtual-stages`` v > 1)
 SCHEDULES = ("1f1b", "interleaved", "zb-h1", "dualpipe")

@@ -66,6 +66,7 @@ from ..hardware.calibration import efficiency
 from ..hardware.links import Links, collective_seconds, link_bytes_s
 from .activations import activations, backward_buffers, dispatch_buffers, loss_peak, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
+from . import fp8
 from .flops import padded_parts, train_flops
 from .framework import HEADROOM_GIB, budget_bytes, framework
 from .memory import rank_units
@@ -73,7 +74,8 @@ from .plan import Plan, layer_kinds, rank_stages
 from .recompute import Recompute, add_up, recomputed_units
 from .schedule import held_states, in_flight
 from .setup import ACT_BYTES, TrainSetup, check_capacity
-from .states import OFFLOAD, OPTIMIZER_BYTES, WEIGHT_BYTES, States, host_ops, host_traffic, param_groups, zero_terms
+from .states import (OFFLOAD, OPTIMIZER_BYTES, WEIGHT_BYTES, States, host_ops, host_traffic, param_groups,
+                     rounded_states, zero_terms)
 from .steptime import bubble, spans
 
 RECOMPUTES = ("none", "selective", "full")
@@ -330,10 +332,10 @@ _PSI = (sympy.Dummy("S"), sympy.Dummy("W"), sympy.Dummy("X"))  # a rank's TP-spl
 
 
 @functools.lru_cache(maxsize=None)
-def _z_terms(pairs: tuple, K, bg: int, bw: int, state_bytes: tuple = ()):
+def _z_terms(pairs: tuple, K, bg: int, bw: int, state_bytes: tuple = (), framework_name: str | None = None):
     """The model-state side of the candidates, compiled once for every (ZeRO, offload) pair asked:
     per pair, ``weights`` / ``gradients`` / ``optimizer`` (a GPU's bytes, exact:
-    ``states.zero_terms``, rounded up per kind as ``train``; the function ``mem`` of the rank's
+    ``states.zero_terms``, rounded as ``train`` rounds them, ``states.rounded_states``; the function ``mem`` of the rank's
     three parameter counts, then N_tp, N_ep, N_cp, N_sh — N_dp when not HSDP — and N_dp) and, per
     parameter group j, the bytes of ``comm``'s collective rules (``dp_collectives``,
     ``replicate_collectives``, ``host_traffic``) per parameter of the group (each moves its Ψ_g:
@@ -365,8 +367,7 @@ def _z_terms(pairs: tuple, K, bg: int, bw: int, state_bytes: tuple = ()):
     for zero, offload in pairs:
         bw_s, bg_s, K_s = sb.get((zero, offload), (bw, bg, Kq))
         st = zero_terms(groups, zero, K_s, bg_s, bw_s, offload)
-        out = {k: name(sympy.ceiling(sympy.sympify(st[k]), evaluate=False), "mem")
-               for k in ("weights", "gradients", "optimizer")}
+        out = {k: name(e, "mem") for k, e in rounded_states(st, framework_name, evaluate=False).items()}
 
         def dp(zero=zero):
             d = {}
@@ -452,6 +453,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     the capacity factor); ``links`` the α–β model (default: ``gpu``'s NVLink, ``Links``' others).
     Without ``mfu``: the kernel-class compute, framework overlap and bubble of
     ``run.kernel_step`` on arrays (``_kernel_compute``, ``_kernel_step``)."""
+    from .mtp import with_mtp
+    model = with_mtp(model, setup.mtp)  # the MTP modules trained, as train_memory counts them
     seq, global_batch, capacity = setup.seq, setup.batch.global_batch, setup.capacity
     kernel, act_dtype, scan = setup.backward.kernel, setup.backward.act_dtype, setup.backward.scan
     grad_dtype, optimizer = setup.states.grad_dtype, setup.states.optimizer
@@ -575,7 +578,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     zo_pairs = [(int(c) // 3, int(c) % 3) for c in zo_code]
     state_bytes = tuple(((z_, OFFLOAD[o_]), States(offload=OFFLOAD[o_], optimizer=optimizer, grad_dtype=grad_dtype,
                                                   framework=fw.name).bytes(z_)) for z_, o_ in zo_pairs)
-    z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw, state_bytes)
+    z_mem, z_traffic, z_names = _z_terms(tuple((z_, OFFLOAD[o_]) for z_, o_ in zo_pairs), Kf, bg, bw, state_bytes,
+                                               fw.name)
     z_names = {(z_, o_): z_names[z_, OFFLOAD[o_]] for z_, o_ in zo_pairs}
     key = (lay["pp"] * 10**6 + lay["v"]) * 2 + (lay["acc"] if "acc" in lay else 0)
     bounds = np.flatnonzero(np.diff(key)) + 1
@@ -717,6 +721,10 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             f = z_mem(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
             mem_i = sum(pick(f, k, np.int64) for k in ("weights", "gradients", "optimizer"))
             mem_i = mem_i + _gathered(model, setup, fw, p_val, v_val, i, st, zz, zt, ze)
+            if precision != "bf16" and fw.name in fp8.TE_FRAMEWORKS:  # TE's FP8 weight copies, ZeRO < 3
+                w8 = fp8.gemm_weights(model, setup, st["layers"], zt, ze)
+                f8 = 2 * w8 + (-(-2 * w8 // 32) if precision == "mxfp8" else 0)
+                mem_i = mem_i + np.where(zz < 3, f8, 0).astype(np.int64)
             o = {k: np.zeros((2, nz)) for k in Z_bytes}  # [part without m, part × m]
             for kd in Z_bytes:
                 for j in (0, 1):
@@ -883,7 +891,7 @@ def _host_step(Z, Z_bytes, gpu, bg, bw, K, framework, world):
     backward) — ``offload``'s rules as ``run.kernel_step`` applies them. Ψ_h from the host traffic:
     (b_g + b_w)·Ψ_h per step with optimizer offload, (2·b_w + b_g)·Ψ_h per micro-batch with parameter
     offload (``states.host_traffic``)."""
-    from .offload import cpu_adam_seconds, d2h_hides
+    from .optimizer_offload import cpu_adam_seconds, d2h_hides
     n = len(Z["off"])
     if "host" not in Z_bytes:
         return np.zeros(n), np.zeros(n)
@@ -961,6 +969,8 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     """The ``top`` fastest candidates that fit (ties: less memory first). ``setup``: what is not
     swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
     ``offload``: None sweeps, a value pins."""
+    from .mtp import with_mtp
+    model = with_mtp(model, setup.mtp)  # the MTP modules trained, as train counts them
     check_capacity(model, setup.capacity)
     links = links or Links.of(gpu)
     fw = framework(setup.states.framework)

@@ -66,6 +66,12 @@ class TrainSetup:
     capacity: Fraction | None = None
     reshard: str = "default"  # FSDP reshard_after_forward: on | off | default (the framework's)
     loss_chunks: int = 1  # cross-entropy chunks (``activations.loss_peak``)
+    precision: str = "bf16"  # GEMM precision: bf16 | fp8 | mxfp8 (``fp8.weight_copies`` in memory)
+    schedule: str | None = None  # pipeline schedule (``schedule.SCHEDULES``; None: 1F1B / interleaved)
+    #: activation offload (``activation_offload.py``): layers per stage whose saved activations go to the host,
+    #: None = off, -1 = all but one of each stage's layers (Megatron's largest --cpu-offloading-num-layers)
+    act_offload: int | None = None
+    mtp: object = "auto"  # --mtp: MTP modules trained (``mtp.with_mtp``: auto = the config's, 0, N)
 
     @classmethod
     def of(cls, *, seq: int, micro_batch: int = 1, global_batch: int | None = None, dp=1, tp=1, pp=1, ep=1,
@@ -74,7 +80,8 @@ class TrainSetup:
            kernel="flash", act_dtype="bf16", scan="fused", activation_model="engine",
            capacity=None, framework=None, reshard="default", loss_chunks=1,
            recompute_modules=None, etp=None, first_stage_layers=None, last_stage_layers=None,
-           account_embedding=False, account_loss=False, pipeline_layout=None) -> "TrainSetup":
+           account_embedding=False, account_loss=False, pipeline_layout=None, precision="bf16",
+           schedule=None, act_offload=None, mtp="auto") -> "TrainSetup":
         """A setup from the command line's option names (``symcost train`` / ``comm``). ``etp`` is
         Megatron's expert-tensor-parallel size: experts over ep·etp ranks, folded here into the
         engine's N_ep = ep·etp/N_tp (``fold_experts``)."""
@@ -90,7 +97,8 @@ class TrainSetup:
                    backward=Backward(kernel=kernel, recompute="none" if recompute == "op" else recompute,
                                      act_dtype=act_dtype, scan=scan),
                    virtual=virtual, activations=activation_model, capacity=capacity, reshard=reshard,
-                   loss_chunks=loss_chunks)
+                   loss_chunks=loss_chunks, precision=precision, schedule=schedule, act_offload=act_offload,
+                   mtp=mtp)
 
     def replace(self, **options) -> "TrainSetup":
         """This setup with some options (``of``'s names) changed."""
@@ -107,7 +115,8 @@ class TrainSetup:
                    capacity=self.capacity, framework=s.framework, reshard=self.reshard,
                    loss_chunks=self.loss_chunks, recompute_modules=r.modules, etp=p.etp,
                    first_stage_layers=p.first, last_stage_layers=p.last, account_embedding=p.embed_slot,
-                   account_loss=p.loss_slot, pipeline_layout=p.layout)
+                   account_loss=p.loss_slot, pipeline_layout=p.layout, precision=self.precision,
+                   schedule=self.schedule, act_offload=self.act_offload, mtp=self.mtp)
         if p.etp is not None:  # ``of`` folds --ep with --etp: give it the flag's value back
             out["ep"] = p.ep * p.tp // p.etp
         return out
@@ -162,6 +171,14 @@ class TrainSetup:
         check_capacity(model, self.capacity)
         check_pipeline(model, self.plan, self.micro_batches, self.virtual)
         self.states.check_dtypes()
+        if self.precision not in ("bf16", "fp8", "mxfp8"):
+            raise SymcostError(f"--precision: unknown {self.precision!r} (bf16, fp8, mxfp8)")
+        if self.schedule is not None:
+            from .schedule import check_schedule
+            check_schedule(self.schedule, self.plan.pp, self.micro_batches, self.virtual)
+        if self.act_offload is not None:
+            from .activation_offload import check
+            check(model, self)
 
 
 def micro_batches(global_batch: int | None, micro_batch: int, dp: int) -> int:

@@ -159,6 +159,24 @@ def zero_terms(groups, zero: int, K, bg, bw, offload: str = "none") -> dict:
     return {"weights": w, "gradients": g, "optimizer": o, "host": host}
 
 
+def rounded_states(st: dict, framework_name: str | None, evaluate: bool = True) -> dict:
+    """The GPU states of ``zero_terms`` (weights, gradients, optimizer) rounded to whole bytes, as the
+    convention rounds them. Every convention but DeepSpeed's rounds each state up (ceil). DeepSpeed's
+    estimators (``stage_1_and_2.estimate_zero2_model_states_mem_needs``, ``stage3.
+    estimate_zero3_model_states_mem_needs``) floor the sharded states once, ``int(18·Ψ/N)``
+    (``int(2·Ψ/N)`` under optimizer offload): under ``--framework deepspeed`` the weights and gradients
+    are floored and the optimizer line is floor(w + g + o) − ⌊w⌋ − ⌊g⌋, so the three add up to the
+    estimator's single floor. Expressions stay unevaluated with ``evaluate=False`` (the search
+    compiles them)."""
+    w, g, o = (sympy.sympify(st[k]) for k in ("weights", "gradients", "optimizer"))
+    if framework_name != "deepspeed":
+        return {k: sympy.ceiling(x, evaluate=evaluate) for k, x in (("weights", w), ("gradients", g),
+                                                                    ("optimizer", o))}
+    fw_, fg = sympy.floor(w, evaluate=evaluate), sympy.floor(g, evaluate=evaluate)
+    return {"weights": fw_, "gradients": fg,
+            "optimizer": sympy.Add(sympy.floor(w + g + o, evaluate=evaluate), -fw_, -fg, evaluate=evaluate)}
+
+
 def shard_bytes(psi, n: int, zero: int, K, bg, bw, offload: str) -> dict:
     """GPU and host bytes of ``psi`` parameters of one group sharded over ``n`` ZeRO ranks."""
     return {k: Fraction(x) for k, x in zero_terms(((Fraction(psi), n),), zero, K, bg, bw, offload).items()}
@@ -220,11 +238,22 @@ def estimator_host_node(zero: int, offload: str, psi, largest, gpus: int, gpus_p
                            model's fp32 gradients and optimizer states (the estimator does not divide
                            them over nodes)
       ZeRO ≤ 2, no offload each process loads the fp32 model: 4·Ψ·gpus_per_node
-    Exact rationals of Ψ (parameters), U (the largest module's) and the GPU counts."""
+    Exact rationals of Ψ (parameters), U (the largest module's) and the GPU counts, floored — except
+    the one figure the estimator computes in floating point, which is its definition: ZeRO-3 with
+    offload is ``int(Ψ·b·gpus_factor·1.5)`` with ``gpus_factor = 1/num_nodes`` a float (b·Ψ is the
+    node count times the per-node bytes, an exact integer), on 3 nodes 1 B below the exact floor
+    for some Ψ; that product is reproduced operation by operation."""
     f = sympy.Rational(3, 2)
     psi, largest = sympy.sympify(psi), sympy.sympify(largest)
+    if zero >= 3 and offload != "none":
+        nodes = gpus // gpus_per_node
+        per_node = gpus_per_node * sympy.sympify(host_per_gpu)
+        whole = per_node * nodes  # Ψ·b, an integer when the states divide as the estimator's do
+        if whole.is_Integer and whole < 2**53:
+            return sympy.Integer(int(int(whole) * (1 / nodes) * 1.5))  # stage3.py: total_params * 18 * gpus_factor * 1.5
+        return sympy.floor(f * per_node)
     if zero >= 3:
-        return f * (gpus_per_node * sympy.sympify(host_per_gpu) if offload != "none" else 4 * largest * gpus_per_node)
+        return sympy.floor(f * 4 * largest * gpus_per_node)
     if offload != "none":
-        return f * sympy.Max(4 * gpus * psi, 16 * psi)
-    return f * 4 * psi * gpus_per_node
+        return sympy.floor(f * sympy.Max(4 * gpus * psi, 16 * psi))
+    return sympy.floor(f * 4 * psi * gpus_per_node)

@@ -19,6 +19,7 @@ from ...hardware.gpus import gpu as find_gpu
 from ...training import compare_presets, run, train_memory
 from ...training.comm import comm
 from ...training.framework import budget_bytes, framework, padded_vocab
+from ...training.mtp import with_mtp
 from ...training.recompute import Recompute
 from ...training.setup import TrainSetup, check_capacity
 from .. import options as o
@@ -30,19 +31,20 @@ _STATES = (o.RECOMPUTE_METHOD, o.RECOMPUTE_LAYERS, o.OPTIMIZER, o.GRAD_DTYPE, o.
 _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
 _TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS, o.PRECISION, o.FP8_ALL_GATHER, o.SCHEDULE, o.HIDE, o.FIRST_STAGE_LAYERS,
          o.LAST_STAGE_LAYERS, o.ACCOUNT_EMBEDDING, o.ACCOUNT_LOSS, o.PIPELINE_LAYOUT)
-_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES)
+_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES,
+           o.OFFLOAD_ACTIVATIONS, o.MTP)
 OPTIONS = {
     "train": (o.MODEL, o.SEQ.but(required=True), o.MICRO_BATCH.but(help=o.MICRO_BATCH.help + " (required without "
               "--search, which sweeps it)"), *_SHARED[2:], o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
               o.SEARCH, o.GPUS.but(help="world size for --search"), o.ACTIVATIONS, o.SCAN, *_STEP,
               o.swept(o.VIRTUAL_STAGES), o.swept(o.OFFLOAD), o.swept(o.HSDP_SHARD), *_TAIL, *_MEMORY),
     "comm": (o.MODEL, *_SHARED, o.SP, o.ZERO, o.RECOMPUTE, *_STATES, *_STEP, o.VIRTUAL_STAGES, o.OFFLOAD,
-             o.HSDP_SHARD, *_TAIL, o.FRAMEWORK),
+             o.HSDP_SHARD, *_TAIL, o.FRAMEWORK, o.MTP),
     "budget": (o.MODEL, o.TOKENS.but(required=True), o.GPUS.but(required=True), o.GPU.but(required=True),
                o.MFU.but(default=None, help="default: 0.4, or implied by --gpu-hours"), o.GPU_HOURS, o.FLOPS,
                o.PEAK_DTYPE, o.FLOPS_CONVENTION,
-               o.SEQ.but(default=4096), o.GLOBAL_BATCH.but(help="sequences per step, for the step time")),
-    "presets": (o.MODEL, o.SEQ.but(required=True), o.BATCH),
+               o.SEQ.but(default=4096), o.GLOBAL_BATCH.but(help="sequences per step, for the step time"), o.MTP),
+    "presets": (o.MODEL, o.SEQ.but(required=True), o.BATCH, o.MTP),
 }
 
 #: options ``train --search`` sweeps unless given, and the value each has when it is not given
@@ -80,7 +82,9 @@ def _training(args) -> TrainSetup:
                 loss_chunks=getattr(args, "loss_chunks", 1), recompute_modules=_modules(args),
                 etp=args.etp, first_stage_layers=args.first_stage_layers, last_stage_layers=args.last_stage_layers,
                 account_embedding=args.account_embedding, account_loss=args.account_loss,
-                pipeline_layout=args.pipeline_layout)
+                pipeline_layout=args.pipeline_layout, precision=getattr(args, "precision", "bf16"),
+                schedule=getattr(args, "schedule", None), act_offload=getattr(args, "offload_activations", None),
+                mtp=getattr(args, "mtp", "auto"))
 
 
 def _links(args, g):
@@ -144,7 +148,7 @@ def _search(m, args):
     base = TrainSetup.of(seq=args.seq, global_batch=args.global_batch, capacity=args.capacity_factor,
                          kernel=args.attention_kernel, act_dtype=args.act_dtype, scan=args.scan,
                          grad_dtype=args.grad_dtype, optimizer=args.optimizer, framework=args.framework,
-                         loss_chunks=args.loss_chunks)
+                         loss_chunks=args.loss_chunks, mtp=args.mtp)
     t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, base, gpus=args.gpus, gpu=g, zero=args.zero, recompute=args.recompute, sp=args.sp,
                virtual=args.virtual_stages, hsdp=args.hsdp_shard, offload=args.offload, links=_links(args, g),
@@ -181,28 +185,28 @@ def _capacity(args):
 def _formula(m, tm) -> dict:
     def tot(v):
         return v.total if isinstance(v, Terms) else v
-    formula = {k: str(tot(v).xreplace(m.values)) for k, v in tm.formula.items()}
-    if "activations" in tm.formula:
-        # the peak at the loss (the recomputed layer's working set, at another moment, has no formula)
-        keys = ["weights", "gradients", "optimizer", "gathered", "activations", "loss_peak"]
-        formula["total"] = str(sum((tot(tm.formula[k]) for k in keys if k in tm.formula),
-                                   sympy.Integer(0)).xreplace(m.values))
-    return formula
+    # "total": states + gathered + fp8 copies + activations + Max(loss_peak, working) (``memory.total_formula``)
+    return {k: str(tot(v).xreplace(m.values)) for k, v in tm.formula.items()
+            if not (k == "fp8_weights" and v == 0)}
 
 
 def _train_payload(m, args, tm, g) -> dict:
     return {"model": m.name, "seq": args.seq, "micro_batch": args.micro_batch,
             "global_batch": args.global_batch or args.micro_batch * args.dp, "per_gpu_bytes": tm.per_gpu,
             "breakdown": {"weights": tm.weights, "gradients": tm.gradients, "optimizer": tm.optimizer,
-                          "gathered": tm.gathered, "activations": tm.activations, "loss_peak": tm.loss_peak,
+                          "gathered": tm.gathered,
+                          **({} if args.precision == "bf16" else {"fp8_weights": tm.fp8_weights}),
+                          "activations": tm.activations, "loss_peak": tm.loss_peak,
                           "recompute_working": tm.recompute_working},
             "framework": args.framework, "convention": _convention(args),
             "headroom_gib": args.headroom_gib, "budget_bytes": None if g is None else budget_bytes(g, args.headroom_gib),
             "host_bytes_per_gpu": tm.host, "offload": args.offload,
+            **({} if args.offload_activations is None else {"host_activations_bytes_per_gpu": tm.host_activations}),
             **({} if tm.host_node is None else {"host_bytes_per_node_deepspeed_estimator": tm.host_node}), "hsdp_shard": args.hsdp_shard,
             "virtual_stages": args.virtual_stages, "capacity_factor": _capacity(args),
             "heaviest_stage": tm.stage, "micro_batches": tm.micro_batches, "in_flight_micro_batches": tm.in_flight,
-            "stages": [{k: v for k, v in r.items()} for r in tm.stages],
+            "stages": [{k: v for k, v in r.items() if not (k == "fp8_weights" and args.precision == "bf16")
+                        and not (k == "host_activations" and args.offload_activations is None)} for r in tm.stages],
             "flops_per_step": tm.flops_per_step, "gpus": args.dp * args.tp * args.pp * args.cp,
             "fits": None if g is None else tm.per_gpu <= budget_bytes(g, args.headroom_gib), "gpu": g.name if g else None,
             "zero": args.zero, "sp": args.sp, "recompute": args.recompute,
@@ -215,7 +219,7 @@ def _train_payload(m, args, tm, g) -> dict:
 
 
 def cmd_train(args, out):
-    m = loader.build(args.model)
+    m = with_mtp(loader.build(args.model), args.mtp)
     check_positions(m, args.seq, "--seq")
     if args.search:
         if args.vocab_pad:
@@ -242,6 +246,9 @@ def cmd_train(args, out):
                     f"- headroom {args.headroom_gib:g} GiB)" if g else ""))
     if args.offload != "none":
         lines.append(f"  {'host (offloaded)':<18} {tm.host:>22,}  {human_bytes(tm.host)}  per GPU, in CPU memory")
+    if args.offload_activations is not None:
+        lines.append(f"  {'host activations':<18} {tm.host_activations:>22,}  {human_bytes(tm.host_activations)}  "
+                     f"per GPU, offloaded saved activations in pinned CPU memory")
     if tm.host_node is not None:
         lines.append(f"  {'host per node':<18} {tm.host_node:>22,}  {human_bytes(tm.host_node)}  DeepSpeed's estimator "
                      f"(x1.5 buffer factor, {args.gpus_per_node} GPUs per node)")
@@ -291,7 +298,8 @@ def _cmd_search(m, args, out):
     fixed = [f for f, given in (("--etp", args.etp), ("--first-stage-layers", args.first_stage_layers),
                                 ("--last-stage-layers", args.last_stage_layers),
                                 ("--account-embedding", args.account_embedding), ("--account-loss", args.account_loss),
-                                ("--pipeline-layout", args.pipeline_layout), ("--schedule", args.schedule)) if given]
+                                ("--pipeline-layout", args.pipeline_layout), ("--schedule", args.schedule),
+                                ("--offload-activations", args.offload_activations)) if given]
     if fixed:
         raise SymcostError(f"--search sweeps even pipeline splits under 1F1B/interleaving/ZB-H1 with experts sliced "
                            f"over tp; {', '.join(fixed)} apply to one layout (drop --search)")
@@ -314,7 +322,7 @@ def _cmd_search(m, args, out):
 
 
 def cmd_comm(args, out):
-    m = loader.build(args.model)
+    m = with_mtp(loader.build(args.model), args.mtp)
     check_positions(m, args.seq, "--seq")
     args = _single(args)
     cm, g, step = _comm_and_step(m, args)
@@ -337,7 +345,7 @@ def cmd_comm(args, out):
 
 
 def cmd_budget(args, out):
-    m = loader.build(args.model)
+    m = with_mtp(loader.build(args.model), args.mtp)
     check_positions(m, args.seq, "--seq")
     g = find_gpu(args.gpu)
     source = ("--flops" if args.flops is not None else
@@ -358,7 +366,7 @@ def cmd_budget(args, out):
 
 
 def cmd_presets(args, out):
-    m = loader.build(args.model)
+    m = with_mtp(loader.build(args.model), args.mtp)
     rows = compare_presets(m, args.seq, args.batch)
     lines = [f"{m.name}: training FLOPs per step, seq={args.seq}, batch={args.batch}, by convention"]
     for r in rows:
