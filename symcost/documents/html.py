@@ -231,10 +231,11 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
     N_ep, for the page's setups (one model chunk per stage, the engine's activations, no recomputation or
     full recomputation of every layer, ZeRO as ``setup`` says):
 
-        max over stages s of  ⌈W_s⌉ + ⌈G_s⌉ + ⌈O_s⌉ + ⌈gathered_s⌉ + min(m, N_pp − s)·A_s
+        max over stages s of  ⌈W_s⌉ + ⌈G_s⌉ + ⌈O_s⌉ + F8_s + ⌈gathered_s⌉ + min(m, N_pp − s)·A_s
                               + max(⌈working_s⌉, ⌈loss_peak⌉ on the last stage)
 
-    W, G, O, A: ``training.memory.formula`` of stage s; gathered: ``gathered_formula``; working_s: the
+    W, G, O, A: ``training.memory.formula`` of stage s (the MTP modules on the last, ``training.mtp``);
+    F8: the FP8 weight copies (``training.fp8``); gathered: ``gathered_formula``; working_s: the
     largest backward working set of a layer of the stage — under full recomputation its recomputed saved
     set (``activations.per_layer``) — its gradient buffers (``backward_buffers``) and, with N_ep > 1, its
     MoE dispatch buffers (``dispatch_buffers``, counted through
@@ -254,6 +255,9 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
             or setup.activations != "engine":
         raise SymcostError("html: the page's training formula covers one chunk per stage, no recomputation "
                            "or full recomputation of every layer")
+    from ..training.fp8 import weight_copies
+    from ..training.mtp import with_mtp
+    model = with_mtp(model, setup.mtp)  # the MTP modules trained, as train_memory counts them
     setup.check(model)
     plan, bw = setup.plan, setup.backward
     pp, m = plan.pp, setup.micro_batches
@@ -277,7 +281,8 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
     states = model_states(model, setup)
     per_stage = []
     for r in range(pp):
-        f = stage_formula(model, setup, {"stage": r, "in_flight_chunks": [in_flight(pp, r, m)]})
+        f = stage_formula(model, setup, {"stage": r, "in_flight_chunks": [in_flight(pp, r, m)],
+                                         "fp8_weights": weight_copies(model, setup, states[r]["layers"])})
         units = [order[i] for i in states[r]["chunks"][0]["layer_ids"]]
         works = list(dict.fromkeys(sum((extra[g.name] for g in u), sympy.Integer(0)) for u in units))
         work = _ceil(sympy.Max(*works, evaluate=False)) if works else sympy.Integer(0)
@@ -286,7 +291,7 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
             top = sympy.Max(work, loss, evaluate=False) if r == pp - 1 and loss != 0 else work
         top, acts = share(top), f["activations"]
         with sympy.evaluate(False):
-            per_stage.append(sympy.Add(*(_ceil(f[k]) for k in ("weights", "gradients", "optimizer")),
+            per_stage.append(sympy.Add(*(_ceil(f[k]) for k in ("weights", "gradients", "optimizer", "fp8_weights")),
                                        _ceil(gathered), acts, top, evaluate=False))
     return per_stage[0] if pp == 1 else sympy.Max(*per_stage, evaluate=False)
 
