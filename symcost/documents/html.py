@@ -67,6 +67,7 @@ from ..serving.plan import ServeSetup, engine_formulas
 from ..serving.profile import Engine, version_tuple
 from ..serving.quant import checkpoint, default_moe_backend
 from ..training.flops import train_flops
+from ..training.mtp import with_mtp
 from ..training.framework import HEADROOM_GIB, budget_bytes
 from ..training.setup import ACT_BYTES, TrainSetup
 from .summary import MAX_TRAIN_GPUS, Inputs, summary, train_setup
@@ -256,7 +257,6 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
         raise SymcostError("html: the page's training formula covers one chunk per stage, no recomputation "
                            "or full recomputation of every layer")
     from ..training.fp8 import weight_copies
-    from ..training.mtp import with_mtp
     model = with_mtp(model, setup.mtp)  # the MTP modules trained, as train_memory counts them
     setup.check(model)
     plan, bw = setup.plan, setup.backward
@@ -446,7 +446,8 @@ def page_context(model, raw: dict, inp: Inputs | None = None) -> dict:
             n *= 2
     except SymcostError:
         pass
-    fns.add("train_flops", train_flops(model).total)  # the 6N rule's exact figure (``train``'s flops_per_step)
+    # the 6N rule's exact figure (``train``'s flops_per_step, its MTP modules trained as train's default)
+    fns.add("train_flops", train_flops(with_mtp(model)).total)
     # the derivation per component (depth 2), each term live
     sections = []
     for title, key, terms in (("Parameters", "params", params), (f"Prefill FLOPs ({pre_ph.describe()})", "prefill",
