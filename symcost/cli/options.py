@@ -475,7 +475,7 @@ VLLM_VERSION = Option(("--vllm-version",), "serve", "vLLM release modelled (X.Y 
                       "engine's profile and defaults (the activation terms' M and S); < 0.6.5 adds the CUDA context "
                       "to non-torch memory; >= 0.11.1 loads MXFP4 experts for Triton on Hopper (Marlin before); "
                       ">= 0.21 subtracts the CUDA-graph estimate before the KV cache",
-                      default="0.11", metavar="X.Y", example="0.10")  # the default: profile.DEFAULT_VLLM
+                      default="0.33", metavar="X.Y", example="0.10")  # the default: profile.DEFAULT_VLLM
 MAX_NUM_SEQS = Option(("--max-num-seqs",), "serve", "vLLM's max_num_seqs S: the sampler terms of the profile "
                       "(default: 1024 on >= 70 GiB non-A100 GPUs, else 256)", kind=positive, example="256")
 KV_CACHE_MEMORY = Option(("--kv-cache-memory", "--kv-cache-memory-bytes"), "serve", "KV cache size per GPU "

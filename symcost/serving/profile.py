@@ -66,8 +66,9 @@ t, p, M = sym.N_tp, sym.N_pp, sym.M
 e = sym.N_tp * sym.N_ep
 GiB = 2**30
 ENGINES = ("vllm", "sglang")
-#: the vLLM release modelled by default (V1 engine, CUDA graphs captured after KV sizing)
-DEFAULT_VLLM = "0.11"
+#: the vLLM release modelled by default: the newest on PyPI on 2026-12-02 (0.33.0; V1 engine, the CUDA-graph
+#: estimate subtracted before KV sizing as from 0.21 — the newest start-up log in the test set is 0.31)
+DEFAULT_VLLM = "0.33"
 #: fused-MoE chunking: VLLM_FUSED_MOE_CHUNK_SIZE (tokens per fused_experts call)
 MOE_CHUNK = 32768
 
