@@ -535,20 +535,23 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     compute = step_flops / G / peak
     if mfu is None:
         padded = None if cf is None else {rn: F[rn][1] * (m * r_dp * r_cp * rows) for rn in F}
+        # elementwise passes (compute's rule): 5 touches of each byte a rank saves per micro-batch
+        # (full recomputation reruns the forward's 2 of them, as ``compute.class_times``'s t_R does),
+        # per layer of each group and for the embedding ("pre", first rank) and head/loss side ("post",
+        # last rank): ``_kernel_compute`` sums them per pipeline rank, as ``run.kernel_step`` does
+        touches = np.where(rc_name == "full", 7, 5)
+        per_byte = touches * m / (gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory)
+        ew = {"layers": {g: saved[g] * per_byte for g in saved},
+              "pre": acts["pre"] * per_byte, "post": acts["post"] * per_byte}
         compute, t_fb, t_gemm, t_attn = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp, r_v, G, m,
                                                         seq=seq, batch=global_batch, capacity=cf, padded_rows=padded,
-                                                        r_acc=r_acc)
-        # elementwise passes (compute's rule): 5 touches of each saved byte per micro-batch, the average rank
-        saved_mb = sum(saved[g].astype(float) * counts[g] for g in saved) / r_pp
-        # (full recomputation reruns the forward's 2 of them, as ``compute.class_times``'s t_R does)
-        touches = np.where(rc_name == "full", 7, 5)
-        ew = touches * saved_mb * m / (gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory)
+                                                        r_acc=r_acc, ew=ew)
         # the MoE layers' router and permutation passes, the grouped GEMM's floor and memory term, and
         # the launch floors (``moe_work``, as ``compute.class_times`` adds them)
         from .moe_work import step_extra_arrays
         t_moe, w_extra = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m,
                                            recompute=rc_name, r_acc=r_acc)
-        compute, t_fb = compute + ew + t_moe, t_fb + (ew + t_moe) / m
+        compute, t_fb = compute + t_moe, t_fb + t_moe / m
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
@@ -784,14 +787,18 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
 
 
 def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m, *, seq, batch, capacity,
-                    padded_rows, r_acc=None):
+                    padded_rows, r_acc=None, ew=None):
     """``compute.class_times`` on arrays: the step's FLOPs by kernel class (``compute.kernel_class``
     of each leaf of ``train_flops``: forward, backward — attention's at 2.5× the forward, the
     FlashAttention count — and recomputation) per GPU, each class at its calibrated efficiency
-    at the candidate's rows M = b·T/N_cp (experts at k·M/(E/N_ep)). Returns (compute seconds,
-    compute per micro-batch, GEMM seconds, attention seconds) per R row. Left out here, kept in
-    ``run.kernel_step``: the elementwise passes, the optimizer step and the imbalance between
-    pipeline ranks (the search costs the average GPU)."""
+    at the candidate's rows M = b·T/N_cp (experts at k·M/(E/N_ep)), and ``ew`` (seconds per step of the
+    elementwise passes: per layer of each group, the embedding side "pre" and the head/loss side "post")
+    summed over each pipeline rank's own layers, "pre" on the first rank, "post" on the last — as
+    ``run.kernel_step`` counts each rank's saved bytes, so a rank holding more (the MTP modules pinned to
+    the last stage, ``mtp``: one DeepSeek-V3 module saves 1.8× an MoE layer's bytes: its own head and loss)
+    pays for them there rather than spread over the average rank. The slowest rank (GEMMs + attention
+    + elementwise) is the candidate's. Returns (compute seconds, compute per micro-batch, GEMM seconds,
+    attention seconds) per R row. Left out here, kept in ``run.kernel_step``: the optimizer step."""
     from .compute import ATTN_BWD_FACTOR, kernel_class
     v = model.values
     P, _ = gpu.peak("bf16" if precision == "bf16" else "fp8")
@@ -853,7 +860,7 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
     fwd = {path: float(exact(e, model.values_with(T=seq, B=1))) for path, e in
            model.flops(Phase(kind="prefill", attention="causal", logits="all")).flatten().items()}
     counts = {g.name: exact(g.count, v) for g in model.groups}
-    gemm, attn = T_d + T_h + T_x, T_a.copy()
+    gemm, attn, elem = T_d + T_h + T_x, T_a.copy(), np.zeros(len(rows))
     r_acc = np.zeros_like(r_v) if r_acc is None else r_acc
     for pv in np.unique((r_pp * 1000 + r_v) * 2 + r_acc):
         a_ = int(pv % 2)
@@ -874,10 +881,18 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         g_r = share[:, 0][:, None] * T_d[sel] + share[:, 1][:, None] * T_x[sel]
         g_r[-1] += p_ * T_h[sel]
         a_r = share[:, 2][:, None] * T_a[sel]
-        worst = np.argmax(g_r + a_r, axis=0)
+        e_r = np.zeros_like(a_r)  # each rank's elementwise seconds: its layers' saved bytes, the ends' sides
+        if ew is not None:
+            for i, st in enumerate(ranks):
+                for g, n in st["layers"].items():
+                    if g in ew["layers"]:
+                        e_r[i] += n * ew["layers"][g][sel]
+            e_r[0] += ew["pre"][sel]
+            e_r[-1] += ew["post"][sel]
+        worst = np.argmax(g_r + a_r + e_r, axis=0)
         cols = np.arange(worst.size)
-        gemm[sel], attn[sel] = g_r[worst, cols], a_r[worst, cols]
-    out = gemm + attn
+        gemm[sel], attn[sel], elem[sel] = g_r[worst, cols], a_r[worst, cols], e_r[worst, cols]
+    out = gemm + attn + elem
     return out, out / m, gemm, attn
 
 
