@@ -137,11 +137,14 @@ A = ("Max(2*M*(Max(H_q*D_h/N_tp + 2*D_h*ceiling(H_kv/N_tp) + d, 3*d_ff/N_tp + d)
 # non-torch (engine_memory.json): kernel modules 0.11 GiB + NCCL 0.41 GiB per peer rank on an NVLink card + the
 # custom all-reduce's 2·8 MiB once N_tp > 1
 NT = "(118111600 + 440234147*(N_tp*N_pp - 1) + 16777216*Min(1, N_tp - 1))"
+# vLLM's CUDA-graph estimate (the default release, >= 0.21): the graph pool = the forward's transient at the
+# largest capture size 512, + 1 MiB for each further graph (51 PIECEWISE and 51 FULL sizes: 100 more)
+CG = "(2*512*(Max(H_q*D_h/N_tp + 2*D_h*ceiling(H_kv/N_tp) + d, 3*d_ff/N_tp + d) + 3*d) + 100*1048576)"
 PAGE = "16*L*2*H_kv*D_h*2*ceiling(H_kv/N_tp)/H_kv"  # 16-token block, K and V, bf16, KV heads replicated
 HAND = {  # Llama-3.1-8B in bf16 on one stage, N_tp left a symbol
-    "serve_memory": f"{W} + {A} + {NT} + B*ceiling(T/16)*{PAGE}",
-    "kv_capacity": f"16*floor(Max(0, M_gpu - ({W} + {A} + {NT}))/({PAGE}))",
-    "max_concurrency": f"floor(Max(0, M_gpu - ({W} + {A} + {NT}))/({PAGE}))/ceiling(T/16)",
+    "serve_memory": f"{W} + {A} + {NT} + {CG} + B*ceiling(T/16)*{PAGE}",
+    "kv_capacity": f"16*floor(Max(0, M_gpu - ({W} + {A} + {NT} + {CG}))/({PAGE}))",
+    "max_concurrency": f"floor(Max(0, M_gpu - ({W} + {A} + {NT} + {CG}))/({PAGE}))/ceiling(T/16)",
 }
 
 
