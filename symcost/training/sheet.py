@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import sympy
 
+from .mtp import with_mtp
 from ..core.errors import SymcostError
 from ..core.escape import tex_math_text
 from ..core.notation import sym
@@ -279,6 +280,7 @@ def training_context(model, *, seq: int, lines_for, card: str = CARD) -> dict:
     if "error" in found:
         return {"error": found["error"]}
     setup = found["setup"]
+    model = with_mtp(model, setup.mtp)  # the MTP modules trained, as train_memory and comm count them
     try:
         tm = train_memory(model, setup)
         comm_setup = setup.replace(recompute=comm_recompute(setup.recompute.mode, setup.plan.cp))
