@@ -23,6 +23,7 @@ import sympy
 from ..core.conventions import Phase
 from ..core.errors import SymcostError
 from ..core.notation import sym
+from ..core.powers import RatioPow
 from ..core.primitives import Linear
 from ..core.terms import Terms, exact
 from ..hardware.calibration import efficiency
@@ -337,7 +338,8 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
         R, chunks = sympy.Min(B * T, M), sympy.ceiling(B * T / M)
     # rows reaching one expert per call: the EP group's rows (N_ep replicas with EP on) · k / E
     xrows = R * (1 + sym.x_ep * (sym.N_ep - 1)) * k / E if E else sympy.Integer(0)
-    touched = 1 - (1 - sympy.Rational(k, E)) ** (B if phase == "decode" else B * T) if E else sympy.Integer(1)
+    # a probability raised to a token count: exact while cheap, a number only when asked (core.powers)
+    touched = 1 - RatioPow(1 - sympy.Rational(k, E), B if phase == "decode" else B * T) if E else sympy.Integer(1)
     counts = {"gemm": 1, "grouped_gemm": 0, "elementwise": 0, "attention": 0}  # 1: the LM head
     for g in model.groups:
         n = exact(g.count, vals)
