@@ -139,6 +139,18 @@ class _Timeout(Exception):
     pass
 
 
+#: the sheet preamble's own lines (templates/preamble.tex.j2: its \makeatletter for the heading rule)
+PREAMBLE = (ROOT / "symcost" / "documents" / "templates" / "preamble.tex.j2").read_text()
+
+
+def _preamble_own(text: str, match) -> bool:
+    """A control sequence on a line of the preamble template, before ``\begin{document}``: the sheet's own."""
+    if match.start() > text.find(r"\begin{document}"):
+        return False
+    line = text[text.rfind("\n", 0, match.start()) + 1:text.find("\n", match.end())]
+    return line.strip() != "" and line.strip() in PREAMBLE
+
+
 def _alarm(signum, frame):
     raise _Timeout()
 
@@ -345,8 +357,11 @@ def campaign(runs: int, seed: int, limit: float, use_wall: bool, clean_share: fl
             target = next((argv[k + 1] for k, a in enumerate(argv) if a in ("-o", "--output")), None)
             for tex in [target] if target and target.endswith(".tex") else []:
                 text = Path(tex).read_text(errors="replace") if Path(tex).is_file() else ""
-                if TEX_BAD.search(text) or text.count(r"\end{document}") > 1:
-                    problems.append(("escape", f"{tex}: {TEX_BAD.search(text)}"))
+                bad = [m_ for m_ in TEX_BAD.finditer(text) if not _preamble_own(text, m_)]
+                if bad or text.count(r"\end{document}") > 1:
+                    problems.append(("escape", f"{tex}: {bad[:1]}"))
+                if re.search(r"\bNone\b", text):
+                    problems.append(("none", f"{tex}: " + next(ln for ln in text.splitlines() if re.search(r"\bNone\b", ln))))
                 Path(tex).unlink(missing_ok=True)
         outcome = "exit 0" if rc in (0, None) and crash is None else f"exit {rc}" if crash is None else "crash"
         if rc == 2 and crash is None:  # what refused it, by its option or field (digits folded), per command
