@@ -255,6 +255,23 @@ def _sides(m, args):
     return a.xreplace(values), other_terms.total.xreplace(values_b), f"{other.name} {args.metric}", values
 
 
+def _when(cross: dict, a: str, b: str) -> str:
+    """Where ``a ≥ b`` over the integers T ≥ 1, in words (``crossover``'s ``ranges``): "from T = n",
+    "for T ≤ n; b > a from T = n + 1", or the ranges one after another."""
+    if cross["never"]:
+        return "never"
+    if cross["always"]:
+        return "for every T"
+    ranges = cross["ranges"]
+    if not ranges:
+        return "undecided" if not cross["exact"] else "at no integer T"
+    if len(ranges) == 1 and ranges[0][1] is None:
+        return f"from T = {ranges[0][0]:,}"
+    if len(ranges) == 1 and ranges[0][0] == 1:
+        return f"for T <= {ranges[0][1]:,}; {b} > {a} from T = {ranges[0][1] + 1:,}"
+    return "for T in " + ", ".join(f"{lo:,}.." + ("" if hi is None else f"{hi:,}") for lo, hi in ranges)
+
+
 def cmd_crossover(args, out):
     m = loader.build(args.model)
     a, b, label_b, values = _sides(m, args)
@@ -266,13 +283,16 @@ def cmd_crossover(args, out):
                "never": cross["never"], "always": cross["always"], "where": cross["set"],
                "ratio": to_text(rat["ratio"]),
                "ratio_limit": to_text(rat["limit"]) if rat["limit"] is not None else None}
-    when = ("never" if cross["never"] else "for every T" if cross["always"]
-            else f"from T = {cross['first_integer']:,}" if cross["first_integer"] else "undecided")
+    payload["ranges"] = [{"from": lo, "to": hi} for lo, hi in cross["ranges"]]
+    payload["crossings"] = [{"at": to_text(c["at"]), "at_float": float(c["at"].evalf(30)),
+                             "leads_after": args.a if c["a_leads"] else label_b} for c in cross["crossings"]]
+    when = _when(cross, args.a, label_b)
     matched = getattr(args, "matched", {})
     if matched:
         payload["matched"] = matched
+    points = ", ".join(c["at"] for c in payload["crossings"])
     text = (f"{m.name}: {args.metric}: {args.a} >= {label_b} {when}"
-            + (f" (exact root {payload['at']})" if payload["at"] else "")
+            + (f" (the order changes at T = {points}, exactly)" if points else "")
             + f"\n  ratio {args.a} / {label_b} = {payload['ratio']}  (T -> infinity: "
             + (f"{payload['ratio_limit']})" if rat["limit"] is not None else "no limit found)")
             + "".join(f"\n  {name} = {' + '.join(roots)} (the sum of every group's)" for name, roots in matched.items()))
