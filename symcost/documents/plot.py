@@ -35,11 +35,11 @@ except ImportError:  # numpy comes with matplotlib
 from ..core.notation import sym
 from ..serving.memory import cache_bytes
 
-METRICS = ("flops_per_token", "decode_flops", "cache_bytes")
-YLABEL = {"flops_per_token": "prefill FLOP per token (FLOP / (B·T))",
+METRICS = ("flops_per_token", "prefill_flops", "decode_flops", "cache_bytes")
+YLABEL = {"flops_per_token": "prefill FLOP per token (FLOP / (B·T))", "prefill_flops": "FLOP of a prefill of T tokens",
           "decode_flops": "FLOP per decode step",
           "cache_bytes": "cache (bytes)"}
-TITLE = {"flops_per_token": "Prefill FLOPs per token", "decode_flops": "Decode FLOPs per step",
+TITLE = {"flops_per_token": "Prefill FLOPs per token", "prefill_flops": "Prefill FLOPs", "decode_flops": "Decode FLOPs per step",
          "cache_bytes": "Cache held after T tokens"}
 FORMATS = (".png", ".pdf")
 #: grid points per doubling of T
@@ -68,6 +68,8 @@ def metric_expr(model: Model, metric: str, *, batch: int = 1, dtype: str = "bf16
     phase = phase or Phase(mla=mla)
     if metric == "flops_per_token":
         e = model.flops(phase.model_copy(update={"kind": "prefill"})).total / (sym.B * sym.T)
+    elif metric == "prefill_flops":
+        e = model.flops(phase.model_copy(update={"kind": "prefill"})).total
     elif metric == "decode_flops":
         e = model.flops(phase.model_copy(update={"kind": "decode"})).total
     elif metric == "cache_bytes":
