@@ -219,6 +219,25 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
     return np.array(keep, dtype=np.int64)
 
 
+#: compiled activation sums by model and arguments: a sheet searches several GPU counts, and each
+#: search compiled the same (recompute, SP) terms again (the model is kept with its entry, so its id
+#: is not reused while the entry lives)
+_ACTS: dict = {}
+_ACTS_MAX = 64
+
+
+def _compiled_acts(model, rc, sp, **kw):
+    key = (id(model), rc, sp, tuple(sorted((k, repr(v)) for k, v in kw.items())))
+    hit = _ACTS.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    if len(_ACTS) >= _ACTS_MAX:
+        _ACTS.clear()
+    fn = _compile_acts(model, rc, sp, **kw)
+    _ACTS[key] = (model, fn)
+    return fn
+
+
 def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch,
                   loss_chunks=1):
     """The activation terms ``train_memory`` sums, per layer group ("g:" + name, all its layers),
@@ -477,9 +496,9 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             mask = (rc == ri) & (spf == s_)
             if not mask.any():
                 continue
-            fn = _compile_acts(model, rname, s_, kernel=kernel, act_dtype=act_dtype, scan=scan, seq=seq,
-                               capacity=capacity, want_working=rname == "full", want_dispatch=has_moe,
-                               loss_chunks=setup.loss_chunks)
+            fn = _compiled_acts(model, rname, s_, kernel=kernel, act_dtype=act_dtype, scan=scan, seq=seq,
+                                capacity=capacity, want_working=rname == "full", want_dispatch=has_moe,
+                                loss_chunks=setup.loss_chunks)
             idx = np.nonzero(mask)[0]
             out, ok = fn(b[idx], r_tp[idx], r_cp[idx])
             for key, x in out.items():
