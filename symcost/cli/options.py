@@ -591,7 +591,8 @@ FLOPS = Option(("--flops",), "train", "a published FLOPs figure instead of the e
                "suffixes; a count, kept exact)", kind=decimal_count, example="3.8e24")
 
 # metric: the symbolic commands (check, export, scale, crossover)
-METRIC = Option(("--metric",), "metric", METRICS_HELP, choices=METRIC_CHOICES, required=True, example="params")
+METRIC = Option(("--metric",), "metric", METRICS_HELP, choices=METRIC_CHOICES, required=True, metavar="METRIC",
+                example="params")
 EXPR = Option(("--expr",), "metric", "plain text (H_kv*D_h, ^ for powers) or LaTeX", required=True,
               example="2*B*T*L*H_kv*D_h")
 STRICT = Option(("--strict", "--exit-code"), "metric", "exit with status 1 when the expressions are NOT EQUAL "
