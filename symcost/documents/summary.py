@@ -140,12 +140,16 @@ def train_gpus(model, inp: Inputs) -> tuple[int | None, list[str]]:
     ``train --dp N --zero 3 --recompute full --seq T_prefill --micro-batch B`` fits (per-GPU bytes <=
     the card's usable memory less the headroom, ``train``'s ``fits``); None if none up to ``MAX_TRAIN_GPUS`` does."""
     key = (id(model), inp.gpu, inp.T_prefill, inp.batch, inp.optimizer)
-    if key not in _TRAIN_GPUS:
-        _TRAIN_GPUS[key] = _train_gpus(model, inp)
-    return _TRAIN_GPUS[key]
+    hit = _TRAIN_GPUS.get(key)
+    if hit is None or hit[0] is not model:
+        if len(_TRAIN_GPUS) > 64:
+            _TRAIN_GPUS.clear()
+        hit = _TRAIN_GPUS[key] = (model, _train_gpus(model, inp))
+    return hit[1]
 
 
-#: train_gpus by (model, the inputs it reads): the sheet asks twice (its rows and the served rows)
+#: train_gpus by (model, the inputs it reads): the sheet asks twice (its rows and the served rows); the
+#: model is kept with its entry, so its id is not reused while the entry lives
 _TRAIN_GPUS: dict = {}
 
 
