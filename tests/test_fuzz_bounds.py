@@ -45,6 +45,13 @@ BOUNDED = [  # (command line, the exit status it must give)
     (["roofline", "glm-4.7-fp8", "--phase", "prefill", "--T", "2", "--batch", "1M", "--gpu", "H100",
       "--block-size", "128K"], 0),
     (["roofline", "deepseek-v3", "--phase", "prefill", "--T", "4K", "--batch", "16M", "--gpu", "H200"], 0),
+    # a TP size that splits an expert width into fractional bytes: refused naming it (had been a ValueError)
+    (["train", "glm-4.7-flash", "--seq", "1K", "--micro-batch", "2", "--dp", "64", "--tp", "5", "--pp", "2",
+      "--ep", "64", "--etp", "5"], 2),
+    # the vectorised layout search on int64 arrays: a step of 2^64 tokens refused (had been an OverflowError,
+    # reached from sheet --T-prefill 2^64)
+    (["train", "llama-3.1-8b", "--search", "--gpus", "8", "--gpu", "H100", "--seq", HUGE_T, "--micro-batch", "1",
+      "--global-batch", "8"], 2),
 ]
 
 

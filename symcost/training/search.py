@@ -895,6 +895,11 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
     return step
 
 
+#: tokens a step (seq x global batch) the vectorised search takes: a step's activation bytes (tokens x
+#: width x layers x bytes) must stay inside int64 (2^63), and 2^40 tokens leave 2^23 for the rest
+SEARCH_TOKENS_MAX = 2**40
+
+
 def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
            virtual=None, hsdp=None, offload=None, links: Links | None = None, mfu: float | None = None,
            overlap: float = 0.0, headroom_gib: float = HEADROOM_GIB, precision: str = "bf16",
@@ -903,6 +908,10 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
     ``offload``: None sweeps, a value pins."""
     check_capacity(model, setup.capacity)
+    if setup.seq * max(1, setup.batch.global_batch or 1) > SEARCH_TOKENS_MAX:
+        raise SymcostError(f"--seq {setup.seq:,}: the layout search costs every candidate on int64 arrays, "
+                           f"exact up to {SEARCH_TOKENS_MAX:,} tokens a step (seq x global batch); give a "
+                           "layout instead of --search for more")
     links = links or Links.of(gpu)
     fw = framework(setup.states.framework)
     if zero is not None:
