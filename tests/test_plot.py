@@ -58,6 +58,8 @@ def _exact(model, metric, T, B):
         return model.flops(Phase(kind="prefill")).total_at(vals)
     if metric == "decode_flops":
         return model.flops(Phase(kind="decode")).total_at(vals)
+    if metric == "cache":
+        return model.cache().total_at(vals)
     return cache_bytes_total(model, "bf16", vals)[0]
 
 

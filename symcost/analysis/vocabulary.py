@@ -26,7 +26,8 @@ HELP = ("; ".join(f"{k}: {v}" for k, v in METRICS.items())
         + "; " + "; ".join(f"{k}: --metric {m} --phase {p}" for k, (m, p) in ALIASES.items()))
 #: the names ``plot`` draws against T, by (name, phase) -> its curve (``documents.plot.metric_expr``)
 PLOTTED = {("flops", "decode"): "decode_flops", ("flops", "prefill"): "prefill_flops",
-           ("flops_per_token", None): "flops_per_token", ("cache_bytes", None): "cache_bytes"}
+           ("flops_per_token", None): "flops_per_token", ("cache_bytes", None): "cache_bytes",
+           ("cache", None): "cache"}
 #: the names with a phase
 PHASED = ("flops",)
 
