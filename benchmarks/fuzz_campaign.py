@@ -110,6 +110,10 @@ def _inexact(node, key="", path="") -> list[str]:
     found = []
     if isinstance(node, dict):
         for k, v in node.items():
+            # "x_float" is the float rendering of the exact "x" beside it (crossover's at / at_float): an
+            # approximation by name, the exact value is in the payload too
+            if str(k).endswith("_float") and str(k)[:-6] in node:
+                continue
             found += _inexact(v, str(k), f"{path}/{k}")
     elif isinstance(node, list):
         for i, v in enumerate(node):
@@ -128,8 +132,9 @@ def _memory_sum(payload: dict) -> list[str]:
     parts = ("weights_per_gpu_bytes", "activation_bytes", "overhead_bytes_per_gpu")
     if payload.get("gpus") == 1 and all(isinstance(payload.get(k), int) for k in (*parts, "per_gpu_bytes")) \
             and isinstance(payload.get("cache_bytes"), int) and payload.get("tp") == 1 and payload.get("pp") == 1:
-        extra = payload.get("cudagraph_bytes_per_gpu", 0)
-        want = sum(payload[k] for k in parts) + payload["cache_bytes"] + (extra if isinstance(extra, int) else 0)
+        # the engine's overhead per GPU already holds the CUDA-graph pool beside the non-torch memory
+        # (serving.profile); the earlier rule added cudagraph_bytes_per_gpu a second time
+        want = sum(payload[k] for k in parts) + payload["cache_bytes"]
         if want != payload["per_gpu_bytes"] and payload.get("total_bytes") != want:
             return [f"per_gpu_bytes {payload['per_gpu_bytes']} != sum of parts {want}"]
     return []
@@ -137,6 +142,18 @@ def _memory_sum(payload: dict) -> list[str]:
 
 class _Timeout(Exception):
     pass
+
+
+#: the sheet preamble's own lines (templates/preamble.tex.j2: its \makeatletter for the heading rule)
+PREAMBLE = (ROOT / "symcost" / "documents" / "templates" / "preamble.tex.j2").read_text()
+
+
+def _preamble_own(text: str, match) -> bool:
+    """A control sequence on a line of the preamble template, before ``\begin{document}``: the sheet's own."""
+    if match.start() > text.find(r"\begin{document}"):
+        return False
+    line = text[text.rfind("\n", 0, match.start()) + 1:text.find("\n", match.end())]
+    return line.strip() != "" and line.strip() in PREAMBLE
 
 
 def _alarm(signum, frame):
@@ -193,6 +210,56 @@ def _value(rng: random.Random, cmd: str, action, out_dir: Path, clean: bool = Fa
     return rng.choice(SIZES)
 
 
+#: the layout flags a clean run on a bundled model draws from the model's divisors (``_layout``)
+LAYOUT_FLAGS = ("--tp", "--pp", "--dp", "--ep", "--cp", "--etp")
+_MODELS: dict = {}
+
+
+def _divisors(n: int, cap: int) -> list[int]:
+    return [k for k in range(1, min(n, cap) + 1) if n % k == 0]
+
+
+def _layout(rng: random.Random, name: str) -> dict[str, str]:
+    """A layout the model divides into (random sizes rarely do, so ``comm``/``train`` would mostly refuse):
+    N_tp from the divisors of the heads (H_q, and H_kv split or replicated), N_ep from those of E with
+    N_dp a multiple of it, N_pp up to L, N_cp 1 or 2. Checked with the engine's own rules
+    (``Layout.check``); a draw that fails them is redrawn, and after 8 failures the layout is 1s."""
+    from symcost.core.notation import sym
+    from symcost.model.parallel import Layout
+    if name not in _MODELS:
+        try:
+            _MODELS[name] = loader.build(name)
+        except Exception:  # noqa: BLE001 - a model that does not build has no layout to draw
+            _MODELS[name] = None
+    m = _MODELS[name]
+    if m is None:
+        return {}
+    v = {k: int(x) for k, x in m.values.items() if getattr(x, "is_Integer", False)}
+    for _ in range(8):
+        tp = rng.choice(_divisors(v.get(sym.H_q, 1), 16))
+        ep = rng.choice(_divisors(v[sym.E], 64)) if sym.E in v and rng.random() < 0.7 else 1
+        cp = rng.choice([1, 1, 1, 2])
+        dp = ep * rng.choice([1, 1, 2]) if ep > 1 else rng.choice([1, 2, 4, 8])
+        pp = rng.choice([p for p in (1, 1, 2, 4, 8) if p <= m.n_layers()])
+        try:
+            Layout(dp=dp, tp=tp, pp=pp, ep=ep, cp=cp).check(m)
+        except Exception:  # noqa: BLE001 - the engine refused this draw: draw again
+            continue
+        return {"--tp": str(tp), "--pp": str(pp), "--dp": str(dp), "--ep": str(ep), "--cp": str(cp),
+                "--etp": str(tp)}
+    return {f: "1" for f in LAYOUT_FLAGS}
+
+
+#: a clean comm/train run: the sizes a training run has (micro-batch and sequence always given, since
+#: train without --search needs them), and the options whose sizes must agree with the layout or the
+#: layers left to the dirty runs
+TRAINING_CLEAN = {"--micro-batch": ["1", "2", "4", "8"], "--seq": ["1K", "4K", "8K", "32K", "128K"]}
+TRAINING_DIRTY_ONLY = ("--first-stage-layers", "--last-stage-layers", "--hsdp-shard", "--gpus", "--global-batch",
+                       "--recompute-layers", "--search", "--reshard-after-forward", "--recompute-modules",
+                       "--recompute-method", "--offload", "--fp8-all-gather", "--fp4-all-gather", "--virtual-stages",
+                       "--pipeline-layout", "--capacity-factor", "--schedule", "--hide")
+
+
 #: runs per command relative to the others (the sweeping ones cost more, so they are drawn less)
 WEIGHT = {"deploy": 0.5, "plot": 0.3, "sheet": 0.6, "models": 0.1, "gpus": 0.1}
 #: options whose large values make a legitimate, long sweep (a search over 2^64 GPUs is refused, but
@@ -210,6 +277,7 @@ def campaign(runs: int, seed: int, limit: float, use_wall: bool, clean_share: fl
     bundled = loader.bundled_names()
     stats = collections.Counter()
     per_cmd = collections.defaultdict(collections.Counter)
+    refusals = collections.defaultdict(collections.Counter)
     findings = []
     slowest = []
     signal.signal(signal.SIGALRM, _alarm)
@@ -224,17 +292,25 @@ def campaign(runs: int, seed: int, limit: float, use_wall: bool, clean_share: fl
         for a in positional:
             n = rng.choice([1, 1, 1, 2]) if a.nargs == "+" else 1
             argv += [rng.choice(model_pool) for _ in range(n)]
+        # a clean run on one bundled model takes a layout the model divides into, so comm/train answer
+        layout = _layout(rng, argv[1]) if clean and len(argv) == 2 and argv[1] in bundled else {}
         for a in sp._actions:
             if not a.option_strings or a.dest in ("help", "version"):
                 continue
             flag = max(a.option_strings, key=len)
-            if not (a.required or rng.random() < (0.25 if clean else 0.35)):
+            trained = clean and cmd in ("comm", "train") and bool(layout)
+            if trained and flag in TRAINING_DIRTY_ONLY:
+                continue
+            if not (a.required or (trained and (flag in TRAINING_CLEAN or flag in layout))
+                    or rng.random() < (0.12 if trained else 0.25 if clean else 0.35)):
                 continue
             if a.nargs == 0 or isinstance(a, (argparse._StoreTrueAction, argparse._StoreFalseAction,
                                               argparse.BooleanOptionalAction)):
                 argv.append(rng.choice(a.option_strings))
                 continue
-            value = rng.choice(SMALL[flag]) if flag in SMALL and cmd in ("deploy", "train") else \
+            value = layout[flag] if flag in layout else \
+                rng.choice(TRAINING_CLEAN[flag]) if trained and flag in TRAINING_CLEAN else \
+                rng.choice(SMALL[flag]) if flag in SMALL and cmd in ("deploy", "train") else \
                 _value(rng, cmd, a, tmp, clean)
             argv += [flag, value] if not value.startswith("-") or rng.random() < 0.5 else [f"{flag}={value}"]
         if rng.random() < 0.4:
@@ -286,10 +362,16 @@ def campaign(runs: int, seed: int, limit: float, use_wall: bool, clean_share: fl
             target = next((argv[k + 1] for k, a in enumerate(argv) if a in ("-o", "--output")), None)
             for tex in [target] if target and target.endswith(".tex") else []:
                 text = Path(tex).read_text(errors="replace") if Path(tex).is_file() else ""
-                if TEX_BAD.search(text) or text.count(r"\end{document}") > 1:
-                    problems.append(("escape", f"{tex}: {TEX_BAD.search(text)}"))
+                bad = [m_ for m_ in TEX_BAD.finditer(text) if not _preamble_own(text, m_)]
+                if bad or text.count(r"\end{document}") > 1:
+                    problems.append(("escape", f"{tex}: {bad[:1]}"))
+                if re.search(r"\bNone\b", text):
+                    problems.append(("none", f"{tex}: " + next(ln for ln in text.splitlines() if re.search(r"\bNone\b", ln))))
                 Path(tex).unlink(missing_ok=True)
         outcome = "exit 0" if rc in (0, None) and crash is None else f"exit {rc}" if crash is None else "crash"
+        if rc == 2 and crash is None:  # what refused it, by its option or field (digits folded), per command
+            why = next((ln for ln in stderr.splitlines() if ln.startswith("symcost: error:")), "")
+            refusals[cmd][re.sub(r"-?\d[\d,._]*", "N", why[15:])[:70]] += 1
         stats[outcome] += 1
         per_cmd[cmd][outcome] += 1
         for kind, detail in problems:
@@ -308,6 +390,7 @@ def campaign(runs: int, seed: int, limit: float, use_wall: bool, clean_share: fl
             "inexact_integers": stats["inexact"], "printed_none": stats["none"], "error_shape": stats["error-shape"],
             "markdown_specs_checked": stats["md-checked"],
             "per_command": {c: dict(v) for c, v in sorted(per_cmd.items())},
+            "refusals": {c: dict(v.most_common(6)) for c, v in sorted(refusals.items())},
             "slowest": [{"cpu_s": round(c, 3), "wall_s": round(w, 3), "command": ln} for c, w, ln in slowest],
             "findings": findings}
 
@@ -349,7 +432,7 @@ def main_() -> int:
     text = json.dumps(summary, indent=1, ensure_ascii=False)
     if a.json:
         Path(a.json).write_text(text + "\n")
-    head = {k: v for k, v in summary.items() if k not in ("findings", "per_command")}
+    head = {k: v for k, v in summary.items() if k not in ("findings", "per_command", "refusals")}
     print(json.dumps(head, indent=1, ensure_ascii=False))
     for f in summary["findings"][:60]:
         print(f"[{f['kind']}] symcost {f['command']}\n    {f['detail'][:300]!r}")

@@ -40,6 +40,18 @@ BOUNDED = [  # (command line, the exit status it must give)
     (["scale", "llama-4-scout-17b-16e-instruct", "--metric", "kv_capacity", "--wrt", "tp", "--batch", "16",
       "--max-batched-tokens", "8"], 2),  # 14 s of SymPy regimes before the deadline
     (["budget", "llama-3.1-8b", "--tokens", "1e999", "--gpus", "8", "--gpu", "H100"], 2),
+    # wave 4 (seed 29): the calibrated roofline's touched-expert fraction was a plain Rational power of B·T
+    # (past 30 s at --batch 1M); now the RatioPow the serving formulas use
+    (["roofline", "glm-4.7-fp8", "--phase", "prefill", "--T", "2", "--batch", "1M", "--gpu", "H100",
+      "--block-size", "128K"], 0),
+    (["roofline", "deepseek-v3", "--phase", "prefill", "--T", "4K", "--batch", "16M", "--gpu", "H200"], 0),
+    # a TP size that splits an expert width into fractional bytes: refused naming it (had been a ValueError)
+    (["train", "glm-4.7-flash", "--seq", "1K", "--micro-batch", "2", "--dp", "64", "--tp", "5", "--pp", "2",
+      "--ep", "64", "--etp", "5"], 2),
+    # the vectorised layout search on int64 arrays: a step of 2^64 tokens refused (had been an OverflowError,
+    # reached from sheet --T-prefill 2^64)
+    (["train", "llama-3.1-8b", "--search", "--gpus", "8", "--gpu", "H100", "--seq", HUGE_T, "--micro-batch", "1",
+      "--global-batch", "8"], 2),
 ]
 
 
@@ -235,3 +247,36 @@ def test_deadline_stops_runaway_work_and_restores_the_outer_one():
         with deadline(0.1):
             pass
         assert sum(range(10)) == 45  # the outer deadline did not fire early
+
+
+def test_gathered_unit_leaves_out_only_units_bounded_in_every_part():
+    """ZeRO-3's largest unit (``states._undominated`` before SymPy's pairwise Max; Nemotron-Ultra's 16
+    distinct blocks had taken 15 s there): a unit is dropped only when another is ≥ in split, whole and
+    experts, so the max is the same at every N_tp, N_ep."""
+    import sympy
+
+    from symcost.core.notation import sym
+    from symcost.training.states import _undominated, unit_params
+    units = [(10, 2, 0), (8, 2, 0), (10, 2, 0), (4, 9, 0), (0, 0, 64), (3, 1, 0)]
+    kept = _undominated(units)
+    assert sorted(kept) == sorted([(10, 2, 0), (4, 9, 0), (0, 0, 64)])
+    full, pruned = sympy.Max(*[unit_params(*u) for u in units]), sympy.Max(*[unit_params(*u) for u in kept])
+    for tp in (1, 2, 8):
+        for ep in (1, 4, 64):
+            at = {sym.N_tp: tp, sym.N_ep: ep}
+            assert full.xreplace(at) == pruned.xreplace(at)
+
+
+def test_fewest_gpus_to_train_skips_only_what_cannot_fit():
+    """The summary's fewest GPUs to train skips the N whose sharded states alone exceed the card;
+    the answer is the brute-force loop's."""
+    from symcost.architectures import loader
+    from symcost.documents import summary as S
+    from symcost.training.memory import train_memory
+    for name in ("llama-3.1-8b", "qwen3-30b-a3b"):
+        m, inp = loader.build(name), S.Inputs()
+        budget = S.budget_bytes(S.find_gpu(inp.gpu), S.HEADROOM_GIB)
+        n = 1
+        while train_memory(m, S.train_setup(inp, dp=n, tp=1, pp=1, ep=1, zero=3, recompute="full")).per_gpu > budget:
+            n *= 2
+        assert S._train_gpus(m, inp) == (n, [])

@@ -54,8 +54,12 @@ def _exact(model, metric, T, B):
     vals = model.values_with(T=T, B=B)
     if metric == "flops_per_token":
         return model.flops(Phase(kind="prefill")).total_at(vals) / (B * T)
+    if metric == "prefill_flops":  # --metric flops --phase prefill: the prompt's FLOPs, as check/export count them
+        return model.flops(Phase(kind="prefill")).total_at(vals)
     if metric == "decode_flops":
         return model.flops(Phase(kind="decode")).total_at(vals)
+    if metric == "cache":
+        return model.cache().total_at(vals)
     return cache_bytes_total(model, "bf16", vals)[0]
 
 

@@ -346,10 +346,15 @@ def _nonneg_set(p: Expr, x, where: sympy.Set) -> sympy.Set | None:
 def crossover(a: Expr | Terms, b: Expr | Terms, var=sym.T, *, values: Mapping | None = None) -> dict:
     """The smallest positive ``var`` where ``a ≥ b`` (values substituted first).
 
-    Keys: ``at`` (exact expression, or None), ``at_float``, ``first_integer`` (smallest integer
-    ``var ≥ 1`` with ``a ≥ b``), ``never`` (bool), ``always`` (true for every ``var > 0``),
-    ``set`` (where ``a ≥ b``, as text), ``exact`` (bool), ``candidates`` (symbolic roots when
-    other symbols remain).
+    Keys: ``at`` (the first ``var > 0`` where the order of a and b changes, exact, or None),
+    ``at_float``, ``first_integer`` (smallest integer ``var ≥ 1`` with ``a ≥ b``), ``ranges`` (the
+    integers ``var ≥ 1`` with ``a ≥ b``: ``integer_ranges``), ``crossings`` (every change of order,
+    with who leads after it: ``crossings``), ``never`` (bool), ``always`` (true for every
+    ``var > 0``), ``set`` (where ``a ≥ b``, as text), ``exact`` (bool), ``candidates`` (symbolic
+    roots when other symbols remain).
+
+    A ratio a/b that starts above 1 and falls (an MLP against attention, whose FLOPs grow as T²) is
+    ``a ≥ b`` on ``(0, r]``: the crossover is ``r``, where b overtakes a — not the set's infimum 0.
     """
     ea = _expr(a)
     eb = _expr(b)
@@ -359,7 +364,7 @@ def crossover(a: Expr | Terms, b: Expr | Terms, var=sym.T, *, values: Mapping | 
     if scale.is_positive and rest.free_symbols:  # a positive common factor (B) keeps the sign
         d = rest
     out = {"at": None, "at_float": None, "first_integer": None, "never": False, "always": False,
-           "set": None, "exact": True, "candidates": []}
+           "set": None, "exact": True, "candidates": [], "ranges": [], "crossings": []}
     if d.free_symbols - {x}:  # symbolic: the positive roots, where decidable
         e = sympy.expand(d)
         if e.is_polynomial(x) and sympy.degree(e, x) <= 4:
@@ -381,20 +386,65 @@ def crossover(a: Expr | Terms, b: Expr | Terms, var=sym.T, *, values: Mapping | 
         out["exact"] = False
         return out
     out["set"] = str(result)
+    out["ranges"] = integer_ranges(result)
+    out["crossings"] = crossings(result)
     if result == sympy.EmptySet:
         out["never"] = True
         return out
     out["always"] = bool(sympy.Interval.open(0, sympy.oo).is_subset(result))
-    inf = result.inf
-    out["at"] = sympy.nsimplify(inf) if inf.is_Rational else inf
-    out["at_float"] = float(inf.evalf(30))
-    for iv in _intervals(result):
-        n = max(1, int(sympy.ceiling(iv.start)))
-        if iv.left_open and n == iv.start:
-            n += 1
-        if n <= iv.end and (n < iv.end or not iv.right_open):
-            out["first_integer"] = n if out["first_integer"] is None else min(out["first_integer"], n)
+    if out["crossings"]:  # the first T > 0 where the order changes (not the 0 of a set (0, r])
+        first = out["crossings"][0]["at"]
+        out["at"], out["at_float"] = first, float(first.evalf(30))
+    if out["ranges"]:
+        out["first_integer"] = out["ranges"][0][0]
     return out
+
+
+def integer_ranges(where: sympy.Set) -> list[tuple[int, int | None]]:
+    """The integers ``n ≥ 1`` in ``where`` as ascending, merged ``(first, last)`` ranges, ``last`` None
+    for no end: ``(0, 16384]`` → [(1, 16384)], ``[1000, ∞)`` → [(1000, None)].
+
+    >>> integer_ranges(sympy.Union(sympy.Interval.Lopen(0, sympy.Rational(7, 2)), sympy.Interval(9, sympy.oo)))
+    [(1, 3), (9, None)]
+    """
+    out: list[list] = []
+    for iv in sorted(_intervals(where), key=lambda i: float(i.start.evalf(30))):
+        lo = max(1, int(sympy.ceiling(iv.start)))
+        if iv.left_open and lo == iv.start:
+            lo += 1
+        hi = None
+        if iv.end != sympy.oo:
+            hi = int(sympy.floor(iv.end))
+            if iv.right_open and hi == iv.end:
+                hi -= 1
+            if hi < lo:
+                continue
+        if out and out[-1][1] is not None and lo <= out[-1][1] + 1:
+            out[-1][1] = None if hi is None else max(hi, out[-1][1])
+        elif not (out and out[-1][1] is None):
+            out.append([lo, hi])
+    return [(lo, hi) for lo, hi in out]
+
+
+def crossings(where: sympy.Set) -> list[dict]:
+    """The points ``T > 0`` where membership of ``where`` (the set of ``a ≥ b``) changes, ascending:
+    ``{"at": exact point, "a_leads": whether a ≥ b just after it}``. A set ``(0, r]`` crosses once, at
+    ``r`` where b overtakes a; ``[r, ∞)`` once, at ``r`` where a overtakes b."""
+    ivs = sorted(_intervals(where), key=lambda i: float(i.start.evalf(30)))
+    out = []
+    for iv in ivs:
+        if iv.start != 0 and not (out and out[-1]["at"] == iv.start):
+            out.append({"at": iv.start, "a_leads": True})
+        if iv.end != sympy.oo:
+            out.append({"at": iv.end, "a_leads": False})
+    # an isolated point (a = b touching) and a gap of measure zero are not a change of order
+    merged = []
+    for c in out:
+        if merged and merged[-1]["at"] == c["at"]:
+            merged.pop()
+            continue
+        merged.append(c)
+    return merged
 
 
 def ratio(a: Expr | Terms, b: Expr | Terms, var=sym.T, *, values: Mapping | None = None) -> dict:

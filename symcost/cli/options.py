@@ -19,6 +19,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from ..analysis.metrics import METRICS as LAYOUT_METRICS
+from ..analysis.vocabulary import CHOICES as METRIC_CHOICES
+from ..analysis.vocabulary import HELP as METRIC_HELP
+from ..analysis.vocabulary import METRICS as METRIC_NAMES
 from ..core.units import parse_count, parse_decimal
 
 # -- types and ranges: a factory of the flag's name -> argparse type ---------------------------------
@@ -323,13 +326,9 @@ DTYPES = ("bf16", "fp16", "fp32", "fp8")
 DTYPES_W = ("bf16", "fp16", "fp32", "fp8", "int4", "fp4")
 TRAIN_DTYPES = ("bf16", "fp16", "fp32")
 
-#: what `check` and `scale` compare, and the unit each counts (+ the serving and training metrics of
-#: ``symcost.analysis.metrics``)
-METRICS = {"params": "parameters", "active": "active parameters per token",
-           "flops": "forward matmul FLOPs (--phase, conventions)", "cache": "cache elements",
-           "cache_bytes": "cache bytes (b_kv per KV element, b_state per fp32 state element)",
-           "weights_bytes": "weight bytes (b_w per parameter)", **LAYOUT_METRICS}
-METRICS_HELP = "; ".join(f"{k}: {v}" for k, v in METRICS.items())
+#: what `check`, `scale`, `export`, `crossover` and `plot` take: one table (``analysis.vocabulary``)
+METRICS = METRIC_NAMES
+METRICS_HELP = METRIC_HELP
 METRICS_LAYOUT = tuple(LAYOUT_METRICS)
 WRT_CHOICES = ("T", "E", "B", "N_dp", "N_tp", "N_pp", "N_ep", "N_cp", "dp", "tp", "pp", "ep", "cp")
 IMAGES_HELP = ("N images per sequence at the config's default image size (vision models): the context "
@@ -647,7 +646,8 @@ FLOPS = Option(("--flops",), "train", "a published FLOPs figure instead of the e
                "suffixes; a count, kept exact)", kind=decimal_count, example="3.8e24")
 
 # metric: the symbolic commands (check, export, scale, crossover)
-METRIC = Option(("--metric",), "metric", METRICS_HELP, choices=tuple(METRICS), required=True, example="params")
+METRIC = Option(("--metric",), "metric", METRICS_HELP, choices=METRIC_CHOICES, required=True, metavar="METRIC",
+                example="params")
 EXPR = Option(("--expr",), "metric", "plain text (H_kv*D_h, ^ for powers) or LaTeX", required=True,
               example="2*B*T*L*H_kv*D_h")
 STRICT = Option(("--strict", "--exit-code"), "metric", "exit with status 1 when the expressions are NOT EQUAL "
@@ -682,13 +682,7 @@ T_MIN = Option(("--T-min",), "document", "smallest T on the x axis", kind=positi
                example="1K")
 T_MAX = Option(("--T-max",), "document", "largest T on the x axis", kind=positive, default=2**21, dest="T_max",
                example="1M")
-PLOT_METRIC = Option(("--metric",), "document", "the names check/scale/export use: flops with --phase (decode: FLOPs "
-                     "of one decode step; prefill: FLOPs / (B*T) of the prompt) or cache_bytes; flops_per_token and "
-                     "decode_flops are the same curves by their older names",
-                     choices=("flops", "cache_bytes", "flops_per_token", "decode_flops"), required=True,
-                     example="cache_bytes")
-#: plot's curves by (metric, phase) in the shared vocabulary
-PLOT_CURVES = {("flops", "decode"): "decode_flops", ("flops", "prefill"): "flops_per_token"}
+PLOT_METRIC = METRIC.but(group="document", example="cache_bytes")
 
 
 def bind(row: Option, what: str) -> Option:
@@ -737,7 +731,8 @@ MEMORY_SERVE = tuple(
     if o is MEM_UTIL else o for o in SERVE_MODELLED) + (ENGINE, VLLM_VERSION, MAX_NUM_SEQS, KV_CACHE_MEMORY,
                                                           GPU_MEMORY, MOE_BACKEND)
 #: the phase and conventions of the symbolic commands (a metric of FLOPs)
-SYMBOLIC_PHASE = (PHASE.but(default="prefill"), *CONVENTIONS)
+SYMBOLIC_PHASE = (PHASE.but(default=None, help="with --metric flops: prefill (a prompt of T tokens, the default) "
+                               "or decode (one step at context T)"), *CONVENTIONS)
 
 
 def table() -> dict[str, Option]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 import time
 
@@ -31,7 +32,18 @@ _ACTIVE: list[float] = []  # the CPU end times of the deadlines in force, innerm
 
 
 def _fire(signum, frame):
+    # fired inside a finaliser or weakref callback, the exception is "ignored" by Python (printed, not
+    # raised): fire again shortly, so the block still stops at the next ordinary bytecode
+    signal.setitimer(signal.ITIMER_VIRTUAL, 0.01)
     raise DeadlineExceeded()
+
+
+def _quiet(unraisable, hook=sys.unraisablehook):
+    """``sys.unraisablehook`` under a deadline: a DeadlineExceeded swallowed in a callback is not printed
+    (the timer fires again); anything else goes to the hook that was there."""
+    if isinstance(unraisable.exc_value, DeadlineExceeded):
+        return
+    hook(unraisable)
 
 
 @contextlib.contextmanager
@@ -45,11 +57,14 @@ def deadline(seconds: float):
         end = min(end, _ACTIVE[-1])
     _ACTIVE.append(end)
     previous = signal.signal(signal.SIGVTALRM, _fire)
+    hook = sys.unraisablehook
+    sys.unraisablehook = lambda u: _quiet(u, hook)
     signal.setitimer(signal.ITIMER_VIRTUAL, max(end - time.process_time(), 1e-3))
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        sys.unraisablehook = hook
         _ACTIVE.pop()
         signal.signal(signal.SIGVTALRM, previous)
         if _ACTIVE:  # the outer deadline goes on with what it has left

@@ -35,12 +35,12 @@ except ImportError:  # numpy comes with matplotlib
 from ..core.notation import sym
 from ..serving.memory import cache_bytes
 
-METRICS = ("flops_per_token", "decode_flops", "cache_bytes")
-YLABEL = {"flops_per_token": "prefill FLOP per token (FLOP / (B·T))",
+METRICS = ("flops_per_token", "prefill_flops", "decode_flops", "cache_bytes", "cache")
+YLABEL = {"flops_per_token": "prefill FLOP per token (FLOP / (B·T))", "prefill_flops": "FLOP of a prefill of T tokens",
           "decode_flops": "FLOP per decode step",
-          "cache_bytes": "cache (bytes)"}
-TITLE = {"flops_per_token": "Prefill FLOPs per token", "decode_flops": "Decode FLOPs per step",
-         "cache_bytes": "Cache held after T tokens"}
+          "cache_bytes": "cache (bytes)", "cache": "cache (elements)"}
+TITLE = {"flops_per_token": "Prefill FLOPs per token", "prefill_flops": "Prefill FLOPs", "decode_flops": "Decode FLOPs per step",
+         "cache_bytes": "Cache held after T tokens", "cache": "Cache elements held after T tokens"}
 FORMATS = (".png", ".pdf")
 #: grid points per doubling of T
 PER_OCTAVE = 8
@@ -68,10 +68,14 @@ def metric_expr(model: Model, metric: str, *, batch: int = 1, dtype: str = "bf16
     phase = phase or Phase(mla=mla)
     if metric == "flops_per_token":
         e = model.flops(phase.model_copy(update={"kind": "prefill"})).total / (sym.B * sym.T)
+    elif metric == "prefill_flops":
+        e = model.flops(phase.model_copy(update={"kind": "prefill"})).total
     elif metric == "decode_flops":
         e = model.flops(phase.model_copy(update={"kind": "decode"})).total
     elif metric == "cache_bytes":
         e = cache_bytes(model, dtype)
+    elif metric == "cache":
+        e = model.cache().total
     else:
         raise SymcostError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
     vals = {k: v for k, v in model.values.items() if k is not sym.T}
@@ -271,7 +275,7 @@ def plot_vs_T(models: list[Model], metric: str, path, *, T_min: int = 2**8, T_ma
             raise SymcostError(f"{s.label}: {metric} is not positive over the range (no cache?); "
                                "cannot draw it on log axes")
     title = TITLE[metric] + f", B = {batch}" + (f", {dtype}" if metric == "cache_bytes" else "")
-    footer = ("" if metric == "cache_bytes" else
+    footer = ("" if metric in ("cache_bytes", "cache") else
               Phase(kind="decode" if metric == "decode_flops" else "prefill", mla=mla).describe())
     _draw(curves, metric, path, title=title, footer=footer)
     return Plot(path, metric, curves)

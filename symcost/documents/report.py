@@ -48,7 +48,7 @@ from ..core.terms import Terms, exact
 from ..core.units import dtype_bytes, human_bytes, human_count
 from ..model.assembly import Model
 from ..training.sheet import CARD, training_context  # the Training and Communication sections
-from .summary import Inputs, by_key, summary
+from .summary import MAX_TRAIN_GPUS, Inputs, by_key, summary
 
 #: printed width (characters) of one line of a display derivation before it is split
 WIDTH = 56
@@ -475,7 +475,8 @@ def summary_context(model: Model, raw: dict, inp: Inputs, sections: list, phases
     out.append(row(f"fewest {inp.gpu} to train with FSDP (ZeRO-3, full recompute, seq {T1:,})",
                    r["train_gpus"].value, "GPUs",
                    _argv("train", name, "--seq", T1, "--micro-batch", B, "--zero 3 --recompute full --gpu",
-                         inp.gpu, "--dp", r["train_gpus"].value),
+                         inp.gpu, "--dp", r["train_gpus"].value if r["train_gpus"].value is not None
+                         else MAX_TRAIN_GPUS),  # none fits: the largest tried, which the note says
                    "; ".join(r["train_gpus"].notes)))
     if not train.get("error"):
         out.append(row(f"fewest {train['card']} to train, any layout (the search of symcost train)", train["gpus"],

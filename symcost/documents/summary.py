@@ -139,15 +139,37 @@ def train_gpus(model, inp: Inputs) -> tuple[int | None, list[str]]:
     """The fewest GPUs of ``inp.gpu`` that train the model: the smallest power of two N for which
     ``train --dp N --zero 3 --recompute full --seq T_prefill --micro-batch B`` fits (per-GPU bytes <=
     the card's usable memory less the headroom, ``train``'s ``fits``); None if none up to ``MAX_TRAIN_GPUS`` does."""
+    key = (id(model), inp.gpu, inp.T_prefill, inp.batch, inp.optimizer)
+    hit = _TRAIN_GPUS.get(key)
+    if hit is None or hit[0] is not model:
+        if len(_TRAIN_GPUS) > 64:
+            _TRAIN_GPUS.clear()
+        hit = _TRAIN_GPUS[key] = (model, _train_gpus(model, inp))
+    return hit[1]
+
+
+#: train_gpus by (model, the inputs it reads): the sheet asks twice (its rows and the served rows); the
+#: model is kept with its entry, so its id is not reused while the entry lives
+_TRAIN_GPUS: dict = {}
+
+
+def _train_gpus(model, inp: Inputs) -> tuple[int | None, list[str]]:
     g = find_gpu(inp.gpu)
-    n = 1
+    budget = budget_bytes(g, HEADROOM_GIB)
+    n, states = 1, None
     while n <= MAX_TRAIN_GPUS:
         try:
             tm = train_memory(model, train_setup(inp, dp=n, tp=1, pp=1, ep=1, zero=3, recompute="full"))
         except SymcostError:
             tm = None
-        if tm is not None and tm.per_gpu <= budget_bytes(g, HEADROOM_GIB):  # as ``train`` judges fits
+        if tm is not None and tm.per_gpu <= budget:  # as ``train`` judges fits
             return n, []
+        if tm is not None and states is None:
+            # ZeRO-3 over N ranks holds at least states/N (weights, gradients and optimizer state, each
+            # sharded N ways), so every N with states/N above the budget is skipped without costing it
+            states = (tm.weights + tm.gradients + tm.optimizer) * n
+            while n * 2 <= MAX_TRAIN_GPUS and states > budget * n * 2:
+                n *= 2
         n *= 2
     return None, [f"no power of two up to {MAX_TRAIN_GPUS} GPUs fits"]
 

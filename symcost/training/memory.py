@@ -272,7 +272,14 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
     else:
         tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity, op=rc.mode == "op",
                            loss_chunks=setup.loss_chunks, modules=rc.modules)
-        flat = tree.at(vals)
+        try:
+            flat = tree.at(vals)
+        except ValueError:  # terms.exact: a saved tensor of a fractional number of bytes (as search skips it)
+            bad = next(k for k, e in tree.flatten().items() if not sympy.sympify(e).xreplace(vals).is_Integer)
+            raise SymcostError(f"--tp {tp} --cp {cp}: the activations {bad} are not whole bytes at this layout "
+                               f"({sympy.sympify(tree.flatten()[bad]).xreplace(vals)}): a tensor-parallel or "
+                               "context-parallel split of a width or a sequence that --tp/--cp does not divide; "
+                               "take sizes that divide the model's widths") from None
         pre_keys, post_keys = {c.key for c in model.pre}, {c.key for c in model.post}
         pre = sum(v for k, v in flat.items() if k.split("/")[0] in pre_keys or k.startswith("shared/"))
         post = sum(v for k, v in flat.items() if k.split("/")[0] in post_keys)

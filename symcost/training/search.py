@@ -234,6 +234,25 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
     return np.array(keep, dtype=np.int64)
 
 
+#: compiled activation sums by model and arguments: a sheet searches several GPU counts, and each
+#: search compiled the same (recompute, SP) terms again (the model is kept with its entry, so its id
+#: is not reused while the entry lives)
+_ACTS: dict = {}
+_ACTS_MAX = 64
+
+
+def _compiled_acts(model, rc, sp, **kw):
+    key = (id(model), rc, sp, tuple(sorted((k, repr(v)) for k, v in kw.items())))
+    hit = _ACTS.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    if len(_ACTS) >= _ACTS_MAX:
+        _ACTS.clear()
+    fn = _compile_acts(model, rc, sp, **kw)
+    _ACTS[key] = (model, fn)
+    return fn
+
+
 def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch,
                   loss_chunks=1):
     """The activation terms ``train_memory`` sums, per layer group ("g:" + name, all its layers),
@@ -494,9 +513,9 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             mask = (rc == ri) & (spf == s_)
             if not mask.any():
                 continue
-            fn = _compile_acts(model, rname, s_, kernel=kernel, act_dtype=act_dtype, scan=scan, seq=seq,
-                               capacity=capacity, want_working=rname == "full", want_dispatch=has_moe,
-                               loss_chunks=setup.loss_chunks)
+            fn = _compiled_acts(model, rname, s_, kernel=kernel, act_dtype=act_dtype, scan=scan, seq=seq,
+                                capacity=capacity, want_working=rname == "full", want_dispatch=has_moe,
+                                loss_chunks=setup.loss_chunks)
             idx = np.nonzero(mask)[0]
             out, ok = fn(b[idx], r_tp[idx], r_cp[idx])
             for key, x in out.items():
@@ -977,6 +996,11 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
     return step, zb
 
 
+#: tokens a step (seq x global batch) the vectorised search takes: a step's activation bytes (tokens x
+#: width x layers x bytes) must stay inside int64 (2^63), and 2^40 tokens leave 2^23 for the rest
+SEARCH_TOKENS_MAX = 2**40
+
+
 def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
            virtual=None, hsdp=None, offload=None, links: Links | None = None, mfu: float | None = None,
            overlap: float = 0.0, headroom_gib: float = HEADROOM_GIB, precision: str = "bf16",
@@ -987,6 +1011,10 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     from .mtp import with_mtp
     model = with_mtp(model, setup.mtp)  # the MTP modules trained, as train counts them
     check_capacity(model, setup.capacity)
+    if setup.seq * max(1, setup.batch.global_batch or 1) > SEARCH_TOKENS_MAX:
+        raise SymcostError(f"--seq {setup.seq:,}: the layout search costs every candidate on int64 arrays, "
+                           f"exact up to {SEARCH_TOKENS_MAX:,} tokens a step (seq x global batch); give a "
+                           "layout instead of --search for more")
     links = links or Links.of(gpu)
     fw = framework(setup.states.framework)
     if zero is not None:

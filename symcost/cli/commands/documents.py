@@ -27,7 +27,7 @@ OPTIONS = {
              o.BATCH, o.KV_DTYPE.but(choices=HTML_KV), o.WEIGHTS_DTYPE.but(choices=HTML_W),
              o.GPU.but(default="H100", help="the page's initial card (symcost gpus)"),
              *(row.but(choices=c) for row, c in ((o.TP, TPS), (o.PP, PPS), (o.DP, DPS), (o.EP, EPS)))),
-    "plot": (o.MODELS, o.PLOT_METRIC, o.PHASE.but(help="with --metric flops: decode or prefill"),
+    "plot": (o.MODELS, o.PLOT_METRIC, o.PHASE.but(help="with --metric flops: decode (one step at context T) or prefill (a prompt of T tokens)"),
              o.OUTPUT.but(help="the .png or .pdf file to write"), o.T_MIN, o.T_MAX,
              o.BATCH, o.DTYPE.but(help="cache dtype (cache_bytes)"), o.MLA),
 }
@@ -106,14 +106,8 @@ def cmd_plot(args, out):
         if v > PLOT_T_MAX:
             raise SymcostError(f"{flag} {v:,}: a plot's axis is drawn in float64, so T is at most 2^53 "
                                f"({PLOT_T_MAX:,}); the exact figures at any T come from flops/cache --T")
-    metric = args.metric
-    if metric == "flops":
-        if args.phase is None:
-            raise SymcostError("--metric flops: give --phase decode (FLOPs of one step) or prefill (FLOPs per token)")
-        metric = o.PLOT_CURVES[("flops", args.phase)]
-    elif args.phase is not None and (args.metric, args.phase) not in (("decode_flops", "decode"),
-                                                                      ("flops_per_token", "prefill")):
-        raise SymcostError(f"--phase {args.phase}: --metric {args.metric} has no phase to choose")
+    from ...analysis.vocabulary import curve, resolve
+    metric = curve(*resolve(args.metric, args.phase, "plot"))  # the shared names (check/scale/export/crossover)
     models = [loader.build(name) for name in args.model]
     try:
         from ...documents.plot import plot_vs_T  # lazy: needs numpy/matplotlib, which `sheet` does not

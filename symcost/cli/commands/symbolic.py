@@ -7,6 +7,7 @@ import sympy
 
 from ...analysis.metrics import LAYOUT, Options, metric_terms, wrt_symbol
 from ...analysis.symbolic import compare, crossover, derivative, ratio, scale_summary
+from ...analysis.vocabulary import resolve
 from ...architectures import loader
 from ...core.deadline import DeadlineExceeded, deadline
 from ...core.errors import SymcostError
@@ -42,6 +43,13 @@ def _metric_options(args) -> Options:
     return Options(**given)
 
 
+def _resolve(args, command: str) -> None:
+    """``--metric``/``--phase`` in the shared vocabulary (``analysis.vocabulary``): an alias unfolded
+    (``decode_flops`` is ``flops --phase decode``), the phase prefill when not given."""
+    args.metric, args.phase = resolve(args.metric, args.phase, command)
+    args.phase = args.phase or "prefill"
+
+
 def _metric_terms(m, args):
     """The engine Terms a metric refers to (bound to the config's values and, for bytes, to the dtype
     sizes ``b_kv`` = 2, ``b_state`` = 4, ``b_w`` = 2); the serving and training metrics come from
@@ -54,6 +62,8 @@ def _metric_terms(m, args):
                                f"({', '.join(METRICS_LAYOUT)}), not to --metric {args.metric}")
     engine = {"params": m.params, "active": m.active_params, "cache": m.cache, "cache_bytes": m.cache_bytes,
               "weights_bytes": m.weights_bytes}
+    if args.metric == "flops_per_token":  # a prompt's FLOPs over its B·T tokens
+        return m.flops(phase(args).model_copy(update={"kind": "prefill"})).scale(1 / (sym.B * sym.T))
     return engine[args.metric]() if args.metric in engine else m.flops(phase(args))
 
 
@@ -85,6 +95,7 @@ def _check_text(m, args, result) -> str:
 
 
 def cmd_check(args, out):
+    _resolve(args, "check")
     m = loader.build(args.model)
     user = parse(args.expr, extra=parse_map(args.map or []))
     inputs = {k: v for k, v in (("T", args.T), ("B", args.batch)) if v is not None}
@@ -96,10 +107,11 @@ def cmd_check(args, out):
 
 
 def cmd_export(args, out):
+    _resolve(args, "export")
     from ...analysis.export import export  # lazy: SymPy's code printers (~7 ms), for export only
     m = loader.build(args.model)
     terms = _metric_terms(m, args)
-    convention = f"; {phase(args).describe()}" if args.metric == "flops" else ""
+    convention = f"; {phase(args).describe()}" if args.metric in ("flops", "flops_per_token") else ""
     keep = [k.strip() for k in (args.keep or "").split(",") if k.strip()]
     doc = f"{m.name} {args.metric} ({METRICS[args.metric]}{convention})"
     ident = "".join(ch if ch.isalnum() else "_" for ch in f"{args.metric}").strip("_")
@@ -145,6 +157,7 @@ def _regime_lines(label: str, e) -> list[str]:
 
 
 def cmd_scale(args, out):
+    _resolve(args, "scale")
     m = loader.build(args.model)
     var = _wrt(m, args)
     terms = _metric_terms(m, args)
@@ -255,7 +268,25 @@ def _sides(m, args):
     return a.xreplace(values), other_terms.total.xreplace(values_b), f"{other.name} {args.metric}", values
 
 
+def _when(cross: dict, a: str, b: str) -> str:
+    """Where ``a ≥ b`` over the integers T ≥ 1, in words (``crossover``'s ``ranges``): "from T = n",
+    "for T ≤ n; b > a from T = n + 1", or the ranges one after another."""
+    if cross["never"]:
+        return "never"
+    if cross["always"]:
+        return "for every T"
+    ranges = cross["ranges"]
+    if not ranges:
+        return "undecided" if not cross["exact"] else "at no integer T"
+    if len(ranges) == 1 and ranges[0][1] is None:
+        return f"from T = {ranges[0][0]:,}"
+    if len(ranges) == 1 and ranges[0][0] == 1:
+        return f"for T <= {ranges[0][1]:,}; {b} > {a} from T = {ranges[0][1] + 1:,}"
+    return "for T in " + ", ".join(f"{lo:,}.." + ("" if hi is None else f"{hi:,}") for lo, hi in ranges)
+
+
 def cmd_crossover(args, out):
+    _resolve(args, "crossover")
     m = loader.build(args.model)
     a, b, label_b, values = _sides(m, args)
     cross = crossover(a, b, sym.T, values=values)
@@ -266,13 +297,16 @@ def cmd_crossover(args, out):
                "never": cross["never"], "always": cross["always"], "where": cross["set"],
                "ratio": to_text(rat["ratio"]),
                "ratio_limit": to_text(rat["limit"]) if rat["limit"] is not None else None}
-    when = ("never" if cross["never"] else "for every T" if cross["always"]
-            else f"from T = {cross['first_integer']:,}" if cross["first_integer"] else "undecided")
+    payload["ranges"] = [{"from": lo, "to": hi} for lo, hi in cross["ranges"]]
+    payload["crossings"] = [{"at": to_text(c["at"]), "at_float": float(c["at"].evalf(30)),
+                             "leads_after": args.a if c["a_leads"] else label_b} for c in cross["crossings"]]
+    when = _when(cross, args.a, label_b)
     matched = getattr(args, "matched", {})
     if matched:
         payload["matched"] = matched
+    points = ", ".join(c["at"] for c in payload["crossings"])
     text = (f"{m.name}: {args.metric}: {args.a} >= {label_b} {when}"
-            + (f" (exact root {payload['at']})" if payload["at"] else "")
+            + (f" (the order changes at T = {points}, exactly)" if points else "")
             + f"\n  ratio {args.a} / {label_b} = {payload['ratio']}  (T -> infinity: "
             + (f"{payload['ratio_limit']})" if rat["limit"] is not None else "no limit found)")
             + "".join(f"\n  {name} = {' + '.join(roots)} (the sum of every group's)" for name, roots in matched.items()))
