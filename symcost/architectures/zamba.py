@@ -96,13 +96,9 @@ class ZambaAdapter(Adapter):
             p, o = self.attn_layer_period, self.attn_layer_offset
             kinds = ["linear_attention", "linear_attention", "hybrid"] + [
                 "hybrid" if i % p == o else "linear_attention" for i in range(self.num_hidden_layers - 3)]
-        else:
-            kinds = [LEGACY.get(k, k) for k in self.layers_block_type]
-            bad = sorted({repr(k) for k in kinds if k not in KINDS})
-            if bad:
-                self.fail(field, f"unknown layer type(s) {', '.join(bad)} (expected {', '.join(KINDS)})")
-        self.check_count(field, len(kinds), self.num_hidden_layers)
-        return kinds
+            self.check_count(field, len(kinds), self.num_hidden_layers)
+            return kinds
+        return self.check_kinds(field, self.layers_block_type, self.num_hidden_layers, KINDS)
 
     def to_model(self) -> Model:
         kinds = self.kinds()

@@ -139,12 +139,7 @@ class Zamba2Adapter(Adapter):
     def kinds(self) -> list[str]:
         field = "layers_block_type"
         given = DEFAULT_STACK if self.layers_block_type is None else self.layers_block_type
-        kinds = [LEGACY.get(k, k) if isinstance(k, str) else k for k in given]
-        bad = sorted({repr(k) for k in kinds if k not in KINDS})
-        if bad:
-            self.fail(field, f"unknown layer type(s) {', '.join(bad)} (expected {', '.join(KINDS)})")
-        self.check_count(field, len(kinds), self.num_hidden_layers)
-        return kinds
+        return self.check_kinds(field, given, self.num_hidden_layers, KINDS)
 
     # -- the model -----------------------------------------------------------------------------------
     def mamba(self) -> Mamba2:
