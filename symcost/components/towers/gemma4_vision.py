@@ -39,7 +39,8 @@ from ...core.notation import sym
 from ...core.primitives import Norm, Param
 from ...core.terms import Terms
 from ..base import Component
-from .vit import ViTTower, tower_linear as _lin
+from .vit import ViTTower
+from .vit import tower_linear as _lin
 
 CLIP_BOUNDS = ("input_min", "input_max", "output_min", "output_max")
 

@@ -40,7 +40,8 @@ from ...core.primitives import Norm, Param
 from ...core.terms import Terms
 from ..base import Component
 from .moonvit import MergedPatchTower, MoonViTBlock
-from .vit import PatchStem, encoder_image_flops, tower_linear as _lin
+from .vit import PatchStem, encoder_image_flops
+from .vit import tower_linear as _lin
 
 
 @dataclass(frozen=True)
