@@ -225,3 +225,22 @@ def serialised(raw: dict, directory) -> tuple[dict, dict]:
     cfg.save_pretrained(directory)
     saved = json.loads((Path(directory) / "config.json").read_text())
     return cfg.to_dict(), saved
+
+
+def assert_serialised_forms_agree(raw: dict, directory) -> int:
+    """The engine reads both forms transformers writes back (``serialised``) as it reads ``raw``:
+    the same parameters, prefill FLOPs (reference and served), decode FLOPs and cache at T = 13,
+    B = 2. Returns the parameter count (for the caller to hold against the class's own)."""
+    import symcost
+    from symcost.core.conventions import Phase
+    m0 = symcost.build(dict(raw))
+    want = m0.params().total_at(m0.values)
+    vals0 = m0.values_with(T=13, B=2)
+    for form in serialised(raw, directory):
+        m = symcost.build(dict(form))
+        assert m.params().total_at(m.values) == want
+        vals = m.values_with(T=13, B=2)
+        for ph in (Phase(kind="prefill", impl="reference"), Phase(kind="decode"), Phase(kind="prefill")):
+            assert m.flops(ph).total_at(vals) == m0.flops(ph).total_at(vals0)
+        assert m.cache().total_at(vals) == m0.cache().total_at(vals0)
+    return want

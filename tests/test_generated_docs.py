@@ -4,10 +4,10 @@ import subprocess
 
 import pytest
 
-from symcost.documents.generate import render_all
+from tests.generated import rendered
 from tests.tex import need_tex
 
-DOCS = render_all()
+DOCS = rendered()
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|home|root|usr|opt|var|mnt)/")
 
 

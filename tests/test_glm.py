@@ -3,8 +3,6 @@ the config class's defaults, the config as transformers serialises it (to_dict, 
 GLM-5's shared-indexer layers at real size, and config errors that name their field."""
 import json
 import random
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -164,13 +162,16 @@ def test_errors_name_the_field(model_type, patch, field):
         symcost.build(_bad(model_type, **patch))
 
 
-def test_cli_bad_input_is_one_line_and_exit_2(tmp_path):
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    """In process (the exit status ``python -m symcost`` passes on is main's: tests/test_startup.py)."""
+    from symcost.cli import main
     _, raw = loader.read_json("glm-4.7-fp8")
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**raw, "num_experts_per_tok": 161}))
-    r = subprocess.run([sys.executable, "-m", "symcost", "params", str(path)], capture_output=True, text=True)
-    assert r.returncode == 2 and r.stdout == ""
-    assert r.stderr.strip().count("\n") == 0 and "field 'num_experts_per_tok'" in r.stderr
+    code = main(["params", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.strip().count("\n") == 0 and "field 'num_experts_per_tok'" in err
 
 
 @pytest.mark.parametrize("model_type, patch", [

@@ -132,8 +132,8 @@ def test_sheet_without_matplotlib_keeps_tables(tmp_path, monkeypatch):
 
 
 def test_generated_reports_have_no_plots():
-    from symcost.documents.generate import render_all
-    texts = render_all()
+    from tests.generated import rendered
+    texts = rendered()
     assert not any("includegraphics" in t or "matplotlib" in t
                    for p, t in texts.items() if p.startswith("reports/"))
 

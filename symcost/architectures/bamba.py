@@ -28,9 +28,8 @@ from ..components.norm import Norms
 from ..core.notation import sym
 from ..model.assembly import LayerGroup, Model, layer_order
 from . import register
-from .base import LEGACY_LAYER_TYPES, Adapter, GQAHeads, LayerCount, PosInt, values
+from .base import Adapter, GQAHeads, LayerCount, PosInt, values
 
-LEGACY = LEGACY_LAYER_TYPES  # transformers' remap_legacy_layer_types
 KINDS = ("linear_attention", "full_attention")
 #: layer kind -> (group name, count symbol)
 GROUPS = {"linear_attention": ("mamba_layers", sym.L_M), "full_attention": ("attention_layers", sym.L_A)}
@@ -93,17 +92,6 @@ class MambaHybridAdapter(GQAHeads, Adapter):
     def attention_values(self) -> dict:
         return values(H_q=self.num_attention_heads, H_kv=self.H_kv, D_h=self.D_h)
 
-    @staticmethod
-    def check_kinds(field: str, kinds: list[str], n_layers: int, allowed=KINDS) -> list[str]:
-        """``kinds`` with legacy names remapped, checked against ``allowed`` and the layer count."""
-        kinds = [LEGACY.get(k, k) if isinstance(k, str) else k for k in kinds]
-        bad = sorted({repr(k) for k in kinds if k not in allowed})
-        if bad:
-            Adapter.fail(field, f"unknown layer type(s) {', '.join(bad)} (expected {', '.join(allowed)})")
-        if len(kinds) != n_layers:
-            Adapter.fail(field, f"has {len(kinds)} entries for num_hidden_layers={n_layers}")
-        return kinds
-
 
 @register("bamba")
 class BambaAdapter(MambaHybridAdapter):
@@ -125,7 +113,7 @@ class BambaAdapter(MambaHybridAdapter):
             self.fail("attn_layer_indices", f"{out} out of range for num_hidden_layers={L} (0..{L - 1})")
         kinds = ["full_attention" if i in idx else "linear_attention" for i in range(L)]
         if self.layer_types is not None:
-            given = self.check_kinds("layer_types", self.layer_types, L)
+            given = self.check_kinds("layer_types", self.layer_types, L, KINDS)
             if given != kinds:
                 self.fail("layer_types", "disagrees with attn_layer_indices, from which BambaConfig "
                           f"derives it ({self.attn_layer_indices})")

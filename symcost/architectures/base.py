@@ -144,6 +144,18 @@ class Adapter(BaseModel):
     def fail(field: str, message: str) -> None:
         raise SymcostError(clip(f"field '{field}': {message}"))
 
+    @staticmethod
+    def check_kinds(field: str, kinds: list, n_layers: int, allowed: tuple[str, ...]) -> list[str]:
+        """A per-layer list of layer types (``field``): legacy names remapped (transformers'
+        ``remap_legacy_layer_types``), each one of ``allowed``, one entry per layer."""
+        kinds = [LEGACY_LAYER_TYPES.get(k, k) if isinstance(k, str) else k for k in kinds]
+        bad = sorted({repr(k) for k in kinds if k not in allowed})
+        if bad:
+            Adapter.fail(field, f"unknown layer type(s) {', '.join(bad)} (expected {', '.join(allowed)})")
+        if len(kinds) != n_layers:
+            Adapter.fail(field, f"has {len(kinds)} entries for num_hidden_layers={n_layers}")
+        return kinds
+
     def check_count(self, field: str, got: int, expected: int, what: str = "num_hidden_layers") -> None:
         """A per-layer list or pattern (``field``) must have one entry per layer."""
         if got != expected:

@@ -42,6 +42,14 @@ from .base import Adapter, LayerCount, NonNegInt, PosInt, quote, validation_mess
 LAYER_NORMS = ("input_layernorm", "post_attention_layernorm")
 
 
+def check_mla_heads(a: Adapter) -> None:
+    """MLA expands keys to every head: ``num_key_value_heads`` null or ``num_attention_heads``."""
+    H = a.num_attention_heads
+    if a.num_key_value_heads not in (None, H):
+        a.fail("num_key_value_heads", f"MLA expands keys to every head: must equal "
+               f"num_attention_heads={H} (got {a.num_key_value_heads})")
+
+
 def _alias(default, *names: str):
     return Field(default, validation_alias=AliasChoices(*names))
 
@@ -94,10 +102,7 @@ class DeepseekV3Adapter(Adapter):
                       f"num_hidden_layers={self.num_hidden_layers}")
 
     def check_attention(self) -> None:
-        H = self.num_attention_heads
-        if self.num_key_value_heads not in (None, H):
-            self.fail("num_key_value_heads", f"MLA expands keys to every head: must equal "
-                      f"num_attention_heads={H} (got {self.num_key_value_heads})")
+        check_mla_heads(self)
 
     def check_router(self) -> None:
         """V3 routing: top-2 per group summed, top ``topk_group`` groups, top-k experts among them."""

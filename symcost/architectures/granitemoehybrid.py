@@ -65,7 +65,7 @@ class GraniteMoeHybridAdapter(MambaHybridAdapter):
     def resolved_layer_types(self) -> list[str]:
         if self.layer_types is None:
             return ["linear_attention"] * self.num_hidden_layers
-        return self.check_kinds("layer_types", self.layer_types, self.num_hidden_layers)
+        return self.check_kinds("layer_types", self.layer_types, self.num_hidden_layers, KINDS)
 
     # -- the model -----------------------------------------------------------------------------------
     def mixer(self, kind: str):

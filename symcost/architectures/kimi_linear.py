@@ -39,7 +39,7 @@ from ..core.notation import sym
 from ..model.assembly import Model, kind_order
 from . import register
 from .base import Adapter, Int, LayerCount, NonNegInt, PosInt, quote, values
-from .deepseek import LAYER_NORMS
+from .deepseek import LAYER_NORMS, check_mla_heads
 from .qwen3_next import CHUNK
 from .qwen_moe import group_layers
 
@@ -85,10 +85,7 @@ class KimiLinearAdapter(Adapter):
 
     @model_validator(mode="after")
     def _consistent(self):
-        H = self.num_attention_heads
-        if self.num_key_value_heads not in (None, H):
-            self.fail("num_key_value_heads", f"MLA expands keys to every head: must equal "
-                      f"num_attention_heads={H} (got {self.num_key_value_heads})")
+        check_mla_heads(self)
         for field in ("head_dim", "num_heads", "short_conv_kernel_size"):
             value = self.linear_config.get(field)
             if value is not None and (type(value) is not int or value < 1):

@@ -34,6 +34,7 @@ from ..core.notation import sym
 from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import MAX_LAYERS, Adapter, LayerCount, NonNegInt, PosInt, values
+from .deepseek import check_mla_heads
 from .llama import LAYER_NORMS
 
 
@@ -84,10 +85,7 @@ class LongcatFlashAdapter(Adapter):
 
     @model_validator(mode="after")
     def _consistent(self):
-        H = self.num_attention_heads
-        if self.num_key_value_heads not in (None, H):
-            self.fail("num_key_value_heads", f"MLA expands keys to every head: must equal "
-                      f"num_attention_heads={H} (got {self.num_key_value_heads})")
+        check_mla_heads(self)
         qk = self.qk_nope_head_dim + self.qk_rope_head_dim
         if self.qk_head_dim not in (None, qk):
             self.fail("qk_head_dim", f"the query splits into qk_nope_head_dim + qk_rope_head_dim = {qk} "

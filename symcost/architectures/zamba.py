@@ -34,7 +34,7 @@ from ..model.assembly import LayerGroup, Model
 from . import register
 from .base import Adapter, LayerCount, PosInt, values
 from .mamba import dt_rank
-from .zamba2 import KINDS, LEGACY, layer_layout
+from .zamba2 import KINDS, LEGACY, check_shared_attention, layer_layout
 
 
 @register("zamba")
@@ -72,13 +72,8 @@ class ZambaAdapter(Adapter):
 
     @model_validator(mode="after")
     def _consistent(self):
-        d, H_q, H_kv = self.hidden_size, self.num_attention_heads, self.num_key_value_heads
-        if H_q % H_kv:
-            self.fail("num_key_value_heads", f"num_attention_heads={H_q} is not divisible by "
-                      f"num_key_value_heads={H_kv}")
-        if self.attention_hidden_size is not None and self.attention_hidden_size != 2 * d:
-            self.fail("attention_hidden_size", f"attention_hidden_size={self.attention_hidden_size}: the shared "
-                      f"block reads [hidden states, embeddings], 2·hidden_size = {2 * d} wide")
+        d = self.hidden_size
+        check_shared_attention(self, self.num_key_value_heads)
         if (self.mamba_expand * d) % self.n_mamba_heads:
             self.fail("n_mamba_heads", f"n_mamba_heads={self.n_mamba_heads} does not divide the Mamba "
                       f"intermediate size mamba_expand·hidden_size = {self.mamba_expand * d}")
@@ -96,13 +91,9 @@ class ZambaAdapter(Adapter):
             p, o = self.attn_layer_period, self.attn_layer_offset
             kinds = ["linear_attention", "linear_attention", "hybrid"] + [
                 "hybrid" if i % p == o else "linear_attention" for i in range(self.num_hidden_layers - 3)]
-        else:
-            kinds = [LEGACY.get(k, k) for k in self.layers_block_type]
-            bad = sorted({repr(k) for k in kinds if k not in KINDS})
-            if bad:
-                self.fail(field, f"unknown layer type(s) {', '.join(bad)} (expected {', '.join(KINDS)})")
-        self.check_count(field, len(kinds), self.num_hidden_layers)
-        return kinds
+            self.check_count(field, len(kinds), self.num_hidden_layers)
+            return kinds
+        return self.check_kinds(field, self.layers_block_type, self.num_hidden_layers, KINDS)
 
     def to_model(self) -> Model:
         kinds = self.kinds()

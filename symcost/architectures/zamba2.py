@@ -37,6 +37,18 @@ from .base import LEGACY_LAYER_TYPES, Adapter, LayerCount, NonNegInt, PosInt, qu
 
 LEGACY = LEGACY_LAYER_TYPES  # transformers' remap_legacy_layer_types
 KINDS = ("linear_attention", "hybrid")
+
+
+def check_shared_attention(a: Adapter, H_kv: int) -> None:
+    """The shared attention block (Zamba, Zamba2): whole query groups per key/value head, and an
+    input [hidden states, original embeddings] 2·hidden_size wide."""
+    d, H_q = a.hidden_size, a.num_attention_heads
+    if H_q % H_kv:
+        a.fail("num_key_value_heads", f"num_attention_heads={H_q} is not divisible by "
+               f"num_key_value_heads={H_kv}")
+    if a.attention_hidden_size is not None and a.attention_hidden_size != 2 * d:
+        a.fail("attention_hidden_size", f"attention_hidden_size={a.attention_hidden_size}: the shared "
+               f"block reads [hidden states, embeddings], 2·hidden_size = {2 * d} wide")
 #: Zamba2Config's default stack (54 layers)
 
 
@@ -94,12 +106,7 @@ class Zamba2Adapter(Adapter):
     def _consistent(self):
         d, H_q, H_kv = self.hidden_size, self.num_attention_heads, self.H_kv
         kinds = self.kinds()
-        if H_q % H_kv:
-            self.fail("num_key_value_heads", f"num_attention_heads={H_q} is not divisible by "
-                      f"num_key_value_heads={H_kv}")
-        if self.attention_hidden_size is not None and self.attention_hidden_size != 2 * d:
-            self.fail("attention_hidden_size", f"attention_hidden_size={self.attention_hidden_size}: the shared "
-                      f"block reads [hidden states, embeddings], 2·hidden_size = {2 * d} wide")
+        check_shared_attention(self, H_kv)
         if self.use_shared_attention_adapter:
             if H_q * self.D_h != 2 * d:
                 self.fail("attention_head_dim", f"num_attention_heads·attention_head_dim = {H_q * self.D_h} must "
@@ -139,12 +146,7 @@ class Zamba2Adapter(Adapter):
     def kinds(self) -> list[str]:
         field = "layers_block_type"
         given = DEFAULT_STACK if self.layers_block_type is None else self.layers_block_type
-        kinds = [LEGACY.get(k, k) if isinstance(k, str) else k for k in given]
-        bad = sorted({repr(k) for k in kinds if k not in KINDS})
-        if bad:
-            self.fail(field, f"unknown layer type(s) {', '.join(bad)} (expected {', '.join(KINDS)})")
-        self.check_count(field, len(kinds), self.num_hidden_layers)
-        return kinds
+        return self.check_kinds(field, given, self.num_hidden_layers, KINDS)
 
     # -- the model -----------------------------------------------------------------------------------
     def mamba(self) -> Mamba2:

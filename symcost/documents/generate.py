@@ -8,6 +8,7 @@ subclass, default fields); reports cover every bundled config that builds.
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..architectures import loader
@@ -77,9 +78,10 @@ def render_all() -> dict[str, str]:
     return out
 
 
-def stale(root: Path = ROOT) -> list[str]:
-    """Paths under ``formulas/`` and ``reports/`` that differ from, lack, or are not in the render."""
-    want = render_all()
+def stale(root: Path = ROOT, want: Mapping[str, str] | None = None) -> list[str]:
+    """Paths under ``formulas/`` and ``reports/`` that differ from, lack, or are not in the render
+    (``want``: a render already made, else a new one)."""
+    want = render_all() if want is None else want
     bad = [p for p, text in want.items()
            if not (root / p).is_file() or (root / p).read_text(encoding="utf-8") != text]
     for d in DIRS:

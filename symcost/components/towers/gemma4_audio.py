@@ -28,14 +28,11 @@ import sympy
 
 from ...core.conventions import Phase
 from ...core.notation import sym
-from ...core.primitives import Linear, Norm, Param
+from ...core.primitives import Norm, Param
 from ...core.terms import Terms
 from ..base import Component
-from .gemma4_vision import NO_ROWS, clip_buffers
-
-
-def _lin(name, in_, out, ph, doc, bias=False):
-    return Linear(name, in_, out, bias=bias, rows=NO_ROWS if ph is not None else None, doc=doc)
+from .gemma4_vision import clip_buffers
+from .vit import tower_linear as _lin
 
 
 @dataclass(frozen=True)

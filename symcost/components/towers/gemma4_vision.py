@@ -36,16 +36,13 @@ import sympy
 
 from ...core.conventions import Phase
 from ...core.notation import sym
-from ...core.primitives import Linear, Norm, Param
+from ...core.primitives import Norm, Param
 from ...core.terms import Terms
 from ..base import Component
+from .vit import ViTTower
+from .vit import tower_linear as _lin
 
-NO_ROWS = sympy.Integer(0)  # text-only phases: the tower does not run
 CLIP_BOUNDS = ("input_min", "input_max", "output_min", "output_max")
-
-
-def _lin(name, in_, out, ph, doc):
-    return Linear(name, in_, out, rows=NO_ROWS if ph is not None else None, doc=doc)
 
 
 def clip_buffers(n_linears: sympy.Expr, on: bool) -> Terms:
@@ -124,15 +121,10 @@ class Gemma4VisionEmbedder(Component):
 
 
 @dataclass(frozen=True)
-class Gemma4Vision(Component):
+class Gemma4Vision(ViTTower):
     """The whole tower + embedder, for the per-image questions (the weights are counted by the parts above)."""
 
     key = "vision"
-    modality = "image"
-    d: sympy.Expr = sym.d
-    d_vis: sympy.Expr = sym.d_vis
-    d_ff_vis: sympy.Expr = sym.d_ff_vis
-    L_vis: sympy.Expr = sym.L_vis
     H_vis: sympy.Expr = sym.H_vis
     H_kv_vis: sympy.Expr = sym.H_kv_vis
     D_vis: sympy.Expr = sym.D_vis
@@ -140,9 +132,6 @@ class Gemma4Vision(Component):
     N_pat: sympy.Expr = sym.N_pat
     N_img: sympy.Expr = sym.N_img
     pooled: bool = True  # pooling_kernel_size > 1: the one-hot pooling matmul runs
-
-    def primitives(self, ph: Phase | None = None):
-        return []
 
     def image_tokens(self) -> sympy.Expr:
         return self.N_img

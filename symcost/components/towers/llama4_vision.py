@@ -36,26 +36,16 @@ import sympy
 
 from ...core.conventions import Phase
 from ...core.notation import sym
-from ...core.primitives import Linear, Norm, Param
+from ...core.primitives import Norm, Param
 from ...core.terms import Terms
 from ..base import Component
-from .moonvit import NO_ROWS, MergedPatchTower, MoonViTBlock
-from .vit import encoder_image_flops
-
-
-def _lin(name, in_, out, ph, doc):
-    return Linear(name, in_, out, rows=NO_ROWS if ph is not None else None, doc=doc)
+from .moonvit import MergedPatchTower, MoonViTBlock
+from .vit import PatchStem, encoder_image_flops
+from .vit import tower_linear as _lin
 
 
 @dataclass(frozen=True)
-class Llama4VisionStem(Component):
-    key = "vision_stem"
-    modality = "image"
-    d_vis: sympy.Expr = sym.d_vis
-    p_vis: sympy.Expr = sym.p_vis
-    C_img: sympy.Expr = sym.C_img
-    N_pat: sympy.Expr = sym.N_pat
-
+class Llama4VisionStem(PatchStem):
     def primitives(self, ph: Phase | None = None):
         h = self.d_vis
         return [_lin("vision_patch_embedding", self.C_img * self.p_vis ** 2, h, ph,

@@ -28,21 +28,14 @@ from dataclasses import dataclass
 
 import sympy
 
-from ...core.conventions import Phase
 from ...core.notation import sym
 from ...core.primitives import Linear, Norm, Param
 from ...core.terms import Terms
-from ..base import Component
+from .vit import ViTTower
 
 
 @dataclass(frozen=True)
-class MiniMaxViT(Component):
-    key = "vision_tower"
-    modality = "image"
-    d: sympy.Expr = sym.d
-    d_vis: sympy.Expr = sym.d_vis
-    d_ff_vis: sympy.Expr = sym.d_ff_vis
-    L_vis: sympy.Expr = sym.L_vis
+class MiniMaxViT(ViTTower):
     p_vis: sympy.Expr = sym.p_vis
     t_vis: sympy.Expr = sym.t_vis
     C_img: sympy.Expr = sym.C_img
@@ -50,15 +43,12 @@ class MiniMaxViT(Component):
     d_proj: sympy.Expr = sym.d_proj
 
     def weights(self, merged_rows: sympy.Expr | None = None) -> list:
-        dv, ff, L, dp = self.d_vis, self.d_ff_vis, self.L_vis, self.d_proj
+        dv, dp = self.d_vis, self.d_proj
         return [
             Param("patch_embedding", self.C_img * self.t_vis * self.p_vis**2 * dv,
                   doc="Conv3d [C_img·t_vis·p_vis², d_vis], no bias"),
             Norm("pre_layrnorm", dv, bias=True),
-            Linear("attn_qkvo", dv, dv, bias=True, copies=4 * L, doc="L_vis × 4 × [d_vis, d_vis] + bias"),
-            Linear("fc1", dv, ff, bias=True, copies=L, doc="L_vis × [d_vis, d_ff_vis] + bias"),
-            Linear("fc2", ff, dv, bias=True, copies=L, doc="L_vis × [d_ff_vis, d_vis] + bias"),
-            Param("layer_norms", 4 * dv, copies=L, doc="L_vis × 2 LayerNorms"),
+            *self.encoder_weights(),
             Linear("proj_linear_1", dv, dp, bias=True, doc="[d_vis, d_proj] per patch"),
             Linear("proj_linear_2", dp, self.d, bias=True, doc="[d_proj, d] per patch"),
             Linear("merge_linear_1", self.m_vis * self.d, dp, bias=True, rows=merged_rows,
@@ -66,15 +56,6 @@ class MiniMaxViT(Component):
             Linear("merge_linear_2", dp, self.d, bias=True, rows=merged_rows,
                    doc="[d_proj, d] per merged token"),
         ]
-
-    def primitives(self, ph: Phase | None = None):
-        return [] if ph is not None else self.weights()  # a text-only pass does not run the tower
-
-    def params(self) -> Terms:
-        return Terms({self.key: super().params()}, {self.key: self.label()})
-
-    def active_params(self) -> Terms:
-        return Terms({self.key: super().active_params()}, {self.key: self.label()})
 
     def image_tokens(self, N_pat: sympy.Expr = sym.N_pat) -> sympy.Expr:
         """Text tokens one still image fills: one per merged m_vis patches."""

@@ -32,27 +32,18 @@ import sympy
 
 from ...core.conventions import Phase
 from ...core.notation import sym
-from ...core.primitives import Linear, Norm, Param
+from ...core.primitives import Norm, Param
 from ...core.terms import Terms
 from ..base import Component
-from .vit import encoder_image_flops
-
-NO_ROWS = sympy.Integer(0)  # text-only phases: the tower does not run
+from .vit import PatchStem, ViTTower, encoder_image_flops, tower_linear
 
 
 def _lin(name, in_, out, ph, doc):
-    return Linear(name, in_, out, bias=True, rows=NO_ROWS if ph is not None else None, doc=doc)
+    return tower_linear(name, in_, out, ph, doc, bias=True)
 
 
 @dataclass(frozen=True)
-class MoonViTStem(Component):
-    key = "vision_stem"
-    modality = "image"
-    d_vis: sympy.Expr = sym.d_vis
-    p_vis: sympy.Expr = sym.p_vis
-    C_img: sympy.Expr = sym.C_img
-    N_pat: sympy.Expr = sym.N_pat
-
+class MoonViTStem(PatchStem):
     def primitives(self, ph: Phase | None = None):
         return [_lin("vision_patch_embed", self.C_img * self.p_vis ** 2, self.d_vis, ph,
                      "Conv2d [C_img·p_vis², d_vis] + bias"),
@@ -100,26 +91,18 @@ class MoonViTProjector(Component):
 
 
 @dataclass(frozen=True)
-class MergedPatchTower(Component):
+class MergedPatchTower(ViTTower):
     """A whole ViT tower + projector for the per-image questions, whose weights other components
-    count (stem, blocks, projector): ``image_tokens()`` = N_pat / m_vis text tokens per image, one
-    per merged (or pixel-shuffled) group of m_vis patches. Subclasses add ``image_flops()``
-    (MoonViT here, Llama 4's tower in ``llama4_vision``)."""
+    count (stem, blocks, projector; so ``weights()`` lists none): ``image_tokens()`` = N_pat / m_vis
+    text tokens per image, one per merged (or pixel-shuffled) group of m_vis patches. Subclasses
+    add ``image_flops()`` (MoonViT here, Llama 4's tower in ``llama4_vision``)."""
 
     key = "vision"
-    modality = "image"
     abstract = True  # not a sheet section of its own (report.mechanisms)
-    d: sympy.Expr = sym.d
-    d_vis: sympy.Expr = sym.d_vis
-    d_ff_vis: sympy.Expr = sym.d_ff_vis
-    L_vis: sympy.Expr = sym.L_vis
     p_vis: sympy.Expr = sym.p_vis
     C_img: sympy.Expr = sym.C_img
     N_pat: sympy.Expr = sym.N_pat
     m_vis: sympy.Expr = sym.m_vis
-
-    def primitives(self, ph: Phase | None = None):
-        return []  # the weights are counted by the tower's stem, block and projector components
 
     def image_tokens(self) -> sympy.Expr:
         return self.N_pat / self.m_vis

@@ -36,22 +36,17 @@ from dataclasses import dataclass
 
 import sympy
 
-from ...core.conventions import Phase
 from ...core.notation import sym
 from ...core.primitives import Linear, Norm, Param
 from ...core.terms import Terms
-from ..base import Component
-from .vit import encoder_image_flops
+from .vit import ViTTower, encoder_image_flops
 
 
 @dataclass(frozen=True)
-class QwenViT(Component):
+class QwenViT(ViTTower):
+    """``d`` is the mergers' output: the text hidden size (out_hidden_size)."""
+
     key = "visual"
-    modality = "image"
-    d: sympy.Expr = sym.d  # merger output: the text hidden size (out_hidden_size)
-    d_vis: sympy.Expr = sym.d_vis
-    d_ff_vis: sympy.Expr = sym.d_ff_vis
-    L_vis: sympy.Expr = sym.L_vis
     p_vis: sympy.Expr = sym.p_vis
     t_vis: sympy.Expr = sym.t_vis
     C_img: sympy.Expr = sym.C_img
@@ -88,16 +83,6 @@ class QwenViT(Component):
                        doc="n_ds × [m_vis·d_vis, d] + bias"),
             ]
         return prims
-
-    def primitives(self, ph: Phase | None = None):
-        return [] if ph is not None else self.weights()  # a text-only pass does not run the tower
-
-    # the tower sits among the embeddings at the model's top level: keep its terms under one key
-    def params(self) -> Terms:
-        return Terms({self.key: super().params()}, {self.key: self.label()})
-
-    def active_params(self) -> Terms:
-        return Terms({self.key: super().active_params()}, {self.key: self.label()})
 
     def image_tokens(self) -> sympy.Expr:
         """Text tokens one still image fills: one per merged m_vis patches."""

@@ -27,22 +27,14 @@ from dataclasses import dataclass
 
 import sympy
 
-from ...core.conventions import Phase
 from ...core.notation import sym
 from ...core.primitives import Linear, Norm, Param
 from ...core.terms import Terms
-from ..base import Component
-from .vit import encoder_image_flops
+from .vit import ViTTower, encoder_image_flops
 
 
 @dataclass(frozen=True)
-class Step3p7Vision(Component):
-    key = "vision_tower"
-    modality = "image"
-    d: sympy.Expr = sym.d
-    d_vis: sympy.Expr = sym.d_vis
-    d_ff_vis: sympy.Expr = sym.d_ff_vis
-    L_vis: sympy.Expr = sym.L_vis
+class Step3p7Vision(ViTTower):
     p_vis: sympy.Expr = sym.p_vis
     C_img: sympy.Expr = sym.C_img
     N_pat: sympy.Expr = sym.N_pat
@@ -52,18 +44,13 @@ class Step3p7Vision(Component):
     N_half: sympy.Expr | None = None
     projector_bias: bool = False
 
-    def primitives(self, ph: Phase | None = None):
-        if ph is not None:
-            return []  # a text-only pass does not run the tower
-        dv, ff, L = self.d_vis, self.d_ff_vis, self.L_vis
+    def weights(self) -> list:
+        dv, L = self.d_vis, self.L_vis
         return [
             Param("patch_embedding", self.C_img * self.p_vis**2 * dv, doc="Conv2d [C_img·p_vis², d_vis], no bias"),
             Param("position_embedding", self.N_pat * dv, doc="[N_pat, d_vis]"),
             Norm("pre_layernorm", dv, bias=True),
-            Linear("attn_qkvo", dv, dv, bias=True, copies=4 * L, doc="L_vis × 4 × [d_vis, d_vis] + bias"),
-            Linear("fc1", dv, ff, bias=True, copies=L, doc="L_vis × [d_vis, d_ff_vis] + bias"),
-            Linear("fc2", ff, dv, bias=True, copies=L, doc="L_vis × [d_ff_vis, d_vis] + bias"),
-            Param("layer_norms", 4 * dv, copies=L, doc="L_vis × 2 LayerNorms"),
+            *self.encoder_weights(),
             Param("layer_scales", 2 * dv, copies=L, doc="L_vis × lambda_1, lambda_2 [d_vis]"),
             Param("downsamplers", 9 * dv * 2 * dv + 2 * dv + 9 * 2 * dv * 4 * dv + 4 * dv,
                   doc="Conv2d 3×3 d_vis→2·d_vis and 2·d_vis→4·d_vis, with bias"),
@@ -83,13 +70,6 @@ class Step3p7Vision(Component):
         t.add("downsampler2", 2 * self.N_img * 9 * 2 * dv * 4 * dv, "3×3 conv 2·d_vis→4·d_vis over N_img outputs")
         t.add("multi_modal_projector", 2 * self.N_img * 4 * dv * self.d, "[4·d_vis, d] over N_img tokens")
         return t
-
-    # the tower sits among the embeddings at the model's top level: keep its terms under one key
-    def params(self) -> Terms:
-        return Terms({self.key: super().params()}, {self.key: self.label()})
-
-    def active_params(self) -> Terms:
-        return Terms({self.key: super().active_params()}, {self.key: self.label()})
 
     def label(self) -> str:
         return "Step-3.7 ViT + downsamplers + projector"

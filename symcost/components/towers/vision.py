@@ -32,39 +32,26 @@ from dataclasses import dataclass
 
 import sympy
 
-from ...core.conventions import Phase
 from ...core.notation import sym
 from ...core.primitives import Linear, Norm, Param
 from ...core.terms import Terms
-from ..base import Component
-from .vit import encoder_image_flops
+from .vit import ViTTower, encoder_image_flops
 
 
 @dataclass(frozen=True)
-class Vision(Component):
-    key = "vision_tower"
-    modality = "image"
-    d: sympy.Expr = sym.d
-    d_vis: sympy.Expr = sym.d_vis
-    d_ff_vis: sympy.Expr = sym.d_ff_vis
-    L_vis: sympy.Expr = sym.L_vis
+class Vision(ViTTower):
     p_vis: sympy.Expr = sym.p_vis
     C_img: sympy.Expr = sym.C_img
     N_pat: sympy.Expr = sym.N_pat
     N_img: sympy.Expr = sym.N_img
     head: bool = False  # SigLIP attention-pooling head (vision_use_head)
 
-    def primitives(self, ph: Phase | None = None):
-        if ph is not None:
-            return []  # a text-only pass does not run the tower
-        dv, ff, L = self.d_vis, self.d_ff_vis, self.L_vis
+    def weights(self) -> list:
+        dv, ff = self.d_vis, self.d_ff_vis
         prims = [
             Param("patch_embedding", self.C_img * self.p_vis**2 * dv + dv, doc="Conv2d [C_img·p², d_vis] + bias"),
             Param("position_embedding", self.N_pat * dv, doc="[N_pat, d_vis]"),
-            Linear("attn_qkvo", dv, dv, bias=True, copies=4 * L, doc="L_vis × 4 × [d_vis, d_vis] + bias"),
-            Linear("fc1", dv, ff, bias=True, copies=L, doc="L_vis × [d_vis, d_ff_vis] + bias"),
-            Linear("fc2", ff, dv, bias=True, copies=L, doc="L_vis × [d_ff_vis, d_vis] + bias"),
-            Param("layer_norms", 4 * dv, copies=L, doc="L_vis × 2 LayerNorms"),
+            *self.encoder_weights(),
             Norm("post_layernorm", dv, bias=True),
         ]
         if self.head:
@@ -94,13 +81,6 @@ class Vision(Component):
                   "probe q + out_proj, packed k/v over N_pat, probe scores + values, MLP on one row")
         t.add("mm_input_projection", 2 * self.N_img * dv * self.d, "[d_vis, d] over N_img pooled tokens")
         return t
-
-    # the tower sits among the embeddings at the model's top level: keep its terms under one key
-    def params(self) -> Terms:
-        return Terms({self.key: super().params()}, {self.key: self.label()})
-
-    def active_params(self) -> Terms:
-        return Terms({self.key: super().active_params()}, {self.key: self.label()})
 
     def label(self) -> str:
         return "SigLIP vision tower + projector"
