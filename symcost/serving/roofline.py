@@ -590,6 +590,14 @@ def calibration_piecewise(model, gpu, dtypes: dict, sf: StepFormula, *, kv_dtype
     return v
 
 
+def _decimal(e):
+    """``e`` with each Float of the calibration data as the exact decimal it was stored as (0.58 → 29/50),
+    so a formula holding measured efficiencies prints as text that ``symcost.parse`` reads back to itself
+    (decimals parse as exact rationals)."""
+    e = sympy.sympify(e)
+    return e.xreplace({f: sympy.Rational(repr(float(f))) for f in e.atoms(sympy.Float)})
+
+
 def hardware_values(gpu, dtypes: dict, mem_util: float, links: Links | None = None) -> dict:
     """Peaks per class, HBM and link bandwidths, NVLink domain: the GPU's symbols for the latency model."""
     gv, _ = gpu_values(gpu, dtypes["gemm"][2], mem_util)
@@ -721,7 +729,7 @@ class CalibratedLatency:
         sf = self.step(phase)
         cal = ideal_values() if ideal else calibration_piecewise(self.model, self.setup.gpu, self.dtypes, sf,
                                                                  kv_dtype=self.kv_dtype, phase=phase)
-        sub = {**{k: v for k, v in self.hw.items()}, **cal}
+        sub = {**{k: v for k, v in self.hw.items()}, **{k: _decimal(v) for k, v in cal.items()}}
         return sf.terms.map(lambda e: sympy.sympify(e).xreplace(sub))
 
     def load_step(self, lay, *, max_batched_tokens: int, ideal: bool = False):
