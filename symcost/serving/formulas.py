@@ -373,6 +373,17 @@ class Roofline:
     parts: dict = field(default_factory=dict)
 
 
+def split_routed(w: Terms, paths: dict) -> tuple:
+    """(routed-expert, other) bytes of the per-GPU weights ``w``: a leaf is routed when its primitive is a
+    ``Linear`` with an activation count (the routed experts; ``paths``: ``_paths(model)``)."""
+    routed = sympy.Integer(0)
+    for path, expr in w.flatten().items():
+        hit = paths.get(path)
+        if hit is not None and isinstance(hit[1], Linear) and hit[1].active is not None:
+            routed += expr
+    return routed, w.total - routed
+
+
 def _moe_info(model):
     vals = model.values
     moe_layers, k, E, d = 0, 0, 0, exact(sym.d, vals)
@@ -393,13 +404,7 @@ def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla
     ph = Phase(kind=phase, attention="causal", logits="last", mla=mla)
     F = sympy.expand(model.flops(ph).total.xreplace(vals))
     w = weights if weights is not None else weights_per_gpu(model, ck)
-    paths = _paths(model)
-    routed = sympy.Integer(0)
-    for path, expr in w.flatten().items():
-        hit = paths.get(path)
-        if hit is not None and isinstance(hit[1], Linear) and hit[1].active is not None:
-            routed += expr
-    nonrouted = w.total - routed
+    routed, nonrouted = split_routed(w, _paths(model))
     moe_layers, k, E, d = _moe_info(model)
     rows = B if phase == "decode" else B * T
     touched = 1 - RatioPow(1 - sympy.Rational(k, E), rows) if E else sympy.Integer(1)  # exact while cheap

@@ -37,6 +37,7 @@ from .formulas import (
     compile_exprs,
     gpu_values,
     roofline_formulas,
+    split_routed,
     step_max,
     weights_per_gpu,
 )
@@ -322,12 +323,7 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
             cls = "grouped_gemm" if hit[1].active is not None else "gemm"
         F[cls] += expr.xreplace(vals)
     w = weights if weights is not None else weights_per_gpu(model, ck)
-    routed = sympy.Integer(0)
-    for path, expr in w.flatten().items():
-        hit = paths.get(path)
-        if hit is not None and isinstance(hit[1], Linear) and hit[1].active is not None:
-            routed += expr
-    nonrouted = w.total - routed
+    routed, nonrouted = split_routed(w, paths)
     moe_layers, k, E, d = _moe_info(model)
     ideal = roofline_formulas(model, ck, phase, kv_dtype=kv_dtype, mla=mla, weights=w)
     t, p, B, T, M = sym.N_tp, sym.N_pp, sym.B, sym.T, sym.M

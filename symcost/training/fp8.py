@@ -24,9 +24,8 @@ embedding, no LM head: those run in bf16, as ``--precision`` says of the step ti
 from __future__ import annotations
 
 from ..core.primitives import Linear
-from ..core.terms import exact
 from .compute import fp8_weight_copy_bytes
-from .plan import param_kind
+from .plan import _split
 
 #: conventions that keep persistent FP8 weight copies (Transformer Engine); the rest cast per GEMM
 TE_FRAMEWORKS = (None, "megatron", "deepspeed")
@@ -34,6 +33,13 @@ TE_FRAMEWORKS = (None, "megatron", "deepspeed")
 
 def keeps_copies(setup) -> bool:
     return setup.precision != "bf16" and setup.states.framework in TE_FRAMEWORKS and setup.plan.zero < 3
+
+
+def _gemm_weight(prim):
+    """The weight elements of a GEMM FP8 training casts: a ``Linear``'s, not a tied head's nor the router's."""
+    if not isinstance(prim, Linear) or prim.tied or prim.name == "router":
+        return 0
+    return prim.copies * prim.in_ * prim.out
 
 
 def gemm_parts(model, layers: dict) -> list[tuple[int, int, int, int]]:
@@ -46,19 +52,7 @@ def gemm_parts(model, layers: dict) -> list[tuple[int, int, int, int]]:
         g = groups[name]
         if g.tower:
             continue
-        split = whole = routed = 0
-        for c in g.components:
-            for prim in c.primitives(None):
-                if not isinstance(prim, Linear) or prim.tied or prim.name == "router":
-                    continue
-                n = exact(prim.copies * prim.in_ * prim.out, v)
-                kind = param_kind(c, prim)
-                if kind == "routed":
-                    routed += n
-                elif kind == "split":
-                    split += n
-                else:
-                    whole += n
+        split, whole, routed = _split(g.components, v, size=_gemm_weight)
         out.append((count, split, whole, routed))
     return out
 

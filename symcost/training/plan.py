@@ -147,16 +147,17 @@ def param_kind(c, p) -> str:
     return "whole"
 
 
-def _split(components, v) -> tuple[int, int, int]:
+def _split(components, v, size=None) -> tuple[int, int, int]:
     """(TP-split dense, TP-replicated dense, routed experts) parameters of some components.
 
     A ``Linear`` with a ``tp`` tag is split (column / row parallel, the vocab-parallel head); the
     embedding table is vocab-parallel (split); norms, routers and untagged projections (MLA's
-    down-projections) are replicated on every TP rank."""
+    down-projections) are replicated on every TP rank. ``size(p)``: what of primitive ``p`` is counted
+    (default its parameters; ``fp8.gemm_parts`` counts GEMM weight elements only)."""
     split = whole = routed = 0
     for c in components:
         for p in c.primitives(None):
-            n = p.params()
+            n = size(p) if size is not None else p.params()
             if n == 0:
                 continue
             n = exact(n, v)
