@@ -102,34 +102,29 @@ def ratio(name):
     return parse
 
 
+def _positive_or(name, word: str, value, what: str):
+    """A positive integer, or ``word`` (returned as ``value``); ``what`` names the integer in the error."""
+    def parse(text):
+        if text.strip().lower() == word:
+            return value
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n <= 0:
+            raise argparse.ArgumentTypeError(f"{name} must be a {what} or '{word}', got {_shown(text)!r}")
+        return n
+    return parse
+
+
 def shard(name):
     """A positive integer, or ``none`` (no hybrid sharding, given explicitly)."""
-    def parse(text):
-        if text.strip().lower() == "none":
-            return "none"
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive integer or 'none', got {_shown(text)!r}")
-        return value
-    return parse
+    return _positive_or(name, "none", "none", "positive integer")
 
 
 def layers_or_all(name):
     """A positive integer, or ``all`` (returned as -1)."""
-    def parse(text):
-        if text.strip().lower() == "all":
-            return -1
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be a positive number of layers or 'all', got {_shown(text)!r}")
-        return value
-    return parse
+    return _positive_or(name, "all", -1, "positive number of layers")
 
 
 def positive(name):
