@@ -41,6 +41,7 @@ from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.primitives import Saved
 from ..core.terms import Terms
+from .allocator import cached_logits
 
 B, T = sym.B, sym.T
 
@@ -331,7 +332,11 @@ def loss_peak(model, bw: Backward, *, chunks: int = 1, logits_held: bool = True,
     ``ChunkedLossWrapper``) one chunk's logits and gradients are alive at a time, and its fp32
     log-softmax (4·V, ``log_probs_fp32``) is a transient of the chunk instead of a saved tensor. The forward's own transient (the logits and
     their fp32 upcast, (b_a + 4)·V) is smaller than the backward's. Counted on top of the saved set,
-    as one micro-batch's backward peak (``memory``: the larger of it and a recomputed layer's)."""
+    as one micro-batch's backward peak (``memory``: the larger of it and a recomputed layer's).
+
+        allocator_cached   b_a·V   with the logits freed before backward (``logits_held`` False) and
+                                   one chunk: their segment stays reserved, cached and too small
+                                   for the fp32 gradient (``allocator.cached_logits``)"""
     head = next((c for c in model.post if c.key == "lm_head"), None)
     out = Terms()
     if head is None:
@@ -344,6 +349,9 @@ def loss_peak(model, bw: Backward, *, chunks: int = 1, logits_held: bool = True,
         out.add("logits", rows * V * sym.b_a / tp, "logits [B·T, V/N_tp] in the compute dtype, held by the output")
     out.add("grad_log_probs", rows * V * 4 / tp, "fp32 gradient of the log-probabilities (nll_loss backward)")
     out.add("grad_logits_fp32", rows * V * 4 / tp, "fp32 gradient of the upcast logits (log_softmax backward)")
+    if not logits_held and chunks == 1:  # the freed logits' segment, cached (``allocator.cached_logits``)
+        out.add("allocator_cached", cached_logits(rows, V, tp),
+                "the freed logits' block, cached by the allocator and too small for the fp32 gradient")
     return out
 
 

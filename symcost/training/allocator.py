@@ -1,0 +1,52 @@
+"""PyTorch's CUDA caching allocator: bytes it keeps reserved beyond the tensors alive at the peak.
+
+What torchtitan logs as a run's memory is ``torch.cuda.memory_stats()["reserved_bytes.all.peak"]``
+(``torchtitan/components/metrics.py`` ``DeviceMemoryMonitor.get_peak_stats``, printed as
+``memory: … GiB`` by the trainer; at the benchmarks' commit 9dec370 the same in
+``torchtitan/metrics.py`` and ``train.py``), not the allocated bytes: the segments the allocator
+obtained with ``cudaMalloc`` and caches, never returned without ``empty_cache()``. The rest of
+``training`` counts the tensors alive at the peak; this module adds the free blocks the allocator
+cannot use at that moment, from the allocator's rules (``c10/cuda/CUDACachingAllocator.cpp``):
+
+- ``get_free_block``: a request is served by the smallest cached free block of the same stream that
+  is at least as large (``pool.blocks.lower_bound``, best fit); a larger block is split.
+- ``free_block`` / ``try_merge_blocks``: a freed block merges only with its free neighbours in the
+  same segment; blocks of different segments never merge.
+- ``alloc_block``: with no fitting free block a new segment of ``get_allocation_size(size)`` is
+  obtained (sizes ≥ ``kMinLargeAlloc`` = 10 MiB rounded up to ``kRoundLarge`` = 2 MiB); cached
+  blocks are released only when ``cudaMalloc`` fails (``release_available_cached_blocks``).
+
+The mechanism modelled (``cached_logits``): torchtitan's training step computes the logits in the
+compute dtype, upcasts them (``loss_fn``: ``cross_entropy(pred.flatten(0, 1).float(), labels)``)
+and deletes ``pred`` before ``loss.backward()`` (``train.py``: "need to free to before bwd to avoid
+peaking memory"). Each of the three [rows, V] tensors is larger than any other block of the step,
+so each is its own segment. After the forward the bf16 logits' segment (b_a·V per row) and the fp32
+upcast's (4·V) are free, the fp32 log-softmax (4·V) is saved. In the backward ``nll_loss_backward``'s
+fp32 gradient (4·V) takes the upcast's block (best fit), and ``_log_softmax_backward_data``'s fp32
+gradient (4·V) finds no free block that large: the bf16 block is too small, so a new segment is
+reserved while the bf16 one stays cached — reserved = allocated + b_a·V per row at the loss peak:
+
+    allocator_cached = b_a · rows · V / N_tp        (rows = B·T/N_cp, one micro-batch)
+
+Only where the logits are freed before backward (``Framework.logits_held`` False: torchtitan) and
+the loss is not chunked: when the model's output keeps the logits (transformers) their block is
+allocated, not cached, at the peak; a chunked loss allocates per chunk. Not modelled: the 2 MiB
+rounding of each segment (at most 2 MiB per large tensor), fragmentation from the order of other
+allocations across steps (the optimizer's lazily created moments placed in freed activation blocks),
+and the separate pools of FSDP2's all-gather / reduce-scatter streams.
+"""
+from __future__ import annotations
+
+import sympy
+
+from ..core.notation import sym
+
+#: ``CUDACachingAllocator.cpp``: kRoundLarge (2 MiB), the segment granularity of large allocations
+ROUND_LARGE = 2 * 2**20
+
+
+def cached_logits(rows, V, tp=sym.N_tp) -> sympy.Expr:
+    """The bf16 logits' segment the allocator keeps cached at the loss peak (module docstring): the
+    logits [rows, V/N_tp] in the compute dtype (b_a), freed by ``del pred`` and too small for the
+    backward's fp32 [rows, V/N_tp] gradient."""
+    return rows * V * sym.b_a / tp
