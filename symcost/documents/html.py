@@ -233,14 +233,15 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
     full recomputation of every layer, ZeRO as ``setup`` says):
 
         max over stages s of  ⌈W_s⌉ + ⌈G_s⌉ + ⌈O_s⌉ + F8_s + ⌈gathered_s⌉ + min(m, N_pp − s)·A_s
-                              + max(⌈working_s⌉, ⌈loss_peak⌉ on the last stage)
+                              + ⌈pipeline_buffers_s⌉ + max(⌈working_s⌉, ⌈loss_peak⌉ on the last stage)
 
     W, G, O, A: ``training.memory.formula`` of stage s (the MTP modules on the last, ``training.mtp``);
     F8: the FP8 weight copies (``training.fp8``); gathered: ``gathered_formula``; working_s: the
     largest backward working set of a layer of the stage — under full recomputation its recomputed saved
     set (``activations.per_layer``) — its gradient buffers (``backward_buffers``) and, with N_ep > 1, its
     MoE dispatch buffers (``dispatch_buffers``, counted through
-    min(1, N_ep − 1)); loss_peak: ``activations.loss_peak``. ``train_memory`` sums the same numbers; the
+    min(1, N_ep − 1)); loss_peak: ``activations.loss_peak``; pipeline_buffers: ``training.pipeline_buffers``
+    (torchtitan under PP). ``train_memory`` sums the same numbers; the
     browser test and tests/test_html_page.py compare the two. ``share``: called on each stage's working-set
     term (the page writes a sub-formula used by several pipeline sizes once)."""
     share = share or (lambda e: e)
@@ -275,7 +276,9 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
             extra[name] = extra.get(name, sympy.Integer(0)) + t.total.xreplace(model.values)
     order = model.layers()
     fw = framework(setup.states.framework)
-    lt = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.logits_held, cp=cp)
+    lt = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp), cp=cp)
+    from ..training import pipeline_buffers as pipe
+    x_pipe = pipe.boundary(sp, cp=cp).xreplace(model.values) if pipe.applies(fw.name, pp, setup.schedule) else 0
     loss = _ceil(lt.total.xreplace(model.values)) if lt else sympy.Integer(0)
     ranks = rank_stages(model, pp, 1, plan)
     states = model_states(model, setup)
@@ -291,8 +294,9 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
             top = sympy.Max(work, loss, evaluate=False) if r == pp - 1 and loss != 0 else work
         top, acts = share(top), f["activations"]
         with sympy.evaluate(False):
+            bufs = [_ceil(pipe.count(pp, r, m, [in_flight(pp, r, m)]) * x_pipe)] if x_pipe else []
             per_stage.append(sympy.Add(*(_ceil(f[k]) for k in ("weights", "gradients", "optimizer", "fp8_weights")),
-                                       _ceil(gathered), acts, top, evaluate=False))
+                                       _ceil(gathered), acts, *bufs, top, evaluate=False))
     return per_stage[0] if pp == 1 else sympy.Max(*per_stage, evaluate=False)
 
 

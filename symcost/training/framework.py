@@ -91,6 +91,12 @@ class Framework:
             K = K_default - 4  # the weight is the fp32 master: the optimizer keeps only its moments
         return bw, bg, K
 
+    def holds_logits(self, pp: int) -> bool:
+        """Whether the logits stay alive through the loss backward: the engine's own rule, and always
+        under pipeline parallelism (``torch.distributed.pipelining`` keeps the last stage's output
+        in ``fwd_cache`` until that micro-batch's backward; torchtitan's ``del pred`` is its non-PP path)."""
+        return self.logits_held or pp > 1
+
     def resharded(self, pp: int, choice: str = "default") -> bool:
         """Whether parameters reshard after forward: ``choice`` on/off, or the engine's default."""
         if choice != "default":

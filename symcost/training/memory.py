@@ -60,6 +60,7 @@ from .activations import (
 )
 from . import fp8
 from . import activation_offload as act_offload
+from . import pipeline_buffers as pipe
 from .flops import padded_expert_flops, train_flops
 from .mtp import describe as describe_mtp
 from .mtp import with_mtp
@@ -92,6 +93,8 @@ class TrainMemory:
     host_node: int | None = None  # --framework deepspeed: the estimators' host bytes per node
     fp8_weights: int = 0  # FP8 training's weight copies (``fp8``)
     host_activations: int = 0  # offloaded saved activations on the host (``offload``), not in per_gpu
+    pipeline_buffers: int = 0  # torch.distributed.pipelining's boundary buffers (``pipeline_buffers``)
+    allocator_cached: int = 0  # part of loss_peak: the allocator's cached logits block (``allocator``)
 
 
 def layout_values(model, setup) -> dict:
@@ -326,7 +329,7 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
     lvals = {k: sympy.Integer(x) for k, x in ((sym.N_tp, tp), (sym.N_ep, ep))}
     ranks = rank_stages(model, pp, virtual)
     gathered = [int(sympy.ceiling(gathered_formula(model, setup, r, ranks[r]).xreplace(lvals))) for r in range(pp)]
-    ltree = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.logits_held, tp=tp, cp=cp)
+    ltree = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp), tp=tp, cp=cp)
     loss = int(sympy.ceiling(ltree.total.xreplace(vals))) if ltree else 0
     notes.append(f"convention: {fw.label}" + ("" if fw.name is None else f" [--framework {fw.name}; {fw.source}]"))
     if plan.zero == 3:
@@ -358,6 +361,13 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
                      + "; per GPU = states + gathered + activations + max(loss_peak, recompute_working)")
     rows = []
     dual = setup.schedule == "dualpipe"
+    # torch.distributed.pipelining's receive/send buffers (``pipeline_buffers``; torchtitan under PP)
+    x_pipe = (pipe.boundary(sp, tp, cp).xreplace(vals) if pipe.applies(fw.name, pp, setup.schedule) else 0)
+    if x_pipe:
+        notes.append("pipeline_buffers: torch.distributed.pipelining's per-micro-batch receive buffers of "
+                     "activations and gradients and the stage outputs kept for backward (2m boundary "
+                     "tensors per middle stage, m + c first, m − c last; stage.py _setup_forward_recv_info, "
+                     "_create_grad_recv_info, fwd_cache)")
     fp8_w = [fp8.weight_copies(model, setup, st["layers"]) for st in states]
     for s, st in enumerate(states):
         if virtual == 1 or chunk_acts is None:
@@ -382,13 +392,15 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
             held = dualpipe_held(pp, per_stage_acts[s], per_stage_acts[mirror])
             host_a = dualpipe_held(pp, sum(host_acts[s]), sum(host_acts[mirror]))
         held += max(transit[s], transit[mirror]) if dual else transit[s]
-        total = w + g + o + f8 + gathered[s] + held + max(working[s], loss_s)
+        pb = int(sympy.ceiling(pipe.count(pp, s, m, counts) * x_pipe)) if x_pipe else 0
+        total = w + g + o + f8 + gathered[s] + held + pb + max(working[s], loss_s)
         rows.append({"stage": s, "weights": w, "gradients": g, "optimizer": o, "gathered": gathered[s],
                      "fp8_weights": f8, "loss_peak": loss_s, "host": hst, "host_activations": host_a,
                      "activations": held, "activations_per_micro_batch": per_stage_acts[s],
                      "in_flight": int(inflight) if sympy.Integer(inflight) == inflight else str(inflight),
                      "in_flight_chunks": [int(c) if sympy.Integer(c) == c else str(c) for c in counts],
-                     "recompute_working": working[s], "per_gpu": total, "layers": st["layers"]})
+                     "recompute_working": working[s], **({"pipeline_buffers": pb} if x_pipe else {}),
+                     "per_gpu": total, "layers": st["layers"]})
     heavy = max(rows, key=lambda r: r["per_gpu"])
     # op-level checkpointing reruns every second dense matmul: not counted in the FLOPs per step (left out)
     ftree = train_flops(model, recompute="none" if recompute == "op" else recompute, recomputed=rerun)
@@ -405,6 +417,9 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
     out.host = heavy["host"]
     out.gathered, out.loss_peak = heavy["gathered"], heavy["loss_peak"]
     out.fp8_weights, out.host_activations = heavy["fp8_weights"], heavy["host_activations"]
+    out.pipeline_buffers = heavy.get("pipeline_buffers", 0)
+    if heavy["loss_peak"] and "allocator_cached" in ltree:
+        out.allocator_cached = int(sympy.ceiling(sympy.sympify(ltree["allocator_cached"]).xreplace(vals)))
     if fw.name == "deepspeed":  # the estimators' host figure per node (``states.estimator_host_node``)
         psi = sum(sum(r[k] for k in ("split", "whole", "experts")) for r in stages(model, 1))
         largest = max((sum(u) for u in rank_units(model, setup.replace(pp=1, virtual=1), 0)), default=0)
@@ -415,10 +430,21 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
                                                             gpus_per_node, host)))
     out.formula["gathered"] = gathered_formula(model, setup, heavy["stage"], ranks[heavy["stage"]])
     if heavy["loss_peak"]:
-        out.formula["loss_peak"] = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.logits_held)
+        out.formula["loss_peak"] = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp))
+    if out.allocator_cached:
+        out.formula["allocator_cached"] = sympy.sympify(
+            loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp))["allocator_cached"])
+    if x_pipe:
+        out.formula["pipeline_buffers"] = (pipe.count(pp, heavy["stage"], m, heavy_counts(heavy))
+                                           * pipe.boundary(sp)).xreplace(model.values)
     if "activations" in out.formula:
         out.formula["total"] = total_formula(out.formula)
     return out
+
+
+def heavy_counts(row: dict) -> list:
+    """The in-flight micro-batches of each chunk of a stage row (``train_memory``'s rows)."""
+    return [sympy.Rational(c) for c in row["in_flight_chunks"]]
 
 
 def saved_exprs(model, setup) -> dict:
@@ -521,7 +547,7 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
 def total_formula(parts: dict) -> sympy.Expr:
     """``formula``'s total: the sum of the per-GPU lines, the loss peak and the backward's working
     set at their moments (the larger counts)."""
-    keys = ("weights", "gradients", "optimizer", "fp8_weights", "gathered", "activations")
+    keys = ("weights", "gradients", "optimizer", "fp8_weights", "gathered", "activations", "pipeline_buffers")
     tot = sum((_total(parts[k]) for k in keys if k in parts), sympy.Integer(0))
     return tot + sympy.Max(_total(parts.get("loss_peak", sympy.Integer(0))), parts.get("working", sympy.Integer(0)))
 

@@ -67,6 +67,7 @@ from ..hardware.links import Links, collective_seconds, link_bytes_s
 from .activations import activations, backward_buffers, dispatch_buffers, loss_peak, per_layer, routed_rows
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
 from . import fp8
+from . import pipeline_buffers as pipe
 from .flops import padded_parts, train_flops
 from .framework import HEADROOM_GIB, budget_bytes, framework
 from .memory import rank_units
@@ -485,6 +486,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     a, bg, bw = ACT_BYTES[act_dtype], setup.states.bg, WEIGHT_BYTES["bf16"]
     Kf = OPTIMIZER_BYTES[optimizer]
     fw = framework(setup.states.framework)
+    pipe_on = pipe.applies(fw.name, 2, setup.schedule)  # torch.distributed.pipelining's buffers, per pp below
     Kn = Kf.numerator
     d = exact(sym.d, v)
     kinds = layer_kinds(model)
@@ -575,14 +577,18 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
     # the loss peak of the last rank (``activations.loss_peak``, as ``train_memory`` rounds it: up)
-    ltree = loss_peak(model, Backward(kernel=kernel, act_dtype=act_dtype, scan=scan), chunks=setup.loss_chunks,
-                      logits_held=fw.logits_held)
-    loss_fn = None
-    if ltree:
-        num, den = integer_ratio(sympy.sympify(ltree.total).xreplace({**model.values, sym.b_a: a, sym.T: seq}))
-        loss_fn = compile_exprs({"n": num, "q": den}, (sym.B, sym.N_tp, sym.N_cp), exact_int=True)
+    # (under PP the logits are held: ``Framework.holds_logits``; one tree per case)
+    loss_fns = {}
+    for held_ in {fw.holds_logits(1), fw.holds_logits(2)}:
+        ltree = loss_peak(model, Backward(kernel=kernel, act_dtype=act_dtype, scan=scan), chunks=setup.loss_chunks,
+                          logits_held=held_)
+        loss_fns[held_] = None
+        if ltree:
+            num, den = integer_ratio(sympy.sympify(ltree.total).xreplace({**model.values, sym.b_a: a, sym.T: seq}))
+            loss_fns[held_] = compile_exprs({"n": num, "q": den}, (sym.B, sym.N_tp, sym.N_cp), exact_int=True)
 
-    def loss_of(bb, tt, cc):
+    def loss_of(bb, tt, cc, pp_):
+        loss_fn = loss_fns[fw.holds_logits(pp_)]
         if loss_fn is None:
             return 0
         f = loss_fn(bb, tt, cc)
@@ -664,14 +670,26 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                     x = x + acts["post"][rs]
                 chunk_a.append(x)
             if v_val == 1:
-                held = in_flight(p_val, i, mm) * chunk_a[0]
+                c_in = in_flight(p_val, i, mm)
+                held = c_in * chunk_a[0]
+                c_in = [c_in]
             else:
                 held = np.zeros(len(bb), dtype=np.int64)
+                c_in = [np.zeros(len(bb), dtype=np.int64) for _ in range(v_val)]
                 CA = np.stack(chunk_a, axis=1)
                 for mu in np.unique(mm):
                     sel = mm == mu
-                    held[sel] = (CA[sel] @ _held_states(p_val, i, v_val, int(mu)).T).max(axis=1)
-            H.append(held + (np.maximum(wk, loss_of(bb, tt, cc)) if i == p_val - 1 else wk))
+                    S_ = _held_states(p_val, i, v_val, int(mu))
+                    at = CA[sel] @ S_.T
+                    held[sel] = at.max(axis=1)
+                    for j in range(v_val):
+                        c_in[j][sel] = S_[at.argmax(axis=1), j]
+            if pipe_on and p_val > 1:  # ``pipeline_buffers``: count · X, as ``train_memory`` rounds it (up)
+                n_x = sum((mm + c if i + j * p_val == 0 else mm - c if i + j * p_val == n_chunks - 1 else 2 * mm)
+                          for j, c in enumerate(c_in))
+                den = cc * np.where(spf[rs], tt, 1)
+                held = held + -(-(n_x * bb * seq * d * a) // den)
+            H.append(held + (np.maximum(wk, loss_of(bb, tt, cc, p_val)) if i == p_val - 1 else wk))
         # R side traffic: ``comm.activation_collectives`` compiled with the rank's composition as
         # symbols (``_r_terms``), per kept rank; the busiest rank of each dimension (first on ties)
         tt_f, ee_f, cc_f, bb_f, mm_f = (x.astype(float) for x in (tt, ee, cc, bb, mm))
