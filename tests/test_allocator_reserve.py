@@ -1,0 +1,123 @@
+"""The allocator's cached logits block at the loss (``symcost.training.allocator``), checked on the real
+code path: torchtitan's loss step (``train.py`` at 9dec370: the head, ``cross_entropy(pred.flatten(0, 1)
+.float(), labels)``, ``del pred``, ``loss.backward()``) runs on the CPU under the profiler's memory
+timeline (every tensor's creation and destruction, in order), and that order is replayed through the
+CUDA caching allocator's rules for large blocks (``c10/cuda/CUDACachingAllocator.cpp``: best fit among
+the free blocks of the pool, ``get_free_block``; a block split when the rest is > 1 MiB,
+``should_split``; free neighbours in one segment merged, ``try_merge_blocks``; otherwise a new segment of
+``get_allocation_size``, 2 MiB-rounded at ≥ 10 MiB, never released). The reserve over the allocated
+bytes at the peak must be symcost's ``allocator_cached`` term, and 0 where the logits stay held.
+"""
+from __future__ import annotations
+
+import pytest
+import sympy
+
+from symcost.core.notation import sym
+from symcost.training.activations import loss_peak
+
+torch = pytest.importorskip("torch")
+
+MiB = 2**20
+
+
+def _segment(size: int) -> int:
+    """``get_allocation_size`` for the large pool."""
+    if size < 10 * MiB:
+        return 20 * MiB
+    return -(-size // (2 * MiB)) * (2 * MiB)
+
+
+class Pool:
+    """The large pool of one stream: segments of blocks [offset, size, free]; reserved never shrinks."""
+
+    def __init__(self):
+        self.segments, self.where, self.reserved, self.allocated = [], {}, 0, 0
+        self.peak_reserved = self.peak_allocated = 0
+
+    def malloc(self, key, size):
+        size = -(-size // 512) * 512  # round_size
+        fits = [(b[1], si, bi) for si, seg in enumerate(self.segments) for bi, b in enumerate(seg)
+                if b[2] and b[1] >= size]
+        if fits:
+            _, si, bi = min(fits)  # best fit (smallest block that is large enough)
+        else:
+            self.segments.append([[0, _segment(size), True]])
+            self.reserved += _segment(size)
+            si, bi = len(self.segments) - 1, 0
+        seg = self.segments[si]
+        off, bsize, _ = seg[bi]
+        if bsize - size > MiB:  # should_split (large pool: the remainder > kSmallSize)
+            seg[bi:bi + 1] = [[off, size, False], [off + size, bsize - size, True]]
+        else:
+            seg[bi][2], size = False, bsize
+        self.where[key] = (si, off)
+        self.allocated += size
+        self.peak_reserved = max(self.peak_reserved, self.reserved)
+        self.peak_allocated = max(self.peak_allocated, self.allocated)
+
+    def free(self, key):
+        si, off = self.where.pop(key)
+        seg = self.segments[si]
+        bi = next(i for i, b in enumerate(seg) if b[0] == off)
+        seg[bi][2] = True
+        self.allocated -= seg[bi][1]
+        merged = []
+        for b in seg:  # try_merge_blocks with the free neighbours
+            if merged and merged[-1][2] and b[2]:
+                merged[-1][1] += b[1]
+            else:
+                merged.append(list(b))
+        self.segments[si] = merged
+
+
+def _timeline(rows, d, V, del_pred: bool):
+    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler._memory_profiler import Action
+
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    h = torch.randn(1, rows, d, dtype=torch.bfloat16, requires_grad=True)
+    W = torch.randn(V, d, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, V, (1, rows))
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True, with_stack=True) as prof:
+        pred = F.linear(h, W)
+        loss = F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
+        if del_pred:
+            del pred
+        loss.backward()
+    events = [(a, k.id, size) for _, a, (k, _v), size in prof._memory_profile().timeline
+              if size > MiB and a in (Action.CREATE, Action.DESTROY)]
+    return events, Action
+
+
+@pytest.mark.parametrize("del_pred", [True, False], ids=["torchtitan-del-pred", "logits-held"])
+def test_cached_logits_block_is_the_reserve_at_the_loss(del_pred):
+    rows, d, V = 1024, 64, 8192  # every [rows, V] tensor ≥ 10 MiB: its own 2 MiB-rounded segment
+    events, Action = _timeline(rows, d, V, del_pred)
+    assert events, "the profiler recorded no large tensor"
+    pool = Pool()
+    for action, key, size in events:
+        if action == Action.CREATE:
+            pool.malloc(key, size)
+        elif key in pool.where:
+            pool.free(key)
+    tree = loss_peak_tree(rows, V, held=not del_pred)
+    cached = int(sympy.sympify(tree["allocator_cached"]).xreplace(VALS(rows, V))) if "allocator_cached" in tree else 0
+    assert pool.peak_reserved - pool.peak_allocated == cached
+    assert cached == (2 * rows * V if del_pred else 0)
+
+
+def loss_peak_tree(rows, V, held: bool):
+    """symcost's loss transient for one micro-batch of ``rows`` tokens over a vocabulary of V."""
+    from dataclasses import replace
+
+    from symcost.architectures import loader
+    from symcost.core.conventions import Backward
+    m = loader.build("llama-3.1-8b")
+    m = replace(m, values={**m.values, sym.V: V})
+    return loss_peak(m, Backward(), logits_held=held, tp=1, cp=1)
+
+
+def VALS(rows, V):
+    return {sym.B: 1, sym.T: rows, sym.b_a: 2, sym.V: V}
