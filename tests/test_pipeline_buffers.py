@@ -49,3 +49,32 @@ def _held_by_stage(rank: int, m: int, c: int, shape=(2, 16, 8)) -> tuple[int, in
 def test_stage_buffers_are_the_count(rank, m, c):
     held, X = _held_by_stage(rank, m, c)
     assert held == pipe.count(3, rank, m, [c]) * X
+
+
+def test_search_counts_the_buffers_as_train_does():
+    """``train --search --framework torchtitan``: sampled candidates under PP (interleaved among them)
+    have exactly ``train_memory``'s per-GPU bytes, the pipelining buffers included."""
+    import random
+
+    import symcost
+    from symcost.hardware.gpus import gpu
+    from symcost.training.memory import train_memory
+    from symcost.training.search import candidates, evaluate
+    from symcost.training.setup import TrainSetup
+    m = symcost.build("llama-3.1-8b")
+    space = candidates(m, 16, 4096, 64, zeros=(0, 3))
+    setup = TrainSetup.of(seq=4096, global_batch=64, framework="torchtitan")
+    r = evaluate(m, space, setup, gpu=gpu("H100"), mfu=0.4)
+    pp = [i for i in range(len(space)) if space[i]["pp"] > 1 and space[i]["offload"] == "none"]
+    picks = random.Random(3).sample(pp, 24) + [i for i in pp if space[i]["virtual_stages"] > 1][:6]
+    seen_buffers = False
+    for i in picks:
+        c = space[i]
+        tm = train_memory(m, TrainSetup.of(
+            seq=4096, global_batch=64, framework="torchtitan", recompute=c["recompute"], micro_batch=c["micro_batch"],
+            dp=c["dp"], tp=c["tp"], pp=c["pp"], ep=c["ep"], cp=c["cp"], zero=c["zero"], sp=c["sp"],
+            hsdp_shard=c["hsdp_shard"], offload=c["offload"], virtual=c["virtual_stages"],
+            account_embedding=c["account_embedding"], account_loss=c["account_loss"]))
+        seen_buffers |= tm.pipeline_buffers > 0
+        assert int(r.per_gpu_bytes[i]) == tm.per_gpu, c
+    assert seen_buffers
