@@ -18,6 +18,8 @@ def _held_by_stage(rank: int, m: int, c: int, shape=(2, 16, 8)) -> tuple[int, in
     from torch.distributed.pipelining import PipelineStage
     from torch.distributed.pipelining.stage import InferenceMode
     from torch.testing._internal.distributed.fake_pg import FakeStore
+    if dist.is_initialized():  # another module's fake group
+        dist.destroy_process_group()
     dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=3)
     try:
         torch.manual_seed(0)

@@ -249,7 +249,7 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
     from ..training.activations import backward_buffers, dispatch_buffers, loss_peak, per_layer
     from ..training.framework import framework
     from ..training.memory import formula as stage_formula
-    from ..training.memory import gathered_formula, model_states
+    from ..training.memory import all_gather_pool_formula, gathered_formula, model_states
     from ..training.plan import rank_stages
     from ..training.schedule import in_flight
     rc = setup.recompute
@@ -290,13 +290,15 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
         works = list(dict.fromkeys(sum((extra[g.name] for g in u), sympy.Integer(0)) for u in units))
         work = _ceil(sympy.Max(*works, evaluate=False)) if works else sympy.Integer(0)
         gathered = gathered_formula(model, setup, r, ranks[r])
+        pool = all_gather_pool_formula(model, setup, r)
         with sympy.evaluate(False):
             top = sympy.Max(work, loss, evaluate=False) if r == pp - 1 and loss != 0 else work
         top, acts = share(top), f["activations"]
         with sympy.evaluate(False):
             bufs = [_ceil(pipe.count(pp, r, m, [in_flight(pp, r, m)]) * x_pipe)] if x_pipe else []
             per_stage.append(sympy.Add(*(_ceil(f[k]) for k in ("weights", "gradients", "optimizer", "fp8_weights")),
-                                       _ceil(gathered), acts, *bufs, top, evaluate=False))
+                                       _ceil(gathered), *([_ceil(pool)] if pool != 0 else []), acts, *bufs, top,
+                                       evaluate=False))
     return per_stage[0] if pp == 1 else sympy.Max(*per_stage, evaluate=False)
 
 

@@ -61,6 +61,7 @@ from .activations import (
 from . import fp8
 from . import activation_offload as act_offload
 from . import pipeline_buffers as pipe
+from .allocator import all_gather_pool
 from .flops import padded_expert_flops, train_flops
 from .mtp import describe as describe_mtp
 from .mtp import with_mtp
@@ -94,6 +95,7 @@ class TrainMemory:
     fp8_weights: int = 0  # FP8 training's weight copies (``fp8``)
     host_activations: int = 0  # offloaded saved activations on the host (``offload``), not in per_gpu
     pipeline_buffers: int = 0  # torch.distributed.pipelining's boundary buffers (``pipeline_buffers``)
+    allocator_all_gather: int = 0  # FSDP2's all-gather output pool, reserved (``allocator.all_gather_pool``)
     allocator_cached: int = 0  # part of loss_peak: the allocator's cached logits block (``allocator``)
 
 
@@ -142,7 +144,7 @@ def modules(components, v):
     return out
 
 
-def rank_units(model, setup, r: int) -> list[tuple]:
+def rank_units(model, setup, r: int, layers_only: bool = False) -> list[tuple]:
     """The wrapping units on pipeline rank ``r`` (``framework``): (split, whole, experts) parameters
     of each distinct decoder layer it holds (tower blocks on rank 0 too), the embedding (rank 0) and
     the final norm + head (the last rank) — torchtitan's ``fully_shard`` of each block, of
@@ -158,9 +160,9 @@ def rank_units(model, setup, r: int) -> list[tuple]:
     if r == 0:
         parts += [[g] for g in model.groups if g.tower]
     comps = [[c for g in p for c in g.components] for p in parts]
-    if r == 0:
+    if r == 0 and not layers_only:
         comps.append(list(model.pre))
-    if r == pp - 1:
+    if r == pp - 1 and not layers_only:
         comps.append(list(model.post))
     if fw.unit == "module":
         return list({u for cs in comps for u in modules(cs, v)})
@@ -175,6 +177,14 @@ def gathered_formula(model, setup, r: int, rank: dict) -> sympy.Expr:
     fw = framework(setup.states.framework)
     return gathered_terms(rank_units(model, setup, r), (rank["split"], rank["whole"], rank["experts"]), fw, p.zero,
                           fw.resharded(p.pp, setup.reshard), p.pp)
+
+
+def all_gather_pool_formula(model, setup, r: int) -> sympy.Expr:
+    """Rank ``r``'s FSDP2 all-gather output pool (``allocator.all_gather_pool``) in N_tp and N_ep."""
+    p = setup.plan
+    group = setup.states.groups(p)[0][0]
+    return all_gather_pool(rank_units(model, setup, r), rank_units(model, setup, r, layers_only=True),
+                           setup.states.framework, p.zero, group)
 
 
 def model_states(model, setup) -> list[dict]:
@@ -329,6 +339,7 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
     lvals = {k: sympy.Integer(x) for k, x in ((sym.N_tp, tp), (sym.N_ep, ep))}
     ranks = rank_stages(model, pp, virtual)
     gathered = [int(sympy.ceiling(gathered_formula(model, setup, r, ranks[r]).xreplace(lvals))) for r in range(pp)]
+    ag_pool = [int(sympy.ceiling(all_gather_pool_formula(model, setup, r).xreplace(lvals))) for r in range(pp)]
     ltree = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp), tp=tp, cp=cp)
     loss = int(sympy.ceiling(ltree.total.xreplace(vals))) if ltree else 0
     notes.append(f"convention: {fw.label}" + ("" if fw.name is None else f" [--framework {fw.name}; {fw.source}]"))
@@ -393,8 +404,10 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
             host_a = dualpipe_held(pp, sum(host_acts[s]), sum(host_acts[mirror]))
         held += max(transit[s], transit[mirror]) if dual else transit[s]
         pb = int(sympy.ceiling(pipe.count(pp, s, m, counts) * x_pipe)) if x_pipe else 0
-        total = w + g + o + f8 + gathered[s] + held + pb + max(working[s], loss_s)
+        agp = ag_pool[s] + (ag_pool[mirror] if dual else 0)
+        total = w + g + o + f8 + gathered[s] + agp + held + pb + max(working[s], loss_s)
         rows.append({"stage": s, "weights": w, "gradients": g, "optimizer": o, "gathered": gathered[s],
+                     **({"allocator_all_gather": agp} if any(ag_pool) else {}),
                      "fp8_weights": f8, "loss_peak": loss_s, "host": hst, "host_activations": host_a,
                      "activations": held, "activations_per_micro_batch": per_stage_acts[s],
                      "in_flight": int(inflight) if sympy.Integer(inflight) == inflight else str(inflight),
@@ -418,6 +431,11 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
     out.gathered, out.loss_peak = heavy["gathered"], heavy["loss_peak"]
     out.fp8_weights, out.host_activations = heavy["fp8_weights"], heavy["host_activations"]
     out.pipeline_buffers = heavy.get("pipeline_buffers", 0)
+    out.allocator_all_gather = heavy.get("allocator_all_gather", 0)
+    if out.allocator_all_gather:
+        out.formula["allocator_all_gather"] = sum((all_gather_pool_formula(model, setup, r) for r in
+                                                   ([heavy["stage"], pp - 1 - heavy["stage"]] if dual else
+                                                    [heavy["stage"]])), sympy.Integer(0))
     if heavy["loss_peak"] and "allocator_cached" in ltree:
         out.allocator_cached = int(sympy.ceiling(sympy.sympify(ltree["allocator_cached"]).xreplace(vals)))
     if fw.name == "deepspeed":  # the estimators' host figure per node (``states.estimator_host_node``)
@@ -547,7 +565,8 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
 def total_formula(parts: dict) -> sympy.Expr:
     """``formula``'s total: the sum of the per-GPU lines, the loss peak and the backward's working
     set at their moments (the larger counts)."""
-    keys = ("weights", "gradients", "optimizer", "fp8_weights", "gathered", "activations", "pipeline_buffers")
+    keys = ("weights", "gradients", "optimizer", "fp8_weights", "gathered", "allocator_all_gather", "activations",
+            "pipeline_buffers")
     tot = sum((_total(parts[k]) for k in keys if k in parts), sympy.Integer(0))
     return tot + sympy.Max(_total(parts.get("loss_peak", sympy.Integer(0))), parts.get("working", sympy.Integer(0)))
 

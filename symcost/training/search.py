@@ -68,6 +68,7 @@ from .activations import activations, backward_buffers, dispatch_buffers, loss_p
 from .comm import Composition, activation_collectives, composition, dp_collectives, replicate_collectives
 from . import fp8
 from . import pipeline_buffers as pipe
+from .allocator import FSDP2
 from .flops import padded_parts, train_flops
 from .framework import HEADROOM_GIB, budget_bytes, framework
 from .memory import rank_units
@@ -447,6 +448,29 @@ def _gathered(model, setup, fw, pp: int, v: int, i: int, st: dict, zero, tp, ep)
     return np.where(zero == 3, -(-total // den), 0)
 
 
+def _all_gather_pool(model, setup, fw, pp: int, v: int, i: int, zero, tp, ep, group):
+    """``memory.all_gather_pool_formula`` (``allocator.all_gather_pool``) of rank ``i`` on Z rows:
+    2·(U_max + U_layer) over the common denominator N_tp·N_ep, rounded up; 0 below ZeRO-3, outside
+    FSDP2 or with a shard group of one rank."""
+    if fw.name not in FSDP2 or not (zero == 3).any():
+        return 0
+    s_ = TrainSetup.of(seq=setup.seq, pp=pp, virtual=v, framework=fw.name)
+    units, layers = rank_units(model, s_, i), rank_units(model, s_, i, layers_only=True)
+    if not units:
+        return 0
+    den = tp * ep
+
+    def num(split, whole, experts):  # unit_params · N_tp·N_ep
+        return split * ep + whole * den + experts
+
+    U, Ul = np.zeros(len(tp), dtype=np.int64), np.zeros(len(tp), dtype=np.int64)
+    for u in units:
+        U = np.maximum(U, num(*u))
+    for u in layers:
+        Ul = np.maximum(Ul, num(*u))
+    return np.where((zero == 3) & (group > 1), -(-(2 * (U + Ul)) // den), 0)
+
+
 @dataclass
 class Result:
     per_gpu_bytes: np.ndarray  # int64, exact
@@ -761,6 +785,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             f = z_mem(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
             mem_i = sum(pick(f, k, np.int64) for k in ("weights", "gradients", "optimizer"))
             mem_i = mem_i + _gathered(model, setup, fw, p_val, v_val, i, st, zz, zt, ze)
+            mem_i = mem_i + _all_gather_pool(model, setup, fw, p_val, v_val, i, zz, zt, ze, n_of[0])
             if precision != "bf16" and fw.name in fp8.TE_FRAMEWORKS:  # TE's FP8 weight copies, ZeRO < 3
                 w8 = fp8.gemm_weights(model, setup, st["layers"], zt, ze)
                 f8 = 2 * w8 + (-(-2 * w8 // 32) if precision == "mxfp8" else 0)
