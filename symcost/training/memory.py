@@ -1,7 +1,8 @@
 """Per-GPU training memory: model states of the heaviest pipeline stage plus the activations 1F1B
 keeps in flight there, and the transients of one micro-batch's backward.
 
-    per GPU = max over stages s of  states_s + gathered_s + fp8_s + min(m, N_pp − s) · A_s
+    per GPU = max over stages s of  states_s + gathered_s + all_gather_pool_s + fp8_s
+                                    + min(m, N_pp − s) · A_s + pipeline_buffers_s
                                     + max(loss_peak_s, working_s)
 
 (``formula``'s ``total`` is this sum as one term tree.) ``fp8_s``: FP8 training's weight copies
@@ -10,6 +11,12 @@ N_pp − 1 − s: both stages' states and (N_pp + 1)/2 micro-batches of each one
 (``schedule.dualpipe_held``); with ``--offload-activations`` the offloaded layers' saved sets are on
 the host (``host_activations``) and one of them in transit on the GPU (``offload``); the MTP modules
 (``--mtp``, ``mtp.with_mtp``) are layers of the last stage like any other.
+
+Beyond the tensors alive, what the CUDA caching allocator is known to keep reserved then
+(``allocator``; torchtitan's logged memory is the reserve): FSDP2's all-gather output pool
+(``all_gather_pool``, with the states) and, inside ``loss_peak``, the logits' cached segment
+(``allocator_cached``); under ``--framework torchtitan`` with N_pp > 1, ``torch.distributed.
+pipelining``'s per-micro-batch boundary buffers (``pipeline_buffers``, with the activations).
 
 ``gathered_s``: ZeRO-3 / FSDP's unsharded working set (``states.gathered_terms``, the framework's
 wrapping unit and prefetch, every offload mode); ``loss_peak_s``: the logits and cross-entropy
@@ -95,7 +102,7 @@ class TrainMemory:
     fp8_weights: int = 0  # FP8 training's weight copies (``fp8``)
     host_activations: int = 0  # offloaded saved activations on the host (``offload``), not in per_gpu
     pipeline_buffers: int = 0  # torch.distributed.pipelining's boundary buffers (``pipeline_buffers``)
-    allocator_all_gather: int = 0  # FSDP2's all-gather output pool, reserved (``allocator.all_gather_pool``)
+    all_gather_pool: int = 0  # FSDP2's all-gather output pool, reserved (``allocator.all_gather_pool``)
     allocator_cached: int = 0  # part of loss_peak: the allocator's cached logits block (``allocator``)
 
 
@@ -370,6 +377,14 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
         notes.append("loss_peak: logits and cross-entropy gradients of one micro-batch on the last stage"
                      + (f" in {setup.loss_chunks} chunks" if setup.loss_chunks > 1 else "")
                      + "; per GPU = states + gathered + activations + max(loss_peak, recompute_working)")
+    if "allocator_cached" in ltree:
+        notes.append("allocator_cached (part of loss_peak): the logits' bf16 segment, freed before backward "
+                     "(torchtitan's del pred) and too small for the fp32 gradient, stays reserved by the CUDA "
+                     "caching allocator (best fit, segments never merged; torchtitan logs max_reserved)")
+    if any(ag_pool):
+        notes.append("all_gather_pool: FSDP2's all-gather outputs live in their copy-in stream's pool, which "
+                     "serves no other stream: two consecutive units' outputs in bf16 stay reserved "
+                     "(_fsdp_collectives.foreach_all_gather, _fsdp_param_group.wait_for_unshard)")
     rows = []
     dual = setup.schedule == "dualpipe"
     # torch.distributed.pipelining's receive/send buffers (``pipeline_buffers``; torchtitan under PP)
@@ -407,7 +422,7 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
         agp = ag_pool[s] + (ag_pool[mirror] if dual else 0)
         total = w + g + o + f8 + gathered[s] + agp + held + pb + max(working[s], loss_s)
         rows.append({"stage": s, "weights": w, "gradients": g, "optimizer": o, "gathered": gathered[s],
-                     **({"allocator_all_gather": agp} if any(ag_pool) else {}),
+                     **({"all_gather_pool": agp} if any(ag_pool) else {}),
                      "fp8_weights": f8, "loss_peak": loss_s, "host": hst, "host_activations": host_a,
                      "activations": held, "activations_per_micro_batch": per_stage_acts[s],
                      "in_flight": int(inflight) if sympy.Integer(inflight) == inflight else str(inflight),
@@ -431,9 +446,9 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
     out.gathered, out.loss_peak = heavy["gathered"], heavy["loss_peak"]
     out.fp8_weights, out.host_activations = heavy["fp8_weights"], heavy["host_activations"]
     out.pipeline_buffers = heavy.get("pipeline_buffers", 0)
-    out.allocator_all_gather = heavy.get("allocator_all_gather", 0)
-    if out.allocator_all_gather:
-        out.formula["allocator_all_gather"] = sum((all_gather_pool_formula(model, setup, r) for r in
+    out.all_gather_pool = heavy.get("all_gather_pool", 0)
+    if out.all_gather_pool:
+        out.formula["all_gather_pool"] = sum((all_gather_pool_formula(model, setup, r) for r in
                                                    ([heavy["stage"], pp - 1 - heavy["stage"]] if dual else
                                                     [heavy["stage"]])), sympy.Integer(0))
     if heavy["loss_peak"] and "allocator_cached" in ltree:
@@ -565,7 +580,7 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
 def total_formula(parts: dict) -> sympy.Expr:
     """``formula``'s total: the sum of the per-GPU lines, the loss peak and the backward's working
     set at their moments (the larger counts)."""
-    keys = ("weights", "gradients", "optimizer", "fp8_weights", "gathered", "allocator_all_gather", "activations",
+    keys = ("weights", "gradients", "optimizer", "fp8_weights", "gathered", "all_gather_pool", "activations",
             "pipeline_buffers")
     tot = sum((_total(parts[k]) for k in keys if k in parts), sympy.Integer(0))
     return tot + sympy.Max(_total(parts.get("loss_peak", sympy.Integer(0))), parts.get("working", sympy.Integer(0)))

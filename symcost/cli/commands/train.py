@@ -195,7 +195,7 @@ def _train_payload(m, args, tm, g) -> dict:
             "global_batch": args.global_batch or args.micro_batch * args.dp, "per_gpu_bytes": tm.per_gpu,
             "breakdown": {"weights": tm.weights, "gradients": tm.gradients, "optimizer": tm.optimizer,
                           "gathered": tm.gathered,
-                          **({"allocator_all_gather": tm.allocator_all_gather} if tm.allocator_all_gather else {}),
+                          **({"all_gather_pool": tm.all_gather_pool} if tm.all_gather_pool else {}),
                           **({} if args.precision == "bf16" else {"fp8_weights": tm.fp8_weights}),
                           "activations": tm.activations,
                           **({"pipeline_buffers": tm.pipeline_buffers} if tm.pipeline_buffers else {}),
