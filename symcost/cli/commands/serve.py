@@ -115,6 +115,12 @@ def cmd_memory(args, out):
                      f"{kv.max_concurrency:.2f}x; fits B={args.batch}: {payload['fits']}; "
                      f"GPUs needed (TP, powers of two): "
                      f"{r.gpus_needed if r.gpus_needed is not None else 'none up to TP=64 holds it'}")
+    for r in p.deciding_rank.get("stages", ()):
+        blocks = f"{r['num_blocks']:,} KV blocks" if r["num_blocks"] is not None else "KV blocks unknown (no budget)"
+        lines.append(f"  {'*' if r['stage'] == p.deciding_rank['pp_stage'] else ' '} pp stage {r['stage']}: "
+                     f"{r['layers']} layers, weights {human_bytes(r['weights_loaded_bytes'])}, peak "
+                     f"{human_bytes(r['activation_bytes'])}" + (" (sampler)" if r["sampler"] else "")
+                     + f", block {r['kv_block_bytes']:,} B -> {blocks}")
     lines += [f"  note: {n}" for n in p.notes + kv.notes]
     lines.append(f"  ({SERVE_NOTE}; MLA form {args.mla}: FLOPs only, bytes unchanged)")
     out.emit(payload, "\n".join(lines))
