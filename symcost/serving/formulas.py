@@ -419,6 +419,8 @@ class StageFormula:
     block_bytes: sympy.Expr
     file_weights: Terms | None = None  # the checkpoint's bytes of the stage (no kernel padding)
     profile: object = None  # the stage's profiled terms (``profile.Profile.at_stage``)
+    _blocks: object = field(default=None, repr=False)  # num_blocks, built once (alike stages share it)
+    lazy: bool = False  # floor left unevaluated (compiled numeric use: no SymPy simplification attempts)
 
     @property
     def fixed(self) -> sympy.Expr:
@@ -434,7 +436,10 @@ class StageFormula:
         cached layers does not bound the count (None)."""
         if self.block_bytes == 0:
             return None
-        return floor(sympy.Max(self.kv_available, 0, evaluate=False) / self.block_bytes)
+        if self._blocks is None:
+            self._blocks = floor(sympy.Max(self.kv_available, 0, evaluate=False) / self.block_bytes,
+                                 evaluate=not self.lazy)
+        return self._blocks
 
 
 @dataclass
@@ -463,7 +468,7 @@ class ServeFormulas:
         stages the fewest over them (``get_kv_cache_configs``: "Change the num_blocks of each rank to
         the smallest among all ranks")."""
         if self.stages:
-            each = [s.num_blocks for s in self.stages if s.num_blocks is not None]
+            each = list(dict.fromkeys(s.num_blocks for s in self.stages if s.num_blocks is not None))
             if each:
                 return sympy.Min(*each, evaluate=False) if len(each) > 1 else each[0]
         # M_gpu is free and independent of the fixed bytes, so M_gpu - fixed has no provable sign:

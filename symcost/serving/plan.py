@@ -323,8 +323,12 @@ def stage_formulas(model, ck, setup: ServeSetup, prof: Profile, kv, non_torch, b
         return [], f"pipeline stages not costed one by one ({exc}); each is bounded by ceil(count/pp) layers of " \
                    f"every group + the larger of embedding and head"
     lay = replace(setup.layout, pp=pp)
-    out = []
+    out, seen = [], {}
     for st in stages:
+        key = (tuple(sorted(st.counts.items())), st.first, st.last)
+        if key in seen:  # a stage like one already costed (the middle stages of an even split)
+            out.append(replace(seen[key], stage=st))
+            continue
         file_w = weights_per_gpu(model, ck, st)
         w = file_w.copy()
         pad, _ = expert_padding(model, ck, file_w, backend)
@@ -340,24 +344,27 @@ def stage_formulas(model, ck, setup: ServeSetup, prof: Profile, kv, non_torch, b
         peak = sp.peak
         if lazy and isinstance(peak, sympy.Max):
             peak = sympy.Max(*peak.args, evaluate=False)
-        out.append(StageFormula(st, w, peak, non_torch + _graphs(setup, sp), kv.stage_block_bytes(st), file_w, sp))
+        out.append(StageFormula(st, w, peak, non_torch + _graphs(setup, sp), kv.stage_block_bytes(st), file_w, sp,
+                                lazy=lazy))
+        seen[key] = out[-1]
     return out, None
 
 
-def engine_stages(model, raw: dict, setup: ServeSetup, *, T: int, pps, lazy: bool = False) -> dict:
-    """{N_pp: the stages' formulas} for each pipeline size of ``pps`` above 1, from one build of the
-    engine's terms (``deploy`` evaluates the block count of a PP layout as ``memory`` does)."""
+def engine_stages(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False):
+    """``engine_formulas`` (formulas, M) and a function N_pp -> those formulas with vLLM's stages at that
+    pipeline size (None: one stage, or stages that cannot be costed), from one build of the engine's
+    terms: ``deploy`` evaluates the block count of a PP layout as ``memory`` does, building only the
+    sizes it meets."""
     f, prof, ck, _, _ = _engine_formulas(model, raw, setup, T=T, lazy=lazy, pp=1)
     backend = setup.moe_backend or default_moe_backend(setup.gpu, version_tuple(prof.engine.version))
-    graphs = _graphs(setup, prof)
-    non_torch = f.overhead - graphs
-    out = {}
-    for pp in sorted(set(pps)):
-        if pp > 1:
-            st, _ = stage_formulas(model, ck, setup, prof, f.kv, non_torch, backend, pp=pp, lazy=lazy)
-            if st:
-                out[pp] = ServeFormulas(f.weights, f.activation, f.overhead, f.kv, st)
-    return out
+    non_torch = f.overhead - _graphs(setup, prof)
+
+    def at(pp: int) -> ServeFormulas | None:
+        if pp <= 1:
+            return None
+        st, _ = stage_formulas(model, ck, setup, prof, f.kv, non_torch, backend, pp=pp, lazy=lazy)
+        return ServeFormulas(f.weights, f.activation, f.overhead, f.kv, st) if st else None
+    return f, prof.max_batched_tokens, at
 
 
 def _graphs(setup: ServeSetup, prof: Profile) -> sympy.Expr:

@@ -376,6 +376,7 @@ class Profile:
     cudagraph: Terms = None  # vLLM's CUDA-graph estimate (``cudagraph_terms``)
     quant: str | None = None  # the weight layout whose input quantisation the forward holds
     flashinfer: bool = False  # FlashInfer's attention workspace in the forward
+    _stages: dict = None  # (layer groups, last) -> the stage's profile, built once (``at_stage``)
 
     @property
     def peak(self) -> sympy.Expr:
@@ -393,10 +394,15 @@ class Profile:
         (``get_pp_group().is_last_rank``) runs ``_dummy_sampler_run``, the others end with
         ``output = None``; the CUDA-graph pool is the stage's own forward."""
         groups = frozenset(stage.counts)
-        fwd = forward_terms(model, quant=self.quant, flashinfer=self.flashinfer, groups=groups)
-        graphs = cudagraph_terms(model, self.max_num_seqs, self.max_batched_tokens, groups=groups) \
-            if self.cudagraph is not None else None
-        return replace(self, forward=fwd, sampler=self.sampler if stage.last else Terms(), cudagraph=graphs)
+        if self._stages is None:
+            self._stages = {}
+        if (groups, stage.last) not in self._stages:
+            fwd = forward_terms(model, quant=self.quant, flashinfer=self.flashinfer, groups=groups)
+            graphs = cudagraph_terms(model, self.max_num_seqs, self.max_batched_tokens, groups=groups) \
+                if self.cudagraph is not None else None
+            self._stages[groups, stage.last] = replace(self, forward=fwd, sampler=self.sampler if stage.last else Terms(),
+                                                       cudagraph=graphs)
+        return self._stages[groups, stage.last]
 
     @property
     def cudagraph_counted(self) -> bool:
