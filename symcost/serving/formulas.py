@@ -164,11 +164,15 @@ def weights_per_gpu(model, ck: Checkpoint, stage: Stage | None = None) -> Terms:
     paths = _paths(model)
     out = Terms()
     edge = {}
+    # checkpoint tensors without a primitive (DeepSeek's e_score_correction_bias buffers, 4·E·L_moe):
+    # a stage holds those of its own layers (the group's layer count replaced by the stage's)
+    own = {g.count: sympy.Integer(stage.counts.get(g.name, 0)) for g in model.groups
+            if stage is not None and isinstance(g.count, sympy.Symbol) and not g.tower}
     for path, expr in ck.served_terms().flatten().items():
         v = sympy.nsimplify(expr.xreplace(vals))
         hit = paths.get(path)
         if hit is None:
-            out.add(path.replace("/", "_"), v)
+            out.add(path.replace("/", "_"), sympy.nsimplify(expr.xreplace(own).xreplace(vals)) if own else v)
             continue
         c, q, g = hit
         share = weight_share(model, c, q)
