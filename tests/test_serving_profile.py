@@ -428,3 +428,20 @@ def test_nvfp4_scale_swizzle_padding():
     assert pad[16].weights_loaded_rank - pad[16].weights_rank == (64 * 192 + 3072 * 2) * 256 * 62
     h = plan(m, raw, ServeSetup(layout=Layout.vllm(m, tp=16), gpu=gpu("H200")), T=8192)
     assert h.weights_loaded_rank == h.weights_rank
+
+
+def test_pp_layer_partition_as_vllm_reads_it(capsys):
+    """--pp-layer-partition (vLLM's VLLM_PP_LAYER_PARTITION, get_pp_indices): the stages hold the stated
+    counts, the heavier stage decides; counts that do not sum to the layers, or without --pp: exit 2."""
+    base = ["memory", "qwen3-30b-a3b", "--T", "8192", "--batch", "1", "--gpu", "H100", "--json"]
+    assert main(base + ["--pp", "2", "--pp-layer-partition", "16,32"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    st = d["deciding_rank"]["stages"]
+    assert [s["layers"] for s in st] == [16, 32] and d["deciding_rank"]["pp_stage"] == 1
+    assert st[1]["kv_block_bytes"] == 2 * st[0]["kv_block_bytes"]
+    for args, word in ((["--pp", "2", "--pp-layer-partition", "16,30"], "summing to 48"),
+                       (["--pp-layer-partition", "16,32"], "needs --pp"),
+                       (["--pp", "2", "--pp-layer-partition", "a,b"], "comma-separated")):
+        assert main(base + args) == 2
+        out, err = capsys.readouterr()
+        assert "--pp-layer-partition" in json.loads(out)["error"] and word in err and "Traceback" not in err

@@ -52,7 +52,10 @@ def _setup(args, m, layout: bool = True) -> ServeSetup:
     lay = Layout.vllm(m, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep) if layout else Layout()
     extra = {k: getattr(args, a) for k, a in (("engine", "engine"), ("vllm_version", "vllm_version"),
                                               ("max_num_seqs", "max_num_seqs"), ("kv_cache_memory", "kv_cache_memory"),
-                                              ("moe_backend", "moe_backend")) if getattr(args, a, None) is not None}
+                                              ("moe_backend", "moe_backend"), ("pp_partition", "pp_layer_partition"))
+             if getattr(args, a, None) is not None}
+    if "pp_partition" in extra and lay.pp == 1:
+        raise SymcostError("--pp-layer-partition needs --pp (the stages it splits the layers over)")
     if args.mem_util is None:  # memory: the engine's own default
         args.mem_util = default_fraction(getattr(args, "engine", "vllm"), lay.tp)
     return ServeSetup(layout=lay, gpu=g, kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype,
