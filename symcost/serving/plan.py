@@ -8,10 +8,12 @@ Per rank (the most-loaded one):
                     experts 1/tp; k/v projections ⌈H_kv/tp⌉/H_kv (KV heads replicated past H_kv);
                     routed experts 1/ep with expert parallelism (⌈E/n⌉ of E on EP rank 0 when they
                     do not divide: ``uneven_experts``), else 1/tp; replicated weights
-                    (norms, routers, MLA's q_a/kv_a, latent projections) whole; a pipeline stage
-                    holds ⌈count/pp⌉ of every layer group and the larger of embedding and head
-                    (``deciding_rank`` costs each stage by its own layers and names the one
-                    with the fewest KV tokens)
+                    (norms, routers, MLA's q_a/kv_a, latent projections) whole; under pipeline
+                    parallelism (vLLM) each stage is costed by its own layers (``stage_formulas``:
+                    its weights, its profiled peak — the sampler on the last stage only — and its
+                    pages) and the fewest blocks over the stages decide (``get_kv_cache_configs``);
+                    the formulas in N_pp (and SGLang) bound a stage by ⌈count/pp⌉ of every layer
+                    group and the larger of embedding and head
     activations   = the engine's profiled peak (``profile``: the forward over M = max_num_batched_tokens
                     tokens, the dummy sampler over S = max_num_seqs sequences, their larger), as
                     named terms in ``activation_terms``; the older single-formula estimate
