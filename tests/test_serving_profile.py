@@ -10,7 +10,9 @@ from symcost.cli import main
 from symcost.core.notation import sym
 from symcost.core.terms import exact
 from symcost.hardware.gpus import gpu
-from symcost.serving.plan import Layout, ServeSetup, deciding_rank, plan, pp_partition
+from dataclasses import replace
+
+from symcost.serving.plan import Layout, ServeSetup, _engine_formulas, deciding_rank, plan, pp_partition
 from symcost.serving.profile import Engine, forward_terms, sampler_terms
 
 GiB = 2**30
@@ -247,19 +249,123 @@ def test_uneven_experts_rank_zero_decides():
 
 
 def test_pipeline_stages_costed_by_their_own_layers():
-    """DeepSeek-V3 over 4 stages: stage 0 holds the 3 dense layers (lighter), so the stages' weights
-    differ; the deciding stage is the one with the fewest KV tokens, here the 16-layer stage."""
+    """DeepSeek-V3 over 4 stages of TP 8 on H200: vLLM's split [15, 15, 16, 15] puts the 3 dense layers
+    and the embedding on stage 0 and the head and sampler on stage 3; stage 2 holds 16 routed-expert
+    layers (more weights than the ceil(count/pp) bound's 1 dense + 15 MoE layers) and decides:
+    the plan's blocks are the fewest over the stages, and the JSON formula's Min gives the same."""
+    from symcost import parse
     m = symcost.build("deepseek-v3")
     raw = symcost.architectures.loader.read_json("deepseek-v3")[1]
     p = plan(m, raw, ServeSetup(layout=Layout.vllm(m, tp=8, pp=4), gpu=gpu("H200")), T=8192)
     st = p.deciding_rank["stages"]
     assert [s["layers"] for s in st] == [15, 15, 16, 15] and p.deciding_rank["pp_stage"] == 2
-    assert st[0]["weights_bytes"] < st[1]["weights_bytes"]  # 3 dense layers among stage 0's 15
-    assert min(s["kv_tokens"] for s in st) == st[2]["kv_tokens"]
-    # the formulas' ceil(count/pp)-per-group stage (1 dense + 15 MoE) is lighter than stage 2 (16 MoE):
-    # the plan says so, with the deciding stage's own figure
-    assert p.kv.tokens > st[2]["kv_tokens"]
-    assert any("deciding stage 2" in n and f"{st[2]['kv_tokens']:,}" in n for n in p.notes)
+    assert st[0]["groups"] == {"dense_layers": 3, "moe_layers": 12} and st[2]["groups"] == {"moe_layers": 16}
+    assert st[0]["weights_bytes"] < st[1]["weights_bytes"] < st[2]["weights_bytes"]
+    assert [s["sampler"] for s in st] == [False, False, False, True]
+    assert st[3]["activation_bytes"] > st[2]["activation_bytes"]  # the sampler runs on the last stage only
+    # each stage's pages: its own MLA layers, (d_kv + D_rope) bf16 elements per token, 64-token blocks
+    v = m.values
+    page = 64 * 2 * (int(v[sym.d_kv]) + int(v[sym.D_rope]))
+    assert [s["kv_block_bytes"] for s in st] == [page * s["layers"] for s in st]
+    assert p.kv.num_blocks == min(s["num_blocks"] for s in st) == st[2]["num_blocks"]
+    assert p.kv.tokens == st[2]["kv_tokens"] and p.weights_rank == st[2]["weights_bytes"]
+    # the bound (ceil(count/pp) of every group, the larger edge, the sampler's peak, 16 layers' pages on
+    # one stage) is not vLLM's answer: it charges stage 2 with the head and the sampler it does not hold
+    f, *_ = _engine_formulas(m, raw, ServeSetup(layout=Layout.vllm(m, tp=8, pp=4), gpu=gpu("H200")), T=8192, tp=8, pp=1)
+    assert int(f.num_blocks.xreplace(p.values)) < p.kv.num_blocks
+    formula = p.formulas.formula()
+    assert parse(str(formula["num_blocks"])).xreplace(p.values) == p.kv.num_blocks
+    assert {f"stage{i}_{k}" for i in range(4) for k in ("weights", "num_blocks", "kv_block_bytes")} <= set(formula)
+    assert any("stage 2 affords the fewest KV blocks" in n for n in p.notes)
+
+
+def test_pipeline_split_conserves_layers_and_weights():
+    """vLLM's stages hold every decoder layer once (get_pp_indices, with VLLM_PP_LAYER_PARTITION too),
+    and their weights add up to the whole model's on one rank: the embedding once, the head once (a
+    tied head adds the embedding the last stage builds)."""
+    from symcost.serving.formulas import Stage, pipeline_stages, weights_per_gpu
+    from symcost.serving.quant import checkpoint
+    for name, pp, part in (("deepseek-v3", 4, None), ("qwen3-next-80b-a3b-thinking", 3, None),
+                           ("gemma-4-26b-a4b", 2, None), ("llama-3.1-8b", 4, (4, 10, 10, 8)), ("qwen2.5-7b", 2, None)):
+        m = symcost.build(name)
+        raw = symcost.architectures.loader.read_json(name)[1]
+        stages = pipeline_stages(m, pp, part)
+        assert sum(s.layers for s in stages) == m.n_layers()
+        if part:
+            assert [s.layers for s in stages] == list(part)
+        for g in m.groups:
+            if not g.tower:
+                assert sum(s.counts.get(g.name, 0) for s in stages) == exact(g.count, m.values), (name, g.name)
+        ck = checkpoint(m, raw)
+        one = {sym.N_tp: 1, sym.N_ep: 1, sym.N_pp: 1, sym.N_dp: 1}
+        whole = exact(weights_per_gpu(m, ck).total, one)
+        parts = [exact(weights_per_gpu(m, ck, s).total, one) for s in stages]
+        flat = weights_per_gpu(m, ck).flatten()
+        # what every stage holds whatever its layers: the towers (and their buffers), nothing else
+        common = exact(weights_per_gpu(m, ck, Stage(0, 0, {}, False, False)).total, one)
+        assert (common > 0) == m.has_towers, name
+        tied_extra = exact(flat.get("embed_and_head", 0), one) if m.post[-1].primitives(None)[-1].tied else 0
+        assert sum(parts) == whole + (pp - 1) * common + tied_extra, name
+    with pytest.raises(ValueError, match="summing to 32"):
+        pipeline_stages(symcost.build("llama-3.1-8b"), 2, (16, 15))
+
+
+def test_hybrid_stage_pages_follow_vllm_round_robin_groups():
+    """A stage's block bytes = page · its largest projected KV cache group: vLLM deals each spec's n
+    layers round-robin over its ceil(n/g) groups (layers[i::k], _get_kv_cache_groups_uniform_page_size)
+    and keeps a worker's own layers (_project_kv_cache_groups_to_worker); the test replays that on the
+    real layer order of Qwen3-Next (36 linear + 12 full) and Gemma 4 at several PP sizes."""
+    from symcost.serving.formulas import kv_formula, pipeline_stages
+    for name in ("qwen3-next-80b-a3b-thinking", "gemma-4-26b-a4b"):
+        m = symcost.build(name)
+        f = kv_formula(m)
+        order = [layer[0].name for layer in m.layers()]
+        for pp in (2, 3, 4):
+            if m.n_layers() < pp:
+                continue
+            stages = pipeline_stages(m, pp)
+            groups = []
+            for gs, k in zip(f.spec_groups, f.spec_split):
+                mine = [i for i, n in enumerate(order) if n in gs]
+                groups += [mine[j::k] for j in range(k)]
+            start = 0
+            for s in stages:
+                held = set(range(start, start + s.layers))
+                start += s.layers
+                biggest = max(len(held & set(g)) for g in groups)
+                assert exact(f.stage_block_bytes(s), {sym.N_tp: 1}) == exact(f.page, {sym.N_tp: 1}) * biggest, (name, pp)
+
+
+def test_dense_stages_equal_the_bound_when_layers_divide():
+    """Llama-3.1-8B (untied head, embedding and head of one size) at PP 2 and 4: the last stage holds
+    L/pp layers + the head + the final norm — exactly the ceil(count/pp) bound — and runs the sampler,
+    so it decides with the bound's own block count; the first stage has more room."""
+    m = symcost.build("llama-3.1-8b")
+    raw = symcost.architectures.loader.read_json("llama-3.1-8b")[1]
+    for pp in (2, 4):
+        setup = ServeSetup(layout=Layout.vllm(m, pp=pp), gpu=gpu("H100"))
+        p = plan(m, raw, setup, T=8192)
+        st = p.deciding_rank["stages"]
+        bound, *_ = _engine_formulas(m, raw, setup, T=8192, tp=1, pp=1)
+        assert st[-1]["weights_loaded_bytes"] == int(bound.weights.total.xreplace(p.values))
+        assert st[-1]["kv_block_bytes"] == int(bound.kv.block_bytes.xreplace(p.values))
+        assert p.kv.num_blocks == int(bound.num_blocks.xreplace(p.values)) == st[-1]["num_blocks"]
+        assert st[0]["num_blocks"] > st[-1]["num_blocks"] and p.deciding_rank["pp_stage"] == pp - 1
+
+
+def test_deploy_and_kv_capacity_use_the_stage_costing():
+    """``deploy``'s PP layout, ``memory``'s plan and the Python ``kv_capacity`` give one answer."""
+    from symcost.serving.deploy import deploy
+    from symcost.serving.vllm import kv_capacity
+    m = symcost.build("deepseek-v3")
+    raw = symcost.architectures.loader.read_json("deepseek-v3")[1]
+    setup = ServeSetup(gpu=gpu("H200"))
+    p = plan(m, raw, replace(setup, layout=Layout.vllm(m, tp=8, pp=4)), T=8192)
+    rows = deploy(m, raw, setup, gpus=[32], T=8192, batch=1, pins={"tp": 8, "pp": 4, "dp": 1, "ep": 1})["layouts"]
+    assert rows[0]["kv_capacity_tokens"] == p.kv.tokens
+    given = plan(m, raw, replace(setup, layout=Layout.vllm(m, tp=8, pp=4), kv_cache_memory=50 * 2**30), T=8192)
+    kv = kv_capacity(m, 50 * 2**30, max_model_len=8192, tp=8, pp=4)
+    assert kv.num_blocks == given.kv.num_blocks == 50 * 2**30 // max(s["kv_block_bytes"] for s in given.deciding_rank["stages"])
 
 
 def test_cudagraph_estimate_counted_from_0_21():
@@ -322,3 +428,20 @@ def test_nvfp4_scale_swizzle_padding():
     assert pad[16].weights_loaded_rank - pad[16].weights_rank == (64 * 192 + 3072 * 2) * 256 * 62
     h = plan(m, raw, ServeSetup(layout=Layout.vllm(m, tp=16), gpu=gpu("H200")), T=8192)
     assert h.weights_loaded_rank == h.weights_rank
+
+
+def test_pp_layer_partition_as_vllm_reads_it(capsys):
+    """--pp-layer-partition (vLLM's VLLM_PP_LAYER_PARTITION, get_pp_indices): the stages hold the stated
+    counts, the heavier stage decides; counts that do not sum to the layers, or without --pp: exit 2."""
+    base = ["memory", "qwen3-30b-a3b", "--T", "8192", "--batch", "1", "--gpu", "H100", "--json"]
+    assert main(base + ["--pp", "2", "--pp-layer-partition", "16,32"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    st = d["deciding_rank"]["stages"]
+    assert [s["layers"] for s in st] == [16, 32] and d["deciding_rank"]["pp_stage"] == 1
+    assert st[1]["kv_block_bytes"] == 2 * st[0]["kv_block_bytes"]
+    for args, word in ((["--pp", "2", "--pp-layer-partition", "16,30"], "summing to 48"),
+                       (["--pp-layer-partition", "16,32"], "needs --pp"),
+                       (["--pp", "2", "--pp-layer-partition", "a,b"], "comma-separated")):
+        assert main(base + args) == 2
+        out, err = capsys.readouterr()
+        assert "--pp-layer-partition" in json.loads(out)["error"] and word in err and "Traceback" not in err

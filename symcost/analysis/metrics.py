@@ -123,7 +123,10 @@ def serving_terms(model, raw: dict, name: str, o: Options) -> Terms:
     # the engine's formulas, as ``memory`` evaluates them (one implementation: ``plan.engine_formulas``)
     from ..hardware.gpus import gpu as find_gpu  # lazy: check/scale on params|flops|cache load no serving/training
     from ..serving.plan import ServeSetup, engine_formulas  # lazy: as above
-    setup = ServeSetup(gpu=find_gpu(o.gpu) if o.gpu is not None else None, kv_dtype=o.kv_dtype,
+    # a stated --pp > 1: vLLM's stages, each by its own layers (the block count the fewest over them);
+    # without it the formulas keep N_pp, each stage bounded by ceil(count/N_pp) layers of every group
+    setup = ServeSetup(layout=Layout(pp=o.pp) if o.pp is not None and o.pp > 1 else Layout(),
+                       gpu=find_gpu(o.gpu) if o.gpu is not None else None, kv_dtype=o.kv_dtype,
                        weights_dtype=o.weights_dtype, mem_util=o.mem_util, max_batched_tokens=o.max_batched_tokens,
                        overhead_gib=o.overhead_gib, mla=o.mla)
     f, chunk = engine_formulas(model, raw, setup, T=o.T or 1)

@@ -117,6 +117,20 @@ def _positive_or(name, word: str, value, what: str):
     return parse
 
 
+def counts(name):
+    """Comma-separated non-negative integers (one per pipeline stage), as a tuple."""
+    def parse(text):
+        try:
+            values = tuple(int(x) for x in text.split(","))
+        except ValueError:
+            values = ()
+        if not values or min(values) < 0:
+            raise argparse.ArgumentTypeError(f"{name} must be comma-separated layer counts (one per stage), "
+                                             f"got {_shown(text)!r}")
+        return values
+    return parse
+
+
 def shard(name):
     """A positive integer, or ``none`` (no hybrid sharding, given explicitly)."""
     return _positive_or(name, "none", "none", "positive integer")
@@ -488,6 +502,10 @@ TP = Option(("--tp",), "parallel", "tensor-parallel size (GPUs a layer's heads a
             kind=positive, default=1, example="8")
 PP = Option(("--pp",), "parallel", "pipeline-parallel stages (layers split in order)", kind=positive, default=1,
             example="4")
+PP_LAYER_PARTITION = Option(("--pp-layer-partition",), "parallel", "decoder layers of each pipeline stage, "
+                            "comma-separated (vLLM's VLLM_PP_LAYER_PARTITION; default: vLLM's even split, the "
+                            "remainder on the middle stages): each stage's weights, pages and KV blocks",
+                            kind=counts, example="16,32")
 EP = Option(("--ep",), "parallel", "expert-parallel size (GPUs the routed experts are split over)", kind=positive,
             default=1, example="8")
 CP = Option(("--cp",), "parallel", "context-parallel size (sequence split over GPUs, ring attention)",
@@ -724,7 +742,7 @@ MEMORY_SERVE = tuple(
     o.but(default=None, help="the budget's fraction of the usable memory (vLLM's gpu_memory_utilization, default 0.9; "
                              "SGLang's mem_fraction_static, default by TP size: 0.88 at 1 ... 0.79 at 16+)")
     if o is MEM_UTIL else o for o in SERVE_MODELLED) + (ENGINE, VLLM_VERSION, MAX_NUM_SEQS, KV_CACHE_MEMORY,
-                                                          GPU_MEMORY, MOE_BACKEND)
+                                                          GPU_MEMORY, MOE_BACKEND, PP_LAYER_PARTITION)
 #: the phase and conventions of the symbolic commands (a metric of FLOPs)
 SYMBOLIC_PHASE = (PHASE.but(default=None, help="with --metric flops: prefill (a prompt of T tokens, the default) "
                                "or decode (one step at context T)"), *CONVENTIONS)

@@ -327,10 +327,19 @@ def _positions(raw: dict, model) -> int:
     return 2**21
 
 
+def pp_serve_refusal(pp: int) -> str:
+    """Why the page states no serving figure at ``pp`` > 1 stages: ``memory`` costs vLLM's stages one by one
+    (``serving.plan.stage_formulas``: each stage's own weights, peak and pages, the fewest blocks decide),
+    which the page's slot formulas, one stage in N_pp, do not split."""
+    return (f"PP {pp}: vLLM sizes the KV cache on the pipeline stage with the fewest blocks, each stage costed "
+            f"by its own layers (symcost memory --pp {pp}); this page's formulas do not split the stages")
+
+
 def _layout_tables(model) -> tuple[list, list, list]:
     """Every offered (tp, pp, dp, ep), in the order of ``TPS`` × ``PPS`` × ``DPS`` × ``EPS`` (the page indexes
-    them so): serving's N_* (``Layout.vllm`` + ``check``) or the index of its refusal; training's 0 (its
-    sizes as given, ``TrainSetup.check``) or 1 + the index of its refusal; and the refusals."""
+    them so): serving's N_* (``Layout.vllm`` + ``check``) or the index of its refusal (every PP > 1:
+    ``pp_serve_refusal``); training's 0 (its sizes as given, ``TrainSetup.check``) or 1 + the index of its
+    refusal; and the refusals."""
     serve, train, msgs = [], [], {}
     for tp in TPS:
         for pp in PPS:
@@ -339,6 +348,8 @@ def _layout_tables(model) -> tuple[list, list, list]:
                     try:
                         lay = Layout.vllm(model, tp=tp, pp=pp, dp=dp, ep=ep)
                         lay.check(model)
+                        if pp > 1:
+                            raise SymcostError(pp_serve_refusal(pp))
                         v = lay.values()
                         serve.append([int(v[s]) for s in (sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep)])
                     except SymcostError as e:

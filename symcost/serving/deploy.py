@@ -11,13 +11,13 @@ tokens, max concurrency at T, TTFT of one prompt of T, TPOT at --batch, tokens/s
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from .formulas import compile_exprs, compute_dtype, gpu_values, serve_formulas
 from .plan import NOTE as SERVE_NOTE
-from .plan import Layout, ServeSetup, check_layout, engine_formulas
+from .plan import Layout, ServeSetup, check_layout, engine_stages
 from .quant import checkpoint
 from .roofline import NOTE as ROOF_NOTE
 from .roofline import Latency
@@ -93,6 +93,17 @@ class Compiled:
     peak_used: str
     ck: object = None  # the checkpoint (quant.Checkpoint)
     weights: object = None  # weights_per_gpu terms
+    #: N_pp -> vLLM's stages at that pipeline size (``plan.engine_stages``: each stage by its own layers,
+    #: the fewest blocks), their block count compiled on first use; None: the ⌈count/p⌉ bound
+    stages: object = None
+    stage_blocks: dict = field(default_factory=dict)
+
+    def blocks_at(self, pp: int):
+        """The compiled block count of the stages at ``pp`` (None: no stage costing there)."""
+        if pp not in self.stage_blocks:
+            sf = self.stages(pp) if self.stages is not None else None
+            self.stage_blocks[pp] = compile_exprs({"num_blocks": sf.num_blocks}, SYMS) if sf else None
+        return self.stage_blocks[pp]
 
 
 def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dtype=None, quant_fallback=False,
@@ -206,7 +217,14 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     Tk = work.context
     mem = comp.fn(tp, ee, pp, dp, Tk * ones, ones, max_batched_tokens * ones, float(gv[sym.M_gpu]) * ones,
                   float(gv[sym.F_gpu]) * ones, float(gv[sym.BW_hbm]) * ones, float(gv[sym.BW_link]) * ones)
-    mem = {k: np.broadcast_to(np.asarray(v, dtype=float), tp.shape) for k, v in mem.items()}
+    mem = {k: np.broadcast_to(np.asarray(v, dtype=float), tp.shape).copy() for k, v in mem.items()}
+    for n in sorted({lay.pp for lay in lays} - {1}):  # PP layouts: the deciding stage's blocks, as ``memory``
+        fn, at = comp.blocks_at(n), pp == n
+        if fn is not None:
+            got = fn(tp[at], ee[at], pp[at], dp[at], Tk * ones[at], ones[at], max_batched_tokens * ones[at],
+                     float(gv[sym.M_gpu]) * ones[at], float(gv[sym.F_gpu]) * ones[at],
+                     float(gv[sym.BW_hbm]) * ones[at], float(gv[sym.BW_link]) * ones[at])
+            mem["num_blocks"][at] = np.broadcast_to(np.asarray(got["num_blocks"], dtype=float), (int(at.sum()),))
     blocks = np.maximum(mem["num_blocks"], 0)
     conc = blocks / np.maximum(mem["need"], 1)  # requests of ISL + OSL one replica's KV holds
     tokens = np.floor(blocks / mem["groups"]) * mem["block"]
@@ -334,11 +352,12 @@ def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, bat
     # float GiB, as deploy has always summed them; plan sums their decimal texts exactly (the two can
     # differ by a byte when the float sum falls just under a whole byte)
     # the engine's formulas, as ``memory`` evaluates them (weights as loaded, profiled peak, non-torch)
-    formulas, chunk = engine_formulas(model, raw, setup, T=work.context, lazy=True)
+    formulas, chunk, stages = engine_stages(model, raw, setup, T=work.context, lazy=True)
     comp = compile_model(model, raw, gpu=setup.gpu, kv_dtype=setup.kv_dtype, weights_dtype=setup.weights_dtype,
                          experts_dtype=setup.experts_dtype, quant_fallback=setup.quant_fallback,
                          mla=setup.mla, formulas=formulas, block_size=setup.block_size)
     lat = CalibratedLatency(model, comp.ck, setup, kv_dtype=setup.kv_dtype, mla=setup.mla, weights=comp.weights)
+    comp.stages = stages
     rows = []
     kw = dict(gpu=setup.gpu, T=work.context, batch=work.batch, max_batched_tokens=chunk, mem_util=setup.mem_util,
               latency=lat, work=work, ideal=ideal)

@@ -22,7 +22,7 @@ rows·d activations, 2·(t − 1)/t of them per rank; EP all-to-all dispatch + c
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import reduce
 from math import gcd
@@ -97,17 +97,82 @@ def _paths(model):
     return out
 
 
-def weights_per_gpu(model, ck: Checkpoint) -> Terms:
-    """Bytes of weights on the most-loaded rank, per weight, in t, e, p."""
+def pp_partition(layers: int, pp: int, partition: tuple[int, ...] | None = None) -> list[int]:
+    """Layers per pipeline stage as vLLM splits them (``vllm/distributed/utils.py`` ``get_pp_indices``):
+    ⌊L/pp⌋ each, the remainder one by one onto the stages before the last, from the second-to-last
+    back (the first and the last stage, which hold the embedding and the head, get the fewest);
+    ``partition`` stands for ``VLLM_PP_LAYER_PARTITION`` (one count per stage, summing to L, as
+    get_pp_indices checks)."""
+    if partition is not None:
+        if len(partition) != pp or sum(partition) != layers or min(partition) < 0:
+            raise ValueError(f"pipeline partition {list(partition)}: needs {pp} counts summing to {layers} layers")
+        return list(partition)
+    parts = [layers // pp] * pp
+    for i in range(2, layers % pp + 2):
+        parts[-i] += 1
+    return parts
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline stage of vLLM's split: its index, its decoder layers of each group (by group
+    name; towers are not decoder layers), and whether it is the first (embedding, towers' inputs)
+    or the last (final norm, LM head, the sampler)."""
+
+    index: int
+    layers: int
+    counts: dict
+    first: bool
+    last: bool
+
+
+def pipeline_stages(model, pp: int, partition: tuple[int, ...] | None = None) -> list[Stage]:
+    """vLLM's stages (``pp_partition`` over ``model.layers()``, the layers in the model's own order).
+    ValueError where the stage costing cannot follow the model: a layer order the adapter cannot
+    state, or weights decoder layers share across stages (Zamba's shared blocks)."""
+    if model.shared_copies:
+        raise ValueError(f"{model.name}: shared blocks run by layers on several stages")
+    layers = model.layers()
+    parts = pp_partition(len(layers), pp, partition)
+    out, i = [], 0
+    for s, n in enumerate(parts):
+        counts: dict = {}
+        for layer in layers[i:i + n]:
+            for g in layer:
+                counts[g.name] = counts.get(g.name, 0) + 1
+        i += n
+        out.append(Stage(s, n, counts, s == 0, s == pp - 1))
+    return out
+
+
+def _tied_head(model) -> bool:
+    return any(q.name == "lm_head" and q.tied for c in model.post for q in c.primitives(None))
+
+
+def weights_per_gpu(model, ck: Checkpoint, stage: Stage | None = None) -> Terms:
+    """Bytes of weights on the most-loaded rank, per weight, in t, e, p: a stage holds ⌈n/p⌉ of
+    each group's n layers and, with p > 1, the larger of embedding and head (a bound).
+
+    ``stage``: the bytes of that pipeline stage, as vLLM's model classes build it (``LlamaModel``
+    / ``DeepseekV2Model``: ``make_layers`` creates only the stage's own layers, ``PPMissingLayer``
+    elsewhere; ``embed_tokens`` on the first stage — and on the last with a tied head, which
+    ``tie_weights`` makes its LM head; ``norm`` and ``lm_head`` on the last): its own layers of each
+    group, the embedding on the first, the final norm and the head on the last; tower weights (vision
+    encoder, projector: ``LlavaForConditionalGeneration.__init__`` builds them unconditionally) on
+    every stage. In t and e only (p is fixed by the stage)."""
     vals = model.values
     paths = _paths(model)
     out = Terms()
     edge = {}
+    # checkpoint tensors without a primitive (DeepSeek's e_score_correction_bias buffers, 4·E·L_moe):
+    # a stage holds those of its own layers (the group's layer count replaced by the stage's)
+    own = {g.count: sympy.Integer(stage.counts.get(g.name, 0)) for g in model.groups
+            if stage is not None and isinstance(g.count, sympy.Symbol) and not g.tower}
     for path, expr in ck.served_terms().flatten().items():
         v = sympy.nsimplify(expr.xreplace(vals))
         hit = paths.get(path)
         if hit is None:
-            out.add(path.replace("/", "_"), v)
+            out.add(path.replace("/", "_"), sympy.nsimplify(expr.xreplace(own).xreplace(vals)) if own else v)
             continue
         c, q, g = hit
         share = weight_share(model, c, q)
@@ -115,12 +180,31 @@ def weights_per_gpu(model, ck: Checkpoint) -> Terms:
             n = exact(g.count, vals)
             if n == 0:
                 continue
-            share = share * ceil(sympy.Integer(n) / p) / n
+            if stage is not None and not g.tower:
+                mine = stage.counts.get(g.name, 0)
+                if mine == 0:
+                    continue
+                share = share * sympy.Integer(mine) / n
+            elif stage is None:
+                share = share * ceil(sympy.Integer(n) / p) / n
             out.add(g.name, Terms({c.key: Terms({q.name: v * share})}))
         elif path in ("embed_tokens", "lm_head"):
             edge[path] = v * share
+        elif stage is not None and c.modality == "text" and not (
+                stage.first if any(c is x for x in model.pre) else stage.last):
+            continue  # the text model's own pre/post weights (final norm) live on their edge stage
         else:
             out.add(path, v * share)
+    if stage is not None:
+        a, b = edge.get("embed_tokens", 0), edge.get("lm_head", 0)
+        if stage.first and a != 0:
+            out.add("embed_tokens", a, "vocab-parallel embedding (first stage)")
+        if stage.last:
+            if b != 0:
+                out.add("lm_head", b, "LM head (last stage)")
+            elif a != 0 and _tied_head(model) and not stage.first:
+                out.add("embed_tokens", a, "tied LM head: the last stage builds the embedding it ties to")
+        return out
     if edge:
         a, b = edge.get("embed_tokens", 0), edge.get("lm_head", 0)
         # p = 1: both on the one stage; p > 1: the larger of the two (first or last stage)
@@ -176,6 +260,26 @@ class KVFormula:
     page: sympy.Expr | None = None  # bytes of one block of one layer (all groups alike); None: uniform
     group_list: list = field(default_factory=list)  # (kind, layers per group) for each KV cache group
     state_page: sympy.Expr | None = None  # the largest state page before padding (hybrids)
+    #: for each spec of ``kinds``: the layer groups whose layers have it (a pipeline stage's share)
+    spec_groups: list = field(default_factory=list)
+    #: for each spec: the KV cache groups its layers are dealt over (hybrid: ⌈n/g⌉; None: one pool)
+    spec_split: list = field(default_factory=list)
+
+    def stage_block_bytes(self, stage) -> sympy.Expr:
+        """Bytes of one block index across one pipeline stage's own layers, as vLLM sizes a worker
+        (``kv_cache_utils.get_kv_cache_configs``: the KV cache groups are made once for the whole
+        model, ``_project_kv_cache_groups_to_worker`` keeps each group's layers the worker holds, and
+        ``get_kv_cache_config_from_groups`` divides the worker's memory by page · the largest
+        projected group). One pool (uniform spec, or one type of several sizes): Σ block · bytes per
+        token · the stage's layers of each spec. Hybrid: a spec's n layers are dealt round-robin over
+        its k = ⌈n/g⌉ groups (``_get_kv_cache_groups_uniform_page_size``: layers[i::k]), so the
+        stage's c consecutive layers of it put at most ⌈c/k⌉ into one group: page · max ⌈c/k⌉.
+        With the stage holding ⌈n/p⌉ of every group this is ``block_bytes``."""
+        mine = [sum(stage.counts.get(g, 0) for g in gs) for gs in self.spec_groups]
+        if self.page is None or not self.spec_split:
+            return sum((self.block * s[1] * sympy.Integer(c) for s, c in zip(self.kinds, mine)), sympy.Integer(0))
+        per_group = [-(-c // k) for c, k in zip(mine, self.spec_split)]
+        return self.page * sympy.Integer(max(per_group, default=0))
 
 
 #: a context length past every window and compressed-cache buffer of a real model
@@ -201,6 +305,7 @@ def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
     bkv = dtype_bytes(kv_dtype, "--kv-dtype")
     bst = dtype_bytes(state_dtype or ("bf16" if kv_dtype != "fp32" else kv_dtype), "--mamba-ssm-dtype")
     kinds: dict[tuple, list] = {}
+    owners: dict[tuple, list] = {}
     for g in model.groups:
         n = exact(g.count, vals)
         if n == 0:
@@ -236,9 +341,12 @@ def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
             for window, per_tok in paged.items():
                 key = ("sliding" if window else "full", per_tok, window)
                 kinds.setdefault(key, []).append(n)
+                owners.setdefault(key, []).append(g.name)
             if state != 0:
                 kinds.setdefault(("state", state, None), []).append(n)
+                owners.setdefault(("state", state, None), []).append(g.name)
     specs = [(k[0], k[1], k[2], sum(v)) for k, v in kinds.items()]
+    spec_groups = [tuple(dict.fromkeys(owners[k])) for k in kinds]
     if not specs:
         return KVFormula(sympy.Integer(1), sympy.Integer(0), sympy.Integer(1), sympy.Integer(0), [],
                          ["no cache"])
@@ -263,7 +371,7 @@ def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
         # one group; a stage holds ⌈n/p⌉ layers of every kind
         block_bytes = sum(block * s[1] * ceil(sympy.Integer(s[3]) / p) for s in specs)
         need = ceil(T / block)
-        return KVFormula(block, block_bytes, sympy.Integer(1), need, specs, notes)
+        return KVFormula(block, block_bytes, sympy.Integer(1), need, specs, notes, spec_groups=spec_groups)
     blocks = {i: block for i in range(len(specs))}
     if page is None:
         # attention-only hybrid whose pages differ (Gemma 4: sliding and full layers of other head
@@ -283,10 +391,11 @@ def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
     group = min(counts)
     if max(counts) < 1.5 * group:
         group = max(counts)
-    n_groups, need, group_list = 0, sympy.Integer(0), []
+    n_groups, need, group_list, split = 0, sympy.Integer(0), [], []
     for i, (kind, per, window, n) in enumerate(specs):
         k = -(-n // group)
         n_groups += k
+        split.append(k)
         group_list += [(kind, group)] * k
         b = blocks[i]
         if kind == "full":
@@ -297,15 +406,25 @@ def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
             need += k
     block_bytes = page * ceil(sympy.Integer(group) / p)
     biggest = sympy.Max(*[s[1] for s in states]) if states else None
-    return KVFormula(block, block_bytes, sympy.Integer(n_groups), need, specs, notes, page, group_list, biggest)
+    return KVFormula(block, block_bytes, sympy.Integer(n_groups), need, specs, notes, page, group_list, biggest,
+                     spec_groups, split)
 
 
 @dataclass
-class ServeFormulas:
+class StageFormula:
+    """One pipeline stage as vLLM's worker on it sizes its KV cache: its own weights (as loaded), its
+    own profiled peak (the sampler only on the last stage), the non-torch memory and CUDA graphs, and
+    its own layers' pages (``KVFormula.stage_block_bytes``); in N_tp, N_ep, M and M_gpu."""
+
+    stage: Stage
     weights: Terms
     activation: sympy.Expr
     overhead: sympy.Expr
-    kv: KVFormula
+    block_bytes: sympy.Expr
+    file_weights: Terms | None = None  # the checkpoint's bytes of the stage (no kernel padding)
+    profile: object = None  # the stage's profiled terms (``profile.Profile.at_stage``)
+    _blocks: object = field(default=None, repr=False)  # num_blocks, built once (alike stages share it)
+    lazy: bool = False  # floor left unevaluated (compiled numeric use: no SymPy simplification attempts)
 
     @property
     def fixed(self) -> sympy.Expr:
@@ -317,6 +436,45 @@ class ServeFormulas:
 
     @property
     def num_blocks(self) -> sympy.Expr:
+        """⌊max(M_gpu − fixed, 0) / block bytes⌋ (``get_num_blocks`` on this worker); a stage without
+        cached layers does not bound the count (None)."""
+        if self.block_bytes == 0:
+            return None
+        if self._blocks is None:
+            self._blocks = floor(sympy.Max(self.kv_available, 0, evaluate=False) / self.block_bytes,
+                                 evaluate=not self.lazy)
+        return self._blocks
+
+
+@dataclass
+class ServeFormulas:
+    weights: Terms
+    activation: sympy.Expr
+    overhead: sympy.Expr
+    kv: KVFormula
+    #: vLLM's pipeline stages, each costed by its own layers (``StageFormula``); empty: one stage, or
+    #: the ⌈count/p⌉ bound of ``weights_per_gpu`` / ``kv_formula`` where the stages cannot be costed
+    stages: list = field(default_factory=list)
+    #: the stage that decides (fewest blocks), once the values are known (``plan``); None: unknown
+    deciding: int | None = None
+
+    @property
+    def fixed(self) -> sympy.Expr:
+        return self.weights.total + self.activation + self.overhead
+
+    @property
+    def kv_available(self) -> sympy.Expr:
+        return sym.M_gpu - self.fixed
+
+    @property
+    def num_blocks(self) -> sympy.Expr:
+        """vLLM's block count: one stage's ⌊max(M_gpu − fixed, 0) / block bytes⌋, or with pipeline
+        stages the fewest over them (``get_kv_cache_configs``: "Change the num_blocks of each rank to
+        the smallest among all ranks")."""
+        if self.stages:
+            each = list(dict.fromkeys(s.num_blocks for s in self.stages if s.num_blocks is not None))
+            if each:
+                return sympy.Min(*each, evaluate=False) if len(each) > 1 else each[0]
         # M_gpu is free and independent of the fixed bytes, so M_gpu - fixed has no provable sign:
         # SymPy's evaluated Max would keep both arguments after seconds of failed proofs
         return floor(sympy.Max(self.kv_available, 0, evaluate=False) / self.kv.block_bytes)
@@ -341,11 +499,29 @@ class ServeFormulas:
         return out
 
     def formula(self) -> dict[str, sympy.Expr]:
-        return {"weights_per_gpu": self.weights.total, "activation_per_gpu": self.activation,
-                "overhead_per_gpu": self.overhead, "kv_per_request": self.kv.need * self.kv.block_bytes,
-                "kv_block_tokens": self.kv.block, "kv_available_per_gpu": self.kv_available,
-                "kv_capacity_tokens": self.kv_tokens, "max_concurrency": self.max_concurrency,
-                "total": self.per_gpu()}
+        out = {"weights_per_gpu": self.weights.total, "activation_per_gpu": self.activation,
+               "overhead_per_gpu": self.overhead, "kv_per_request": self.kv.need * self.kv.block_bytes,
+               "kv_block_tokens": self.kv.block, "kv_available_per_gpu": self.kv_available,
+               "kv_capacity_tokens": self.kv_tokens, "max_concurrency": self.max_concurrency,
+               "total": self.per_gpu()}
+        for st in self.stages:
+            i = st.stage.index
+            out[f"stage{i}_weights"] = st.weights.total
+            out[f"stage{i}_activation"] = st.activation
+            out[f"stage{i}_kv_block_bytes"] = st.block_bytes
+            out[f"stage{i}_kv_available"] = st.kv_available
+            if st.num_blocks is not None:
+                out[f"stage{i}_num_blocks"] = st.num_blocks
+        if self.stages:
+            out["num_blocks"] = self.num_blocks
+        return out
+
+    def at_stage(self, i: int) -> "ServeFormulas":
+        """These formulas with stage ``i``'s weights, peak, overhead and pages in place of the bound (the
+        block count stays the fewest over the stages)."""
+        st = self.stages[i]
+        kv = replace(self.kv, block_bytes=st.block_bytes)
+        return ServeFormulas(st.weights, st.activation, st.overhead, kv, self.stages, i)
 
 
 def serve_formulas(model, ck: Checkpoint, *, kv_dtype="bf16", overhead_bytes: int = 2**30,

@@ -8,10 +8,12 @@ Per rank (the most-loaded one):
                     experts 1/tp; k/v projections ⌈H_kv/tp⌉/H_kv (KV heads replicated past H_kv);
                     routed experts 1/ep with expert parallelism (⌈E/n⌉ of E on EP rank 0 when they
                     do not divide: ``uneven_experts``), else 1/tp; replicated weights
-                    (norms, routers, MLA's q_a/kv_a, latent projections) whole; a pipeline stage
-                    holds ⌈count/pp⌉ of every layer group and the larger of embedding and head
-                    (``deciding_rank`` costs each stage by its own layers and names the one
-                    with the fewest KV tokens)
+                    (norms, routers, MLA's q_a/kv_a, latent projections) whole; under pipeline
+                    parallelism (vLLM) each stage is costed by its own layers (``stage_formulas``:
+                    its weights, its profiled peak — the sampler on the last stage only — and its
+                    pages) and the fewest blocks over the stages decide (``get_kv_cache_configs``);
+                    the formulas in N_pp (and SGLang) bound a stage by ⌈count/pp⌉ of every layer
+                    group and the larger of embedding and head
     activations   = the engine's profiled peak (``profile``: the forward over M = max_num_batched_tokens
                     tokens, the dummy sampler over S = max_num_seqs sequences, their larger), as
                     named terms in ``activation_terms``; the older single-formula estimate
@@ -40,7 +42,8 @@ from ..core.notation import sym
 from ..core.terms import exact
 from ..hardware.gpus import GPU
 from ..model.parallel import Layout
-from .formulas import ServeFormulas, activation_per_gpu, layout_values, serve_formulas, weights_per_gpu
+from .formulas import (ServeFormulas, StageFormula, activation_per_gpu, layout_values, pipeline_stages, pp_partition,
+                       serve_formulas, weights_per_gpu)
 from .memory import cache_bytes_total
 from .profile import DEFAULT_VLLM, Engine, Profile, kv_cell_bytes, profile, version_tuple
 from .quant import checkpoint, default_moe_backend, expert_padding, nvfp4_scale_padding, scheme
@@ -147,6 +150,7 @@ class ServeSetup:
     max_num_seqs: int | None = None  # None: the engine's default for the GPU
     kv_cache_memory: int | None = None  # bytes: vLLM's --kv-cache-memory-bytes, the profile skipped
     moe_backend: str | None = None  # MXFP4 expert kernel (None: vLLM's default for the GPU)
+    pp_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION: layers per stage (None: vLLM's split)
 
     def checkpoint(self, model, raw: dict):
         """The checkpoint's weight bytes as these options cost them (``quant.checkpoint``)."""
@@ -166,8 +170,15 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
         raise SymcostError(f"--mem-util must be in (0, 1], got {mem_util}")
     f, prof, ck, base_weights, notes = _engine_formulas(model, raw, setup, T=T, tp=lay.tp)
     engine = prof.engine
-    weights = f.weights
     vals = _values(lay, {sym.M: sympy.Integer(prof.max_batched_tokens), sym.T: sympy.Integer(T)})
+    budget = int(gpu.usable_bytes * Fraction(str(mem_util))) if gpu is not None else None
+    stage_rows = None
+    if f.stages:  # vLLM's workers, each sized by its own layers; the fewest blocks decide
+        stage_rows = _stage_rows(f, vals, budget, setup.kv_cache_memory)
+        decided = deciding_rank(model, lay, stage_rows)
+        f = f.at_stage(decided["pp_stage"])
+        prof, base_weights = f.stages[f.deciding].profile, f.stages[f.deciding].file_weights
+    weights = f.weights
     graphs = _int(_graphs(setup, prof), vals)
     non_torch = f.overhead - _graphs(setup, prof)
     w_total = ck.total(model.values, served=True)
@@ -176,7 +187,6 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
     act = _int(f.activation, vals)
     nt_rank = _int(non_torch, vals)
     over = nt_rank + graphs
-    budget = int(gpu.usable_bytes * Fraction(str(mem_util))) if gpu is not None else None
     if gpu is not None and not gpu.usable_measured:
         notes.append(f"{gpu.name}: no driver-reported memory in the catalogue; the nominal "
                      f"{gpu.memory_gib} GiB is used")
@@ -190,7 +200,10 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
     block = _int(f.kv.block, vals)
     block_bytes = _int(f.kv.block_bytes, vals)
     known = gpu is not None or setup.kv_cache_memory is not None
-    num_blocks = _int(f.num_blocks, vals) if known else 0
+    if stage_rows is not None:  # the fewest over the stages (the formula's Min at a GPU budget)
+        num_blocks = min((r["num_blocks"] for r in stage_rows if r["num_blocks"] is not None), default=0)
+    else:
+        num_blocks = _int(f.num_blocks, vals) if known else 0
     if setup.kv_cache_memory is not None and block_bytes and setup.kv_cache_memory < block_bytes:
         raise SymcostError(f"--kv-cache-memory: {setup.kv_cache_memory} bytes is below one KV block "
                            f"({block_bytes} bytes across the rank's layers)")
@@ -214,24 +227,42 @@ def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: in
     p.cudagraph_rank = graphs
     p.tokens_override = tokens_override
     p.kv_cache_memory_given = setup.kv_cache_memory is not None
-    room = budget - act - over if budget is not None else None
-    try:
-        p.deciding_rank = deciding_rank(model, lay, ck=ck, kv_dtype=setup.kv_dtype, room=room)
-    except (ValueError, KeyError):  # a layer order the stage costing cannot follow: the bound's rule
+    if stage_rows is not None:
+        for r in stage_rows:
+            r["kv_tokens"] = r["num_blocks"] // groups * block if r["num_blocks"] is not None else None
+        p.deciding_rank = decided
+        notes.append(f"pipeline stages: {decided['why']}")
+        if setup.kv_cache_memory is not None:
+            notes.append("--kv-cache-memory with pipeline stages: every worker gets the stated size; the stage "
+                         "with the widest pages decides (the formulas' M_gpu stands for that stage's budget)")
+    else:
         p.deciding_rank = deciding_rank(model, lay)
-    st = p.deciding_rank.get("stages")
-    if st and known and engine.name == "vllm" and setup.kv_cache_memory is None:
-        own = st[p.deciding_rank["pp_stage"]]["kv_tokens"]
-        if own is not None and tokens and abs(own - tokens) > 0.01 * tokens:
-            notes.append(f"pipeline stages: the deciding stage {p.deciding_rank['pp_stage']}, costed by its own "
-                         f"layers, affords {own:,} KV tokens before block rounding; the sizing above takes "
-                         f"ceil(count/pp) layers of every group ({tokens:,} tokens)")
     return p
 
 
-def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False, tp: int | None = None):
+def _stage_rows(f: ServeFormulas, vals: dict, budget: int | None, kv_memory: int | None) -> list[dict]:
+    """Each stage's figures at ``vals``: weights (file, as loaded), peak, overhead, block bytes, and the
+    blocks its worker affords — ⌊(budget − fixed)/block bytes⌋, or ⌊stated KV size / block bytes⌋ with
+    --kv-cache-memory (None without either, or for a stage without cached layers)."""
+    rows = []
+    for st in f.stages:
+        fixed = _int(st.fixed, vals)
+        bb = _int(st.block_bytes, vals)
+        room = kv_memory if kv_memory is not None else (budget - fixed if budget is not None else None)
+        rows.append({"stage": st.stage.index, "layers": st.stage.layers, "groups": dict(st.stage.counts),
+                     "weights_bytes": _int(st.file_weights.total, vals), "weights_loaded_bytes": _int(st.weights.total, vals),
+                     "activation_bytes": _int(st.activation, vals), "overhead_bytes": _int(st.overhead, vals),
+                     "fixed_bytes": fixed, "kv_block_bytes": bb, "kv_available_bytes": room,
+                     "num_blocks": max(room, 0) // bb if bb and room is not None else None,
+                     "sampler": st.stage.last})
+    return rows
+
+
+def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False, tp: int | None = None,
+                     pp: int | None = None):
     """``tp``: the layout's N_tp when it is fixed (it decides whether the custom all-reduce is on);
-    None keeps the formulas valid for any N_tp (``deploy`` sweeps it)."""
+    None keeps the formulas valid for any N_tp (``deploy`` sweeps it). ``pp``: the pipeline stages to
+    cost one by one (None: the layout's; 1: none, the formulas' ⌈count/p⌉ bound in N_pp)."""
     engine = Engine(setup.engine, setup.vllm_version, setup.max_num_seqs, setup.max_batched_tokens)
     ck = setup.checkpoint(model, raw)
     prof = profile(model, setup.gpu, engine, max_model_len=T, tp=tp, quant=ck.scheme.layout.kind)
@@ -263,7 +294,79 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
     peak = prof.peak
     if lazy and isinstance(peak, sympy.Max):
         peak = sympy.Max(*peak.args, evaluate=False)
-    return ServeFormulas(weights, peak, non_torch + graphs, base.kv), prof, ck, base.weights, notes
+    f = ServeFormulas(weights, peak, non_torch + graphs, base.kv)
+    pp = setup.layout.pp if pp is None else pp
+    if pp > 1:
+        f.stages, why = stage_formulas(model, ck, setup, prof, base.kv, non_torch, backend, pp=pp, lazy=lazy)
+        if why:
+            notes.append(why)
+    return f, prof, ck, base.weights, notes
+
+
+def stage_formulas(model, ck, setup: ServeSetup, prof: Profile, kv, non_torch, backend: str, *, pp: int,
+                   lazy: bool = False) -> tuple[list, str | None]:
+    """vLLM's pipeline stages, each as its worker sizes its KV cache (``StageFormula``): the weights
+    its own layers hold (``weights_per_gpu`` of the stage: embedding on the first, final norm and head
+    on the last, with the MXFP4/NVFP4 kernel padding and the uneven expert split of those layers),
+    its own profiled peak (``Profile.at_stage``: the sampler only on the last), the non-torch memory
+    (every rank alike) and CUDA graphs (its own forward), its own pages
+    (``KVFormula.stage_block_bytes``). MTP layers are not loaded without speculative decoding
+    (``Checkpoint.served_terms``), so no stage holds them. Returns (stages, a note or None); no
+    stages — the ⌈count/pp⌉ bound of the formulas stays — for SGLang (its own pipeline accounting,
+    not modelled) and where the stage costing cannot follow the model (``pipeline_stages``)."""
+    if prof.engine.name != "vllm":
+        return [], f"pipeline stages: {prof.engine.name}'s per-stage accounting is not modelled; each stage is " \
+                   f"bounded by ceil(count/pp) layers of every group + the larger of embedding and head"
+    try:
+        stages = pipeline_stages(model, pp, setup.pp_partition)
+    except ValueError as exc:
+        if setup.pp_partition is not None:
+            raise SymcostError(f"--pp-layer-partition: {exc}") from None
+        return [], f"pipeline stages not costed one by one ({exc}); each is bounded by ceil(count/pp) layers of " \
+                   f"every group + the larger of embedding and head"
+    lay = replace(setup.layout, pp=pp)
+    out, seen = [], {}
+    for st in stages:
+        key = (tuple(sorted(st.counts.items())), st.first, st.last)
+        if key in seen:  # a stage like one already costed (the middle stages of an even split)
+            out.append(replace(seen[key], stage=st))
+            continue
+        file_w = weights_per_gpu(model, ck, st)
+        w = file_w.copy()
+        pad, _ = expert_padding(model, ck, file_w, backend)
+        if pad != 0:
+            w.add("expert_padding", pad, f"MXFP4 experts padded for the {backend} kernel")
+        scales, _ = nvfp4_scale_padding(model, ck, whole_experts=lay.whole_experts, backend=backend, counts=st.counts)
+        if scales != 0:
+            w.add("nvfp4_scale_padding", scales, "NVFP4 expert scales swizzled for the FlashInfer FP4 MoE kernel")
+        uneven = uneven_experts(model, lay, file_w)
+        if uneven != 0:
+            w.add("uneven_experts", uneven, "EP rank 0 holds ⌈E/n⌉ experts (vLLM determine_expert_map)")
+        sp = prof.at_stage(model, st)
+        peak = sp.peak
+        if lazy and isinstance(peak, sympy.Max):
+            peak = sympy.Max(*peak.args, evaluate=False)
+        out.append(StageFormula(st, w, peak, non_torch + _graphs(setup, sp), kv.stage_block_bytes(st), file_w, sp,
+                                lazy=lazy))
+        seen[key] = out[-1]
+    return out, None
+
+
+def engine_stages(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False):
+    """``engine_formulas`` (formulas, M) and a function N_pp -> those formulas with vLLM's stages at that
+    pipeline size (None: one stage, or stages that cannot be costed), from one build of the engine's
+    terms: ``deploy`` evaluates the block count of a PP layout as ``memory`` does, building only the
+    sizes it meets."""
+    f, prof, ck, _, _ = _engine_formulas(model, raw, setup, T=T, lazy=lazy, pp=1)
+    backend = setup.moe_backend or default_moe_backend(setup.gpu, version_tuple(prof.engine.version))
+    non_torch = f.overhead - _graphs(setup, prof)
+
+    def at(pp: int) -> ServeFormulas | None:
+        if pp <= 1:
+            return None
+        st, _ = stage_formulas(model, ck, setup, prof, f.kv, non_torch, backend, pp=pp, lazy=lazy)
+        return ServeFormulas(f.weights, f.activation, f.overhead, f.kv, st) if st else None
+    return f, prof.max_batched_tokens, at
 
 
 def _graphs(setup: ServeSetup, prof: Profile) -> sympy.Expr:
@@ -287,16 +390,6 @@ def _rational(x: float) -> sympy.Rational:
     return sympy.Rational(f.numerator, f.denominator)
 
 
-def pp_partition(layers: int, pp: int) -> list[int]:
-    """Layers per pipeline stage as vLLM splits them (``vllm/distributed/utils.py`` ``get_pp_indices``):
-    ⌊L/pp⌋ each, the remainder one by one onto the stages before the last, from the second-to-last
-    back (the first and the last stage, which hold the embedding and the head, get the fewest)."""
-    parts = [layers // pp] * pp
-    for i in range(2, layers % pp + 2):
-        parts[-i] += 1
-    return parts
-
-
 def uneven_experts(model, lay: Layout, weights) -> sympy.Expr:
     """Bytes the deciding expert-parallel rank holds beyond an even split when the routed experts
     do not divide over the N_tp·N_ep ranks (vLLM ``determine_expert_map``: the first E mod n ranks
@@ -314,74 +407,16 @@ def uneven_experts(model, lay: Layout, weights) -> sympy.Expr:
     return routed * factor
 
 
-def _stage_bytes(model, ck, lay: Layout, kv_dtype: str) -> list[dict]:
-    """Per pipeline stage of vLLM's split (``pp_partition`` over ``model.layers()``): the weight
-    bytes it holds (its own layers, the embedding on the first stage, the head on the last) and its
-    KV bytes per token, on one tensor-parallel rank."""
-    from .memory import leaf_bytes
-    vals = model.values
-    lv = {**layout_values(lay), sym.N_pp: sympy.Integer(1)}
-    w = weights_per_gpu(model, ck)
-    per_layer_w, per_layer_kv = {}, {}
-    for g in model.groups:
-        n = exact(g.count, vals)
-        if n == 0 or g.tower:
-            continue
-        sub = w.flatten()
-        per_layer_w[g.name] = sum((exact(v, lv) for path, v in sub.items() if path.split("/", 1)[0] == g.name),
-                                  Fraction(0)) / n
-        kv = Fraction(0)
-        for c in g.components:
-            share = c.cache_tp_share(lay.tp, model.values_with(T=1, B=1))
-            for leaf, expr in c.cache().flatten().items():
-                one = exact(expr, model.values_with(T=2, B=1)) - exact(expr, model.values_with(T=1, B=1))
-                kv += one * leaf_bytes(model, leaf, kv_dtype) * share
-        per_layer_kv[g.name] = kv
-    flat = w.flatten()
-    embed = exact(flat.get("embed_tokens", 0), lv) if "embed_tokens" in flat else Fraction(0)
-    head = exact(flat.get("lm_head", 0), lv) if "lm_head" in flat else Fraction(0)
-    if "embed_and_head" in flat:  # one stage: both; split by their own bytes
-        e_, h_ = _edge_bytes(model, ck, lv)
-        embed, head = e_, h_
-    layers = model.layers()
-    parts = pp_partition(len(layers), lay.pp)
-    out, i = [], 0
-    for s_, count in enumerate(parts):
-        mine = layers[i:i + count]
-        i += count
-        wb = sum((per_layer_w.get(x.name, 0) for layer in mine for x in layer), Fraction(0))
-        kv = sum((per_layer_kv.get(x.name, 0) for layer in mine for x in layer), Fraction(0))
-        wb += (embed if s_ == 0 else 0) + (head if s_ == lay.pp - 1 else 0)
-        out.append({"layers": count, "weights_bytes": int(-(-wb // 1)), "kv_bytes_per_token": int(-(-kv // 1))})
-    return out
-
-
-def _edge_bytes(model, ck, lv) -> tuple[Fraction, Fraction]:
-    from .formulas import weight_share, _paths
-    paths = _paths(model)
-    got = {}
-    for path, expr in ck.served_terms().flatten().items():
-        if path in ("embed_tokens", "lm_head") and path in paths:
-            c, q, _ = paths[path]
-            got[path] = exact(sympy.nsimplify(expr.xreplace(model.values)) * weight_share(model, c, q), lv)
-    return got.get("embed_tokens", Fraction(0)), got.get("lm_head", Fraction(0))
-
-
-def deciding_rank(model, lay: Layout, *, ck=None, kv_dtype: str = "bf16", room: int | None = None) -> dict:
+def deciding_rank(model, lay: Layout, stages: list[dict] | None = None) -> dict:
     """The rank vLLM's KV sizing is decided on (``get_kv_cache_configs`` takes the fewest blocks
     over the workers).
 
     Expert parallelism: when the routed experts do not divide over the N_tp·N_ep ranks, EP rank 0
     holds ⌈E/n⌉ of them (``determine_expert_map``), one more than the last ranks: it decides
     (``uneven_experts`` adds the difference to the weights). Pipeline stages: vLLM splits the layers
-    by ``pp_partition``; with ``ck`` (the checkpoint) and ``room`` (the budget less the profiled
-    peak and non-torch memory, bytes), each stage's own weights (dense and MoE layers differ) and KV
-    bytes per token are costed, and the stage with the fewest KV tokens, ⌊(room − weights)/kv⌋,
-    decides; without them, the stage with the most layers (ties: the last, which holds the head
-    and runs the sampler). Symcost's KV sizing (the formulas) takes ⌈count/pp⌉ layers of each
-    group plus the larger of embedding and head: with dense and MoE layers on different stages that
-    is not a bound (DeepSeek-V3 at PP 4: one dense and 15 MoE layers against the deciding stage's
-    16 MoE layers), and ``plan`` says so in a note when the two differ by more than 1 %."""
+    by ``pp_partition``; ``stages`` (``plan``: each stage costed by its own layers, ``StageFormula``,
+    evaluated) name the one with the fewest KV blocks (ties: the later stage); without them, the
+    stage with the most layers (ties: the last, which holds the head and runs the sampler)."""
     vals = model.values
     out = {"pp_stage": 0, "tp_rank": 0}
     if lay.whole_experts and sym.E in vals and int(vals[sym.E]) % lay.expert_ranks:
@@ -394,24 +429,25 @@ def deciding_rank(model, lay: Layout, *, ck=None, kv_dtype: str = "bf16", room: 
             "; the expert-parallel rank with the most experts decides" if "ep_rank" in out else "")
         return out
     layers = sum(exact(g.count, vals) for g in model.groups if not g.tower)
-    parts = pp_partition(int(layers), lay.pp)
+    parts = [s_["layers"] for s_ in stages] if stages else pp_partition(int(layers), lay.pp)
     out["layers_per_stage"] = parts
     if not max(parts):
         out["why"] = "no layers"
         return out
-    if ck is not None and room is not None:
-        stages = _stage_bytes(model, ck, lay, kv_dtype)
-        tokens = [((room - s_["weights_bytes"]) // s_["kv_bytes_per_token"]) if s_["kv_bytes_per_token"]
-                  else None for s_ in stages]
-        for s_, n_ in zip(stages, tokens):
-            s_["kv_tokens"] = n_
-        known = [i for i, n_ in enumerate(tokens) if n_ is not None]
+    if stages:
+        known = [i for i, s_ in enumerate(stages) if s_.get("num_blocks") is not None]
         if known:
-            stage = min(known, key=lambda i: (tokens[i], -i))
+            stage = min(known, key=lambda i: (stages[i]["num_blocks"], -i))
             out.update(pp_stage=stage, stages=stages,
-                       why=f"stage {stage} affords the fewest KV tokens ({tokens[stage]:,}) of vLLM's split "
-                           f"{parts} (its own layers' weights and KV; embedding on stage 0, head on the last)")
+                       why=f"stage {stage} affords the fewest KV blocks ({stages[stage]['num_blocks']:,}) of vLLM's "
+                           f"split {parts}, each stage costed by its own layers' weights, peak and pages "
+                           f"(embedding on stage 0, head and sampler on the last); vLLM takes the fewest")
             return out
+        # no budget: the stage that holds the most before its pages, then the widest pages
+        stage = max(range(len(stages)), key=lambda i: (stages[i]["fixed_bytes"], stages[i]["kv_block_bytes"], i))
+        out.update(pp_stage=stage, stages=stages,
+                   why=f"no GPU budget: stage {stage} holds the most weights and peak of vLLM's split {parts}")
+        return out
     # ties go to the last stage: it holds the head and runs the sampler (``is_last_rank``), whose
     # terms are the profile's widest on large vocabularies
     stage = max(range(lay.pp), key=lambda i: (parts[i], i == lay.pp - 1, i == 0))

@@ -51,7 +51,7 @@ SGLang (``python/sglang/srt/model_executor/model_runner.py`` ``profile_max_num_t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from importlib import resources
 
@@ -175,8 +175,14 @@ QUANT_INPUT = {"fp8_block": sympy.Rational(1) + sympy.Rational(4, 128), "fp8_ten
 FLASHINFER_WORKSPACE = 394 * 2**20
 
 
-def forward_terms(model, act_bytes: int = 2, *, quant: str | None = None, flashinfer: bool = False) -> Terms:
+def forward_terms(model, act_bytes: int = 2, *, quant: str | None = None, flashinfer: bool = False,
+                  groups: frozenset | None = None) -> Terms:
     """The forward of the profiling run over M tokens on one rank (see the module docstring).
+
+    ``groups``: the layer groups a pipeline stage holds (its widest transient and its router come
+    from its own layers; every stage runs the same M-token forward: ``profile_run`` calls
+    ``_dummy_run(max_num_tokens)`` on each rank, the later ones on the received hidden states and
+    residual); None: every group.
 
     ``quant``: the weight layout kind of the checkpoint (``quant.Layout.kind``), for the input
     quantisation scratch of W8A8/W4A4 GEMMs; ``flashinfer``: the attention backend is FlashInfer
@@ -202,7 +208,7 @@ def forward_terms(model, act_bytes: int = 2, *, quant: str | None = None, flashi
     moe_rows = sympy.Min(sym.N_ep * M, MOE_CHUNK)
     per, moe = [], False
     for g in model.groups:
-        if exact(g.count, vals) == 0:
+        if exact(g.count, vals) == 0 or (groups is not None and g.name not in groups):
             continue
         for c in g.components:
             w, routed = _widths(model, c)
@@ -330,7 +336,7 @@ def capture_sizes(max_num_seqs: int, max_batched_tokens: int) -> list[int]:
     return sizes
 
 
-def cudagraph_terms(model, max_num_seqs: int, max_batched_tokens: int) -> Terms:
+def cudagraph_terms(model, max_num_seqs: int, max_batched_tokens: int, groups: frozenset | None = None) -> Terms:
     """vLLM's CUDA-graph memory estimate (``GPUModelRunner.profile_cudagraph_memory``, called by
     ``Worker.determine_available_memory`` before the KV cache is sized): per graph mode it captures
     the two largest descriptors, takes the first capture's memory (the graph pool) and charges each
@@ -342,13 +348,14 @@ def cudagraph_terms(model, max_num_seqs: int, max_batched_tokens: int) -> Terms:
     and FULL graphs at the uniform-decode sizes ≤ max_num_seqs. Symcost takes the first capture as
     the profiling forward's transient at the largest size B_g (``forward_terms`` at M = B_g: the pool
     holds one forward's intermediates) and each further graph at the source's 1 MiB floor — a lower
-    bound: vLLM 0.31 logged 0.23 GiB for Llama-3.1-8B on an A100, this gives 0.14 GiB."""
+    bound: vLLM 0.31 logged 0.23 GiB for Llama-3.1-8B on an A100, this gives 0.14 GiB. ``groups``: a
+    pipeline stage's layer groups (``forward_terms``)."""
     sizes = capture_sizes(max_num_seqs, max_batched_tokens)
     if not sizes:
         return Terms()
     top = sizes[-1]
     full = [b for b in sizes if b <= max_num_seqs]
-    pool = forward_terms(model).total.xreplace({M: sympy.Integer(top)})
+    pool = forward_terms(model, groups=groups).total.xreplace({M: sympy.Integer(top)})
     out = Terms()
     out.add("graph_pool", pool, f"first capture: the forward's transient at the largest size B_g = {top}")
     out.add("graph_objects", sympy.Integer((len(sizes) - 1 + max(len(full) - 1, 0)) * PER_GRAPH_FLOOR),
@@ -367,13 +374,35 @@ class Profile:
     max_batched_tokens: int
     max_num_seqs: int
     cudagraph: Terms = None  # vLLM's CUDA-graph estimate (``cudagraph_terms``)
+    quant: str | None = None  # the weight layout whose input quantisation the forward holds
+    flashinfer: bool = False  # FlashInfer's attention workspace in the forward
+    _stages: dict = None  # (layer groups, last) -> the stage's profile, built once (``at_stage``)
 
     @property
     def peak(self) -> sympy.Expr:
         """The profiled peak activation: the larger of the forward and the sampler run."""
         if self.engine.name == "sglang":
             return sympy.Integer(0)  # outside mem_fraction_static
+        if not self.sampler.flatten():  # a pipeline stage before the last: no sampler run
+            return self.forward.total
         return sympy.Max(self.forward.total, self.sampler.total)
+
+    def at_stage(self, model, stage) -> "Profile":
+        """This profile on one pipeline stage (``GPUModelRunner.profile_run``): every rank runs the
+        forward over M tokens through its own layers (``forward_terms`` with the stage's groups; the
+        later ranks start from the received hidden states and residual); only the last
+        (``get_pp_group().is_last_rank``) runs ``_dummy_sampler_run``, the others end with
+        ``output = None``; the CUDA-graph pool is the stage's own forward."""
+        groups = frozenset(stage.counts)
+        if self._stages is None:
+            self._stages = {}
+        if (groups, stage.last) not in self._stages:
+            fwd = forward_terms(model, quant=self.quant, flashinfer=self.flashinfer, groups=groups)
+            graphs = cudagraph_terms(model, self.max_num_seqs, self.max_batched_tokens, groups=groups) \
+                if self.cudagraph is not None else None
+            self._stages[groups, stage.last] = replace(self, forward=fwd, sampler=self.sampler if stage.last else Terms(),
+                                                       cudagraph=graphs)
+        return self._stages[groups, stage.last]
 
     @property
     def cudagraph_counted(self) -> bool:
@@ -388,7 +417,8 @@ class Profile:
     def activation_terms(self) -> Terms:
         out = Terms()
         out.add("forward", self.forward.copy(), f"profiling forward over M = {self.max_batched_tokens} tokens")
-        out.add("sampler", self.sampler.copy(), f"dummy sampler run over S = {self.max_num_seqs} sequences")
+        if self.sampler.flatten():
+            out.add("sampler", self.sampler.copy(), f"dummy sampler run over S = {self.max_num_seqs} sequences")
         if self.cudagraph_counted and self.cudagraph is not None and self.cudagraph.flatten():
             out.add("cudagraph", self.cudagraph.copy(), "profile_cudagraph_memory estimate, before KV sizing")
         return out
@@ -405,9 +435,10 @@ def profile(model, gpu, engine: Engine, *, max_model_len: int, tp: int | None = 
     m, s = engine.limits(gpu, max_model_len)
     fi = engine.name == "vllm" and engine.v1 and gpu is not None and gpu.name.upper().startswith(FLASHINFER_CARDS)
     nvfp4_a4 = quant != "nvfp4" or (gpu is not None and gpu.name.upper().startswith(FLASHINFER_CARDS))
-    fwd = forward_terms(model, quant=quant if nvfp4_a4 else None, flashinfer=fi)
+    q = quant if nvfp4_a4 else None
+    fwd = forward_terms(model, quant=q, flashinfer=fi)
     smp = sampler_terms(model, s)
-    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, cudagraph_terms(model, s, m))
+    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, cudagraph_terms(model, s, m), q, fi)
 
 
 def kv_cell_bytes(model, kv_dtype: str, tp: int) -> int:

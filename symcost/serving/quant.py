@@ -556,7 +556,8 @@ def expert_padding(model, ck: Checkpoint, weights: Terms, backend: str) -> tuple
     return extra, [note] if extra != 0 else []
 
 
-def nvfp4_scale_padding(model, ck: Checkpoint, *, whole_experts: bool, backend: str) -> tuple[sympy.Expr, list[str]]:
+def nvfp4_scale_padding(model, ck: Checkpoint, *, whole_experts: bool, backend: str,
+                        counts: dict | None = None) -> tuple[sympy.Expr, list[str]]:
     """Bytes vLLM adds to the rank's routed NVFP4 experts by swizzling their fp8 block scales for the
     FlashInfer/CUTLASS FP4 MoE kernels (``modelopt.py`` ``swizzle_blockscale``: a scale matrix of
     [rows, cols] is padded to [⌈rows/128⌉·128, ⌈cols/4⌉·4]). Per local expert, with I = d_moe, the
@@ -567,7 +568,9 @@ def nvfp4_scale_padding(model, ck: Checkpoint, *, whole_experts: bool, backend: 
         E_r · (pad128(2·I_r)·pad4(d/16) − 2·I_r·d/16 + pad128(d)·pad4(I_r/16) − d·I_r/16)   (1 byte each)
 
     0 unless the routed experts are NVFP4 and the backend is FlashInfer (datacenter Blackwell);
-    elsewhere vLLM runs them through Marlin (``prepare_moe_fp4_layer_for_marlin``), not modelled."""
+    elsewhere vLLM runs them through Marlin (``prepare_moe_fp4_layer_for_marlin``), not modelled.
+    Over ⌈n/N_pp⌉ of each routed-expert group's n layers, or ``counts`` (a pipeline stage's own layers
+    by group name, ``formulas.Stage.counts``)."""
     if backend != "flashinfer" or ck.scheme.layout.kind != "nvfp4":
         return sympy.Integer(0), []
     vals = model.values
@@ -581,7 +584,8 @@ def nvfp4_scale_padding(model, ck: Checkpoint, *, whole_experts: bool, backend: 
         return sympy.ceiling(x / m) * m
 
     per = (pad(2 * Ir, 128) * pad(d / 16, 4) - 2 * Ir * d / 16 + pad(d, 128) * pad(Ir / 16, 4) - d * Ir / 16)
-    layers = sum((sympy.ceiling(sympy.Integer(exact(g.count, vals)) / sym.N_pp) for g in model.groups
+    layers = sum((sympy.ceiling(sympy.Integer(exact(g.count, vals)) / sym.N_pp) if counts is None
+                  else sympy.Integer(counts.get(g.name, 0)) for g in model.groups
                   if exact(g.count, vals)
                   and any(isinstance(q, Linear) and q.active is not None for c in g.components for q in c.primitives(None))),
                  sympy.Integer(0))

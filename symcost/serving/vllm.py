@@ -159,8 +159,15 @@ def kv_capacity(model, available_bytes: int, *, max_model_len: int, kv_dtype: st
     f = kv_formula(model, kv_dtype, block_size, state_dtype)
     specs = layer_specs(model, kv_dtype, tp, state_dtype)
     notes = list(f.notes)
+    stages = None
     if pp > 1:
-        notes.append(f"pipeline stage holds ⌈layers/{pp}⌉ of each kind (the most-loaded stage)")
+        from .formulas import pipeline_stages
+        try:
+            stages = pipeline_stages(model, pp)
+            notes.append(f"pipeline stages of vLLM's split {[s.layers for s in stages]}, each given the same "
+                         f"{available_bytes:,} bytes: the stage with the widest pages decides (the fewest blocks)")
+        except ValueError as exc:
+            notes.append(f"pipeline stage holds ⌈layers/{pp}⌉ of each kind (the most-loaded stage; {exc})")
     if not f.kinds:
         return KVConfig(0, 0, [], 0, 0, float("inf"), 0, 0, specs, ["no cache: attention-free model"])
     vals = {sym.N_tp: tp, sym.N_pp: pp, sym.N_ep: 1, sym.T: max_model_len, sym.M: max_batched_tokens}
@@ -170,7 +177,7 @@ def kv_capacity(model, available_bytes: int, *, max_model_len: int, kv_dtype: st
         return exact(sympy.sympify(e).xreplace(vals), {})
 
     block = int(num(f.block))
-    per_block = int(num(f.block_bytes))
+    per_block = int(num(f.block_bytes)) if stages is None else max(int(num(f.stage_block_bytes(s))) for s in stages)
     groups = int(num(f.groups))
     need = int(sympy.ceiling(num(f.need)))
     if per_block <= 0:

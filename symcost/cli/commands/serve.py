@@ -52,7 +52,10 @@ def _setup(args, m, layout: bool = True) -> ServeSetup:
     lay = Layout.vllm(m, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep) if layout else Layout()
     extra = {k: getattr(args, a) for k, a in (("engine", "engine"), ("vllm_version", "vllm_version"),
                                               ("max_num_seqs", "max_num_seqs"), ("kv_cache_memory", "kv_cache_memory"),
-                                              ("moe_backend", "moe_backend")) if getattr(args, a, None) is not None}
+                                              ("moe_backend", "moe_backend"), ("pp_partition", "pp_layer_partition"))
+             if getattr(args, a, None) is not None}
+    if "pp_partition" in extra and lay.pp == 1:
+        raise SymcostError("--pp-layer-partition needs --pp (the stages it splits the layers over)")
     if args.mem_util is None:  # memory: the engine's own default
         args.mem_util = default_fraction(getattr(args, "engine", "vllm"), lay.tp)
     return ServeSetup(layout=lay, gpu=g, kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype,
@@ -115,6 +118,12 @@ def cmd_memory(args, out):
                      f"{kv.max_concurrency:.2f}x; fits B={args.batch}: {payload['fits']}; "
                      f"GPUs needed (TP, powers of two): "
                      f"{r.gpus_needed if r.gpus_needed is not None else 'none up to TP=64 holds it'}")
+    for r in p.deciding_rank.get("stages", ()):
+        blocks = f"{r['num_blocks']:,} KV blocks" if r["num_blocks"] is not None else "KV blocks unknown (no budget)"
+        lines.append(f"  {'*' if r['stage'] == p.deciding_rank['pp_stage'] else ' '} pp stage {r['stage']}: "
+                     f"{r['layers']} layers, weights {human_bytes(r['weights_loaded_bytes'])}, peak "
+                     f"{human_bytes(r['activation_bytes'])}" + (" (sampler)" if r["sampler"] else "")
+                     + f", block {r['kv_block_bytes']:,} B -> {blocks}")
     lines += [f"  note: {n}" for n in p.notes + kv.notes]
     lines.append(f"  ({SERVE_NOTE}; MLA form {args.mla}: FLOPs only, bytes unchanged)")
     out.emit(payload, "\n".join(lines))
