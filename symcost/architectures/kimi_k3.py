@@ -24,7 +24,8 @@ The text model (``text_config``), layer by layer (``KimiK3DecoderLayer``):
   residual weights (``components/attn_residual.py``); the model adds ``norm`` (+ the output-side
   attention-residual weights) and an untied ``lm_head`` (``ParallelLMHead``; never tied).
 The vision tower (``KimiK3VisionTower``, MoonViT3d, and ``KimiK3MultiModalProjector``) is not counted:
-the public copies of the checkpoint's config hold only part of ``vision_config``. MTP layers
+the public copies of the checkpoint's config hold only part of ``vision_config``. The KDA state is
+SGLang's (conv states K_c − 1 columns wide); the MLA cache is the latent d_kv + D_rope per token. MTP layers
 (``num_nextn_predict_layers``) are not built by the reference.
 """
 from __future__ import annotations
@@ -77,6 +78,28 @@ class LatentNormMoE(MoE):
 
     def saved(self, bw) -> list:
         raise NotImplementedError("Kimi K3's latent MoE declares no saved-for-backward tensors")
+
+
+class _SGLangKDAState:
+    """The KDA state SGLang allocates per request and layer (``configs/mamba_utils.py``
+    ``KimiLinearStateShape.create``): three conv states [H·D, K_c − 1] (q, k, v; the last K_c − 1
+    inputs, not transformers' K_c columns) and the temporal state [H, D, D]."""
+
+    def cache(self) -> Terms:
+        B, H, D, K = sym.B, self.H_lv, self.D_lv, self.K_c
+        return Terms({"conv_state": B * 3 * H * D * (K - 1), "recurrent_state": B * H * D * D},
+                     {"conv_state": "3 × [B, H_kda·D_kda, K_c − 1] (SGLang KimiLinearStateShape)",
+                      "recurrent_state": "[B, H_kda, D_kda, D_kda]"})
+
+
+@dataclass(frozen=True)
+class K3KDA(_SGLangKDAState, KDA):
+    """KDA with the low-rank output gate, holding SGLang's state."""
+
+
+@dataclass(frozen=True)
+class K3KDAFullGate(_SGLangKDAState, KDAFullGate):
+    """KDA with the full-rank output gate, holding SGLang's state."""
 
 
 class KimiK3Text(Adapter):
@@ -155,7 +178,7 @@ class KimiK3Text(Adapter):
     def layer(self, mixer: str, ffn: str):
         lac = self.linear_attn_config or {}
         if mixer == "lin":
-            mix = KDAFullGate() if lac.get("use_full_rank_gate", False) else KDA()
+            mix = K3KDAFullGate() if lac.get("use_full_rank_gate", False) else K3KDA()
         else:
             d_q = None if self.q_lora_rank is None else sym.d_q
             mix = (GatedMLA if self.mla_use_output_gate else MLA)(d_q=d_q, rope=False)
