@@ -242,6 +242,6 @@ class KimiK3Adapter(Adapter):
         return nested(KimiK3Text, self.text_config, "text_config", model_type="kimi_linear", name=self.name)
 
     def to_model(self) -> Model:
-        m = self.text().to_model()
-        m.text_model_type = "kimi_linear"
-        return m
+        # not ``wrapping``: the text model is SGLang's K3 stack, not transformers' kimi_linear (whose
+        # measured activations and oracles do not apply to it)
+        return self.text().to_model()
