@@ -229,7 +229,7 @@ class KimiK3Text(Adapter):
 
 @register("kimi_k3")
 class KimiK3Adapter(Adapter):
-    reference: ClassVar[str] = "KimiK3ForConditionalGeneration (SGLang; no transformers class)"
+    reference: ClassVar[str] = "KimiK3ForConditionalGeneration (no transformers class: SGLang models/kimi_k3.py)"
 
     text_config: dict | None = None
 
