@@ -233,3 +233,33 @@ def test_bad_input_names_the_field(change, field, tmp_path, capsys):
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and field in err[0], err
     assert captured.out == "" and "Traceback" not in captured.err
+
+
+ODD = [None, True, False, 0, -1, 1, 2, 10**30, 1.5, "x", [], {}, [1, 2], {"a": 1}]
+
+
+def test_mutated_configs_give_counts_or_one_line():
+    """The fuzz suite's rule (tests/test_config_fuzz.py) for this family, which tests/tiny does not hold:
+    a mutated config gives non-negative integer counts or one SymcostError line, nothing else."""
+    rng = random.Random("kimi_k3-fuzz")
+    for _ in range(300):
+        raw = tiny(rng.randint(0, 40)) if rng.random() < 0.8 else json.loads(json.dumps(PUBLISHED))
+        tc = raw["text_config"]
+        for _ in range(rng.randint(1, 3)):
+            if rng.random() < 0.15:
+                raw["text_config"] = rng.choice(ODD)
+                break
+            lac = tc.get("linear_attn_config")
+            if rng.random() < 0.3 and isinstance(lac, dict):
+                lac[rng.choice(list(lac) + ["x"])] = rng.choice(ODD)
+            else:
+                tc[rng.choice(list(tc))] = rng.choice(ODD)
+        try:
+            m = symcost.build(raw)
+        except symcost.core.errors.SymcostError as e:
+            assert "\n" not in str(e)
+            continue
+        at = {**m.values, sym.B: 1, sym.T: 5}
+        p, a = m.params().total_at(m.values), m.active_params().total_at(m.values)
+        assert type(p) is int and 0 <= a <= p
+        assert m.cache().total_at(at) >= 0 and m.flops(Phase(kind="decode")).total_at(at) >= 0
