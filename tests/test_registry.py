@@ -6,7 +6,7 @@ from tests.tiny import MODULES
 
 #: model types transformers has no class for (the checkpoint ships its own modeling code): their
 #: tiny configs cannot go through the generic suite's AutoConfig, so each has its own oracle suite
-REMOTE_CODE = {"nemotron-nas": "test_nemotron_nas.py"}
+REMOTE_CODE = {"nemotron-nas": "test_nemotron_nas.py", "kimi_k3": "test_kimi_k3.py"}
 
 
 def test_every_model_type_has_tiny_configs_and_back():

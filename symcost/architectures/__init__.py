@@ -73,13 +73,6 @@ NOT_MODELLED = {
     "gemma3n": "Gemma 3n's vision tower (a timm MobileNetV5, vision_config.architecture, whose shapes "
                "the config does not hold) and its audio tower (a USM Conformer, audio_config) are not "
                "modelled; the text model is: cost text_config as model_type 'gemma3n_text'",
-    "kimi_k3": "Kimi K3 is the Kimi-Linear stack (model_type 'kimi_linear', which symcost models) plus five "
-               "mechanisms symcost does not model yet: attention residuals (attn_res_block_size: a pseudo-query "
-               "and norm per layer over block summaries), an MLA output gate (mla_use_output_gate), full-rank "
-               "KDA gates (linear_attn_config.use_full_rank_gate), latent experts (routed_expert_hidden_size: "
-               "experts in a smaller width behind down/up projections) and the MoonViT3d tower; transformers has "
-               "no class for it, and its public reference is SGLang's python/sglang/srt/models/kimi_k3.py "
-               "(KimiK3ForCausalLM), which no adapter follows yet",
 }
 
 

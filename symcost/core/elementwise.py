@@ -25,6 +25,8 @@ gelu_tanh      8      x², ·c₂, +c₁, ·x (Horner form of √(2/π)(x + 0.04
 gelu           5      ·1/√2, erf, +1, ·x, ·½ (exact GELU)
 relu           1      max(x, 0)
 relu2          2      max(x, 0), square (Nemotron-H)
+situ           8      Kimi K3's SiTU gate half: ·1/β, tanh, ·β, sigmoid (4), product: β·tanh(x/β)·σ(x)
+situ_lin       11     SiTU with activation_situ_linear_beta: + the up half's β_l·tanh(up/β_l) (3)
 xielu          12     both branches of torch.where (Apertus): x > 0; α_p·x·x + β·x (4);
                       (expm1(min(x, ε)) − x)·α_n + β·x (6); the select
 softplus       3      exp, add 1, log
@@ -68,7 +70,8 @@ from .terms import Terms
 #: FLOPs per element of each elementwise operation (the table above).
 COST: dict[str, int] = {
     "rmsnorm": 4, "layernorm": 7, "l2norm": 3,
-    "silu": 4, "sigmoid": 4, "gelu_tanh": 8, "gelu": 5, "relu": 1, "relu2": 2, "xielu": 12, "softplus": 3,
+    "silu": 4, "sigmoid": 4, "gelu_tanh": 8, "gelu": 5, "relu": 1, "relu2": 2, "xielu": 12,
+    "situ": 8, "situ_lin": 11, "softplus": 3,
     "gate_mul": 1, "softmax": 5, "router": 5, "rope": 3, "residual": 1, "moe_combine": 2,
 }
 
@@ -76,7 +79,8 @@ COST: dict[str, int] = {
 ACT_ALIASES: dict[str, str] = {
     "silu": "silu", "swish": "silu", "gelu_pytorch_tanh": "gelu_tanh", "gelu_new": "gelu_tanh",
     "gelu_fast": "gelu_tanh", "gelu_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu",
-    "relu2": "relu2", "sigmoid": "sigmoid", "xielu": "xielu",
+    "relu2": "relu2", "sigmoid": "sigmoid", "xielu": "xielu", "situ": "situ",
+    "situ_lin": "situ_lin",
 }
 
 CONVENTION = ("elementwise FLOPs, a convention (symcost.core.elementwise.COST), not a measurement: "

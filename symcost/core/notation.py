@@ -134,6 +134,10 @@ TABLE: tuple[Entry, ...] = (
     # -- Gated DeltaNet (Qwen3-Next) --
     Entry("C_dn", "C_{dn}", "Gated DeltaNet / KDA chunk size (the torch scan pads T to a multiple)",
           "(64, fixed in transformers)", "length"),
+    # -- Kimi K3 (attention residuals) --
+    Entry("R_ar", "R_{ar}", "attention-residual score rows per token, summed over a forward's aggregation "
+          "points (each scores its banked block summaries and the running prefix)",
+          "num_hidden_layers, attn_res_block_size"),
     # -- MiniMax M3 (MSA block-sparse index attention, vision patch merger) --
     Entry("S_I", "S_{I}", "MSA key-block size (keys pooled per indexer block)",
           "sparse_attention_config.sparse_block_size, index_block_size", "length"),
