@@ -562,15 +562,19 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         per_byte = touches * m / (gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory)
         ew = {"layers": {g: saved[g] * per_byte for g in saved},
               "pre": acts["pre"] * per_byte, "post": acts["post"] * per_byte}
-        compute, t_fb, t_gemm, t_attn = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp, r_v, G, m,
-                                                        seq=seq, batch=global_batch, capacity=cf, padded_rows=padded,
-                                                        r_acc=r_acc, ew=ew)
+        compute, t_fb, t_gemm, t_attn, win = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp,
+                                                             r_v, G, m, seq=seq, batch=global_batch, capacity=cf,
+                                                             padded_rows=padded, r_acc=r_acc, ew=ew, touches=touches)
         # the MoE layers' router and permutation passes, the grouped GEMM's floor and memory term, and
         # the launch floors (``moe_work``, as ``compute.class_times`` adds them)
         from .moe_work import step_extra_arrays
         t_moe, w_extra = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m,
                                            recompute=rc_name, r_acc=r_acc)
+        t_moe_n = t_moe
+        if (rc_name == "full").any() or (rc_name == "selective").any():
+            t_moe_n, _ = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m, r_acc=r_acc)
         compute, t_fb = compute + t_moe, t_fb + t_moe / m
+        win["compute"] = win["compute"] + t_moe_n
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
@@ -609,6 +613,10 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     r_start, z_start = np.searchsorted(rL, starts), np.searchsorted(zL, starts)
     r_end, z_end = np.searchsorted(rL, ends), np.searchsorted(zL, ends)
     c_start, c_end = np.searchsorted(space.r, r_start), np.searchsorted(space.r, r_end)
+    # the optimizer step of the rank with the most optimizer state, per Z row (``compute.optimizer_seconds``
+    # on each rank's optimizer bytes, as ``run.kernel_step`` adds it to that rank's time)
+    t_opt = np.zeros(nZ)
+    K_float = float(Kf) if Kf else 1.0
     for gi in range(len(starts)):
         p_val, v_val = int(lay["pp"][starts[gi]]), int(lay["v"][starts[gi]])
         acc_val = bool(lay["acc"][starts[gi]]) if "acc" in lay else False
@@ -742,6 +750,10 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             nonzero = (st["split"] + st["whole"] > 0, Y > 0)
             f = z_mem(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
             mem_i = sum(pick(f, k, np.int64) for k in ("weights", "gradients", "optimizer"))
+            if mfu is None and Kf:
+                from .compute import optimizer_shard_seconds
+                shard = pick(f, "optimizer") / K_float
+                t_opt[zs] = np.maximum(t_opt[zs], optimizer_shard_seconds(shard, optimizer, bg, gpu))
             mem_i = mem_i + _gathered(model, setup, fw, p_val, v_val, i, st, zz, zt, ze)
             if precision != "bf16" and fw.name in fp8.TE_FRAMEWORKS:  # TE's FP8 weight copies, ZeRO < 3
                 w8 = fp8.gemm_weights(model, setup, st["layers"], zt, ze)
@@ -794,7 +806,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                                   t(kd, Z_bytes[kd][1], Z_cnt[kd][1], span_z.get(kd))) for kd in Z_bytes},
                             space, Z["zero"], bg / (bg + bw), model.n_layers(),
                             host=_host_step(Z, Z_bytes, gpu, bg, bw, Kf, fw.name, int(r_dp[0] * r_tp[0] * r_pp[0] * r_cp[0])),
-                            gemm_recompute=(rc_name == "full").astype(float), w_extra=w_extra)
+                            gemm_recompute=(rc_name == "full").astype(float), w_extra=w_extra, t_opt=t_opt,
+                            win=win)
         return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "bubble": bub, "zb": zb},
                       whole[space.r])
     ov = 1 - overlap
@@ -806,7 +819,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
 
 
 def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m, *, seq, batch, capacity,
-                    padded_rows, r_acc=None, ew=None):
+                    padded_rows, r_acc=None, ew=None, touches=None):
     """``compute.class_times`` on arrays: the step's FLOPs by kernel class (``compute.kernel_class``
     of each leaf of ``train_flops``: forward, backward — attention's at 2.5× the forward, the
     FlashAttention count — and recomputation) per GPU, each class at its calibrated efficiency
@@ -817,7 +830,7 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
     the last stage, ``mtp``: one DeepSeek-V3 module saves 1.8× an MoE layer's bytes: its own head and loss)
     pays for them there rather than spread over the average rank. The slowest rank (GEMMs + attention
     + elementwise) is the candidate's. Returns (compute seconds, compute per micro-batch, GEMM seconds,
-    attention seconds) per R row. Left out here, kept in ``run.kernel_step``: the optimizer step."""
+    attention seconds) per R row. The optimizer step is added per Z row (``evaluate``'s ``t_opt``)."""
     from .compute import ATTN_BWD_FACTOR, kernel_class
     v = model.values
     P, _ = gpu.peak("bf16" if precision == "bf16" else "fp8")
@@ -833,6 +846,8 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         for top in ("forward", "backward", "recompute"):
             if top not in tree:
                 continue
+            if top == "recompute":  # the windows collectives hide behind leave the recomputation out
+                parts[rname, "none"] = {k: float(x) / G for k, x in acc.items()}
             for path, e in tree[top].flatten().items():
                 c = kernel_class(path)
                 f = exact(e, vals)
@@ -843,6 +858,7 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
                 else:
                     acc[c] += f
         parts[rname] = {k: float(x) / G for k, x in acc.items()}
+        parts.setdefault((rname, "none"), parts[rname])
 
     def eta(op, dtype, ms):
         uniq = np.unique(ms)
@@ -865,14 +881,19 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
     # per class, the whole model's seconds over the G GPUs (the average rank's): dense GEMMs, the LM
     # head, the routed experts, attention
     T_d, T_h, T_x, T_a = (np.zeros(len(rows)) for _ in range(4))
+    N_d, N_x, N_a = (np.zeros(len(rows)) for _ in range(3))  # the same without the recomputation
     for rname in names:
-        q = parts[rname]
+        q, qn = parts[rname], parts[rname, "none"]
         sel = rc_name == rname
         T_d = np.where(sel, q["gemm"] / (P * e_g), T_d)
+        N_d = np.where(sel, qn["gemm"] / (P * e_g), N_d)
         T_h = np.where(sel, q["head"] / (P16 * e_h), T_h)
         xf = padded_rows[rname] / G if padded_rows is not None else q["grouped_gemm"]
         T_x = np.where(sel, xf / (P * e_x), T_x)
+        xn = xf * (qn["grouped_gemm"] / q["grouped_gemm"]) if q["grouped_gemm"] else 0.0
+        N_x = np.where(sel, xn / (P * e_x), N_x)
         T_a = np.where(sel, q["attn_f"] / (P16 * e_af) + ATTN_BWD_FACTOR / 2 * q["attn_b"] / (P16 * e_ab), T_a)
+        N_a = np.where(sel, qn["attn_f"] / (P16 * e_af) + ATTN_BWD_FACTOR / 2 * qn["attn_b"] / (P16 * e_ab), N_a)
     # the pipeline runs at its slowest rank (``run.kernel_step``: the largest per-rank time): each
     # rank's share of each class's forward FLOPs (its layers, the head on the last; ``plan.rank_stages``),
     # per (N_pp, v), weighting the class times of each candidate
@@ -880,6 +901,7 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
            model.flops(Phase(kind="prefill", attention="causal", logits="all")).flatten().items()}
     counts = {g.name: exact(g.count, v) for g in model.groups}
     gemm, attn, elem = T_d + T_h + T_x, T_a.copy(), np.zeros(len(rows))
+    gemm_n, attn_n, elem_n = N_d + T_h + N_x, N_a.copy(), np.zeros(len(rows))
     r_acc = np.zeros_like(r_v) if r_acc is None else r_acc
     for pv in np.unique((r_pp * 1000 + r_v) * 2 + r_acc):
         a_ = int(pv % 2)
@@ -911,8 +933,13 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         worst = np.argmax(g_r + a_r + e_r, axis=0)
         cols = np.arange(worst.size)
         gemm[sel], attn[sel], elem[sel] = g_r[worst, cols], a_r[worst, cols], e_r[worst, cols]
+        # the slowest rank's kernels without the recomputed forward (the windows of ``overlap``)
+        gn = share[:, 0][:, None] * N_d[sel] + share[:, 1][:, None] * N_x[sel]
+        gn[-1] += p_ * T_h[sel]
+        gemm_n[sel], attn_n[sel] = gn[worst, cols], (share[:, 2][:, None] * N_a[sel])[worst, cols]
+        elem_n[sel] = e_r[worst, cols] * (5 / touches[sel] if touches is not None else 1.0)
     out = gemm + attn + elem
-    return out, out / m, gemm, attn
+    return out, out / m, gemm, attn, {"compute": gemm_n + attn_n + elem_n, "gemm": gemm_n, "attn": attn_n}
 
 
 def _slots(pp: int, acc) -> Plan | None:
@@ -939,10 +966,13 @@ def _host_step(Z, Z_bytes, gpu, bg, bw, K, framework, world):
 
 
 def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t_r: dict, t_z: dict, space,
-                 z_zero, grad_share, layers: int, host=None, gemm_recompute=0, w_extra=0):
+                 z_zero, grad_share, layers: int, host=None, gemm_recompute=0, w_extra=0, t_opt=None,
+                 win=None):
     """``steptime.kernel_step`` on arrays: compute + the schedule's bubble (1F1B / interleaved,
     (p − 1)·(t_F + t_B)/v) + each dimension's exposed time by ``overlap``'s rules (min with the
-    compute window it hides behind), per candidate."""
+    compute window it hides behind), per candidate. ``win``: the slowest rank's compute, GEMM and
+    attention seconds without the recomputed forward — the windows ``overlap`` gives each dimension
+    (``run.kernel_step``'s m·(t_F + t_B), t_gemm, t_attn); the bubble keeps the recomputation."""
     from .overlap import DEFAULT_HIDE
     hide = {**DEFAULT_HIDE.get(framework, {}), **(hide or {})}
     r, z = space.r, space.z
@@ -955,7 +985,10 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
     bub_zb = (r_pp - 1) * (t_fb - 2 * t_w)
     exposed_r = np.zeros(len(compute))
     pp_1f1b = pp_zb = np.zeros(len(compute))
-    t_f, t_b = t_fb / 3, 2 * t_fb / 3
+    if win is None:
+        win = {"compute": compute, "gemm": t_gemm, "attn": t_attn}
+    w_all, w_gemm, w_attn = win["compute"], win["gemm"], win["attn"]
+    t_f, t_b = w_all / (3 * m), 2 * w_all / (3 * m)
     for dim, tt in t_r.items():
         on = hide.get(dim, True)
         if not on:
@@ -963,21 +996,23 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
             if dim == "pp":
                 pp_1f1b = pp_zb = tt
         elif dim == "tp":
-            exposed_r += np.maximum(tt - t_gemm, 0)
+            exposed_r += np.maximum(tt - w_gemm, 0)
         elif dim == "cp":
-            exposed_r += np.maximum(tt - t_attn, 0)
+            exposed_r += np.maximum(tt - w_attn, 0)
         elif dim == "pp":
-            pp_1f1b = np.where(r_v > 1, np.maximum(tt - compute, 0), tt)
-            pp_zb = np.maximum(tt - compute, 0)
+            pp_1f1b = np.where(r_v > 1, np.maximum(tt - w_all, 0), tt)
+            pp_zb = np.maximum(tt - w_all, 0)
         else:  # ep: behind another micro-batch's compute
-            exposed_r += np.maximum(tt - compute, 0)
+            exposed_r += np.maximum(tt - w_all, 0)
     zb = zb_ok & (bub_zb + pp_zb < bub + pp_1f1b)
     base = compute + np.where(zb, bub_zb + pp_zb, bub + pp_1f1b) + exposed_r
     step = base[r].copy()
-    mm, tf, tb, comp = m[r], t_f[r], t_b[r], compute[r]
+    mm, tf, tb, comp = m[r], t_f[r], t_b[r], w_all[r]
     zz = z_zero[z]
     if host is not None:  # the CPU optimizer step, serial after the backward (``offload``)
         step += host[0][z]
+    if t_opt is not None:  # the GPU's optimizer step after the last backward (``compute.optimizer_seconds``)
+        step += t_opt[z]
     for dim, (t0, t1) in t_z.items():
         tt = t0[z] + mm * t1[z]
         if dim == "host" and host is not None and hide.get(dim, True):
