@@ -575,6 +575,9 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             t_moe_n, _ = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m, r_acc=r_acc)
         compute, t_fb = compute + t_moe, t_fb + t_moe / m
         win["compute"] = win["compute"] + t_moe_n
+        # the host's kernel-issue floor of eager execution (``host_launch``, as ``run.kernel_step``:
+        # each rank's micro-batch at least its kernels' issue time; no CUDA graphs, the default)
+        compute = np.maximum(compute, m * _host_floor(model, precision, r_pp, r_v, r_acc, r_ep, rc_name))
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
@@ -940,6 +943,33 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         elem_n[sel] = e_r[worst, cols] * (5 / touches[sel] if touches is not None else 1.0)
     out = gemm + attn + elem
     return out, out / m, gemm, attn, {"compute": gemm_n + attn_n + elem_n, "gemm": gemm_n, "attn": attn_n}
+
+
+def _host_floor(model, precision, r_pp, r_v, r_acc, r_ep, rc_name):
+    """Per R row: the busiest rank's host kernel-issue seconds per micro-batch (``host_launch``)."""
+    from . import host_launch
+    t_k, _ = host_launch.launch_seconds()
+    out = np.zeros(len(r_pp))
+    per_ep = {int(e): host_launch.group_kernels(model, precision, int(e)) for e in np.unique(r_ep)}
+    lay_code = (r_pp.astype(np.int64) * 1000 + r_v) * 2 + r_acc
+    rc_code = np.where(rc_name == "full", 2, np.where(rc_name == "selective", 1, 0))
+    for pv in np.unique(lay_code):
+        a_, p_, v_ = int(pv % 2), int(pv // 2 // 1000), int(pv // 2 % 1000)
+        ranks = rank_stages(model, p_, v_, _slots(p_, a_))
+        sel_l = lay_code == pv
+        for ep_ in np.unique(r_ep[sel_l]):
+            sel_e = sel_l & (r_ep == ep_)
+            ks = [host_launch.rank_kernels(model, None, st, i == 0, i == len(ranks) - 1, precision,
+                                           per_group=per_ep[int(ep_)], ep=int(ep_), recompute="none")
+                  for i, st in enumerate(ranks)]
+            # recomputation: full reissues the forward, selective the attention kernels
+            attn = [sum(n * per_ep[int(ep_)][g][2] for g, n in st["layers"].items() if g in per_ep[int(ep_)])
+                    for st in ranks]
+            for code, extra in ((0, [0.0] * len(ks)), (1, attn), (2, [k["forward"] for k in ks])):
+                sel = sel_e & (rc_code == code)
+                if sel.any():
+                    out[sel] = t_k * max(k["forward"] + k["backward"] + x for k, x in zip(ks, extra))
+    return out
 
 
 def _slots(pp: int, acc) -> Plan | None:
