@@ -466,7 +466,7 @@ class Result:
 
 
 def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None = None, mfu: float | None = None,
-             overlap: float = 0.0, precision: str = "bf16", hide: dict | None = None) -> Result:
+             overlap: float = 0.0, precision: str = "bf16", hide: dict | None = None, cuda_graphs=None) -> Result:
     """Per-GPU bytes (exact) and step time of every candidate. ``setup`` gives what is not swept
     (the batch: seq and global batch; the optimizer and gradient dtype; the backward conventions;
     the capacity factor); ``links`` the α–β model (default: ``gpu``'s NVLink, ``Links``' others).
@@ -576,8 +576,10 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         compute, t_fb = compute + t_moe, t_fb + t_moe / m
         win["compute"] = win["compute"] + t_moe_n
         # the host's kernel-issue floor of eager execution (``host_launch``, as ``run.kernel_step``:
-        # each rank's micro-batch at least its kernels' issue time; no CUDA graphs, the default)
-        compute = np.maximum(compute, m * _host_floor(model, precision, r_pp, r_v, r_acc, r_ep, rc_name))
+        # each rank's micro-batch at least its kernels' issue time; ``cuda_graphs`` the captured scopes)
+        from .host_launch import parse_graphs
+        compute = np.maximum(compute, m * _host_floor(model, precision, r_pp, r_v, r_acc, r_ep, rc_name,
+                                                      parse_graphs(cuda_graphs)))
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
@@ -945,12 +947,14 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
     return out, out / m, gemm, attn, {"compute": gemm_n + attn_n + elem_n, "gemm": gemm_n, "attn": attn_n}
 
 
-def _host_floor(model, precision, r_pp, r_v, r_acc, r_ep, rc_name):
+def _host_floor(model, precision, r_pp, r_v, r_acc, r_ep, rc_name, graphs=()):
     """Per R row: the busiest rank's host kernel-issue seconds per micro-batch (``host_launch``)."""
     from . import host_launch
     t_k, _ = host_launch.launch_seconds()
     out = np.zeros(len(r_pp))
-    per_ep = {int(e): host_launch.group_kernels(model, precision, int(e)) for e in np.unique(r_ep)}
+    if "full_iteration" in graphs:
+        return np.full(len(r_pp), 2 * t_k)
+    per_ep = {int(e): host_launch.group_kernels(model, precision, int(e), graphs) for e in np.unique(r_ep)}
     lay_code = (r_pp.astype(np.int64) * 1000 + r_v) * 2 + r_acc
     rc_code = np.where(rc_name == "full", 2, np.where(rc_name == "selective", 1, 0))
     for pv in np.unique(lay_code):
@@ -1069,7 +1073,7 @@ SEARCH_TOKENS_MAX = 2**40
 def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
            virtual=None, hsdp=None, offload=None, links: Links | None = None, mfu: float | None = None,
            overlap: float = 0.0, headroom_gib: float = HEADROOM_GIB, precision: str = "bf16",
-           hide: dict | None = None) -> dict:
+           hide: dict | None = None, cuda_graphs=None) -> dict:
     """The ``top`` fastest candidates that fit (ties: less memory first). ``setup``: what is not
     swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
     ``offload``: None sweeps, a value pins."""
@@ -1087,7 +1091,8 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     space = candidates(model, gpus, setup.seq, setup.batch.global_batch, zeros=fw.zeros if zero is None else (zero,),
                        recomputes=RECOMPUTES if recompute is None else (recompute,), sp=sp, virtual=virtual,
                        hsdp=hsdp, offload=offload, max_tp=links.gpus_per_node)
-    r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap, precision=precision, hide=hide)
+    r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap, precision=precision, hide=hide,
+                 cuda_graphs=cuda_graphs)
     mem, step = r.per_gpu_bytes, r.step_time_s
     # fits: the driver-reported memory minus the headroom (``framework.budget_bytes``), as ``train`` judges
     fits = (mem <= budget_bytes(gpu, headroom_gib)) & r.valid
