@@ -80,7 +80,7 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     (``compute.fp8_all_gather_share``); ``cuda_graphs``: the captured scopes (``host_launch``: each
     rank's micro-batch is at least its host's kernel-issue time; default none). ``tm`` (``train_memory``) gives the optimizer shard and the saved
     activations the elementwise traffic is counted from, ``cm`` (``comm``) the collectives."""
-    from . import compute, host_launch
+    from . import compute, host_launch, ring_attention
     from .memory import train_memory
     from .moe_work import moe_shape
     from .optimizer_offload import HOST_GRAD_BYTES, cpu_adam_seconds, d2h_hides, host_split, offloaded_params
@@ -108,8 +108,9 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
         params = int(st["split"] // p.tp + st["whole"] + st["experts"] // (p.tp * p.ep))
         cast = compute.fp8_weight_cast_bytes(params, precision) / setup.micro_batches
         shape = moe_shape(model, setup, w.moe_layers)
-        r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2, 3 * acts + cast / 2, setup.recompute.mode,
-                                moe=shape, etp=p.tp)
+        ring_f, ring_b = ring_attention.rank_bytes(model, setup, st["layers"])  # torch's ring-attention passes
+        r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2 + ring_f, 3 * acts + cast / 2 + ring_b,
+                                setup.recompute.mode, moe=shape, etp=p.tp)
         r["t_opt"] = compute.optimizer_seconds(setup, tm.stages[i]["optimizer"], gpu)
         if setup.states.offload != "none":  # the host steps the offloaded shard (``offload``)
             psi_h = offloaded_params(tm.stages[i].get("host", 0), OPTIMIZER_BYTES[setup.states.optimizer],

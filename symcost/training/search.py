@@ -562,6 +562,13 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         per_byte = touches * m / (gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory)
         ew = {"layers": {g: saved[g] * per_byte for g in saved},
               "pre": acts["pre"] * per_byte, "post": acts["post"] * per_byte}
+        from . import ring_attention
+        if fw.name in ring_attention.RING_FRAMEWORKS:  # torch's ring-attention passes (full recompute reruns them)
+            bw_ew = gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory
+            for g_, (e_, ekv_) in ring_attention.attention_shapes(model).items():
+                if e_ and g_ in ew["layers"]:
+                    qf, qb = ring_attention.per_layer_bytes(e_, ekv_, b * seq, r_cp, r_tp)
+                    ew["layers"][g_] = ew["layers"][g_] + (qf * (1 + full) + qb) * m / bw_ew
         compute, t_fb, t_gemm, t_attn, win = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp,
                                                              r_v, G, m, seq=seq, batch=global_batch, capacity=cf,
                                                              padded_rows=padded, r_acc=r_acc, ew=ew, touches=touches)
