@@ -42,3 +42,16 @@ def test_the_search_costs_the_ring_as_train_does(capsys):
         assert t["step_time_s"] == pytest.approx(b["step_time_s"], rel=1e-4), b
         cps += b["cp"] > 1
     assert cps
+
+
+def test_the_power_limited_h100_is_the_h100_silicon_at_its_own_peak():
+    """torchtitan's 500 W HBM2e H100: the peak interpolated in power between NVIDIA's 400 W NVL and
+    700 W SXM ratings of the 132-SM part, 2.4 TB/s, and the H100's measured kernel shares."""
+    from symcost.hardware.calibration import efficiency
+    from symcost.hardware.gpus import gpu
+    g, base = gpu("H100-96GB-500W"), gpu("H100")
+    assert g.bf16_tflops == round(835 + (989 - 835) * (500 - 400) / (700 - 400))
+    assert g.peak("fp8")[0] == 2 * g.peak("bf16")[0] and g.bandwidth_bytes_per_s == 2.4e12
+    for op, m in (("gemm", 8192), ("attn_prefill", 8192), ("attn_backward", 8192)):
+        assert efficiency(g.name, op, m=m) == efficiency(base.name, op, m=m)
+    assert efficiency("H100-NVL", "gemm", m=8192) != efficiency("H100", "gemm", m=8192)  # no base: its own rows

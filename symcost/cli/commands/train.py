@@ -100,9 +100,9 @@ def _step(m, args, g, tm, cm, setup: TrainSetup) -> dict:
         return run.kernel_step(m, tm, cm, setup, gpu=g, links=_links(args, g), schedule=args.schedule,
                                precision=args.precision, hide=parse_hide(args.hide),
                                fp8_all_gather=args.fp8_all_gather, overlap=args.overlap,
-                               cuda_graphs=args.cuda_graphs)
+                               cuda_graphs=getattr(args, "cuda_graphs", None))  # comm has no --cuda-graphs
     if args.schedule not in (None, "1f1b", "interleaved") or args.hide or args.precision != "bf16" \
-            or args.fp8_all_gather or args.cuda_graphs:
+            or args.fp8_all_gather or getattr(args, "cuda_graphs", None):
         raise SymcostError("--schedule zb-h1/dualpipe, --hide, --precision, --fp8-all-gather and --cuda-graphs "
                            "shape the computed "
                            "step time: "
