@@ -57,7 +57,8 @@ def predict(row: dict) -> dict:
     tm = train_memory(m, setup)
     cm = comm(m, setup.replace(recompute=run.comm_recompute(row["recompute"], row["cp"])))
     links = run.links(g, ib_gbs=50.0, gpus_per_node=NVLINK_DOMAIN.get(row["gpu"], 8), alpha_us=10.0, pcie_gbs=63.0)
-    st = run.kernel_step(m, tm, cm, setup, gpu=g, links=links, schedule=row.get("schedule"), precision=row["precision"], hide=row.get("hide"))
+    st = run.kernel_step(m, tm, cm, setup, gpu=g, links=links, schedule=row.get("schedule"), precision=row["precision"], hide=row.get("hide"),
+                        cuda_graphs=row.get("cuda_graphs"))
     return {"predicted_s": st["step_time_s"], "measured_s": measured_step(row, m), "step": st}
 
 

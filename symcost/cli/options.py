@@ -617,6 +617,11 @@ HIDE = Option(("--hide",), "train", "override the framework's overlap of one dim
 FP8_ALL_GATHER = Option(("--fp8-all-gather",), "train", "with --precision fp8/mxfp8 and --zero 3: the FSDP "
                         "parameter all-gathers move FP8 weights, 1 byte each (torchao's "
                         "enable_fsdp_float8_all_gather): the dp term's gather bytes halve", action="store_true")
+CUDA_GRAPHS = Option(("--cuda-graphs",), "train", "CUDA-graph scopes the run captures, comma-separated: none, attn, "
+                     "moe_router, moe_preprocess, mlp, full_iteration (Megatron's cuda_graph_scope); each "
+                     "rank's micro-batch is at least its host's kernel-issue time, a captured scope one launch "
+                     "(default none: eager, Megatron's and torchtitan's default)", metavar="SCOPES",
+                     example="moe_router,moe_preprocess")
 ETP = Option(("--etp",), "parallel", "expert-tensor-parallel size (Megatron's --expert-tensor-parallel-size): "
              "experts over ep x etp ranks folded across tp x dp x cp (default: = --tp)", kind=positive,
              example="1")

@@ -71,11 +71,24 @@ def rows(op_class: str) -> tuple[dict, ...]:
     return tuple(json.loads(path.read_text(encoding="utf-8"))["rows"])
 
 
+@cache
+def calibration_name(gpu: str) -> str:
+    """The catalogue card whose measured rows a card uses: its ``calibration_base`` in ``gpus.json``
+    (a power-limited variant of the same silicon runs at the base's share of its own, lower, peak), else
+    itself."""
+    data = json.loads((resources.files("symcost.hardware") / "gpus.json").read_text(encoding="utf-8"))
+    for g in data["gpus"]:
+        if g["name"] == gpu:
+            return g.get("calibration_base") or gpu
+    return gpu
+
+
 def efficiency(gpu: str, op_class: str, *, dtype: str = "bf16", m=None, nbytes=None,
                variant: str | None = None) -> Efficiency:
     """The most specific measured row for ``gpu`` × ``op_class`` × ``dtype`` (× ``variant``) at GEMM
     rows ``m`` or message size ``nbytes``; SymcostError naming the class when no row (not even a
     default) applies."""
+    gpu = calibration_name(gpu)
     best, rank = None, None
     for row in rows(op_class):
         if row["gpu"] not in (gpu, "*") or row.get("dtype", "*") not in (dtype, "*") or not _matches(row, m, nbytes):

@@ -238,15 +238,20 @@ def class_times(work: StageWork, gpu, precision: str, ew_fwd_bytes: float, ew_bw
             "grouped_eff": e_x}
 
 
+def optimizer_shard_seconds(shard, optimizer: str, bg: int, gpu):
+    """t_opt of ``shard`` parameters (a number or a NumPy array: ``search`` applies the rule to its
+    candidates): (2·K + b_g + b_w)·Ψ_shard / (BW·η_opt)."""
+    K = OPTIMIZER_BYTES[optimizer]
+    e = efficiency(gpu.name, "optimizer", dtype="bf16")
+    return shard * float(2 * K + bg + WEIGHT_BYTES["bf16"]) / (gpu.bandwidth_bytes_per_s * e.eta_memory)
+
+
 def optimizer_seconds(setup, optimizer_bytes: int, gpu) -> float:
     """t_opt = (2·K + b_g + b_w)·Ψ_shard / (BW·η_opt), Ψ_shard = optimizer bytes / K."""
     K = OPTIMIZER_BYTES[setup.states.optimizer]
     if not optimizer_bytes:
         return 0.0
-    shard = float(optimizer_bytes / K)
-    traffic = shard * float(2 * K + setup.states.bg + WEIGHT_BYTES["bf16"])
-    e = efficiency(gpu.name, "optimizer", dtype="bf16")
-    return traffic / (gpu.bandwidth_bytes_per_s * e.eta_memory)
+    return optimizer_shard_seconds(float(optimizer_bytes / K), setup.states.optimizer, setup.states.bg, gpu)
 
 
 def forward_leaves(model, setup) -> dict:

@@ -31,9 +31,8 @@ Every elementwise kernel costs Q/(BW·η_m) + t_0 at the ``elementwise`` row; co
 launch floors are added by ``compute.class_times`` from the number of their leaves.
 
 The all-to-all itself is communication (``comm``: the ``ep`` dimension, exposed or hidden by
-``overlap``). Not modelled: the host's kernel-launch time (a step is host-bound when the GPU work
-per kernel is shorter than the CPU's per-op dispatch; Megatron-Bridge's CUDA-graph card measures
-Qwen3-30B-A3B eager at 214 TFLOP/s against 274 with TE-scoped graphs), and routing imbalance.
+``overlap``). The host's kernel-issue time of eager execution is ``host_launch``'s floor (one cuBLAS GEMM
+per local expert there). Not modelled: routing imbalance.
 """
 from __future__ import annotations
 

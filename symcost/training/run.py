@@ -73,13 +73,14 @@ def budget(model, *, gpu, tokens: int, gpus: int, seq: int = 4096, mfu: float | 
 
 
 def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str | None = None, precision: str = "bf16", hide: dict | None = None,
-                fp8_all_gather: bool = False, overlap: float | None = None) -> dict:
+                fp8_all_gather: bool = False, overlap: float | None = None, cuda_graphs=None) -> dict:
     """The step time of ``setup`` from the hardware (no MFU): every pipeline rank's kernels by class
     (``compute``), the optimizer step, the overlap of the setup's ``--framework`` (``overlap``) and the schedule's bubble
     (``steptime.kernel_step``); ``fp8_all_gather``: ZeRO-3 gathers the weights in FP8
-    (``compute.fp8_all_gather_share``). ``tm`` (``train_memory``) gives the optimizer shard and the saved
+    (``compute.fp8_all_gather_share``); ``cuda_graphs``: the captured scopes (``host_launch``: each
+    rank's micro-batch is at least its host's kernel-issue time; default none). ``tm`` (``train_memory``) gives the optimizer shard and the saved
     activations the elementwise traffic is counted from, ``cm`` (``comm``) the collectives."""
-    from . import compute
+    from . import compute, host_launch, ring_attention
     from .memory import train_memory
     from .moe_work import moe_shape
     from .optimizer_offload import HOST_GRAD_BYTES, cpu_adam_seconds, d2h_hides, host_split, offloaded_params
@@ -93,6 +94,7 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     from .mtp import with_mtp
     model = with_mtp(model, setup.mtp)  # the MTP modules trained (their kernels on the last rank)
     compute.check_precision(precision, gpu)
+    graphs = host_launch.parse_graphs(cuda_graphs)
     schedule = schedule or ("interleaved" if setup.virtual > 1 else "1f1b")
     check_schedule(schedule, setup.plan.pp, setup.micro_batches, setup.virtual)
     plain = tm if setup.recompute.mode == "none" else train_memory(model, setup.replace(recompute="none"))
@@ -106,8 +108,9 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
         params = int(st["split"] // p.tp + st["whole"] + st["experts"] // (p.tp * p.ep))
         cast = compute.fp8_weight_cast_bytes(params, precision) / setup.micro_batches
         shape = moe_shape(model, setup, w.moe_layers)
-        r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2, 3 * acts + cast / 2, setup.recompute.mode,
-                                moe=shape, etp=p.tp)
+        ring_f, ring_b = ring_attention.rank_bytes(model, setup, st["layers"])  # torch's ring-attention passes
+        r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2 + ring_f, 3 * acts + cast / 2 + ring_b,
+                                setup.recompute.mode, moe=shape, etp=p.tp)
         r["t_opt"] = compute.optimizer_seconds(setup, tm.stages[i]["optimizer"], gpu)
         if setup.states.offload != "none":  # the host steps the offloaded shard (``offload``)
             psi_h = offloaded_params(tm.stages[i].get("host", 0), OPTIMIZER_BYTES[setup.states.optimizer],
@@ -115,6 +118,8 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
             r["t_cpu_adam"] = cpu_adam_seconds(psi_h, gpu.name, p.dp * p.tp * p.pp * p.cp)
             r["t_opt"] += r["t_cpu_adam"]
         r["layers"] = sum(st["layers"].values())
+        r["kernels"] = host_launch.rank_kernels(model, setup, st, i == 0, i == len(stages) - 1, precision, graphs)
+        r["t_host"] = host_launch.host_seconds(r["kernels"])
         ranks.append(r)
     world = p.dp * p.tp * p.pp * p.cp
     from .flops import train_flops
@@ -138,4 +143,5 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     out["formula"] = as_json(step_tree(model, setup, stages[i], i == len(stages) - 1, ranks[i], works[i], shape_i,
                                        gpu, precision, out, p.tp, schedule))
     out["precision"] = precision
+    out["cuda_graphs"] = list(graphs) or ["none"]
     return out

@@ -491,7 +491,7 @@ class Result:
 
 
 def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None = None, mfu: float | None = None,
-             overlap: float = 0.0, precision: str = "bf16", hide: dict | None = None) -> Result:
+             overlap: float = 0.0, precision: str = "bf16", hide: dict | None = None, cuda_graphs=None) -> Result:
     """Per-GPU bytes (exact) and step time of every candidate. ``setup`` gives what is not swept
     (the batch: seq and global batch; the optimizer and gradient dtype; the backward conventions;
     the capacity factor); ``links`` the α–β model (default: ``gpu``'s NVLink, ``Links``' others).
@@ -588,15 +588,31 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
         per_byte = touches * m / (gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory)
         ew = {"layers": {g: saved[g] * per_byte for g in saved},
               "pre": acts["pre"] * per_byte, "post": acts["post"] * per_byte}
-        compute, t_fb, t_gemm, t_attn = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp, r_v, G, m,
-                                                        seq=seq, batch=global_batch, capacity=cf, padded_rows=padded,
-                                                        r_acc=r_acc, ew=ew)
+        from . import ring_attention
+        if fw.name in ring_attention.RING_FRAMEWORKS:  # torch's ring-attention passes (full recompute reruns them)
+            bw_ew = gpu.bandwidth_bytes_per_s * efficiency(gpu.name, "elementwise").eta_memory
+            for g_, (e_, ekv_) in ring_attention.attention_shapes(model).items():
+                if e_ and g_ in ew["layers"]:
+                    qf, qb = ring_attention.per_layer_bytes(e_, ekv_, b * seq, r_cp, r_tp)
+                    ew["layers"][g_] = ew["layers"][g_] + (qf * (1 + full) + qb) * m / bw_ew
+        compute, t_fb, t_gemm, t_attn, win = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp,
+                                                             r_v, G, m, seq=seq, batch=global_batch, capacity=cf,
+                                                             padded_rows=padded, r_acc=r_acc, ew=ew, touches=touches)
         # the MoE layers' router and permutation passes, the grouped GEMM's floor and memory term, and
         # the launch floors (``moe_work``, as ``compute.class_times`` adds them)
         from .moe_work import step_extra_arrays
         t_moe, w_extra = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m,
                                            recompute=rc_name, r_acc=r_acc)
+        t_moe_n = t_moe
+        if (rc_name == "full").any() or (rc_name == "selective").any():
+            t_moe_n, _ = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m, r_acc=r_acc)
         compute, t_fb = compute + t_moe, t_fb + t_moe / m
+        win["compute"] = win["compute"] + t_moe_n
+        # the host's kernel-issue floor of eager execution (``host_launch``, as ``run.kernel_step``:
+        # each rank's micro-batch at least its kernels' issue time; ``cuda_graphs`` the captured scopes)
+        from .host_launch import parse_graphs
+        compute = np.maximum(compute, m * _host_floor(model, precision, r_pp, r_v, r_acc, r_ep, rc_name,
+                                                      parse_graphs(cuda_graphs)))
     bub = bubble(r_pp, m, r_v)
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
@@ -639,6 +655,10 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     r_start, z_start = np.searchsorted(rL, starts), np.searchsorted(zL, starts)
     r_end, z_end = np.searchsorted(rL, ends), np.searchsorted(zL, ends)
     c_start, c_end = np.searchsorted(space.r, r_start), np.searchsorted(space.r, r_end)
+    # the optimizer step of the rank with the most optimizer state, per Z row (``compute.optimizer_seconds``
+    # on each rank's optimizer bytes, as ``run.kernel_step`` adds it to that rank's time)
+    t_opt = np.zeros(nZ)
+    K_float = float(Kf) if Kf else 1.0
     for gi in range(len(starts)):
         p_val, v_val = int(lay["pp"][starts[gi]]), int(lay["v"][starts[gi]])
         acc_val = bool(lay["acc"][starts[gi]]) if "acc" in lay else False
@@ -784,6 +804,10 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
             nonzero = (st["split"] + st["whole"] > 0, Y > 0)
             f = z_mem(st["split"], st["whole"], Y, zt, ze, zcp, sh, zdp)
             mem_i = sum(pick(f, k, np.int64) for k in ("weights", "gradients", "optimizer"))
+            if mfu is None and Kf:
+                from .compute import optimizer_shard_seconds
+                shard = pick(f, "optimizer") / K_float
+                t_opt[zs] = np.maximum(t_opt[zs], optimizer_shard_seconds(shard, optimizer, bg, gpu))
             mem_i = mem_i + _gathered(model, setup, fw, p_val, v_val, i, st, zz, zt, ze)
             mem_i = mem_i + _all_gather_pool(model, setup, fw, p_val, v_val, i, zz, zt, ze, n_of[0])
             if precision != "bf16" and fw.name in fp8.TE_FRAMEWORKS:  # TE's FP8 weight copies, ZeRO < 3
@@ -837,7 +861,8 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                                   t(kd, Z_bytes[kd][1], Z_cnt[kd][1], span_z.get(kd))) for kd in Z_bytes},
                             space, Z["zero"], bg / (bg + bw), model.n_layers(),
                             host=_host_step(Z, Z_bytes, gpu, bg, bw, Kf, fw.name, int(r_dp[0] * r_tp[0] * r_pp[0] * r_cp[0])),
-                            gemm_recompute=(rc_name == "full").astype(float), w_extra=w_extra)
+                            gemm_recompute=(rc_name == "full").astype(float), w_extra=w_extra, t_opt=t_opt,
+                            win=win)
         return Result(mem, step, space, {"R_bytes": R_bytes, "Z_bytes": Z_bytes, "bubble": bub, "zb": zb},
                       whole[space.r])
     ov = 1 - overlap
@@ -849,7 +874,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
 
 
 def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m, *, seq, batch, capacity,
-                    padded_rows, r_acc=None, ew=None):
+                    padded_rows, r_acc=None, ew=None, touches=None):
     """``compute.class_times`` on arrays: the step's FLOPs by kernel class (``compute.kernel_class``
     of each leaf of ``train_flops``: forward, backward — attention's at 2.5× the forward, the
     FlashAttention count — and recomputation) per GPU, each class at its calibrated efficiency
@@ -860,7 +885,7 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
     the last stage, ``mtp``: one DeepSeek-V3 module saves 1.8× an MoE layer's bytes: its own head and loss)
     pays for them there rather than spread over the average rank. The slowest rank (GEMMs + attention
     + elementwise) is the candidate's. Returns (compute seconds, compute per micro-batch, GEMM seconds,
-    attention seconds) per R row. Left out here, kept in ``run.kernel_step``: the optimizer step."""
+    attention seconds) per R row. The optimizer step is added per Z row (``evaluate``'s ``t_opt``)."""
     from .compute import ATTN_BWD_FACTOR, kernel_class
     v = model.values
     P, _ = gpu.peak("bf16" if precision == "bf16" else "fp8")
@@ -876,6 +901,8 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         for top in ("forward", "backward", "recompute"):
             if top not in tree:
                 continue
+            if top == "recompute":  # the windows collectives hide behind leave the recomputation out
+                parts[rname, "none"] = {k: float(x) / G for k, x in acc.items()}
             for path, e in tree[top].flatten().items():
                 c = kernel_class(path)
                 f = exact(e, vals)
@@ -886,6 +913,7 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
                 else:
                     acc[c] += f
         parts[rname] = {k: float(x) / G for k, x in acc.items()}
+        parts.setdefault((rname, "none"), parts[rname])
 
     def eta(op, dtype, ms):
         uniq = np.unique(ms)
@@ -908,14 +936,19 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
     # per class, the whole model's seconds over the G GPUs (the average rank's): dense GEMMs, the LM
     # head, the routed experts, attention
     T_d, T_h, T_x, T_a = (np.zeros(len(rows)) for _ in range(4))
+    N_d, N_x, N_a = (np.zeros(len(rows)) for _ in range(3))  # the same without the recomputation
     for rname in names:
-        q = parts[rname]
+        q, qn = parts[rname], parts[rname, "none"]
         sel = rc_name == rname
         T_d = np.where(sel, q["gemm"] / (P * e_g), T_d)
+        N_d = np.where(sel, qn["gemm"] / (P * e_g), N_d)
         T_h = np.where(sel, q["head"] / (P16 * e_h), T_h)
         xf = padded_rows[rname] / G if padded_rows is not None else q["grouped_gemm"]
         T_x = np.where(sel, xf / (P * e_x), T_x)
+        xn = xf * (qn["grouped_gemm"] / q["grouped_gemm"]) if q["grouped_gemm"] else 0.0
+        N_x = np.where(sel, xn / (P * e_x), N_x)
         T_a = np.where(sel, q["attn_f"] / (P16 * e_af) + ATTN_BWD_FACTOR / 2 * q["attn_b"] / (P16 * e_ab), T_a)
+        N_a = np.where(sel, qn["attn_f"] / (P16 * e_af) + ATTN_BWD_FACTOR / 2 * qn["attn_b"] / (P16 * e_ab), N_a)
     # the pipeline runs at its slowest rank (``run.kernel_step``: the largest per-rank time): each
     # rank's share of each class's forward FLOPs (its layers, the head on the last; ``plan.rank_stages``),
     # per (N_pp, v), weighting the class times of each candidate
@@ -923,6 +956,7 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
            model.flops(Phase(kind="prefill", attention="causal", logits="all")).flatten().items()}
     counts = {g.name: exact(g.count, v) for g in model.groups}
     gemm, attn, elem = T_d + T_h + T_x, T_a.copy(), np.zeros(len(rows))
+    gemm_n, attn_n, elem_n = N_d + T_h + N_x, N_a.copy(), np.zeros(len(rows))
     r_acc = np.zeros_like(r_v) if r_acc is None else r_acc
     for pv in np.unique((r_pp * 1000 + r_v) * 2 + r_acc):
         a_ = int(pv % 2)
@@ -954,8 +988,42 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         worst = np.argmax(g_r + a_r + e_r, axis=0)
         cols = np.arange(worst.size)
         gemm[sel], attn[sel], elem[sel] = g_r[worst, cols], a_r[worst, cols], e_r[worst, cols]
+        # the slowest rank's kernels without the recomputed forward (the windows of ``overlap``)
+        gn = share[:, 0][:, None] * N_d[sel] + share[:, 1][:, None] * N_x[sel]
+        gn[-1] += p_ * T_h[sel]
+        gemm_n[sel], attn_n[sel] = gn[worst, cols], (share[:, 2][:, None] * N_a[sel])[worst, cols]
+        elem_n[sel] = e_r[worst, cols] * (5 / touches[sel] if touches is not None else 1.0)
     out = gemm + attn + elem
-    return out, out / m, gemm, attn
+    return out, out / m, gemm, attn, {"compute": gemm_n + attn_n + elem_n, "gemm": gemm_n, "attn": attn_n}
+
+
+def _host_floor(model, precision, r_pp, r_v, r_acc, r_ep, rc_name, graphs=()):
+    """Per R row: the busiest rank's host kernel-issue seconds per micro-batch (``host_launch``)."""
+    from . import host_launch
+    t_k, _ = host_launch.launch_seconds()
+    out = np.zeros(len(r_pp))
+    if "full_iteration" in graphs:
+        return np.full(len(r_pp), 2 * t_k)
+    per_ep = {int(e): host_launch.group_kernels(model, precision, int(e), graphs) for e in np.unique(r_ep)}
+    lay_code = (r_pp.astype(np.int64) * 1000 + r_v) * 2 + r_acc
+    rc_code = np.where(rc_name == "full", 2, np.where(rc_name == "selective", 1, 0))
+    for pv in np.unique(lay_code):
+        a_, p_, v_ = int(pv % 2), int(pv // 2 // 1000), int(pv // 2 % 1000)
+        ranks = rank_stages(model, p_, v_, _slots(p_, a_))
+        sel_l = lay_code == pv
+        for ep_ in np.unique(r_ep[sel_l]):
+            sel_e = sel_l & (r_ep == ep_)
+            ks = [host_launch.rank_kernels(model, None, st, i == 0, i == len(ranks) - 1, precision,
+                                           per_group=per_ep[int(ep_)], ep=int(ep_), recompute="none")
+                  for i, st in enumerate(ranks)]
+            # recomputation: full reissues the forward, selective the attention kernels
+            attn = [sum(n * per_ep[int(ep_)][g][2] for g, n in st["layers"].items() if g in per_ep[int(ep_)])
+                    for st in ranks]
+            for code, extra in ((0, [0.0] * len(ks)), (1, attn), (2, [k["forward"] for k in ks])):
+                sel = sel_e & (rc_code == code)
+                if sel.any():
+                    out[sel] = t_k * max(k["forward"] + k["backward"] + x for k, x in zip(ks, extra))
+    return out
 
 
 def _slots(pp: int, acc) -> Plan | None:
@@ -982,10 +1050,13 @@ def _host_step(Z, Z_bytes, gpu, bg, bw, K, framework, world):
 
 
 def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t_r: dict, t_z: dict, space,
-                 z_zero, grad_share, layers: int, host=None, gemm_recompute=0, w_extra=0):
+                 z_zero, grad_share, layers: int, host=None, gemm_recompute=0, w_extra=0, t_opt=None,
+                 win=None):
     """``steptime.kernel_step`` on arrays: compute + the schedule's bubble (1F1B / interleaved,
     (p − 1)·(t_F + t_B)/v) + each dimension's exposed time by ``overlap``'s rules (min with the
-    compute window it hides behind), per candidate."""
+    compute window it hides behind), per candidate. ``win``: the slowest rank's compute, GEMM and
+    attention seconds without the recomputed forward — the windows ``overlap`` gives each dimension
+    (``run.kernel_step``'s m·(t_F + t_B), t_gemm, t_attn); the bubble keeps the recomputation."""
     from .overlap import DEFAULT_HIDE
     hide = {**DEFAULT_HIDE.get(framework, {}), **(hide or {})}
     r, z = space.r, space.z
@@ -998,7 +1069,10 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
     bub_zb = (r_pp - 1) * (t_fb - 2 * t_w)
     exposed_r = np.zeros(len(compute))
     pp_1f1b = pp_zb = np.zeros(len(compute))
-    t_f, t_b = t_fb / 3, 2 * t_fb / 3
+    if win is None:
+        win = {"compute": compute, "gemm": t_gemm, "attn": t_attn}
+    w_all, w_gemm, w_attn = win["compute"], win["gemm"], win["attn"]
+    t_f, t_b = w_all / (3 * m), 2 * w_all / (3 * m)
     for dim, tt in t_r.items():
         on = hide.get(dim, True)
         if not on:
@@ -1006,21 +1080,23 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
             if dim == "pp":
                 pp_1f1b = pp_zb = tt
         elif dim == "tp":
-            exposed_r += np.maximum(tt - t_gemm, 0)
+            exposed_r += np.maximum(tt - w_gemm, 0)
         elif dim == "cp":
-            exposed_r += np.maximum(tt - t_attn, 0)
+            exposed_r += np.maximum(tt - w_attn, 0)
         elif dim == "pp":
-            pp_1f1b = np.where(r_v > 1, np.maximum(tt - compute, 0), tt)
-            pp_zb = np.maximum(tt - compute, 0)
+            pp_1f1b = np.where(r_v > 1, np.maximum(tt - w_all, 0), tt)
+            pp_zb = np.maximum(tt - w_all, 0)
         else:  # ep: behind another micro-batch's compute
-            exposed_r += np.maximum(tt - compute, 0)
+            exposed_r += np.maximum(tt - w_all, 0)
     zb = zb_ok & (bub_zb + pp_zb < bub + pp_1f1b)
     base = compute + np.where(zb, bub_zb + pp_zb, bub + pp_1f1b) + exposed_r
     step = base[r].copy()
-    mm, tf, tb, comp = m[r], t_f[r], t_b[r], compute[r]
+    mm, tf, tb, comp = m[r], t_f[r], t_b[r], w_all[r]
     zz = z_zero[z]
     if host is not None:  # the CPU optimizer step, serial after the backward (``offload``)
         step += host[0][z]
+    if t_opt is not None:  # the GPU's optimizer step after the last backward (``compute.optimizer_seconds``)
+        step += t_opt[z]
     for dim, (t0, t1) in t_z.items():
         tt = t0[z] + mm * t1[z]
         if dim == "host" and host is not None and hide.get(dim, True):
@@ -1047,7 +1123,7 @@ SEARCH_TOKENS_MAX = 2**40
 def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None, recompute=None, sp=None,
            virtual=None, hsdp=None, offload=None, links: Links | None = None, mfu: float | None = None,
            overlap: float = 0.0, headroom_gib: float = HEADROOM_GIB, precision: str = "bf16",
-           hide: dict | None = None) -> dict:
+           hide: dict | None = None, cuda_graphs=None) -> dict:
     """The ``top`` fastest candidates that fit (ties: less memory first). ``setup``: what is not
     swept (``evaluate``); ``zero``, ``recompute``, ``sp``, ``virtual``, ``hsdp`` (int or "none"),
     ``offload``: None sweeps, a value pins."""
@@ -1065,7 +1141,8 @@ def search(model, setup: TrainSetup, *, gpus: int, gpu, top: int = 5, zero=None,
     space = candidates(model, gpus, setup.seq, setup.batch.global_batch, zeros=fw.zeros if zero is None else (zero,),
                        recomputes=RECOMPUTES if recompute is None else (recompute,), sp=sp, virtual=virtual,
                        hsdp=hsdp, offload=offload, max_tp=links.gpus_per_node)
-    r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap, precision=precision, hide=hide)
+    r = evaluate(model, space, setup, gpu=gpu, links=links, mfu=mfu, overlap=overlap, precision=precision, hide=hide,
+                 cuda_graphs=cuda_graphs)
     mem, step = r.per_gpu_bytes, r.step_time_s
     # fits: the driver-reported memory minus the headroom (``framework.budget_bytes``), as ``train`` judges
     fits = (mem <= budget_bytes(gpu, headroom_gib)) & r.valid

@@ -13,7 +13,8 @@ bandwidth):
     t_B = the same with 2× the GEMM work, attention at 2.5× its forward FLOPs and η_attn,bwd
     t_W = the weight-gradient half of t_B (GEMMs' forward time)
     t_R = the recomputed share of t_F (full) or the attention forward (selective)
-    step = m_mb·(t_F + t_B + t_R) + t_opt + bubble + Σ_dim e_dim
+    step = m_mb·max(t_F + t_B + t_R, t_host) + t_opt + bubble + Σ_dim e_dim
+    t_host = the rank's host kernel-issue time per micro-batch (``host_launch``), a number
 
 F_c(B, T) are the rank's forward FLOPs of class c from the engine's FLOP tree (``Model.flops``,
 causal, the rank's layer share ``plan.rank_stages``); the bubble is the schedule's closed form
@@ -113,10 +114,11 @@ def step_tree(model, setup, stage: dict, last: bool, r: dict, work, shape, gpu, 
         bubble = sympy.Integer(0)
     t_opt = sympy.Float(r["t_opt"])
     exposed = {k: sympy.Float(x) for k, x in out["exposed_comm_s"].items() if x}
-    step = m * (t_F + t_B + t_R) + t_opt + bubble + sum(exposed.values())
+    t_host = sympy.Float(r.get("t_host", 0.0))  # the host's kernel-issue time (``host_launch``)
+    step = m * sympy.Max(t_F + t_B + t_R, t_host) + t_opt + bubble + sum(exposed.values())
     p = setup.plan
     at = {B: setup.micro_batch, T: setup.seq, tp: p.tp, cp: p.cp, pp: p.pp, m: setup.micro_batches}
-    terms = {"t_F": t_F, "t_B": t_B, "t_W": t_W, "t_R": t_R, "t_opt": t_opt, "bubble": bubble,
+    terms = {"t_F": t_F, "t_B": t_B, "t_W": t_W, "t_R": t_R, "t_opt": t_opt, "t_host": t_host, "bubble": bubble,
              **{f"forward_{k}": e for k, e in fwd.items()}, **{f"exposed_{k}": e for k, e in exposed.items()}}
     return {"step": step, "terms": terms, "at": at}
 

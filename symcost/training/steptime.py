@@ -100,8 +100,10 @@ def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "meg
     (``ranks``: ``compute.class_times`` answers with ``t_opt`` and ``layers`` added), the framework's
     overlap (``overlap.exposed``) and the schedule's bubble (``schedule.bubble_seconds``):
 
-        t_rank = m·(t_F + t_B + t_R) + t_opt
+        t_rank = m·max(t_F + t_B + t_R, t_host) + t_opt
         t_step = max_rank t_rank + bubble(F, B, W of the slowest rank) + Σ_dim exposed_dim
+
+    t_host: the rank's host kernel-issue time per micro-batch (``host_launch``; 0 when absent).
 
     Implied MFU = model FLOPs per GPU / (t_step · P_bf16), HFU the same with the FLOPs the
     hardware runs (recomputation included), both against the dense BF16 peak. ``overlap``: one hidden
@@ -110,7 +112,7 @@ def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "meg
     from .schedule import bubble_seconds
     p = setup.plan
     m = setup.micro_batches
-    per_rank = [m * (r["t_F"] + r["t_B"] + r["t_R"]) + r["t_opt"] for r in ranks]
+    per_rank = [m * max(r["t_F"] + r["t_B"] + r["t_R"], r.get("t_host", 0.0)) + r["t_opt"] for r in ranks]
     slow = max(range(len(ranks)), key=per_rank.__getitem__)
     r = ranks[slow]
     bub = bubble_seconds(schedule, p.pp, r["t_F"] + r["t_R"], r["t_B"], r["t_W"], setup.virtual)
@@ -127,12 +129,15 @@ def kernel_step(ranks: list[dict], comm_s: dict, setup, *, framework: str = "meg
     classes = {c: m * (r["forward"][c] + r["backward"][c]) for c in r["forward"]}
     classes["recompute"] = m * r["t_R"]
     classes["optimizer"] = r["t_opt"]
+    host = m * r.get("t_host", 0.0)
+    device = m * (r["t_F"] + r["t_B"] + r["t_R"])
     return {"step_time_s": total, "compute_s": per_rank[slow], "kernel_s": classes,
             "comm_s": {k: d["time_s"] for k, d in ex.items()},
             "exposed_comm_s": {k: d["exposed_s"] for k, d in ex.items()},
             "hidden_comm_s": {k: d["hidden_s"] for k, d in ex.items()},
             "overlap_rules": {k: d["rule"] for k, d in ex.items()},
             "bubble_s": bub, "bubble": bub / total if total else 0.0, "slowest_rank": slow,
+            "host_issue_s": host, "host_bound": host > device, "kernels_per_micro_batch": r.get("kernels"),
             "mfu_implied": model_flops_per_gpu / (total * peak_bf16),
             "hfu_implied": hardware_flops_per_gpu / (total * peak_bf16),
             "mfu": None, "overlap": overlap, "framework": framework or "megatron (no --framework)", "schedule": schedule,

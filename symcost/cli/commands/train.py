@@ -37,7 +37,7 @@ OPTIONS = {
     "train": (o.MODEL, o.SEQ.but(required=True), o.MICRO_BATCH.but(help=o.MICRO_BATCH.help + " (required without "
               "--search, which sweeps it)"), *_SHARED[2:], o.swept(o.SP), o.swept(o.ZERO), o.swept(o.RECOMPUTE), *_STATES,
               o.SEARCH, o.GPUS.but(help="world size for --search"), o.ACTIVATIONS, o.SCAN, *_STEP,
-              o.swept(o.VIRTUAL_STAGES), o.swept(o.OFFLOAD), o.swept(o.HSDP_SHARD), *_TAIL, *_MEMORY),
+              o.swept(o.VIRTUAL_STAGES), o.swept(o.OFFLOAD), o.swept(o.HSDP_SHARD), *_TAIL, o.CUDA_GRAPHS, *_MEMORY),
     "comm": (o.MODEL, *_SHARED, o.SP, o.ZERO, o.RECOMPUTE, *_STATES, *_STEP, o.VIRTUAL_STAGES, o.OFFLOAD,
              o.HSDP_SHARD, *_TAIL, o.FRAMEWORK, o.MTP),
     "budget": (o.MODEL, o.TOKENS.but(required=True), o.GPUS.but(required=True), o.GPU.but(required=True),
@@ -99,10 +99,12 @@ def _step(m, args, g, tm, cm, setup: TrainSetup) -> dict:
         from ...training.overlap import parse_hide
         return run.kernel_step(m, tm, cm, setup, gpu=g, links=_links(args, g), schedule=args.schedule,
                                precision=args.precision, hide=parse_hide(args.hide),
-                               fp8_all_gather=args.fp8_all_gather, overlap=args.overlap)
+                               fp8_all_gather=args.fp8_all_gather, overlap=args.overlap,
+                               cuda_graphs=getattr(args, "cuda_graphs", None))  # comm has no --cuda-graphs
     if args.schedule not in (None, "1f1b", "interleaved") or args.hide or args.precision != "bf16" \
-            or args.fp8_all_gather:
-        raise SymcostError("--schedule zb-h1/dualpipe, --hide, --precision and --fp8-all-gather shape the computed "
+            or args.fp8_all_gather or getattr(args, "cuda_graphs", None):
+        raise SymcostError("--schedule zb-h1/dualpipe, --hide, --precision, --fp8-all-gather and --cuda-graphs "
+                           "shape the computed "
                            "step time: "
                            "drop --mfu (which replaces it by compute at one utilisation)")
     return run.step(tm, cm, setup, gpu=g, links=_links(args, g), mfu=args.mfu, overlap=args.overlap or 0.0)
@@ -153,7 +155,7 @@ def _search(m, args):
     r = search(m, base, gpus=args.gpus, gpu=g, zero=args.zero, recompute=args.recompute, sp=args.sp,
                virtual=args.virtual_stages, hsdp=args.hsdp_shard, offload=args.offload, links=_links(args, g),
                mfu=args.mfu, overlap=args.overlap or 0.0, headroom_gib=args.headroom_gib,
-               precision=args.precision, hide=_hide(args))
+               precision=args.precision, hide=_hide(args), cuda_graphs=args.cuda_graphs)
     r["seconds"] = time.perf_counter() - t0
     r["cpu_seconds"] = time.process_time() - c0
     return r
