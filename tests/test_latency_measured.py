@@ -5,7 +5,7 @@ measured by a closed-loop benchmark (the row's ``benchmark_mode``). symcost pred
 (calibrated) model and with ``--ideal``:
 
     aggregated rows:    TTFT, TPOT = symcost.serving.workload.closed_loop(batch_per_replica requests in
-                        flight per replica, isl, osl, M = 8192)  -- the schedule's steady state: the
+                        flight per replica, isl, osl, M = the row's token_budget)  -- the schedule's steady state: the
                         group prefill step with the other requests' decode rows riding along, the step in
                         flight a returning request misses, the other groups' prefill steps among its decode
     disaggregated rows: TPOT = N_pp · step(decode of batch_per_replica sequences at isl + osl/2) (the
@@ -30,10 +30,11 @@ ROWS = [r for r in DATA["rows"] if r["use"]["tpot"]]
 ROOT = pathlib.Path(__file__).parent.parent
 
 
-#: the engines' default token budget per step (vLLM's max_num_batched_tokens for `vllm serve` on >= 70 GiB
-#: cards, vllm/engine/arg_utils.py EngineArgs.get_batch_defaults; TensorRT-LLM's max_num_tokens 8192). The
-#: rows do not state the budget their runs used (aiconfigurator's generated configs sweep it).
-M = 8192
+def budget(row) -> int:
+    """The row's token budget per engine step (``token_budget``: the value aiconfigurator's config generator
+    writes for that engine and mode, an assumption the row states -- the silicon rows do not log their engine
+    arguments)."""
+    return row["token_budget"]["M"]
 
 
 def _model(name):
@@ -56,6 +57,7 @@ def predict(row) -> dict:
     lay = Layout.vllm(m, tp=row["tp"], pp=row["pp"], dp=row["attention_dp"], ep=ep)
     B = row["batch_per_replica"]
     T = row["isl"] + row["osl"] // 2
+    M = budget(row)
     out = {}
     for ideal in (False, True):
         tag = "ideal" if ideal else "cal"
@@ -90,6 +92,7 @@ def test_enough_measured_points():
     assert len(ROWS) >= 25
     for r in DATA["rows"]:
         assert r["source"] and r["assumed"] and "measured_tpot_ms" in r
+        assert r["token_budget"]["M"] >= 1 and r["token_budget"]["basis"], r["id"]
 
 
 def test_ideal_never_above_a_measurement(results):
