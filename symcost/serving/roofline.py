@@ -15,7 +15,6 @@ the step turns compute-bound (a bisection).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -196,16 +195,15 @@ def _evaluate(rf: Roofline, values: dict) -> dict:
             for key in ("flops", "bytes", "compute_time", "memory_time", "comm_time")}
 
 
-def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: int | None,
+def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: int,
              compute_dtype: str | None = None, compute_eff: float = 1.0, bw_eff: float = 1.0, ideal: bool = False,
              osl: int | None = None, concurrency: int | None = None, rate: float | None = None) -> Step:
     """One ``phase`` step of ``batch`` sequences at ``T`` on ``setup`` (a GPU is needed).
 
     Under a workload (``osl`` with ``concurrency`` requests in flight in all, or Poisson arrivals at ``rate``
-    requests/s in all, prompts of T tokens): ``load`` holds ``CalibratedLatency.under_load``'s TTFT and TPOT
-    (``symcost.serving.workload``'s closed or open loop over the layout's N_dp replicas, the engine's M), and
-    the step is taken at the batch per replica that workload keeps in flight: ⌈concurrency / N_dp⌉, or the
-    open loop's Little's-law batch rounded up (1 when the replica cannot keep up).
+    requests/s in all, prompts of T tokens): ``load`` also holds ``CalibratedLatency.under_load``'s TTFT and
+    TPOT (``symcost.serving.workload``'s closed or open loop over the layout's N_dp replicas, the engine's M)
+    and the batch per replica it keeps in flight; the step itself stays the one of ``batch``.
 
     The FLOPs, bytes and the ideal split (``compute_time``, ``memory_time``, ``comm_time``) are the pure
     roofline of ``formulas.roofline_formulas`` at the fractions of the peak (``compute_eff``) and of the
@@ -227,7 +225,6 @@ def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: 
                 "ttft_s": float(got["ttft"]) if stable else None, "tpot_s": float(got["tpot"]) if stable else None}
         if rate is not None:
             load["utilisation"] = float(got["utilisation"])
-        batch = max(1, math.ceil(float(got["batch"]) - 1e-9)) if stable else 1
     cdt = pick_compute_dtype(ck, compute_dtype)
     gvals, used = scaled_gpu_values(setup.gpu, cdt, setup.mem_util, compute_eff, bw_eff)
     base = {**p.values, **gvals}

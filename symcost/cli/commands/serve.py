@@ -25,13 +25,13 @@ OPTIONS = {
                o.PHASE.but(default="prefill", help="accepted for compatibility: the activation peak is the "
                                                    "engine's start-up profile (activation_terms)")),
     "roofline": (o.MODEL, o.PHASE.but(required=True), o.T.but(required=True),
-                 o.BATCH.but(default=None, help="sequences B in the step (or the batch per replica a workload keeps "
-                                                "in flight: --concurrency or --request-rate, with --osl)"),
-                 o.CONCURRENCY, o.REQUEST_RATE,
-                 o.OSL.but(help="output tokens per request, with --concurrency or --request-rate: TTFT and TPOT "
-                                "under that load (prompts of --T tokens; symcost.serving.workload)"),
+                 o.BATCH.but(default=None, required=True, help="sequences B in the step, per replica (with --osl "
+                                                              "alone: the load is their closed loop)"),
                  o.SERVE_GPU.but(required=True), *o.SERVE_MODELLED[1:],
-                 o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL),
+                 o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL, o.CONCURRENCY, o.REQUEST_RATE,
+                 o.OSL.but(help="output tokens per request: TTFT and TPOT under the load --batch (per replica), "
+                                "--concurrency or --request-rate states (prompts of --T tokens; "
+                                "symcost.serving.workload)")),
     "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(help="context per request (or --isl/--osl)"),
                o.BATCH.but(default=None, help="concurrent requests per replica (default 1; or --concurrency, or "
                                               "solved for under --max-tpot)"),
@@ -310,22 +310,15 @@ def _turns(batch: int | None) -> str:
 
 
 def _roofline_workload(args) -> None:
-    """``roofline``'s batch or workload: exactly one of --batch, --concurrency, --request-rate; a workload
-    needs --osl and --osl a workload (exit 2 naming them)."""
-    given = [f for f, v in (("--batch", args.batch), ("--concurrency", args.concurrency),
-                            ("--request-rate", args.request_rate)) if v is not None]
-    if not given:
-        raise SymcostError("roofline: give --batch (sequences in the step), or --concurrency N / --request-rate R "
-                           "with --osl (a workload)")
-    if len(given) > 1:
-        raise SymcostError(f"roofline: {' and '.join(given)} both given: give one (a workload sets the batch per "
-                           f"replica)")
-    if args.batch is None and args.osl is None:
-        raise SymcostError(f"roofline: {given[0]} needs --osl (the output tokens each request decodes)")
-    if args.batch is not None and args.osl is not None:
-        raise SymcostError("roofline: --osl needs --concurrency or --request-rate (the load it is decoded under)")
+    """``roofline``'s load (the step itself is always --batch's): --osl alone is the closed loop of --batch
+    requests per replica (B·N_dp in all); --concurrency N (in all) or --request-rate R with --osl another closed
+    or the open loop; a workload needs --osl (exit 2 naming the conflict)."""
     from ...serving.workload import check_workload
     check_workload(concurrency=args.concurrency, rate=args.request_rate, osl=args.osl)
+    if args.concurrency is not None and args.osl is None:
+        raise SymcostError("roofline: --concurrency needs --osl (the output tokens each request decodes)")
+    if args.osl is not None and args.concurrency is None and args.request_rate is None:
+        args.concurrency = args.batch * args.dp
 
 
 def _load_text(load: dict) -> str:
@@ -334,8 +327,7 @@ def _load_text(load: dict) -> str:
                else f"{load['request_rate']:g} requests/s in all")
             + f", ISL {load['isl']}, OSL {load['osl']}, M {load['max_batched_tokens']}): ")
     if not load["stable"]:
-        return head + (f"the replica cannot keep up (prefill utilisation {load['utilisation']:.2f} >= 1); "
-                       f"the step below is at B=1\n")
+        return head + f"the replica cannot keep up (prefill utilisation {load['utilisation']:.2f} >= 1)\n"
     return (head + f"TTFT {load['ttft_s'] * 1e3:.1f} ms   TPOT {load['tpot_s'] * 1e3:.2f} ms   "
             f"batch per replica {load['batch_per_replica']:.2f}\n")
 
@@ -348,7 +340,6 @@ def cmd_roofline(args, out):
     s = roofline(m, raw, _setup(args, m), phase=args.phase, T=args.T, batch=args.batch,
                  compute_dtype=args.compute_dtype, compute_eff=args.compute_eff, bw_eff=args.bw_eff, ideal=args.ideal,
                  osl=args.osl, concurrency=args.concurrency, rate=args.request_rate)
-    args.batch = s.batch
     payload, p = _roofline_payload(m, args, s), s.plan
     if s.load is not None:
         payload["load"] = s.load
