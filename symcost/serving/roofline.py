@@ -128,6 +128,7 @@ class Step:
     weight_bytes: int
     calibrated: "Evaluated | None" = None  # the latency model's step (calibrated, or ideal)
     ideal: bool = False
+    load: dict | None = None  # TTFT / TPOT under a closed- or open-loop workload (``under_load``), if asked
 
     @property
     def bound(self) -> str:
@@ -194,9 +195,15 @@ def _evaluate(rf: Roofline, values: dict) -> dict:
             for key in ("flops", "bytes", "compute_time", "memory_time", "comm_time")}
 
 
-def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: int, compute_dtype: str | None = None,
-             compute_eff: float = 1.0, bw_eff: float = 1.0, ideal: bool = False) -> Step:
+def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: int,
+             compute_dtype: str | None = None, compute_eff: float = 1.0, bw_eff: float = 1.0, ideal: bool = False,
+             osl: int | None = None, concurrency: int | None = None, rate: float | None = None) -> Step:
     """One ``phase`` step of ``batch`` sequences at ``T`` on ``setup`` (a GPU is needed).
+
+    Under a workload (``osl`` with ``concurrency`` requests in flight in all, or Poisson arrivals at ``rate``
+    requests/s in all, prompts of T tokens): ``load`` also holds ``CalibratedLatency.under_load``'s TTFT and
+    TPOT (``symcost.serving.workload``'s closed or open loop over the layout's N_dp replicas, the engine's M)
+    and the batch per replica it keeps in flight; the step itself stays the one of ``batch``.
 
     The FLOPs, bytes and the ideal split (``compute_time``, ``memory_time``, ``comm_time``) are the pure
     roofline of ``formulas.roofline_formulas`` at the fractions of the peak (``compute_eff``) and of the
@@ -205,6 +212,19 @@ def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: 
     floors (the pure bound, comm terms corrected: no all-to-all without EP, own rows under TP·EP)."""
     p = plan(model, raw, setup, T=T)
     ck = setup.checkpoint(model, raw)
+    lay = setup.layout
+    M = int(p.values[sym.M])  # the engine's step size (setup.max_batched_tokens, or its default for the GPU)
+    cal = CalibratedLatency(model, ck, setup, kv_dtype=setup.kv_dtype, mla=setup.mla, compute_dtype=compute_dtype)
+    load = None
+    if concurrency is not None or rate is not None:
+        got = cal.under_load(lay, isl=T, osl=osl, max_batched_tokens=M, concurrency=concurrency, rate=rate, ideal=ideal)
+        stable = bool(got.get("stable", True))
+        load = {"mode": "open loop" if rate is not None else "closed loop", "isl": T, "osl": osl,
+                "concurrency": concurrency, "request_rate": rate, "max_batched_tokens": M,
+                "batch_per_replica": float(got["batch"]), "stable": stable,
+                "ttft_s": float(got["ttft"]) if stable else None, "tpot_s": float(got["tpot"]) if stable else None}
+        if rate is not None:
+            load["utilisation"] = float(got["utilisation"])
     cdt = pick_compute_dtype(ck, compute_dtype)
     gvals, used = scaled_gpu_values(setup.gpu, cdt, setup.mem_util, compute_eff, bw_eff)
     base = {**p.values, **gvals}
@@ -213,16 +233,13 @@ def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: 
     at = {**base, sym.T: sympy.Integer(T), sym.B: sympy.Integer(batch)}
     r = _evaluate(rf, at)
     weight_bytes = int(sympy.ceiling(rf.parts["weights_read"].xreplace({**base, sym.T: T, sym.B: batch})))
-    cal = CalibratedLatency(model, ck, setup, kv_dtype=setup.kv_dtype, mla=setup.mla, compute_dtype=compute_dtype)
-    lay = setup.layout
-    M = int(p.values[sym.M])  # the engine's step size (setup.max_batched_tokens, or its default for the GPU)
     ttft = cal.seconds("ttft", lay, T=T, batch=batch, max_batched_tokens=M, ideal=ideal)
     tpot = cal.seconds("tpot", lay, T=T, batch=batch, max_batched_tokens=M, ideal=ideal)
     step = cal.evaluate(phase, lay, T=T, batch=batch, max_batched_tokens=M, ideal=ideal)
     return Step(p, phase, T, batch, rf, base, int(sympy.ceiling(r["flops"])), int(sympy.ceiling(r["bytes"])),
                 float(r["compute_time"]), float(r["memory_time"]), float(r["comm_time"]),
                 ttft, tpot, compute_bound_batch(lat.decode, base, T), cdt,
-                used, weight_bytes, step, ideal)
+                used, weight_bytes, step, ideal, load)
 
 
 # -- the calibrated latency model --------------------------------------------------------------

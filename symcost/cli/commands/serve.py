@@ -25,8 +25,13 @@ OPTIONS = {
                o.PHASE.but(default="prefill", help="accepted for compatibility: the activation peak is the "
                                                    "engine's start-up profile (activation_terms)")),
     "roofline": (o.MODEL, o.PHASE.but(required=True), o.T.but(required=True),
-                 o.BATCH.but(default=None, required=True), o.SERVE_GPU.but(required=True), *o.SERVE_MODELLED[1:],
-                 o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL),
+                 o.BATCH.but(default=None, required=True, help="sequences B in the step, per replica (with --osl "
+                                                              "alone: the load is their closed loop)"),
+                 o.SERVE_GPU.but(required=True), *o.SERVE_MODELLED[1:],
+                 o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL, o.CONCURRENCY, o.REQUEST_RATE,
+                 o.OSL.but(help="output tokens per request: TTFT and TPOT under the load --batch (per replica), "
+                                "--concurrency or --request-rate states (prompts of --T tokens; "
+                                "symcost.serving.workload)")),
     "deploy": (o.MODEL, o.DEPLOY_GPUS, o.T.but(help="context per request (or --isl/--osl)"),
                o.BATCH.but(default=None, help="concurrent requests per replica (default 1; or --concurrency, or "
                                               "solved for under --max-tpot)"),
@@ -313,12 +318,40 @@ def _turns(batch: int | None) -> str:
     return f"turns compute-bound at B={batch}"
 
 
+def _roofline_workload(args) -> None:
+    """``roofline``'s load (the step itself is always --batch's): --osl alone is the closed loop of --batch
+    requests per replica (B·N_dp in all); --concurrency N (in all) or --request-rate R with --osl another closed
+    or the open loop; a workload needs --osl (exit 2 naming the conflict)."""
+    from ...serving.workload import check_workload
+    check_workload(concurrency=args.concurrency, rate=args.request_rate, osl=args.osl)
+    if args.concurrency is not None and args.osl is None:
+        raise SymcostError("roofline: --concurrency needs --osl (the output tokens each request decodes)")
+    if args.osl is not None and args.concurrency is None and args.request_rate is None:
+        args.concurrency = args.batch * args.dp
+
+
+def _load_text(load: dict) -> str:
+    head = (f"  under load ({load['mode']}: "
+            + (f"{load['concurrency']} requests in flight in all" if load["concurrency"] is not None
+               else f"{load['request_rate']:g} requests/s in all")
+            + f", ISL {load['isl']}, OSL {load['osl']}, M {load['max_batched_tokens']}): ")
+    if not load["stable"]:
+        return head + f"the replica cannot keep up (prefill utilisation {load['utilisation']:.2f} >= 1)\n"
+    return (head + f"TTFT {load['ttft_s'] * 1e3:.1f} ms   TPOT {load['tpot_s'] * 1e3:.2f} ms   "
+            f"batch per replica {load['batch_per_replica']:.2f}\n")
+
+
 def cmd_roofline(args, out):
+    _roofline_workload(args)
     m, raw = read_model(args.model)
-    check_positions(m, args.T + (1 if args.phase == "decode" else 0))
+    check_positions(m, args.T + (args.osl or 0) + (1 if args.phase == "decode" else 0),
+                    "--T + --osl" if args.osl else "--T")
     s = roofline(m, raw, _setup(args, m), phase=args.phase, T=args.T, batch=args.batch,
-                 compute_dtype=args.compute_dtype, compute_eff=args.compute_eff, bw_eff=args.bw_eff, ideal=args.ideal)
+                 compute_dtype=args.compute_dtype, compute_eff=args.compute_eff, bw_eff=args.bw_eff, ideal=args.ideal,
+                 osl=args.osl, concurrency=args.concurrency, rate=args.request_rate)
     payload, p = _roofline_payload(m, args, s), s.plan
+    if s.load is not None:
+        payload["load"] = s.load
     c = s.calibrated
     text = (f"{m.name}: roofline of one {args.phase} step, T={args.T}, B={args.batch}, {p.layout.label()} on "
             f"{p.gpu.name}\n"
@@ -329,7 +362,8 @@ def cmd_roofline(args, out):
             f"  TTFT (one prompt of T) {s.ttft * 1e3:.1f} ms   TPOT at B={args.batch} {s.tpot * 1e3:.2f} ms   "
             f"{payload['tokens_per_s_per_gpu']:.0f} tokens/s per GPU   decode {_turns(s.compute_bound_batch)}\n"
             f"  fits at B={args.batch}: {payload['fits']} (KV {p.kv.tokens:,} tokens per GPU)\n"
-            f"  latency model ({'ideal bound' if args.ideal else 'calibrated'}), one stage of the {args.phase} step:\n"
+            + (_load_text(s.load) if s.load is not None else "")
+            + f"  latency model ({'ideal bound' if args.ideal else 'calibrated'}), one stage of the {args.phase} step:\n"
             + "".join(f"    {k:<28} {v * 1e3:>10.3f} ms\n" for k, v in c.terms.items())
             + "".join(f"    {k:<12} runs {v[3]} ({v[0]}/{v[1]}, {v[2]} peak)\n" for k, v in c.dtypes.items())
             + f"  ({ROOF_NOTE})")
