@@ -410,8 +410,21 @@ def kv_formula(model, kv_dtype: str = "bf16", block_size: int | None = None,
                      spec_groups, split)
 
 
+class _Budget:
+    """What a worker holds before its KV cache (weights + profiled peak + overhead) and what that
+    leaves of the budget M_gpu: the one rule ``StageFormula`` and ``ServeFormulas`` share."""
+
+    @property
+    def fixed(self) -> sympy.Expr:
+        return self.weights.total + self.activation + self.overhead
+
+    @property
+    def kv_available(self) -> sympy.Expr:
+        return sym.M_gpu - self.fixed
+
+
 @dataclass
-class StageFormula:
+class StageFormula(_Budget):
     """One pipeline stage as vLLM's worker on it sizes its KV cache: its own weights (as loaded), its
     own profiled peak (the sampler only on the last stage), the non-torch memory and CUDA graphs, and
     its own layers' pages (``KVFormula.stage_block_bytes``); in N_tp, N_ep, M and M_gpu."""
@@ -427,14 +440,6 @@ class StageFormula:
     lazy: bool = False  # floor left unevaluated (compiled numeric use: no SymPy simplification attempts)
 
     @property
-    def fixed(self) -> sympy.Expr:
-        return self.weights.total + self.activation + self.overhead
-
-    @property
-    def kv_available(self) -> sympy.Expr:
-        return sym.M_gpu - self.fixed
-
-    @property
     def num_blocks(self) -> sympy.Expr:
         """⌊max(M_gpu − fixed, 0) / block bytes⌋ (``get_num_blocks`` on this worker); a stage without
         cached layers does not bound the count (None)."""
@@ -447,7 +452,7 @@ class StageFormula:
 
 
 @dataclass
-class ServeFormulas:
+class ServeFormulas(_Budget):
     weights: Terms
     activation: sympy.Expr
     overhead: sympy.Expr
@@ -457,14 +462,6 @@ class ServeFormulas:
     stages: list = field(default_factory=list)
     #: the stage that decides (fewest blocks), once the values are known (``plan``); None: unknown
     deciding: int | None = None
-
-    @property
-    def fixed(self) -> sympy.Expr:
-        return self.weights.total + self.activation + self.overhead
-
-    @property
-    def kv_available(self) -> sympy.Expr:
-        return sym.M_gpu - self.fixed
 
     @property
     def num_blocks(self) -> sympy.Expr:
