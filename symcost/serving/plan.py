@@ -30,6 +30,7 @@ a batch and the smallest tensor-parallel size that holds it (``gpus_needed``).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -233,10 +234,8 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
     """``tp``: the layout's N_tp when it is fixed (it decides whether the custom all-reduce is on);
     None keeps the formulas valid for any N_tp (``deploy`` sweeps it)."""
     engine = Engine(setup.engine, setup.vllm_version, setup.max_num_seqs, setup.max_batched_tokens)
-    ck = setup.checkpoint(model, raw)
+    ck, base = _layout_free(model, raw, setup, lazy)
     prof = profile(model, setup.gpu, engine, max_model_len=T, tp=tp, quant=ck.scheme.layout.kind)
-    base = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0, block_size=setup.block_size,
-                          state_dtype=setup.state_dtype, lazy=lazy)
     notes = list(ck.notes)
     backend = setup.moe_backend or default_moe_backend(setup.gpu, version_tuple(engine.version))
     pad, pad_notes = expert_padding(model, ck, base.weights, backend)
@@ -264,6 +263,29 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
     if lazy and isinstance(peak, sympy.Max):
         peak = sympy.Max(*peak.args, evaluate=False)
     return ServeFormulas(weights, peak, non_torch + graphs, base.kv), prof, ck, base.weights, notes
+
+
+#: (checkpoint, serve_formulas) by model, config and the options they read: ``gpus_needed`` plans every
+#: tensor-parallel size and the sheet asks again on the fewest GPUs, while neither depends on the layout
+#: (the formulas are in N_tp, N_pp, N_ep); the model is kept with its entry so its id is not reused
+_LAYOUT_FREE: dict = {}
+
+
+def _layout_free(model, raw: dict, setup: ServeSetup, lazy: bool):
+    """The checkpoint's bytes (``ServeSetup.checkpoint``) and the layout-free serving formulas
+    (``serve_formulas``, no overhead) of ``setup``, derived once per model, config and options."""
+    key = (id(model), json.dumps(raw, sort_keys=True, default=str), setup.weights_dtype, setup.quant_fallback,
+           setup.experts_dtype, setup.kv_dtype, setup.block_size, setup.state_dtype, lazy)
+    hit = _LAYOUT_FREE.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    ck = setup.checkpoint(model, raw)
+    base = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0, block_size=setup.block_size,
+                          state_dtype=setup.state_dtype, lazy=lazy)
+    if len(_LAYOUT_FREE) > 32:
+        _LAYOUT_FREE.clear()
+    _LAYOUT_FREE[key] = (model, (ck, base))
+    return ck, base
 
 
 def _graphs(setup: ServeSetup, prof: Profile) -> sympy.Expr:
