@@ -455,16 +455,22 @@ NOTE = ("engine accounting per GPU (--engine, --vllm-version): budget = usable m
         "activations outside it")
 
 
-def gpus_needed(model, raw: dict, setup: ServeSetup, *, T: int, batch: int, max_tp: int = 64) -> int | None:
+def gpus_needed(model, raw: dict, setup: ServeSetup, *, T: int, batch: int, max_tp: int = 64,
+                plans: dict | None = None) -> int | None:
     """The smallest tensor-parallel size (a power of two up to ``max_tp``, nothing else split) whose
-    plan holds ``batch`` requests of ``T`` tokens on ``setup.gpu``; None without a GPU or if none does."""
+    plan holds ``batch`` requests of ``T`` tokens on ``setup.gpu``; None without a GPU or if none does.
+    ``plans``: {layout: plan of ``setup`` at that layout} already made (``memory``'s own), not made again;
+    each plan made here is added to it."""
     if setup.gpu is None:
         return None
+    plans = {} if plans is None else plans
     tp = 1
     while tp <= max_tp:
         try:
             check_layout(model, Layout(tp=tp))
-            q = plan(model, raw, replace(setup, layout=Layout(tp=tp)), T=T)
+            q = plans.get(Layout(tp=tp))
+            if q is None:
+                q = plans[Layout(tp=tp)] = plan(model, raw, replace(setup, layout=Layout(tp=tp)), T=T)
             if q.max_batch is not None and q.max_batch >= batch:
                 return tp
         except SymcostError:
@@ -506,6 +512,6 @@ def memory(model, raw: dict, setup: ServeSetup, *, T: int, batch: int) -> Memory
     p = plan(model, raw, setup, T=T)
     cache, _ = cache_bytes_total(model, setup.kv_dtype, model.values_with(T=T, B=batch))
     per_gpu = p.per_gpu_bytes(batch)
-    needed = gpus_needed(model, raw, setup, T=T, batch=batch)
+    needed = gpus_needed(model, raw, setup, T=T, batch=batch, plans={setup.layout: p})
     total = p.weights_total + cache + setup.layout.gpus * (p.activation_rank + p.overhead_rank)
     return Memory(p, T, batch, cache, total, per_gpu, needed, quantization(raw, setup))
