@@ -55,6 +55,8 @@ BOUNDED = [  # (command line, the exit status it must give)
     # seed 29: the NVFP4 checkpoint's 156-entry ignore list was matched glob by glob for every layer's
     # matrices (3 s at any batch); now one compiled regex (``quant._ignore_matcher``)
     (["memory", "glm-5.2-nvfp4", "--T", "4096", "--batch", HUGE_T, "--json"], 0),
+    # seed 30: --mtp 10^21 listed that many MTP layers (an OverflowError); refused past the decoder layers
+    (["presets", "mimo-7b-base", "--seq", HUGE_T, "--mtp", HUGER], 2),
 ]
 
 

@@ -121,6 +121,9 @@ def _with_mtp(model, choice, n: int):
     if "mtp" not in model.extras:
         raise SymcostError(f"--mtp {n}: {model.name}'s config has no multi-token-prediction module "
                            f"(num_nextn_predict_layers) to train; use --mtp 0 or auto")
+    if n > model.n_layers():  # each module is one more layer on the last stage, listed one by one
+        raise SymcostError(f"--mtp {n:,}: more MTP modules than {model.name}'s {model.n_layers()} decoder layers; "
+                           f"its config has {configured(model)} (--mtp auto)")
     try:
         group = mtp_group(model)
     except SymcostError as e:
