@@ -52,6 +52,11 @@ BOUNDED = [  # (command line, the exit status it must give)
     # reached from sheet --T-prefill 2^64)
     (["train", "llama-3.1-8b", "--search", "--gpus", "8", "--gpu", "H100", "--seq", HUGE_T, "--micro-batch", "1",
       "--global-batch", "8"], 2),
+    # seed 29: the NVFP4 checkpoint's 156-entry ignore list was matched glob by glob for every layer's
+    # matrices (3 s at any batch); now one compiled regex (``quant._ignore_matcher``)
+    (["memory", "glm-5.2-nvfp4", "--T", "4096", "--batch", HUGE_T, "--json"], 0),
+    # seed 30: --mtp 10^21 listed that many MTP layers (an OverflowError); refused past the decoder layers
+    (["presets", "mimo-7b-base", "--seq", HUGE_T, "--mtp", HUGER], 2),
 ]
 
 
@@ -280,3 +285,25 @@ def test_fewest_gpus_to_train_skips_only_what_cannot_fit():
         while train_memory(m, S.train_setup(inp, dp=n, tp=1, pp=1, ep=1, zero=3, recompute="full")).per_gpu > budget:
             n *= 2
         assert S._train_gpus(m, inp) == (n, [])
+
+
+def test_ignore_list_matches_as_the_globs_and_regexes_do():
+    """``Scheme.ignored`` (one compiled regex) says what matching each entry in turn says: ``re:X``
+    as ``re.match``, a glob E as ``fnmatchcase`` of E or E.*, or the name itself."""
+    import re
+    from fnmatch import fnmatchcase
+
+    from symcost.serving.quant import _ignore_matcher
+
+    def one_by_one(ignore, name):
+        return any(re.match(e[3:], name) if e.startswith("re:") else
+                   fnmatchcase(name, e) or fnmatchcase(name, e + ".*") or name == e for e in ignore)
+    raw = json.load(open(os.path.join(CONFIGS, "glm-5.2-nvfp4.json")))
+    ignore = tuple(raw["quantization_config"]["ignore"]) + (r"re:.*mlp\.gate$", "a[b]c", "x?y", "re:(?i)HEAD")
+    names = [f"model.layers.{i}.{m}" for i in range(80) for m in
+             ("self_attn", "self_attn.q_a_proj", "mlp", "mlp.gate", "mlp.shared_experts.up_proj",
+              "mlp.experts.3.down_proj")] + ["lm_head", "lm_head.weight", "model.embed_tokens", "abc", "a[b]c",
+                                              "xzy", "xy", "head.x", "model.norm"]
+    got = [_ignore_matcher(ignore)(n) for n in names]
+    assert got == [one_by_one(ignore, n) for n in names]
+    assert 0 < sum(got) < len(names)

@@ -287,3 +287,28 @@ def relax_steps(e: sympy.Expr, var) -> sympy.Expr:
     if not steps:
         return e
     return e.xreplace({a: (0 if isinstance(a, sympy.Mod) else a.args[0]) for a in steps})
+
+
+def largest(*exprs) -> sympy.Expr:
+    """``sympy.Max`` of ``exprs`` (0 for none), built once per set of arguments.
+
+    ``Max`` compares every pair of its arguments under the symbols' assumptions to drop the dominated
+    ones, which for byte formulas holding ``Max`` themselves costs tenths of a second per call; the
+    training formulas ask for the same maxima for every candidate layout of a search (they are in
+    the layout symbols), so the result is kept. ``Max`` takes its arguments as a set, so the order
+    they come in never changes the result."""
+    if not exprs:
+        return sympy.Integer(0)
+    return _largest(frozenset(sympy.sympify(e) for e in exprs))
+
+
+_LARGEST: dict = {}
+
+
+def _largest(args: frozenset) -> sympy.Expr:
+    hit = _LARGEST.get(args)
+    if hit is None:
+        if len(_LARGEST) > 4096:
+            _LARGEST.clear()
+        hit = _LARGEST[args] = sympy.Max(*args)
+    return hit

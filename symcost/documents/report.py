@@ -49,6 +49,7 @@ from ..core.units import dtype_bytes, human_bytes, human_count
 from ..model.assembly import Model
 from ..training.sheet import CARD, training_context  # the Training and Communication sections
 from .summary import MAX_TRAIN_GPUS, Inputs, by_key, summary
+from .summary import served as serve_rows
 
 #: printed width (characters) of one line of a display derivation before it is split
 WIDTH = 56
@@ -437,7 +438,7 @@ def summary_context(model: Model, raw: dict, inp: Inputs, sections: list, phases
     and the command lines that print each figure."""
     rows = by_key(summary(model, raw, inp))
     n_serve = rows["serve_gpus"].value
-    served = by_key(summary(model, raw, dataclasses.replace(inp, tp=n_serve))) if n_serve and n_serve > 1 else rows
+    served = serve_rows(model, raw, dataclasses.replace(inp, tp=n_serve)) if n_serve and n_serve > 1 else rows
     name, T1, T2, B = model.name, inp.T_prefill, inp.T_decode, inp.batch
     conv = [f"--attention {ph.attention} --logits {ph.logits} --mla {ph.mla} --impl {ph.impl}" for ph in phases]
     dt = f"--kv-dtype {inp.kv_dtype}" + (f" --weights-dtype {inp.weights_dtype}" if inp.weights_dtype else "")

@@ -47,7 +47,7 @@ from ..hardware.gpus import gpu as find_gpu
 from ..model.parallel import Layout
 from ..serving.memory import cache_bytes, cache_bytes_total
 from ..serving.plan import NOTE as SERVE_NOTE
-from ..serving.plan import ServeSetup, memory
+from ..serving.plan import ServeSetup, memory, plan
 from ..training import train_memory
 from ..training.framework import HEADROOM_GIB, budget_bytes
 from ..training.setup import TrainSetup
@@ -159,7 +159,8 @@ def _train_gpus(model, inp: Inputs) -> tuple[int | None, list[str]]:
     n, states = 1, None
     while n <= MAX_TRAIN_GPUS:
         try:
-            tm = train_memory(model, train_setup(inp, dp=n, tp=1, pp=1, ep=1, zero=3, recompute="full"))
+            tm = train_memory(model, train_setup(inp, dp=n, tp=1, pp=1, ep=1, zero=3, recompute="full"),
+                              formulas=False)
         except SymcostError:
             tm = None
         if tm is not None and tm.per_gpu <= budget:  # as ``train`` judges fits
@@ -172,6 +173,24 @@ def _train_gpus(model, inp: Inputs) -> tuple[int | None, list[str]]:
                 n *= 2
         n *= 2
     return None, [f"no power of two up to {MAX_TRAIN_GPUS} GPUs fits"]
+
+
+def served(model, raw: dict, inp: Inputs) -> dict[str, Row]:
+    """The rows ``serve_per_gpu`` and ``kv_capacity`` of ``summary(model, raw, inp)``, from the one
+    ``plan`` call ``memory`` makes for them (the sheet asks for them again on the fewest GPUs that
+    serve, where the rest of the summary, and ``memory``'s own search for that count, are not needed)."""
+    setup = serve_setup(model, inp)
+    return by_key(_served(plan(model, raw, setup, T=inp.T_decode), setup, inp))
+
+
+def _served(p, setup: ServeSetup, inp: Inputs) -> list[Row]:
+    """The per-GPU serving rows of plan ``p`` (``memory``'s ``per_gpu_bytes`` and KV capacity)."""
+    f, B = p.formulas, inp.batch
+    lay = f"TP{inp.tp}·PP{inp.pp}·DP{inp.dp}·EP{inp.ep}"
+    return [Row("serve_per_gpu", f"serving memory per GPU, {lay}, T = {inp.T_decode:,}, B = {B}",
+                p.per_gpu_bytes(B), "B", f.per_gpu(), SERVE_NOTE),
+            Row("kv_capacity", f"KV capacity per GPU on {p.gpu.name} ({lay})", p.kv.tokens, "tokens",
+                f.kv_tokens, f"{SERVE_NOTE}; budget = usable memory x {setup.mem_util}")]
 
 
 def _layer_count(model) -> int:
@@ -216,16 +235,12 @@ def summary(model, raw: dict, inp: Inputs = Inputs()) -> list[Row]:
     # serving memory (``memory``)
     setup = serve_setup(model, inp)
     r = memory(model, raw, setup, T=inp.T_decode, batch=B)
-    p, f = r.plan, r.plan.formulas
-    lay = f"TP{inp.tp}·PP{inp.pp}·DP{inp.dp}·EP{inp.ep}"
+    p = r.plan
     rows.append(Row("weights_stored", f"weights as stored ({r.quantization})", p.weights_total, "B",
                     setup.checkpoint(model, raw).served_terms().total,
                     "checkpoint bytes as the engine loads them: quantization_config (scales included) or "
                     "--weights-dtype; MTP / next-n modules not loaded"))
-    rows.append(Row("serve_per_gpu", f"serving memory per GPU, {lay}, T = {inp.T_decode:,}, B = {B}",
-                    r.per_gpu_bytes, "B", f.per_gpu(), SERVE_NOTE))
-    rows.append(Row("kv_capacity", f"KV capacity per GPU on {p.gpu.name} ({lay})", p.kv.tokens, "tokens",
-                    f.kv_tokens, f"{SERVE_NOTE}; budget = usable memory x {setup.mem_util}"))
+    rows += _served(p, setup, inp)
     rows.append(Row("serve_gpus", f"fewest {p.gpu.name} to serve B = {B} at T = {inp.T_decode:,}",
                     r.gpus_needed, "GPUs", None,
                     "smallest tensor-parallel size (a power of two up to 64, nothing else split) whose KV pages "
@@ -263,7 +278,7 @@ def summary(model, raw: dict, inp: Inputs = Inputs()) -> list[Row]:
                         12 * sympy.Integer(L) * sym.d ** 2,
                         "a GPT layer: 4·d² attention + 8·d² MLP (d_ff = 4d, MHA, no biases); exact: the "
                         "parameters without embedding and head", rule_of="params_total", ratio=body / rule))
-    states = train_memory(model, train_setup(inp, dp=1, tp=1, pp=1, ep=1, zero=0))
+    states = train_memory(model, train_setup(inp, dp=1, tp=1, pp=1, ep=1, zero=0), formulas=False)
     rows.append(Row("rule_16b", "rule of thumb 16 B per parameter (training states)", 16 * total, "B",
                     16 * total_t.total, "bf16 weights 2 + bf16 gradients 2 + AdamW fp32 master and moments 12; "
                     "exact: train's weights + gradients + optimizer on one GPU, ZeRO-0",

@@ -32,6 +32,7 @@ a batch and the smallest tensor-parallel size that holds it (``gpus_needed``).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
@@ -264,10 +265,8 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
     None keeps the formulas valid for any N_tp (``deploy`` sweeps it). ``pp``: the pipeline stages to
     cost one by one (None: the layout's; 1: none, the formulas' ⌈count/p⌉ bound in N_pp)."""
     engine = Engine(setup.engine, setup.vllm_version, setup.max_num_seqs, setup.max_batched_tokens)
-    ck = setup.checkpoint(model, raw)
+    ck, base = _layout_free(model, raw, setup, lazy)
     prof = profile(model, setup.gpu, engine, max_model_len=T, tp=tp, quant=ck.scheme.layout.kind)
-    base = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0, block_size=setup.block_size,
-                          state_dtype=setup.state_dtype, lazy=lazy)
     notes = list(ck.notes)
     backend = setup.moe_backend or default_moe_backend(setup.gpu, version_tuple(engine.version))
     pad, pad_notes = expert_padding(model, ck, base.weights, backend)
@@ -367,6 +366,29 @@ def engine_stages(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = F
         st, _ = stage_formulas(model, ck, setup, prof, f.kv, non_torch, backend, pp=pp, lazy=lazy)
         return ServeFormulas(f.weights, f.activation, f.overhead, f.kv, st) if st else None
     return f, prof.max_batched_tokens, at
+
+
+#: (checkpoint, serve_formulas) by model, config and the options they read: ``gpus_needed`` plans every
+#: tensor-parallel size and the sheet asks again on the fewest GPUs, while neither depends on the layout
+#: (the formulas are in N_tp, N_pp, N_ep); the model is kept with its entry so its id is not reused
+_LAYOUT_FREE: dict = {}
+
+
+def _layout_free(model, raw: dict, setup: ServeSetup, lazy: bool):
+    """The checkpoint's bytes (``ServeSetup.checkpoint``) and the layout-free serving formulas
+    (``serve_formulas``, no overhead) of ``setup``, derived once per model, config and options."""
+    key = (id(model), json.dumps(raw, sort_keys=True, default=str), setup.weights_dtype, setup.quant_fallback,
+           setup.experts_dtype, setup.kv_dtype, setup.block_size, setup.state_dtype, lazy)
+    hit = _LAYOUT_FREE.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    ck = setup.checkpoint(model, raw)
+    base = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0, block_size=setup.block_size,
+                          state_dtype=setup.state_dtype, lazy=lazy)
+    if len(_LAYOUT_FREE) > 32:
+        _LAYOUT_FREE.clear()
+    _LAYOUT_FREE[key] = (model, (ck, base))
+    return ck, base
 
 
 def _graphs(setup: ServeSetup, prof: Profile) -> sympy.Expr:
@@ -469,16 +491,22 @@ NOTE = ("engine accounting per GPU (--engine, --vllm-version): budget = usable m
         "activations outside it")
 
 
-def gpus_needed(model, raw: dict, setup: ServeSetup, *, T: int, batch: int, max_tp: int = 64) -> int | None:
+def gpus_needed(model, raw: dict, setup: ServeSetup, *, T: int, batch: int, max_tp: int = 64,
+                plans: dict | None = None) -> int | None:
     """The smallest tensor-parallel size (a power of two up to ``max_tp``, nothing else split) whose
-    plan holds ``batch`` requests of ``T`` tokens on ``setup.gpu``; None without a GPU or if none does."""
+    plan holds ``batch`` requests of ``T`` tokens on ``setup.gpu``; None without a GPU or if none does.
+    ``plans``: {layout: plan of ``setup`` at that layout} already made (``memory``'s own), not made again;
+    each plan made here is added to it."""
     if setup.gpu is None:
         return None
+    plans = {} if plans is None else plans
     tp = 1
     while tp <= max_tp:
         try:
             check_layout(model, Layout(tp=tp))
-            q = plan(model, raw, replace(setup, layout=Layout(tp=tp)), T=T)
+            q = plans.get(Layout(tp=tp))
+            if q is None:
+                q = plans[Layout(tp=tp)] = plan(model, raw, replace(setup, layout=Layout(tp=tp)), T=T)
             if q.max_batch is not None and q.max_batch >= batch:
                 return tp
         except SymcostError:
@@ -520,6 +548,6 @@ def memory(model, raw: dict, setup: ServeSetup, *, T: int, batch: int) -> Memory
     p = plan(model, raw, setup, T=T)
     cache, _ = cache_bytes_total(model, setup.kv_dtype, model.values_with(T=T, B=batch))
     per_gpu = p.per_gpu_bytes(batch)
-    needed = gpus_needed(model, raw, setup, T=T, batch=batch)
+    needed = gpus_needed(model, raw, setup, T=T, batch=batch, plans={setup.layout: p})
     total = p.weights_total + cache + setup.layout.gpus * (p.activation_rank + p.overhead_rank)
     return Memory(p, T, batch, cache, total, per_gpu, needed, quantization(raw, setup))

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
+from fnmatch import translate
+from functools import lru_cache
 from fractions import Fraction
 
 import sympy
@@ -167,13 +168,25 @@ class Scheme:
         return Fraction(hit, len(idx))
 
     def ignored(self, name: str) -> bool:
-        for e in self.ignore:
-            if e.startswith("re:"):
-                if re.match(e[3:], name):
-                    return True
-            elif fnmatchcase(name, e) or fnmatchcase(name, e + ".*") or name == e:
-                return True
-        return False
+        """Whether ``name`` is on the ignore list: an entry ``re:X`` matches where the regex X matches
+        at the start (compressed-tensors), any other entry E where the glob E or E.* matches the whole
+        name, or the name is E itself (modelopt). The list is compiled once into one regex
+        (``_ignore_matcher``): an NVFP4 checkpoint lists ~150 modules, asked for each layer's matrices."""
+        return _ignore_matcher(tuple(self.ignore))(name)
+
+
+@lru_cache(maxsize=64)
+def _ignore_matcher(ignore: tuple):
+    """``Scheme.ignored``'s rule over ``ignore`` as one compiled alternation (``fnmatch.translate``
+    of each glob is its whole-name regex, so ``re.match`` of the alternation is ``fnmatchcase`` of any)."""
+    regexes = [e[3:] for e in ignore if e.startswith("re:")]  # each as written (its own flags)
+    globs = [x for e in ignore if not e.startswith("re:") for x in (translate(e), translate(e + ".*"))]
+    rx = re.compile("|".join(globs)) if globs else None
+
+    def match(name: str) -> bool:
+        return ((rx is not None and rx.match(name) is not None) or name in ignore
+                or any(re.match(e, name) for e in regexes))
+    return match
 
 
 def _base_dtype(raw: dict) -> Fraction:

@@ -32,6 +32,7 @@ with ``saved_tensors_hooks``); ``korthikanti`` is the published dense-GPT closed
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 import sympy
 
@@ -362,7 +363,16 @@ def backward_buffers(components, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp) 
     gradient of the down projection's input and those of the gate and up outputs (3·b_a·w/N_tp
     per token, w the widest column-parallel dense projection of the layer: d_ff for a SwiGLU MLP).
     rows = B·T/N_cp. Counted with the layer's working set (``recompute.Recompute.chunk``'s
-    ``extra``), never with the saved set: they are gone once the layer's backward ends."""
+    ``extra``), never with the saved set: they are gone once the layer's backward ends.
+
+    Built once per (components, sp, tp, cp) (``_backward_buffers``): ``train_memory``, its formula, the
+    search's compiled sums and the sheet's fewest-GPUs loop ask for the same layer's buffers many times,
+    and the ``Max`` over the layer's widths is the costly part (SymPy compares every pair)."""
+    return _backward_buffers(tuple(components), bool(sp), tp, cp)
+
+
+@lru_cache(maxsize=256)
+def _backward_buffers(components: tuple, sp: bool, tp, cp) -> sympy.Expr:
     from ..core.primitives import Linear
     width = next((w for w in (c.residual_width() for c in components) if w is not None), sym.d)
     wide = [p.out for c in components for p in c.primitives(None)

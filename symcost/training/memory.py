@@ -52,7 +52,7 @@ import sympy
 from ..components.moe import MoE
 from ..core.errors import SymcostError
 from ..core.notation import sym
-from ..core.terms import exact
+from ..core.terms import exact, largest
 from .activations import (
     _bytes,
     _records,
@@ -242,10 +242,13 @@ def _tree_total(c, bw, capacity, sp, tp, cp):
     return sum((_bytes(r, sp=sp, tp=tp, cp=cp) for r in _records(c, bw, capacity)), sympy.Integer(0))
 
 
-def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMemory:
+def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8, formulas: bool = True) -> TrainMemory:
     """Per-GPU bytes of one training setup (``setup.TrainSetup``, checked against the model here);
     ``gpus_per_node`` only for DeepSpeed's host bytes per node (``host_node``). The MTP modules the
-    setup trains (``setup.mtp``) join the model first (``mtp.with_mtp``)."""
+    setup trains (``setup.mtp``) join the model first (``mtp.with_mtp``). ``formulas=False``: the
+    figures only, ``formula`` holds just the activation tree (a search over setups that reads
+    ``per_gpu`` and the states, as the sheet's fewest GPUs to train, skips deriving the heaviest
+    stage's term tree for every candidate; the figures are the same either way)."""
     model = with_mtp(model, setup.mtp)
     setup.check(model)
     plan, states_opt, rc, bw = setup.plan, setup.states, setup.recompute, setup.backward
@@ -437,11 +440,11 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
     else:  # the experts also compute on the padding
         flops = padded_expert_flops(model, ftree, capacity, seq=seq, micro_batch=micro_batch, cp=cp,
                                     routings=m * dp)
-    formulas = {"activations_per_micro_batch": tree,
-               **formula(model, setup, heavy, activation_model == "engine")}
+    trees = {"activations_per_micro_batch": tree,
+             **(formula(model, setup, heavy, activation_model == "engine") if formulas else {})}
     out = TrainMemory(heavy["weights"], heavy["gradients"], heavy["optimizer"], heavy["activations"],
                       heavy["per_gpu"], flops, notes, heavy["stage"], m, heavy["in_flight"],
-                      heavy["recompute_working"], formulas, rows)
+                      heavy["recompute_working"], trees, rows)
     out.host = heavy["host"]
     out.gathered, out.loss_peak = heavy["gathered"], heavy["loss_peak"]
     out.fp8_weights, out.host_activations = heavy["fp8_weights"], heavy["host_activations"]
@@ -455,12 +458,14 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8) -> TrainMe
         out.allocator_cached = int(sympy.ceiling(sympy.sympify(ltree["allocator_cached"]).xreplace(vals)))
     if fw.name == "deepspeed":  # the estimators' host figure per node (``states.estimator_host_node``)
         psi = sum(sum(r[k] for k in ("split", "whole", "experts")) for r in stages(model, 1))
-        largest = max((sum(u) for u in rank_units(model, setup.replace(pp=1, virtual=1), 0)), default=0)
+        unit = max((sum(u) for u in rank_units(model, setup.replace(pp=1, virtual=1), 0)), default=0)
         host = state_formula(ranks[heavy["stage"]], setup)["host"].xreplace(
             {k: sympy.Integer(x) for k, x in layout_values(model, setup).items() if k in (sym.N_dp, sym.N_tp, sym.N_cp,
                                                                                           sym.N_ep, sym.N_sh)})
-        out.host_node = int(sympy.floor(estimator_host_node(plan.zero, offload, psi, largest, plan.world,
+        out.host_node = int(sympy.floor(estimator_host_node(plan.zero, offload, psi, unit, plan.world,
                                                             gpus_per_node, host)))
+    if not formulas:
+        return out
     out.formula["gathered"] = gathered_formula(model, setup, heavy["stage"], ranks[heavy["stage"]])
     if heavy["loss_peak"]:
         out.formula["loss_peak"] = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp))
@@ -572,8 +577,8 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
                 moves.append(moving)
             acts.append(per)
         a = sympy.Rational(pp + 1, 2) * (acts[0] + acts[1]) if dual else acts[0]
-        out["activations"] = (a + (sympy.Max(*moves) if moves else 0)).xreplace(model.values)
-        out["working"] = sympy.Max(*works).xreplace(model.values) if works else sympy.Integer(0)
+        out["activations"] = (a + (largest(*moves) if moves else 0)).xreplace(model.values)
+        out["working"] = largest(*works).xreplace(model.values) if works else sympy.Integer(0)
     return out
 
 
@@ -583,7 +588,7 @@ def total_formula(parts: dict) -> sympy.Expr:
     keys = ("weights", "gradients", "optimizer", "fp8_weights", "gathered", "all_gather_pool", "activations",
             "pipeline_buffers")
     tot = sum((_total(parts[k]) for k in keys if k in parts), sympy.Integer(0))
-    return tot + sympy.Max(_total(parts.get("loss_peak", sympy.Integer(0))), parts.get("working", sympy.Integer(0)))
+    return tot + largest(_total(parts.get("loss_peak", sympy.Integer(0))), parts.get("working", sympy.Integer(0)))
 
 
 def _total(x):

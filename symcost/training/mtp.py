@@ -91,8 +91,29 @@ def _norm_kind(layer_groups) -> str:
 
 def with_mtp(model, choice="auto"):
     """``model`` with ``count(model, choice)`` MTP modules as its ``mtp`` layer group (module
-    docstring); the model itself when that is 0 (or it already is one)."""
+    docstring); the model itself when that is 0 (or it already is one).
+
+    The same model object for the same (model, number of modules): ``train_memory`` and the search
+    call this for every candidate, and what is derived once per model (the search's compiled
+    activation sums, the sheet's fewest GPUs to train, the model's own term trees) is kept by the
+    model's identity, which a fresh copy per call would defeat. The input model is kept with its
+    entry, so its id is not reused while the entry lives."""
     n = count(model, choice)
+    key = (id(model), n, parse(choice) == "auto")  # auto falls back where a number raises
+    hit = _WITH_MTP.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    if len(_WITH_MTP) > 64:
+        _WITH_MTP.clear()
+    out = _with_mtp(model, choice, n)
+    _WITH_MTP[key] = (model, out)
+    return out
+
+
+_WITH_MTP: dict = {}
+
+
+def _with_mtp(model, choice, n: int):
     if isinstance(model, MTPModel) or n == 0:
         if n == 0 and configured(model):
             return _values(model, 0)
@@ -100,6 +121,9 @@ def with_mtp(model, choice="auto"):
     if "mtp" not in model.extras:
         raise SymcostError(f"--mtp {n}: {model.name}'s config has no multi-token-prediction module "
                            f"(num_nextn_predict_layers) to train; use --mtp 0 or auto")
+    if n > model.n_layers():  # each module is one more layer on the last stage, listed one by one
+        raise SymcostError(f"--mtp {n:,}: more MTP modules than {model.name}'s {model.n_layers()} decoder layers; "
+                           f"its config has {configured(model)} (--mtp auto)")
     try:
         group = mtp_group(model)
     except SymcostError as e:

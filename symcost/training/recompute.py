@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import sympy
 
 from ..core.errors import SymcostError
+from ..core.terms import largest
 
 METHODS = ("uniform", "block", "every")
 
@@ -119,7 +120,7 @@ def _largest(xs):
     out = 0
     xs = list(xs)
     if any(isinstance(x, sympy.Basic) and not x.is_Number for x in xs):  # expressions (``memory.formula``)
-        return sympy.Max(*xs) if xs else sympy.Integer(0)
+        return largest(*xs)
     for x in xs:
         if hasattr(x, "shape") or hasattr(out, "shape"):
             import numpy  # lazy: only train --search passes arrays (numpy is optional)

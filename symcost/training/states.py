@@ -49,6 +49,7 @@ import sympy
 
 from ..core.errors import SymcostError
 from ..core.notation import sym
+from ..core.terms import largest
 from .framework import framework
 
 OFFLOAD = ("none", "optimizer", "params")
@@ -233,7 +234,7 @@ def gathered_terms(units, rank, fw, zero: int, resharded: bool, pp: int) -> symp
     0 below ZeRO-3: the parameters are whole on every rank."""
     if zero < 3 or not units:
         return sympy.Integer(0)
-    U = sympy.Max(*[unit_params(*u) for u in _undominated(units)])
+    U = largest(*[unit_params(*u) for u in _undominated(units)])  # the same maxima for every candidate N_dp
     if resharded:
         return fw.unit_bytes * U
     psi = unit_params(*rank)
