@@ -97,13 +97,33 @@ class Compiled:
     #: the fewest blocks), their block count compiled on first use; None: the ⌈count/p⌉ bound
     stages: object = None
     stage_blocks: dict = field(default_factory=dict)
+    #: a stage's block count -> its compiled function: stages recur across pipeline sizes (the same
+    #: layers on a stage), so each is compiled once and a size's count is the fewest of its stages'
+    stage_fns: dict = field(default_factory=dict)
 
     def blocks_at(self, pp: int):
-        """The compiled block count of the stages at ``pp`` (None: no stage costing there)."""
+        """The block count of the stages at ``pp``, a function of the SYMS arrays (the fewest over
+        the stages, ``ServeFormulas.num_blocks``' Min evaluated stage by stage); None: no stage
+        costing there."""
         if pp not in self.stage_blocks:
             sf = self.stages(pp) if self.stages is not None else None
-            self.stage_blocks[pp] = compile_exprs({"num_blocks": sf.num_blocks}, SYMS) if sf else None
+            each = list(dict.fromkeys(s.num_blocks for s in sf.stages if s.num_blocks is not None)) if sf else []
+            for e in each:
+                if e not in self.stage_fns:
+                    self.stage_fns[e] = compile_exprs({"num_blocks": e}, SYMS)
+            fns = [self.stage_fns[e] for e in each]
+            self.stage_blocks[pp] = _fewest(fns) if fns else None
         return self.stage_blocks[pp]
+
+
+def _fewest(fns):
+    """The elementwise fewest blocks over the stages' compiled functions (``get_kv_cache_configs``)."""
+    np = numpy()
+
+    def fn(*args):
+        return {"num_blocks": np.minimum.reduce([np.broadcast_to(np.asarray(f(*args)["num_blocks"], dtype=float),
+                                                                 np.shape(args[0])) for f in fns])}
+    return fn
 
 
 def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dtype=None, quant_fallback=False,

@@ -303,7 +303,7 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
 
 
 def stage_formulas(model, ck, setup: ServeSetup, prof: Profile, kv, non_torch, backend: str, *, pp: int,
-                   lazy: bool = False) -> tuple[list, str | None]:
+                   lazy: bool = False, seen: dict | None = None) -> tuple[list, str | None]:
     """vLLM's pipeline stages, each as its worker sizes its KV cache (``StageFormula``): the weights
     its own layers hold (``weights_per_gpu`` of the stage: embedding on the first, final norm and head
     on the last, with the MXFP4/NVFP4 kernel padding and the uneven expert split of those layers),
@@ -312,7 +312,10 @@ def stage_formulas(model, ck, setup: ServeSetup, prof: Profile, kv, non_torch, b
     (``KVFormula.stage_block_bytes``). MTP layers are not loaded without speculative decoding
     (``Checkpoint.served_terms``), so no stage holds them. Returns (stages, a note or None); no
     stages — the ⌈count/pp⌉ bound of the formulas stays — for SGLang (its own pipeline accounting,
-    not modelled) and where the stage costing cannot follow the model (``pipeline_stages``)."""
+    not modelled) and where the stage costing cannot follow the model (``pipeline_stages``).
+    ``seen``: stages already costed, by their layers (counts, first, last), shared by the calls of one
+    model and setup over several pipeline sizes (``engine_stages``): a stage's terms depend on its own
+    layers only, so the stages that recur across N_pp are built once."""
     if prof.engine.name != "vllm":
         return [], f"pipeline stages: {prof.engine.name}'s per-stage accounting is not modelled; each stage is " \
                    f"bounded by ceil(count/pp) layers of every group + the larger of embedding and head"
@@ -324,7 +327,7 @@ def stage_formulas(model, ck, setup: ServeSetup, prof: Profile, kv, non_torch, b
         return [], f"pipeline stages not costed one by one ({exc}); each is bounded by ceil(count/pp) layers of " \
                    f"every group + the larger of embedding and head"
     lay = replace(setup.layout, pp=pp)
-    out, seen = [], {}
+    out, seen = [], ({} if seen is None else seen)
     for st in stages:
         key = (tuple(sorted(st.counts.items())), st.first, st.last)
         if key in seen:  # a stage like one already costed (the middle stages of an even split)
@@ -359,11 +362,12 @@ def engine_stages(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = F
     f, prof, ck, _, _ = _engine_formulas(model, raw, setup, T=T, lazy=lazy, pp=1)
     backend = setup.moe_backend or default_moe_backend(setup.gpu, version_tuple(prof.engine.version))
     non_torch = f.overhead - _graphs(setup, prof)
+    seen: dict = {}  # the stages costed so far, by their layers: they recur across pipeline sizes
 
     def at(pp: int) -> ServeFormulas | None:
         if pp <= 1:
             return None
-        st, _ = stage_formulas(model, ck, setup, prof, f.kv, non_torch, backend, pp=pp, lazy=lazy)
+        st, _ = stage_formulas(model, ck, setup, prof, f.kv, non_torch, backend, pp=pp, lazy=lazy, seen=seen)
         return ServeFormulas(f.weights, f.activation, f.overhead, f.kv, st) if st else None
     return f, prof.max_batched_tokens, at
 
