@@ -14,6 +14,15 @@ from symcost.core.exprparse import parse
 from symcost.core.notation import sym
 
 
+@pytest.fixture
+def unbounded(monkeypatch):
+    """The symbolic commands' CPU budget lifted: these tests check the calibrated TTFT's derivative,
+    whose regimes resolve near the budget (``BUDGET_CPU_S``, product behaviour measured by
+    ``benchmarks/``), so a slower machine would test the budget instead of the derivative."""
+    from symcost.cli.commands import symbolic
+    monkeypatch.setattr(symbolic, "BUDGET_CPU_S", 120.0)
+
+
 def _run(argv, capsys):
     code = main(argv + ["--json"])
     out, err = capsys.readouterr()
@@ -44,7 +53,7 @@ def _fd(expr, var, at, h=sympy.Rational(1, 10**4)):
     ("llama-3.1-8b", "train_memory", "cp", 2, dict(zero=1, tp=1, dp=4)),
     ("mixtral-8x7b-v0.1", "train_memory", "ep", 4, dict(zero=1, dp=8, tp=1, cp=1)),
 ])
-def test_scale_derivative_equals_finite_difference(name, metric, wrt, at, kw, capsys):
+def test_scale_derivative_equals_finite_difference(name, metric, wrt, at, kw, capsys, unbounded):
     argv = ["scale", name, "--metric", metric, "--wrt", wrt, "--batch", "4"]
     for k, v in kw.items():
         argv += [f"--{k}"] if v is True else [f"--{k}", str(v)]
@@ -61,7 +70,7 @@ def test_scale_derivative_equals_finite_difference(name, metric, wrt, at, kw, ca
     assert d != 0 and float(d) == pytest.approx(float(fd), rel=1e-6)
 
 
-def test_moe_ttft_derivative(capsys):
+def test_moe_ttft_derivative(capsys, unbounded):
     """DeepSeek-V3's TTFT keeps (1 − k/E)^T (experts the prompt touches), which symcost's parser
     does not read back: the derivative is checked through the API against the finite difference."""
     from symcost.analysis.symbolic import derivative

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -756,8 +757,11 @@ def parse_map(items: list[str] | tuple[str, ...]) -> dict[str, sympy.Expr]:
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def to_text(expr: sympy.Expr) -> str:
-    """SymPy ``str()`` syntax in the notation's names; ``parse`` reads it back unchanged.
+    """SymPy ``str()`` syntax in the notation's names; ``parse`` reads it back unchanged. Memoised:
+    expressions are immutable, and a command prints the same large ones more than once (a derivative in
+    its summary and its regimes), each print sorting every sum's terms again.
 
     >>> from symcost.core.notation import sym
     >>> e = sympy.Min(sym.T, sym.W - 1) * sym.H_kv / 2

@@ -96,13 +96,26 @@ def _check_text(m, args, result) -> str:
     return "\n".join(lines)
 
 
+#: CPU seconds the open-ended symbolic work may take from the start of a command (building the metric's terms
+#: included; core.deadline): scale's regimes refuse past it, check's naming of the cause stops there. With
+#: the interpreter's start and SymPy's import, a command answers within 2 s of CPU
+BUDGET_CPU_S = 1.3
+
+
+def _left(start: float) -> float:
+    """CPU seconds of ``BUDGET_CPU_S`` left since ``start`` (a ``time.process_time()``)."""
+    return max(BUDGET_CPU_S - (time.process_time() - start), 0.05)
+
+
 def cmd_check(args, out):
+    start = time.process_time()
     _resolve(args, "check")
     m = loader.build(args.model)
     user = parse(args.expr, extra=parse_map(args.map or []))
     inputs = {k: v for k, v in (("T", args.T), ("B", args.batch)) if v is not None}
     terms = _metric_terms(m, args)
-    result = compare(terms, user, {**terms.bound, **m.values_with(**inputs)}, user_text=args.expr)
+    result = compare(terms, user, {**terms.bound, **m.values_with(**inputs)}, user_text=args.expr,
+                     explain_within=_left(start))
     out.emit({"model": m.name, "metric": args.metric, "unit": METRICS[args.metric], **result},
              _check_text(m, args, result))
     return 1 if args.strict and not result["equal"] else 0
@@ -143,9 +156,6 @@ def _wrt(m, args):
     return var
 
 
-#: CPU seconds scale may take from the start of the command (building the metric's terms included) before
-#: it refuses (core.deadline): with the interpreter's start and SymPy's import, within 2 s of CPU
-SCALE_CPU_S = 1.3
 
 
 def _regime_lines(label: str, e) -> list[str]:
@@ -173,19 +183,23 @@ def cmd_scale(args, out):
     given = {k: v for k, v in terms.bound.items() if k not in m.values and k is not var and k is not sym.T}
     terms = Terms({"total": terms.total.xreplace(given)}, bound=terms.bound) if given else terms
     try:
-        with deadline(max(SCALE_CPU_S - (time.process_time() - start), 0.05)):
-            summary = scale_summary(terms, var, values=values)
+        with deadline(_left(start)):
             d_sym = derivative(terms.total, var)
+            # the values bind nothing left in the formula (the config's fields are numbers already): the
+            # derivative at the config's values is this one
+            same = not set(values) & terms.total.free_symbols
+            summary = scale_summary(terms, var, values=values, d=d_sym if same else None)
     except DeadlineExceeded:
         raise SymcostError(f"scale: the regimes of {args.metric} in {var} (nested min/max and steps) did not "
-                           f"resolve within {SCALE_CPU_S:g} s of CPU; give more of the layout as options "
+                           f"resolve within {BUDGET_CPU_S:g} s of CPU; give more of the layout as options "
                            "(--tp/--pp/--dp/--ep, --gpu) or take another --wrt") from None
     symbolic = to_text(d_sym)
     degree = summary["degree"] if summary["degree"] is not None else f"not a polynomial in {var}"
     lines = [f"{m.name}: how {args.metric} grows with {var}"]
     if isinstance(d_sym, sympy.Piecewise):  # one regime a line (the substituted one again, as an expression)
-        d_val = sympy.Piecewise(*[(sympy.factor_terms(sympy.expand(e.xreplace(values))), c.xreplace(values))
-                                  for e, c in d_sym.args])  # values hold no var: substituting after is the same
+        d_val = d_sym if same else sympy.Piecewise(
+            *[(sympy.factor_terms(sympy.expand(e.xreplace(values))), c.xreplace(values))
+              for e, c in d_sym.args])  # values hold no var: substituting after is the same
         lines += _regime_lines(f"d/d{var}", d_sym) + _regime_lines("  = at this config's values", d_val)
     else:
         lines.append(f"  d/d{var}: {symbolic} = {summary['derivative']}")
