@@ -7,6 +7,9 @@ import pytest
 from tests.generated import rendered
 from tests.tex import need_tex
 
+# on one xdist worker: the documents are rendered once per worker (tests/generated.py)
+pytestmark = pytest.mark.xdist_group("generated")
+
 DOCS = rendered()
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|tmp|home|root|usr|opt|var|mnt)/")
 

@@ -20,6 +20,9 @@ from symcost.documents.plot import METRICS, plot_vs_T, series
 from symcost.serving.memory import cache_bytes_total
 from tests.tex import need_tex
 
+# on one xdist worker: the documents are rendered once per worker (tests/generated.py)
+pytestmark = pytest.mark.xdist_group("generated")
+
 MODELS = ["llama-3.1-8b", "gemma-2-9b-it"]  # dense GQA; alternating sliding window (a breakpoint)
 
 
