@@ -82,6 +82,21 @@ def summary(out) -> dict:
     return {"rows": len(out), "median_abs_error": statistics.median(err), "worst_factor": worst}
 
 
+def by_dispatcher(out) -> dict:
+    """Median predicted/measured ratio of the routed-expert rows by the token dispatcher their
+    recipe ran (``moe_dispatcher``: Megatron-Core's ``alltoall``, or the flex dispatcher's
+    ``hybridep``), with the rows' ids: the predictor does not read the dispatcher, so a split
+    between the groups is a mechanism of one dispatcher the model lacks."""
+    rows_ = {r["id"]: r for r in rows()}
+    groups: dict = {}
+    for r in out:
+        disp = rows_[r["id"]].get("moe_dispatcher")
+        if disp:
+            groups.setdefault(disp, []).append(r)
+    return {k: {"rows": len(v), "median_ratio": statistics.median(x["ratio"] for x in v),
+                "ids": sorted(x["id"] for x in v)} for k, v in groups.items()}
+
+
 if __name__ == "__main__":
     out, refused = table()
     for r in out:
@@ -91,4 +106,6 @@ if __name__ == "__main__":
               f"exposed {sum(s['exposed_comm_s'].values()):.2f}")
     for x in refused:
         print("REFUSED", x)
+    for disp, g in by_dispatcher(out).items():
+        print(f"moe_dispatcher {disp:<9} rows {g['rows']}  median ratio {g['median_ratio']:.2f}")
     print(summary(out))
