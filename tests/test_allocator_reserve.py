@@ -255,3 +255,18 @@ def test_all_gather_pool_is_two_consecutive_units(monkeypatch, tmp_path):
     pool = all_gather_pool_formula(tiny, TrainSetup.of(seq=16, dp=4, zero=3, framework="torchtitan"), 0)
     assert int(pool.xreplace({sym.N_tp: 1, sym.N_ep: 1})) == seen
     assert seen == 2 * (64 * 1024 + 64 + 30848)  # [norm, lm_head] after the last layer, in bf16
+
+
+def test_loss_parallel_only_under_tensor_parallelism():
+    """torchtitan turns loss parallel on only with N_tp > 1 (``parallel_dims.loss_parallel_enabled``): at
+    N_tp = 1 the "parallel" tree is the eager one, above it exactly one more fp32 [rows, V/N_tp]."""
+    from symcost.architectures import loader
+    from symcost.core.conventions import Backward
+    m = loader.build("llama-3.1-8b")
+    eager = loss_peak(m, Backward(), logits_held=False, tp=1, cp=1)
+    assert sympy.expand(loss_peak(m, Backward(), logits_held=False, tp=1, cp=1, kind="parallel").total - eager.total) == 0
+    V = m.values[sym.V]
+    for tp in (2, 8):
+        gap = (loss_peak(m, Backward(), logits_held=False, tp=tp, cp=1, kind="parallel").total
+               - loss_peak(m, Backward(), logits_held=False, tp=tp, cp=1).total)
+        assert sympy.expand(gap.xreplace({sym.V: V}) - 4 * sym.B * sym.T * V / tp) == 0
