@@ -71,7 +71,19 @@ class Pool:
         self.segments[si] = merged
 
 
-def _timeline(rows, d, V, del_pred: bool):
+def _loss_fn(pred, labels):
+    """torchtitan's loss (``train.py`` at 9dec370, ``components/loss.py`` later)."""
+    import torch.nn.functional as F
+    return F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
+
+
+def _timeline(rows, d, V, del_pred: bool, kind: str = "eager"):
+    """The large tensors' creations and destructions of the head, the loss and its backward. ``kind``:
+    "eager"; "parallel", under DTensor's ``loss_parallel()`` with the logits a ``Shard(-1)`` DTensor
+    (torchtitan's head under TP) on a one-rank gloo mesh (the same code path as N ranks, each on its
+    V/N shard); "compiled", the loss under ``torch.compile`` (warmed up before the profile)."""
+    import contextlib
+
     from torch.profiler import ProfilerActivity, profile
     from torch.profiler._memory_profiler import Action
 
@@ -80,12 +92,23 @@ def _timeline(rows, d, V, del_pred: bool):
     h = torch.randn(1, rows, d, dtype=torch.bfloat16, requires_grad=True)
     W = torch.randn(V, d, dtype=torch.bfloat16, requires_grad=True)
     labels = torch.randint(0, V, (1, rows))
+    fn, ctx, wrap = _loss_fn, contextlib.nullcontext, (lambda t: t)
+    if kind == "compiled":
+        fn = torch.compile(_loss_fn)
+        fn(torch.randn(1, rows, V, dtype=torch.bfloat16, requires_grad=True), labels).backward()
+    elif kind == "parallel":
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import DTensor, Shard
+        from torch.distributed.tensor.parallel import loss_parallel
+        mesh = init_device_mesh("cpu", (1,))
+        ctx, wrap = loss_parallel, (lambda t: DTensor.from_local(t, mesh, [Shard(2)]))
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True, with_stack=True) as prof:
-        pred = F.linear(h, W)
-        loss = F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
-        if del_pred:
-            del pred
-        loss.backward()
+        with ctx():
+            pred = wrap(F.linear(h, W))
+            loss = fn(pred, labels)
+            if del_pred:
+                del pred
+            loss.backward()
     events = [(a, k.id, size) for _, a, (k, _v), size in prof._memory_profile().timeline
               if size > MiB and a in (Action.CREATE, Action.DESTROY)]
     return events, Action
@@ -108,7 +131,7 @@ def test_cached_logits_block_is_the_reserve_at_the_loss(del_pred):
     assert cached == (2 * rows * V if del_pred else 0)
 
 
-def loss_peak_tree(rows, V, held: bool):
+def loss_peak_tree(rows, V, held: bool, kind: str = "eager", tp=1):
     """symcost's loss transient for one micro-batch of ``rows`` tokens over a vocabulary of V."""
     from dataclasses import replace
 
@@ -116,7 +139,52 @@ def loss_peak_tree(rows, V, held: bool):
     from symcost.core.conventions import Backward
     m = loader.build("llama-3.1-8b")
     m = replace(m, values={**m.values, sym.V: V})
-    return loss_peak(m, Backward(), logits_held=held, tp=1, cp=1)
+    return loss_peak(m, Backward(), logits_held=held, tp=tp, cp=1, kind=kind)
+
+
+@pytest.fixture
+def one_rank():
+    import torch.distributed as dist
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    dist.init_process_group("gloo", rank=0, world_size=1, store=dist.HashStore())
+    yield
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("kind", ["eager", "parallel", "compiled"])
+def test_loss_kinds_peak_and_reserve(kind, request):
+    """The loss's backward as torchtitan runs it (``del pred``): eagerly, under DTensor's loss parallel
+    (``_nll_loss_and_log_softmax_backward``: zeros_like, exp and their sum, three fp32 [rows, V] at
+    once), compiled (Inductor saves the bf16 logits and writes one bf16 gradient). The allocated bytes
+    beyond those alive when the backward starts and the reserve over the allocated bytes at the peak
+    are symcost's ``loss_peak`` terms: the new tensors (every term but the logits that the compiled
+    loss saved and the cached block) and ``allocator_cached``. The loss-parallel tree is evaluated at
+    N_tp = 8 and scaled back to the whole vocabulary the one-rank mesh holds."""
+    if kind == "parallel":
+        request.getfixturevalue("one_rank")
+    rows, d, V = 1024, 64, 8192
+    events, Action = _timeline(rows, d, V, True, kind)
+    pool = Pool()
+    big = [k for a, k, size in events if a == Action.CREATE and size >= rows * V * 2]
+    for action, key, size in events:
+        if action == Action.CREATE:
+            pool.malloc(key, size)
+        elif key in pool.where:
+            pool.free(key)
+    assert big, "the profiler recorded no [rows, V] tensor"
+    tp = 8 if kind == "parallel" else 1
+    tree = loss_peak_tree(rows, V, held=False, kind=kind, tp=tp)
+    vals = VALS(rows, V)
+    terms = {k: int(sympy.sympify(e).xreplace(vals)) * tp for k, e in tree.flatten().items()}
+    new = sum(x for k, x in terms.items() if k not in ("allocator_cached", "logits"))
+    cached = terms.get("allocator_cached", 0)
+    assert pool.peak_reserved - pool.peak_allocated == cached
+    # the peak of the backward over what the forward left (the saved set: the fp32 log-softmax, or the
+    # compiled loss's bf16 logits); the head's own input/weight/gradients are below 1 MiB
+    saved = {"eager": 4, "parallel": 4, "compiled": 2}[kind] * rows * V
+    assert pool.peak_allocated - saved == new
+    assert new == {"eager": 8, "parallel": 12, "compiled": 2}[kind] * rows * V
 
 
 def VALS(rows, V):
@@ -187,3 +255,18 @@ def test_all_gather_pool_is_two_consecutive_units(monkeypatch, tmp_path):
     pool = all_gather_pool_formula(tiny, TrainSetup.of(seq=16, dp=4, zero=3, framework="torchtitan"), 0)
     assert int(pool.xreplace({sym.N_tp: 1, sym.N_ep: 1})) == seen
     assert seen == 2 * (64 * 1024 + 64 + 30848)  # [norm, lm_head] after the last layer, in bf16
+
+
+def test_loss_parallel_only_under_tensor_parallelism():
+    """torchtitan turns loss parallel on only with N_tp > 1 (``parallel_dims.loss_parallel_enabled``): at
+    N_tp = 1 the "parallel" tree is the eager one, above it exactly one more fp32 [rows, V/N_tp]."""
+    from symcost.architectures import loader
+    from symcost.core.conventions import Backward
+    m = loader.build("llama-3.1-8b")
+    eager = loss_peak(m, Backward(), logits_held=False, tp=1, cp=1)
+    assert sympy.expand(loss_peak(m, Backward(), logits_held=False, tp=1, cp=1, kind="parallel").total - eager.total) == 0
+    V = m.values[sym.V]
+    for tp in (2, 8):
+        gap = (loss_peak(m, Backward(), logits_held=False, tp=tp, cp=1, kind="parallel").total
+               - loss_peak(m, Backward(), logits_held=False, tp=tp, cp=1).total)
+        assert sympy.expand(gap.xreplace({sym.V: V}) - 4 * sym.B * sym.T * V / tp) == 0

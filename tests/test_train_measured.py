@@ -5,8 +5,9 @@ hardware, the settings as stated, the figure as logged (GiB) and what was assume
 is silent, with the command-line arguments that state those settings. The figures are torchtitan's
 ``max_memory_reserved`` (the allocator's reserve, fragmentation included), symcost's are the tensors
 alive at the peak plus the cached blocks the allocator is known to hold then (``training.allocator``:
-the freed logits' segment at the loss) and ``torch.distributed.pipelining``'s buffers
-(``training.pipeline_buffers``). Criteria (issue 24): within 20 % on every row and 10 % at the median, over the
+the freed logits' segment at the loss), ``torch.distributed.pipelining``'s buffers
+(``training.pipeline_buffers``) and the loss as torchtitan runs it (``activations.loss_peak``: DTensor's
+loss parallel under TP, the compiled loss of 2025's ``training.compile`` under ``--compiled-loss``). Criteria (issue 24): within 20 % on every row and 10 % at the median, over the
 rows whose mechanisms symcost models (a row marked ``not_modelled`` says what is missing and by
 how much symcost misses it; it is kept for the record, not tested).
 """

@@ -304,6 +304,14 @@ def test_bad_options_exit_2(argv, needle, capsys):
         assert needle in json.loads(out)["error"] and len(err.strip().splitlines()) == 1
 
 
+def test_compiled_loss_with_chunks_exits_2(capsys):
+    """A compiled loss and a chunked loss are two kernels: the pair is refused in one line."""
+    assert main(["train", "llama-3.1-8b", "--seq", "512", "--micro-batch", "1", "--json", "--compiled-loss",
+                 "--loss-chunks", "4"]) == 2
+    out, err = capsys.readouterr()
+    assert "--compiled-loss with --loss-chunks 4" in json.loads(out)["error"] and len(err.strip().splitlines()) == 1
+
+
 def test_bad_moe_options_exit_2(capsys):
     base = ["train", "mixtral-8x7b-v0.1", "--seq", "512", "--micro-batch", "1", "--json"]
     for argv, needle in ((["--capacity-factor", "0"], "must be > 0"),

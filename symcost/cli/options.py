@@ -551,6 +551,10 @@ HEADROOM_GIB = Option(("--headroom-gib",), "train", "GiB per GPU kept free for t
 LOSS_CHUNKS = Option(("--loss-chunks",), "train", "cross-entropy over N chunks of the tokens (Liger's fused linear "
                      "cross-entropy, chunked CE): divides the loss_peak line by N (default 1)", kind=positive,
                      default=1, metavar="N", example="8")
+COMPILED_LOSS = Option(("--compiled-loss",), "train", "the cross-entropy compiled with torch.compile (torchtitan's "
+                       "training.compile since 2025-04 compiles the loss): Inductor saves the bf16 logits and writes "
+                       "their bf16 gradient, no fp32 copy of the logits (the loss_peak and activations lines)",
+                       action="store_true")
 RECOMPUTE_MODULES = Option(("--recompute-modules",), "train", "with --recompute selective, Megatron's "
                            "--recompute-modules, comma-separated: core_attn (the default: the attention core), mlp "
                            "(a dense FFN from its input), moe (an MoE block from its input), layernorm (the two "

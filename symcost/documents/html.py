@@ -276,7 +276,8 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
             extra[name] = extra.get(name, sympy.Integer(0)) + t.total.xreplace(model.values)
     order = model.layers()
     fw = framework(setup.states.framework)
-    lt = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp), cp=cp)
+    lt = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp), cp=cp,
+                   kind=setup.loss_kind)
     from ..training import pipeline_buffers as pipe
     x_pipe = pipe.boundary(sp, cp=cp).xreplace(model.values) if pipe.applies(fw.name, pp, setup.schedule) else 0
     loss = _ceil(lt.total.xreplace(model.values)) if lt else sympy.Integer(0)

@@ -222,7 +222,8 @@ def check_modules(model, modules) -> None:
 
 
 def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_cp, capacity=None,
-                op: bool = False, loss_chunks: int = 1, modules=None) -> Terms:
+                op: bool = False, loss_chunks: int = 1, modules=None, compiled_loss: bool = False,
+                gathered_head: bool = False) -> Terms:
     """Bytes saved for backward over one micro-batch of ``B`` sequences of ``T`` tokens, all layers.
 
     Symbolic in ``B``, ``T``, ``b_a`` and the parallel sizes ``N_tp``, ``N_cp`` (pass integers to
@@ -232,6 +233,16 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
     ``loss_chunks`` > 1: a chunked / fused cross-entropy keeps no log-softmax of the whole sequence
     (the head's ``log_softmax_fp32`` goes; one chunk's is in ``loss_peak``). ``modules``: Megatron's
     ``--recompute-modules`` under selective recomputation (``module_records``; None = core_attn).
+    ``compiled_loss``: a compiled cross-entropy saves the logits, not the fp32 log-softmax (the head's
+    ``log_softmax_fp32`` goes; ``loss_peak`` kind "compiled" holds the logits). ``gathered_head``:
+    the head saves its all-gathered input, b_a·d per token of the whole sequence, not its sequence
+    shard — DTensor tensor parallelism (torchtitan's plan, ``parallelize_llama.py`` apply_tp:
+    ``"output": ColwiseParallel(input_layouts=Shard(1))`` redistributes the final norm's output to
+    ``Replicate`` and the matmul's autograd saves that replicated input), where Megatron's
+    ``LinearWithGradAccumulationAndAsyncCommunication`` saves the shard and gathers it again in backward.
+    Only the head's: the decoder layers' projections under the same plan (``PrepareModuleInput`` to
+    ``Replicate`` before wq/wk/wv and w1/w3) save their gathered inputs too, which is not counted (under
+    torchtitan's full and op-level checkpointing they are alive only while a layer is recomputed).
     """
     kw = dict(sp=sp, tp=tp, cp=cp)
     if modules is not None:
@@ -260,7 +271,10 @@ def activations(model, bw: Backward, *, sp: bool = False, tp=sym.N_tp, cp=sym.N_
     if shared:
         out.add("shared", shared, "computed once, read by every layer")
     for c in model.post:
-        recs = [r for r in _records(c, bw) if loss_chunks == 1 or r.name != "log_softmax_fp32"]
+        recs = [r for r in _records(c, bw) if loss_chunks == 1 and not compiled_loss or r.name != "log_softmax_fp32"]
+        if gathered_head and c.key == "lm_head":
+            recs = [replace(r, split="none", doc="lm_head input, all-gathered (DTensor ColwiseParallel)")
+                    if r.name == "input" else r for r in recs]
         out.add(c.key, _tree(recs, **kw), c.label())
     return out
 
@@ -319,7 +333,12 @@ def korthikanti(model, *, recompute: str = "none", sp: bool = True, tp=sym.N_tp,
     return Terms({"layers": L * per}, {"layers": "Korthikanti et al. 2022 Table 2, per layer × L"})
 
 
-def loss_peak(model, bw: Backward, *, chunks: int = 1, logits_held: bool = True, tp=sym.N_tp, cp=sym.N_cp) -> Terms:
+#: how the cross-entropy runs (``loss_peak``'s ``kind``; ``setup.TrainSetup.loss_kind``)
+LOSS_KINDS = ("eager", "parallel", "compiled")
+
+
+def loss_peak(model, bw: Backward, *, chunks: int = 1, logits_held: bool = True, tp=sym.N_tp, cp=sym.N_cp,
+              kind: str = "eager") -> Terms:
     """The transient at the LM head and cross-entropy, beyond what the backward saves (the head's
     ``saved``: its input and the fp32 log-softmax), per token row of the last stage, vocab split over N_tp:
 
@@ -337,19 +356,49 @@ def loss_peak(model, bw: Backward, *, chunks: int = 1, logits_held: bool = True,
 
         allocator_cached   b_a·V   with the logits freed before backward (``logits_held`` False) and
                                    one chunk: their segment stays reserved, cached and too small
-                                   for the fp32 gradient (``allocator.cached_logits``)"""
+                                   for the fp32 gradient (``allocator.cached_logits``)
+
+    ``kind`` "parallel": torchtitan's loss parallel (``loss_parallel()`` around the step, on
+    whenever N_tp > 1: ``parallel_dims.loss_parallel_enabled``), where DTensor runs the cross-entropy
+    over the vocabulary shards in Python (``torch/distributed/tensor/parallel/loss.py``):
+    ``_nll_loss_and_log_softmax_backward`` forms the gradient as ``(grad_input + torch.exp(x)) ·
+    grad_output`` from the saved fp32 log-probabilities x, so beside ``zeros_like(x)`` (grad_log_probs)
+    and the sum (grad_logits_fp32) the fp32 ``exp(x)`` is alive (one more 4·V, times min(1, N_tp − 1):
+    none at N_tp = 1, where no DTensor is built). The forward's ``_log_softmax`` (the upcast x, the
+    shifted x − max, its exp, the result: at most b_a + 3·4 bytes per element with the logits) stays
+    below that backward. The allocator: the two fp32 blocks the forward freed (the upcast and the
+    shifted copy; the exp's block holds the saved result) serve zeros_like and exp in backward; the
+    sum finds no free block and takes a new segment, while the bf16 logits' block stays cached.
+
+    ``kind`` "compiled": ``torch.compile`` of the loss function (torchtitan's
+    ``build_cross_entropy_loss`` under ``training.compile``, since torchtitan bbb1b616e, 2025-04):
+    Inductor fuses the upcast, log-softmax and NLL. Its partitioner saves the bf16 logits themselves
+    (so ``del pred`` frees nothing) and two fp32 row statistics, and the backward is one kernel
+    writing the logits' gradient in the compute dtype — no fp32 [rows, V] tensor anywhere (measured
+    on the CPU with torch 2.13:
+    ``tests/test_allocator_reserve.py``, as the other two kinds). Then the head keeps no ``log_softmax_fp32``
+    (``activations(compiled_loss=True)``) and the peak is b_a·V (logits, saved) + b_a·V (gradient)."""
     head = next((c for c in model.post if c.key == "lm_head"), None)
     out = Terms()
     if head is None:
         return out
+    if kind not in LOSS_KINDS:
+        raise SymcostError(f"loss kind {kind!r}: one of {', '.join(LOSS_KINDS)}")
     rows = B * T / cp / chunks
     V = head.V
+    if kind == "compiled":
+        out.add("logits", rows * V * sym.b_a / tp, "logits [B·T, V/N_tp], saved by the compiled loss")
+        out.add("grad_logits", rows * V * sym.b_a / tp, "the compiled loss's gradient of the logits, compute dtype")
+        return out
     if chunks > 1:  # the chunk's log-probabilities: not saved for the whole sequence (``activations``)
         out.add("log_probs_fp32", rows * V * 4 / tp, "fp32 log-softmax of one chunk (chunked loss)")
     if logits_held:
         out.add("logits", rows * V * sym.b_a / tp, "logits [B·T, V/N_tp] in the compute dtype, held by the output")
     out.add("grad_log_probs", rows * V * 4 / tp, "fp32 gradient of the log-probabilities (nll_loss backward)")
     out.add("grad_logits_fp32", rows * V * 4 / tp, "fp32 gradient of the upcast logits (log_softmax backward)")
+    if kind == "parallel":
+        out.add("exp_log_probs", sympy.Min(1, tp - 1) * rows * V * 4 / tp,
+                "DTensor loss parallel's exp(log-probabilities), fp32 (_nll_loss_and_log_softmax_backward)")
     if not logits_held and chunks == 1:  # the freed logits' segment, cached (``allocator.cached_logits``)
         out.add("allocator_cached", cached_logits(rows, V, tp),
                 "the freed logits' block, cached by the allocator and too small for the fp32 gradient")

@@ -48,6 +48,11 @@ reserved while the bf16 one stays cached — reserved = allocated + b_a·V per r
 
     allocator_cached = b_a · rows · V / N_tp        (rows = B·T/N_cp, one micro-batch)
 
+Under torchtitan's loss parallel (``activations.loss_peak`` kind "parallel") the same holds: the
+forward allocates three fp32 blocks of one size (the upcast, x − max, its exp, whose block the
+saved result then takes) and frees two; the backward's zeros_like and exp take those, their sum a
+new segment, and the bf16 block stays cached. A compiled loss
+(kind "compiled") saves the bf16 logits, so their block is never freed before backward: nothing cached.
 Only where the logits are freed before backward (``Framework.logits_held`` False: torchtitan) and
 the loss is not chunked: when the model's output keeps the logits (transformers) their block is
 allocated, not cached, at the peak; a chunked loss allocates per chunk. Not modelled: the 2 MiB

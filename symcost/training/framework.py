@@ -25,7 +25,9 @@ Bytes per parameter of each state (b_w, b_g, K; sharded by the ZeRO rule):
               reduce_dtype=fp32)`` keeps one fp32 sharded parameter — the optimizer's master —, fp32
               sharded gradients and Adam's two fp32 moments (torch ``_fsdp_param.py``).
   torchtitan  fsdp2's, with torchtitan's defaults (``parallelize.py`` apply_fsdp:
-              ``reshard_after_forward`` "default" = not under pipeline parallelism).
+              ``reshard_after_forward`` "default" = not under pipeline parallelism) and its DTensor
+              tensor parallelism (``apply_tp``): loss parallel under N_tp > 1 and a head that saves
+              its all-gathered input (``dtensor_tp``; ``activations.loss_peak``, ``activations``).
   hf          4, 4, 8 (16 B): transformers' Trainer with ``bf16=True`` trains fp32 weights under
               autocast; AdamW's two fp32 moments.
 
@@ -74,6 +76,10 @@ class Framework:
     zeros: tuple  # the ZeRO stages the engine runs
     source: str
     logits_held: bool = True  # the model's output keeps the logits through backward (torchtitan: del pred)
+    #: DTensor tensor parallelism (torchtitan's apply_tp): the loss runs under ``loss_parallel()`` when
+    #: N_tp > 1 (``activations.loss_peak`` kind "parallel") and the head saves its all-gathered input
+    #: (``activations(gathered_head=True)``)
+    dtensor_tp: bool = False
 
     def state_bytes(self, zero: int, offload: str, grad_dtype: str | None, optimizer: str, K_default):
         """(b_w, b_g, K) of the ZeRO rule under this convention; an explicit ``--grad-dtype`` (not
@@ -135,7 +141,8 @@ FRAMEWORKS = {
     "torchtitan": Framework("torchtitan", "torchtitan (FSDP2; reshard_after_forward off under PP)", 4, 4, 8,
                             "layer", 8, 4, "default", (0, 3),
                             "torchtitan/models/llama3/infra/parallelize.py apply_fsdp; train.py del pred "
-                            "before backward", logits_held=False),
+                            "before backward; apply_tp's loss parallel and ColwiseParallel head",
+                            logits_held=False, dtensor_tp=True),
     "hf": Framework("hf", "transformers Trainer (fp32 weights under bf16 autocast, fp32 grads, Adam m+v: "
                     "16 B/param)", 4, 4, 8, "layer", 8, 4, "on", (0, 3),
                     "transformers Trainer bf16=True (torch.autocast over fp32 parameters)"),

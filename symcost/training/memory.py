@@ -294,7 +294,7 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8, formulas: 
         notes.append("activations: Korthikanti et al. 2022 Table 2 (dense GPT layer, 2-byte), preset")
     else:
         tree = activations(model, bw, sp=sp, tp=tp, cp=cp, capacity=capacity, op=rc.mode == "op",
-                           loss_chunks=setup.loss_chunks, modules=rc.modules)
+                           modules=rc.modules, **setup.head_saved)
         try:
             flat = tree.at(vals)
         except ValueError:  # terms.exact: a saved tensor of a fractional number of bytes (as search skips it)
@@ -350,7 +350,8 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8, formulas: 
     ranks = rank_stages(model, pp, virtual)
     gathered = [int(sympy.ceiling(gathered_formula(model, setup, r, ranks[r]).xreplace(lvals))) for r in range(pp)]
     ag_pool = [int(sympy.ceiling(all_gather_pool_formula(model, setup, r).xreplace(lvals))) for r in range(pp)]
-    ltree = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp), tp=tp, cp=cp)
+    ltree = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp), tp=tp, cp=cp,
+                      kind=setup.loss_kind)
     loss = int(sympy.ceiling(ltree.total.xreplace(vals))) if ltree else 0
     notes.append(f"convention: {fw.label}" + ("" if fw.name is None else f" [--framework {fw.name}; {fw.source}]"))
     if plan.zero == 3:
@@ -380,6 +381,12 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8, formulas: 
         notes.append("loss_peak: logits and cross-entropy gradients of one micro-batch on the last stage"
                      + (f" in {setup.loss_chunks} chunks" if setup.loss_chunks > 1 else "")
                      + "; per GPU = states + gathered + activations + max(loss_peak, recompute_working)")
+    if loss and setup.loss_kind == "compiled":
+        notes.append("loss_peak: the loss compiled (--compiled-loss): the bf16 logits saved by the compiled graph "
+                     "and their bf16 gradient, no fp32 copy (Inductor's fused cross-entropy)")
+    elif loss and setup.loss_kind == "parallel" and tp > 1:
+        notes.append("loss_peak: torchtitan's loss parallel (DTensor, vocabulary shards): its backward holds "
+                     "exp(log-probs) in fp32 beside the two fp32 gradients (_nll_loss_and_log_softmax_backward)")
     if "allocator_cached" in ltree:
         notes.append("allocator_cached (part of loss_peak): the logits' bf16 segment, freed before backward "
                      "(torchtitan's del pred) and too small for the fp32 gradient, stays reserved by the CUDA "
@@ -468,10 +475,12 @@ def train_memory(model, setup: TrainSetup, *, gpus_per_node: int = 8, formulas: 
         return out
     out.formula["gathered"] = gathered_formula(model, setup, heavy["stage"], ranks[heavy["stage"]])
     if heavy["loss_peak"]:
-        out.formula["loss_peak"] = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp))
+        out.formula["loss_peak"] = loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp),
+                                             kind=setup.loss_kind)
     if out.allocator_cached:
         out.formula["allocator_cached"] = sympy.sympify(
-            loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp))["allocator_cached"])
+            loss_peak(model, bw, chunks=setup.loss_chunks, logits_held=fw.holds_logits(pp),
+                                             kind=setup.loss_kind)["allocator_cached"])
     if x_pipe:
         out.formula["pipeline_buffers"] = (pipe.count(pp, heavy["stage"], m, heavy_counts(heavy))
                                            * pipe.boundary(sp)).xreplace(model.values)
@@ -539,7 +548,7 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
     if engine:
         bw, sp, capacity, rc = setup.backward, plan.sp, setup.capacity, setup.recompute
         tree = activations(model, bw, sp=sp, capacity=capacity, op=rc.mode == "op",
-                           loss_chunks=setup.loss_chunks, modules=rc.modules)
+                           modules=rc.modules, **setup.head_saved)
         order = model.layers()
         units = {g.name: exact(g.count, model.values) for g in model.groups if g.name in tree}
         kept = {n: tree[n].total / c for n, c in units.items()}

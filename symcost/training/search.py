@@ -256,13 +256,14 @@ def _compiled_acts(model, rc, sp, **kw):
 
 
 def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch,
-                  loss_chunks=1):
+                  loss_chunks=1, compiled_loss=False, gathered_head=False):
     """The activation terms ``train_memory`` sums, per layer group ("g:" + name, all its layers),
     the embedding side ("pre", with the shared tables), the head side ("post"), one layer's saved
     set while it is recomputed ("w:") and its EP dispatch buffers ("d:"): {key: [leaf formula, ...]}
     in (B, N_tp, N_cp), each leaf a term ``train_memory`` takes exactly (``terms.exact``)."""
     bw = Backward(kernel=kernel, recompute=rc, act_dtype=act_dtype, scan=scan)
-    tree = activations(model, bw, sp=sp, capacity=capacity, loss_chunks=loss_chunks)
+    tree = activations(model, bw, sp=sp, capacity=capacity, loss_chunks=loss_chunks, compiled_loss=compiled_loss,
+                       gathered_head=gathered_head)
 
     def leaves(keys):
         return [e for k in keys if k in tree for e in (tree[k].flatten().values() if hasattr(tree[k], "flatten")
@@ -541,7 +542,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                 continue
             fn = _compiled_acts(model, rname, s_, kernel=kernel, act_dtype=act_dtype, scan=scan, seq=seq,
                                 capacity=capacity, want_working=rname == "full", want_dispatch=has_moe,
-                                loss_chunks=setup.loss_chunks)
+                                **setup.head_saved)
             idx = np.nonzero(mask)[0]
             out, ok = fn(b[idx], r_tp[idx], r_cp[idx])
             for key, x in out.items():
@@ -617,23 +618,30 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
     r_values = tuple((k, sympy.Integer(x)) for k, x in
                      ((sym.d, d), (sym.k, k_route), (sym.E, E), (sym.T, seq), (sym.b_a, a)) if has_moe or k not in (sym.k, sym.E))
     # the loss peak of the last rank (``activations.loss_peak``, as ``train_memory`` rounds it: up)
-    # (under PP the logits are held: ``Framework.holds_logits``; one tree per case)
+    # (under PP the logits are held: ``Framework.holds_logits``; one tree per case; loss parallel's
+    # min(1, N_tp − 1) is one tree for N_tp = 1 and one for N_tp > 1, as ratios of integer polynomials)
     loss_fns = {}
     for held_ in {fw.holds_logits(1), fw.holds_logits(2)}:
         ltree = loss_peak(model, Backward(kernel=kernel, act_dtype=act_dtype, scan=scan), chunks=setup.loss_chunks,
-                          logits_held=held_)
-        loss_fns[held_] = None
-        if ltree:
-            num, den = integer_ratio(sympy.sympify(ltree.total).xreplace({**model.values, sym.b_a: a, sym.T: seq}))
-            loss_fns[held_] = compile_exprs({"n": num, "q": den}, (sym.B, sym.N_tp, sym.N_cp), exact_int=True)
+                          logits_held=held_, kind=setup.loss_kind)
+        for multi in (False, True):
+            loss_fns[held_, multi] = None
+            if ltree:
+                e = sympy.sympify(ltree.total).xreplace({sympy.Min(1, sym.N_tp - 1): int(multi)})
+                num, den = integer_ratio(e.xreplace({**model.values, sym.b_a: a, sym.T: seq}))
+                loss_fns[held_, multi] = compile_exprs({"n": num, "q": den}, (sym.B, sym.N_tp, sym.N_cp),
+                                                       exact_int=True)
 
     def loss_of(bb, tt, cc, pp_):
-        loss_fn = loss_fns[fw.holds_logits(pp_)]
-        if loss_fn is None:
-            return 0
-        f = loss_fn(bb, tt, cc)
-        n_, q_ = (np.broadcast_to(np.asarray(f[k], dtype=np.int64), bb.shape) for k in ("n", "q"))
-        return -(-n_ // q_)
+        out = 0
+        for multi in (False, True):
+            loss_fn = loss_fns[fw.holds_logits(pp_), multi]
+            if loss_fn is None:
+                continue
+            f = loss_fn(bb, tt, cc)
+            n_, q_ = (np.broadcast_to(np.asarray(f[k], dtype=np.int64), bb.shape) for k in ("n", "q"))
+            out = np.where((np.asarray(tt) > 1) == multi, -(-n_ // q_), out)
+        return out
 
     # -- per (pp, v) group: ranks, memory tables, traffic ----------------------------------------
     mem = np.zeros(len(space), dtype=np.int64)

@@ -72,6 +72,7 @@ class TrainSetup:
     #: None = off, -1 = all but one of each stage's layers (Megatron's largest --cpu-offloading-num-layers)
     act_offload: int | None = None
     mtp: object = "auto"  # --mtp: MTP modules trained (``mtp.with_mtp``: auto = the config's, 0, N)
+    compiled_loss: bool = False  # --compiled-loss: torch.compile of the cross-entropy (``activations.loss_peak``)
 
     @classmethod
     def of(cls, *, seq: int, micro_batch: int = 1, global_batch: int | None = None, dp=1, tp=1, pp=1, ep=1,
@@ -81,7 +82,7 @@ class TrainSetup:
            capacity=None, framework=None, reshard="default", loss_chunks=1,
            recompute_modules=None, etp=None, first_stage_layers=None, last_stage_layers=None,
            account_embedding=False, account_loss=False, pipeline_layout=None, precision="bf16",
-           schedule=None, act_offload=None, mtp="auto") -> "TrainSetup":
+           schedule=None, act_offload=None, mtp="auto", compiled_loss=False) -> "TrainSetup":
         """A setup from the command line's option names (``symcost train`` / ``comm``). ``etp`` is
         Megatron's expert-tensor-parallel size: experts over ep·etp ranks, folded here into the
         engine's N_ep = ep·etp/N_tp (``fold_experts``)."""
@@ -98,7 +99,7 @@ class TrainSetup:
                                      act_dtype=act_dtype, scan=scan),
                    virtual=virtual, activations=activation_model, capacity=capacity, reshard=reshard,
                    loss_chunks=loss_chunks, precision=precision, schedule=schedule, act_offload=act_offload,
-                   mtp=mtp)
+                   mtp=mtp, compiled_loss=compiled_loss)
 
     def replace(self, **options) -> "TrainSetup":
         """This setup with some options (``of``'s names) changed."""
@@ -116,7 +117,8 @@ class TrainSetup:
                    loss_chunks=self.loss_chunks, recompute_modules=r.modules, etp=p.etp,
                    first_stage_layers=p.first, last_stage_layers=p.last, account_embedding=p.embed_slot,
                    account_loss=p.loss_slot, pipeline_layout=p.layout, precision=self.precision,
-                   schedule=self.schedule, act_offload=self.act_offload, mtp=self.mtp)
+                   schedule=self.schedule, act_offload=self.act_offload, mtp=self.mtp,
+                   compiled_loss=self.compiled_loss)
         if p.etp is not None:  # ``of`` folds --ep with --etp: give it the flag's value back
             out["ep"] = p.ep * p.tp // p.etp
         return out
@@ -142,6 +144,20 @@ class TrainSetup:
         return framework_record(self.states.framework)
 
     @property
+    def loss_kind(self) -> str:
+        """How the cross-entropy runs (``activations.loss_peak``'s ``kind``): "compiled" under
+        ``--compiled-loss``, else "parallel" where the framework runs DTensor's loss parallel
+        (torchtitan; the formula applies it from N_tp > 1), else "eager"."""
+        return "compiled" if self.compiled_loss else "parallel" if self.framework.dtensor_tp else "eager"
+
+    @property
+    def head_saved(self) -> dict:
+        """``activations``' keywords for what the head and loss save: the loss chunks, the compiled
+        loss, and the head's gathered input under DTensor TP (``Framework.dtensor_tp``)."""
+        return dict(loss_chunks=self.loss_chunks, compiled_loss=self.compiled_loss,
+                    gathered_head=self.framework.dtensor_tp)
+
+    @property
     def act_bytes(self) -> int:
         return ACT_BYTES[self.backward.act_dtype]
 
@@ -164,6 +180,9 @@ class TrainSetup:
                                f"parameters are gathered and resharded)")
         if isinstance(self.loss_chunks, bool) or not isinstance(self.loss_chunks, int) or self.loss_chunks < 1:
             raise SymcostError(f"--loss-chunks: must be a positive integer, got {self.loss_chunks!r}")
+        if self.compiled_loss and self.loss_chunks > 1:
+            raise SymcostError(f"--compiled-loss with --loss-chunks {self.loss_chunks}: a chunked loss is its own "
+                               "kernel; symcost models one or the other")
         self.recompute.check()
         if self.activations == "korthikanti" and not (self.recompute.per_layer or self.recompute.mode != "full"):
             raise SymcostError("--recompute-method / --recompute-layers need --activations engine "

@@ -176,7 +176,7 @@ def activation_form(model, setup: TrainSetup, stage: int, counts) -> tuple[sympy
     """The stage's activation bytes as Σ_j c_j·(Σ_g n_g·A_g + A_pre + A_post) in page symbols,
     their values, and the per-layer / per-end derivations [(symbol, formula in the notation)]."""
     plan, virtual = setup.plan, setup.virtual
-    tree = activations(model, setup.backward, sp=plan.sp, capacity=setup.capacity)
+    tree = activations(model, setup.backward, sp=plan.sp, capacity=setup.capacity, **setup.head_saved)
     st = rank_stages(model, plan.pp, virtual)[stage]
     n_chunks = plan.pp * virtual
     values, parts, total = {}, {}, sympy.Integer(0)

@@ -31,7 +31,7 @@ _STATES = (o.RECOMPUTE_METHOD, o.RECOMPUTE_LAYERS, o.OPTIMIZER, o.GRAD_DTYPE, o.
 _STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
 _TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS, o.PRECISION, o.FP8_ALL_GATHER, o.SCHEDULE, o.HIDE, o.FIRST_STAGE_LAYERS,
          o.LAST_STAGE_LAYERS, o.ACCOUNT_EMBEDDING, o.ACCOUNT_LOSS, o.PIPELINE_LAYOUT)
-_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES,
+_MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.COMPILED_LOSS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES,
            o.OFFLOAD_ACTIVATIONS, o.MTP)
 OPTIONS = {
     "train": (o.MODEL, o.SEQ.but(required=True), o.MICRO_BATCH.but(help=o.MICRO_BATCH.help + " (required without "
@@ -84,7 +84,7 @@ def _training(args) -> TrainSetup:
                 account_embedding=args.account_embedding, account_loss=args.account_loss,
                 pipeline_layout=args.pipeline_layout, precision=getattr(args, "precision", "bf16"),
                 schedule=getattr(args, "schedule", None), act_offload=getattr(args, "offload_activations", None),
-                mtp=getattr(args, "mtp", "auto"))
+                mtp=getattr(args, "mtp", "auto"), compiled_loss=getattr(args, "compiled_loss", False))
 
 
 def _links(args, g):
@@ -150,7 +150,7 @@ def _search(m, args):
     base = TrainSetup.of(seq=args.seq, global_batch=args.global_batch, capacity=args.capacity_factor,
                          kernel=args.attention_kernel, act_dtype=args.act_dtype, scan=args.scan,
                          grad_dtype=args.grad_dtype, optimizer=args.optimizer, framework=args.framework,
-                         loss_chunks=args.loss_chunks, mtp=args.mtp)
+                         loss_chunks=args.loss_chunks, mtp=args.mtp, compiled_loss=args.compiled_loss)
     t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, base, gpus=args.gpus, gpu=g, zero=args.zero, recompute=args.recompute, sp=args.sp,
                virtual=args.virtual_stages, hsdp=args.hsdp_shard, offload=args.offload, links=_links(args, g),
@@ -219,6 +219,7 @@ def _train_payload(m, args, tm, g) -> dict:
             "recompute_method": args.recompute_method, "recompute_layers": args.recompute_layers,
             "optimizer": args.optimizer, "grad_dtype": _grad_dtype(args), "attention_kernel": args.attention_kernel,
             "reshard_after_forward": args.reshard_after_forward, "loss_chunks": args.loss_chunks,
+            **({"compiled_loss": True} if args.compiled_loss else {}),
             "vocab_size": int(m.values[sym.V]) if sym.V in m.values else None,
             "act_dtype": args.act_dtype, "scan": args.scan, "activations_model": args.activations,
             "notes": tm.notes, "formula": _formula(m, tm), **_parallel(args)}
