@@ -16,7 +16,6 @@ import json
 import statistics
 from pathlib import Path
 
-
 from symcost.cli.main import main
 
 DATA = Path(__file__).parent / "data"
