@@ -15,7 +15,9 @@ Per rank (the most-loaded one):
                     the formulas in N_pp (and SGLang) bound a stage by ⌈count/pp⌉ of every layer
                     group and the larger of embedding and head
     activations   = the engine's profiled peak (``profile``: the forward over M = max_num_batched_tokens
-                    tokens, the dummy sampler over S = max_num_seqs sequences, their larger), as
+                    tokens, the dummy sampler over S = max_num_seqs sequences, their larger; vLLM's
+                    Model Runner V2 — its default by release, ``profile.model_runner`` — adds the
+                    sampler state it holds, ``runner_buffers``), as
                     named terms in ``activation_terms``; the older single-formula estimate
                     (``formulas.activation_per_gpu``) stays for the symbolic metrics
     overhead      = non-torch memory by mechanism (``profile.non_torch_terms``: kernel modules, the
@@ -504,7 +506,8 @@ NOTE = ("engine accounting per GPU (--engine, --vllm-version): budget = usable m
         "= checkpoint bytes (quantization_config, scales included) split by the layout, as loaded (MXFP4 "
         "experts padded for the MoE kernel); activations = vLLM's profiled peak, the larger of the forward over "
         "M = max_num_batched_tokens tokens and the dummy sampler over S = max_num_seqs sequences "
-        "(activation_terms); overhead = non-torch memory (modelled, or --overhead-gib) + CUDA graphs (vLLM >= 0.21's estimate, or "
+        "(activation_terms; Model Runner V2, --model-runner, adds the sampler state it holds); overhead = non-torch "
+        "memory (modelled, or --overhead-gib) + CUDA graphs (vLLM >= 0.21's estimate, Model Runner V2's from 0.29, or "
         "--cudagraph-gib); the "
         "rest holds KV pages (vLLM block sizes, hybrid page alignment); SGLang: mem_fraction_static pool, "
         "activations outside it")

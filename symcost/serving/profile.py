@@ -616,7 +616,10 @@ def profile(model, gpu, engine: Engine, *, max_model_len: int, tp: int | None = 
     fwd = forward_terms(model, quant=q, flashinfer=fi)
     v2 = runner == "v2" and engine.name == "vllm" and engine.v1
     smp = sampler_terms_v2(model, s, engine.version) if v2 else sampler_terms(model, s)
-    bufs = runner_buffer_terms(model, s) if v2 else None
+    bufs = runner_buffer_terms(model, s) if v2 else Terms()
+    # under N_pp > 1 (the formulas' bound, before ``at_stage`` costs each stage): a later stage's buffers
+    bufs.add("intermediate_buffers", sympy.Min(1, p - 1) * intermediate_buffer_terms(model).total,
+             "a pipeline stage after the first: received hidden states + residual (Min(1, N_pp − 1)·2·M·d·b_a)")
     return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, cudagraph_terms(model, s, m), q, fi,
                    runner="v2" if v2 else "v1", buffers=bufs)
 
