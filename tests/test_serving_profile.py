@@ -55,6 +55,9 @@ def test_forward_terms_dense_and_fused_moe():
 def test_engine_defaults_follow_the_gpu_and_version():
     assert Engine().limits(gpu("H100"), 8192) == (8192, 1024)
     assert Engine().limits(gpu("A100"), 8192) == (2048, 256)  # A100 excluded from the large defaults
+    assert Engine().limits(gpu("B200"), 8192) == (16384, 1024)  # >= 160 GiB: the largest defaults, from 0.28
+    assert Engine(version="0.27.1").limits(gpu("B200"), 8192) == (8192, 1024)
+    assert Engine().limits(gpu("H200"), 8192) == (8192, 1024)  # 139.8 GiB
     assert Engine(version="0.6").limits(gpu("RTX-3090"), 20000) == (20000, 256)  # V0 without chunked prefill
     assert Engine(version="0.7").limits(gpu("RTX-4090"), 131072) == (2048, 256)  # chunked prefill past 32K
     assert Engine(max_num_seqs=64, max_batched_tokens=4096).limits(gpu("H100"), 8192) == (4096, 64)

@@ -743,7 +743,7 @@ SERVE = (SERVE_GPU, WEIGHTS_DTYPE, EXPERTS_DTYPE, QUANT_FALLBACK, KV_DTYPE, MEM_
 #: ``memory``, ``deploy``, ``roofline``: the engine's own defaults for M and the non-torch memory (modelled)
 SERVE_MODELLED = tuple(
     o.but(default=None, help="tokens per chunked-prefill step M (vLLM's max_num_batched_tokens; default: the "
-                             "engine's for the GPU, 8192 or 2048): the forward terms of the profile")
+                             "engine's for the GPU, 16384, 8192 or 2048): the forward terms of the profile")
     if o is MAX_BATCHED_TOKENS else
     o.but(default=None, help="non-torch memory per GPU, GiB (default: modelled, engine_memory.json)")
     if o is OVERHEAD_GIB else o for o in SERVE)

@@ -125,6 +125,10 @@ def version_tuple(v: str) -> tuple[int, int, int]:
         raise SymcostError(f"--vllm-version: expected X.Y or X.Y.Z (e.g. 0.11), got {v!r}") from None
 
 
+#: the release whose ``get_batch_defaults`` gives GPUs of >= 160 GiB 16384 batched tokens (the OpenAI server's)
+LARGEST_DEFAULTS = (0, 28, 0)
+
+
 @dataclass(frozen=True)
 class Engine:
     """Which engine's accounting, which version, and its scheduler limits (None: the default)."""
@@ -147,7 +151,8 @@ class Engine:
         """(max_num_batched_tokens, max_num_seqs) as the engine defaults them for the OpenAI server.
 
         vLLM >= 0.9 (``EngineArgs._set_default_args``): 8192 / 1024 on a GPU of >= 70 GiB that is
-        not an A100, else 2048 / 256; 0.8: 2048 / 256; V0: max(max_model_len, 2048) / 256 without
+        not an A100, else 2048 / 256; from 0.28 16384 / 1024 on a GPU of >= 160 GiB (``EngineArgs.
+        get_batch_defaults``: "for GPUs like B200/B300"); 0.8: 2048 / 256; V0: max(max_model_len, 2048) / 256 without
         chunked prefill (on by default past 32K contexts, then 512). SGLang: chunked_prefill_size
         8192, max_running_requests from the pool (taken as 1024 here; no sampler peak is costed)."""
         m, s = self.max_batched_tokens, self.max_num_seqs
@@ -158,7 +163,9 @@ class Engine:
             chunk = 512 if version_tuple(self.version) < (0, 7) else 2048
             dm = max(max_model_len, 2048) if max_model_len <= 32768 else chunk
             return m or dm, min(s or 256, m or dm)
-        if version_tuple(self.version) >= (0, 9) and big:
+        if version_tuple(self.version) >= LARGEST_DEFAULTS and gpu is not None and gpu.usable_bytes >= 160 * GiB:
+            dm, ds = 16384, 1024
+        elif version_tuple(self.version) >= (0, 9) and big:
             dm, ds = 8192, 1024
         else:
             dm, ds = 2048, 256
