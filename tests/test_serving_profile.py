@@ -13,9 +13,13 @@ from symcost.hardware.gpus import gpu
 from dataclasses import replace
 
 from symcost.serving.plan import Layout, ServeSetup, _engine_formulas, deciding_rank, plan, pp_partition
-from symcost.serving.profile import Engine, forward_terms, sampler_terms
+from symcost.serving.profile import (Engine, forward_terms, intermediate_buffer_terms, model_runner, profile,
+                                    runner_buffer_terms, sampler_terms, sampler_terms_v2)
+
+from tests.startup_logs import model
 
 GiB = 2**30
+QWEN3_32B = "tests/data/checkpoints/Qwen--Qwen3-32B.config.json"
 
 
 def _at(expr, **v):
@@ -51,6 +55,9 @@ def test_forward_terms_dense_and_fused_moe():
 def test_engine_defaults_follow_the_gpu_and_version():
     assert Engine().limits(gpu("H100"), 8192) == (8192, 1024)
     assert Engine().limits(gpu("A100"), 8192) == (2048, 256)  # A100 excluded from the large defaults
+    assert Engine().limits(gpu("B200"), 8192) == (16384, 1024)  # >= 160 GiB: the largest defaults, from 0.28
+    assert Engine(version="0.27.1").limits(gpu("B200"), 8192) == (8192, 1024)
+    assert Engine().limits(gpu("H200"), 8192) == (8192, 1024)  # 139.8 GiB
     assert Engine(version="0.6").limits(gpu("RTX-3090"), 20000) == (20000, 256)  # V0 without chunked prefill
     assert Engine(version="0.7").limits(gpu("RTX-4090"), 131072) == (2048, 256)  # chunked prefill past 32K
     assert Engine(max_num_seqs=64, max_batched_tokens=4096).limits(gpu("H100"), 8192) == (4096, 64)
@@ -90,6 +97,73 @@ def _run(capsys, *args):
     return code, out.out, out.err
 
 
+def test_model_runner_by_release():
+    """vLLM's default runner, each release's ``VllmConfig.use_v2_model_runner`` (read from the wheels)."""
+    def mr(v, arch="Qwen3ForCausalLM", **kw):
+        return model_runner(Engine(version=v), architectures=[arch], **kw)
+    assert mr("0.21") == "v1" and mr("0.11") == "v1"
+    assert mr("0.22") == "v2" and mr("0.22", "LlamaForCausalLM") == "v1" and mr("0.23", "LlamaForCausalLM") == "v2"
+    assert mr("0.22", quantized=True) == "v1" and mr("0.24", quantized=True) == "v2"  # 0.22/0.23: unquantized only
+    assert mr("0.24", "Qwen2MoeForCausalLM", moe=True) == "v2" and mr("0.24", "GemmaForCausalLM") == "v1"
+    assert mr("0.25", "GemmaForCausalLM") == "v2" and mr("0.27.1", "Qwen3MoeForCausalLM", moe=True) == "v1"
+    assert mr("0.27", "KimiK3ForConditionalGeneration", moe=True) == "v2" and mr("0.26", "KimiK3ForConditionalGeneration", moe=True) == "v1"
+    assert mr("0.28", "NemotronHForCausalLM", hybrid=True) == "v1" and mr("0.28", "MambaForCausalLM", attention_free=True) == "v1"
+    assert mr("0.29", "Qwen3MoeForCausalLM", moe=True, hybrid=True) == "v2" and mr("0.33") == "v2"
+    assert model_runner(Engine("sglang", "0.33")) == "v1"
+    # through real configs: architectures, experts, cache kinds
+    for name, v, want in ((QWEN3_32B, "0.27.1", "v2"), ("qwen3-30b-a3b", "0.27.1", "v1"), ("qwen3-30b-a3b", "0.29", "v2"),
+                          ("qwen3-next-80b-a3b-thinking", "0.28", "v1"), ("llama-3.1-8b", "0.22", "v1"),
+                          ("llama-3.1-8b", "0.23", "v2")):
+        m, raw = model(name)
+        p = plan(m, raw, ServeSetup(gpu=gpu("H100"), vllm_version=v), T=8192)
+        assert p.profile.runner == want, (name, v)
+
+
+def test_model_runner_v2_sampler_terms():
+    """Model Runner V2's dummy sampler: before 0.33 the default sampling state (no fp32 copy, no sort),
+    gumbel_sample's int64 + fp32 partials per 1024-entry block; from 0.33 the warmup-parameter pass:
+    fp32 logits, FlashInfer's top-k mask and softmax (4 B each per sequence and vocabulary entry)."""
+    m = symcost.build("llama-3.1-8b")
+    V, d = 128256, 4096
+    old = sampler_terms_v2(m, 1024, "0.27.1").flatten()
+    assert set(old) == {"hidden_states", "logits", "gumbel_partials"}
+    assert _at(old["gumbel_partials"]) == 1024 * 126 * (8 + 4)  # ceil(128256 / 1024) = 126 blocks
+    assert _at(sum(old.values(), sympy.Integer(0))) == 8192 * d * 2 + 1024 * V * 2 + 1024 * 126 * 12
+    new = sampler_terms_v2(m, 1024, "0.33").flatten()
+    assert {k: _at(v) for k, v in new.items() if k not in ("hidden_states", "logits")} == \
+        {"logits_fp32": 4 * 1024 * V, "topk_masked_logits": 4 * 1024 * V, "topk_probs": 4 * 1024 * V}
+    assert _at(new["logits"], M=512) == 512 * V * 2  # S = min(max_num_seqs, M), as V1's
+    # 0.33 V2 (14 B per entry) stays below V1's sorted sampler (38 B)
+    assert _at(sampler_terms_v2(m, 256, "0.33").total) < _at(sampler_terms(m, 256).total)
+
+
+def test_model_runner_v2_buffers_and_graphs():
+    """The sampler state Model Runner V2 holds before the KV cache (last pipeline stage only), a later
+    stage's intermediate buffers (both runners), and no CUDA-graph estimate from V2 before 0.29."""
+    m, raw = model(QWEN3_32B)
+    V, d, S = 151936, 5120, 1024
+    b = runner_buffer_terms(m, S).flatten()
+    assert {k: int(v) for k, v in b.items()} == {"penalty_output_bins": 4 * S * V, "penalty_prompt_mask": 4 * S * 4748,
+                                                  "grammar_bitmask": 4 * S * 4748}  # ceil(151936 / 32) = 4748
+    assert _at(intermediate_buffer_terms(m).total) == 2 * 8192 * d * 2
+    g = gpu("H100")
+    for v, counted in (("0.27.1", False), ("0.29", True)):
+        p = profile(m, g, Engine(version=v), max_model_len=32768, runner="v2")
+        assert (p.cudagraph_bytes != 0) is counted, v
+        assert p.buffers.total.xreplace({sym.N_pp: 1}) == runner_buffer_terms(m, S).total  # one stage
+        assert _at(p.buffers.total.xreplace({sym.N_pp: 2})) == runner_buffer_terms(m, S).total + 2 * 8192 * d * 2
+    assert profile(m, g, Engine(version="0.21"), max_model_len=32768).cudagraph_bytes != 0  # the V1 runner
+    p = plan(m, raw, ServeSetup(layout=Layout(pp=2), gpu=g, vllm_version="0.27.1"), T=32768)
+    first, last = (f.profile for f in p.formulas.stages)
+    assert not first.buffers.flatten() and not first.sampler.flatten()
+    assert set(last.buffers.flatten()) == {"penalty_output_bins", "penalty_prompt_mask", "grammar_bitmask",
+                                           "intermediate_buffers"}
+    one = plan(m, raw, ServeSetup(gpu=g, vllm_version="0.27.1"), T=32768)
+    assert "runner_buffers/penalty_output_bins" in one.activation_terms()
+    with pytest.raises(symcost.SymcostError, match="--model-runner"):
+        profile(m, g, Engine(), max_model_len=8192, runner="v3")
+
+
 @pytest.mark.parametrize("args, flag", [
     (("--engine", "tgi"), "--engine"),
     (("--gpu", "H100", "--moe-backend", "cutlass"), "--moe-backend"),
@@ -111,8 +185,17 @@ def test_memory_json_has_the_engine_terms(capsys):
     for key in ("activation_terms", "non_torch_bytes_per_gpu", "cudagraph_bytes_per_gpu", "weights_loaded_bytes",
                 "deciding_rank", "kv_available_bytes_per_gpu"):
         assert key in d, key
-    t = d["activation_terms"]["sampler/sort_indices"]
-    assert t["bytes"] == exact(symcost.parse(t["formula"]), {sym.M: 2048}) == 8 * 256 * 128256
+    # the default release (0.33) runs Model Runner V2 for Llama: its warmup-parameter sampler pass and its sampler state
+    assert d["model_runner"] == "v2"
+    t = d["activation_terms"]["sampler/topk_probs"]
+    assert t["bytes"] == exact(symcost.parse(t["formula"]), {sym.M: 2048}) == 4 * 256 * 128256
+    assert d["activation_terms"]["runner_buffers/penalty_output_bins"]["bytes"] == 4 * 256 * 128256
+    for flags in (("--vllm-version", "0.21"), ("--model-runner", "v1")):  # the V1 runner: the sorted sampler
+        code, out, _ = _run(capsys, "--gpu-memory", "23.58GiB", "--json", *flags)
+        d = json.loads(out)
+        assert d["model_runner"] == "v1" and "runner_buffers/penalty_output_bins" not in d["activation_terms"]
+        t = d["activation_terms"]["sampler/sort_indices"]
+        assert t["bytes"] == exact(symcost.parse(t["formula"]), {sym.M: 2048}) == 8 * 256 * 128256
     code, out, _ = _run(capsys, "--gpu", "H100", "--kv-cache-memory", "20GiB", "--json")
     assert json.loads(out)["kv_available_bytes_per_gpu"] == 20 * GiB
     code, out, _ = _run(capsys, "--gpu", "H100", "--gpu-memory-utilization", "0.8", "--max-num-seqs", "64", "--json")
@@ -270,9 +353,15 @@ def test_pipeline_stages_costed_by_their_own_layers():
     assert p.kv.num_blocks == min(s["num_blocks"] for s in st) == st[2]["num_blocks"]
     assert p.kv.tokens == st[2]["kv_tokens"] and p.weights_rank == st[2]["weights_bytes"]
     # the bound (ceil(count/pp) of every group, the larger edge, the sampler's peak, 16 layers' pages on
-    # one stage) is not vLLM's answer: it charges stage 2 with the head and the sampler it does not hold
+    # one stage) is not vLLM's answer: it charges stage 2 with the head and the sampler it does not hold, and
+    # with 1 dense + 15 MoE layers' weights where it holds 16 MoE layers; under the V1 runner (0.28 for this
+    # MoE) the sorted sampler outweighs the missing expert layer, under Model Runner V2 (0.33) it does not
     f, *_ = _engine_formulas(m, raw, ServeSetup(layout=Layout.vllm(m, tp=8, pp=4), gpu=gpu("H200")), T=8192, tp=8, pp=1)
-    assert int(f.num_blocks.xreplace(p.values)) < p.kv.num_blocks
+    assert int(f.num_blocks.xreplace(p.values)) != p.kv.num_blocks
+    s28 = ServeSetup(layout=Layout.vllm(m, tp=8, pp=4), gpu=gpu("H200"), vllm_version="0.28")
+    p28 = plan(m, raw, s28, T=8192)
+    f28, *_ = _engine_formulas(m, raw, s28, T=8192, tp=8, pp=1)
+    assert p28.profile.runner == "v1" and int(f28.num_blocks.xreplace(p28.values)) < p28.kv.num_blocks
     formula = p.formulas.formula()
     assert parse(str(formula["num_blocks"])).xreplace(p.values) == p.kv.num_blocks
     assert {f"stage{i}_{k}" for i in range(4) for k in ("weights", "num_blocks", "kv_block_bytes")} <= set(formula)
@@ -371,7 +460,8 @@ def test_deploy_and_kv_capacity_use_the_stage_costing():
 def test_cudagraph_estimate_counted_from_0_21():
     """vLLM's default capture sizes (_set_cudagraph_sizes) and profile_cudagraph_memory's estimate:
     the graph pool at the largest size + 1 MiB per further graph (PIECEWISE at every size, FULL at
-    the decode sizes <= max_num_seqs); subtracted before KV sizing from 0.21 only."""
+    the decode sizes <= max_num_seqs); subtracted before KV sizing from 0.21 only (the V1 runner, pinned:
+    0.31's default for Llama is Model Runner V2, whose sampler differs too)."""
     from symcost.serving.profile import capture_sizes
     sizes = capture_sizes(256, 2048)
     assert sizes[:4] == [1, 2, 4, 8] and sizes[-1] == 512 and len(sizes) == 3 + 31 + 17
@@ -379,16 +469,16 @@ def test_cudagraph_estimate_counted_from_0_21():
     assert capture_sizes(256, 100)[-1] == 96  # capped by max_num_batched_tokens
     m = symcost.build("llama-3.1-8b")
     raw = symcost.architectures.loader.read_json("llama-3.1-8b")[1]
-    new = plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.31"), T=8192)
-    old = plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.19"), T=8192)
-    given = plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.31", cudagraph_gib=0.5), T=8192)
+    new = plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.31", model_runner="v1"), T=8192)
+    old = plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.19", model_runner="v1"), T=8192)
+    given = plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.31", model_runner="v1", cudagraph_gib=0.5), T=8192)
     assert old.cudagraph_rank == 0 and not any(k.startswith("cudagraph/") for k in old.activation_terms())
     terms = new.activation_terms()
     objects = terms["cudagraph/graph_objects"]["bytes"]
     assert objects == (51 - 1 + 35 - 1) * 2**20  # 51 PIECEWISE sizes, 35 FULL sizes <= 256 sequences
     assert new.cudagraph_rank == terms["cudagraph/graph_pool"]["bytes"] + objects
     # the pool is the forward's transient at B_g = 512 tokens
-    fwd = sum(v["bytes"] for k, v in plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.31",
+    fwd = sum(v["bytes"] for k, v in plan(m, raw, ServeSetup(gpu=gpu("A100-80GB"), vllm_version="0.31", model_runner="v1",
                                                               max_batched_tokens=512), T=8192).activation_terms().items()
               if k.startswith("forward/"))
     assert terms["cudagraph/graph_pool"]["bytes"] == fwd

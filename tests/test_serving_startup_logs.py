@@ -97,6 +97,18 @@ def test_pipeline_cases_are_costed_stage_by_stage():
         assert len(r["stage_weights"]) == c["pp"], c["id"]
 
 
+def test_the_runner_each_log_names_is_the_one_modelled():
+    """Where a log names the file its 'Model loading took' comes from, the runner is known: V1's
+    ``gpu_model_runner.py`` or Model Runner V2's ``model_runner.py`` (``vllm/v1/worker/gpu/``); symcost's
+    default for that release and model (``profile.model_runner``) must be the same."""
+    named = [c for c in CASES if "runner" in c["logged"]]
+    assert {c["logged"]["runner"] for c in named} == {"v1", "v2"}
+    for c in named:
+        assert ("[model_runner.py" in c["quote"]) is (c["logged"]["runner"] == "v2"), c["id"]
+        m, raw = model(c["model"])
+        assert plan(m, raw, setup_of(c, m), T=c["max_model_len"]).profile.runner == c["logged"]["runner"], c["id"]
+
+
 def test_tokens_given_kv_within_one_and_a_half_percent():
     for r in rows():
         if "tokens" in r:

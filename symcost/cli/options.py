@@ -482,8 +482,13 @@ ENGINE = Option(("--engine",), "serve", "whose start-up accounting: vllm (V1: bu
 VLLM_VERSION = Option(("--vllm-version",), "serve", "vLLM release modelled (X.Y or X.Y.Z): < 0.8 = the V0 "
                       "engine's profile and defaults (the activation terms' M and S); < 0.6.5 adds the CUDA context "
                       "to non-torch memory; >= 0.11.1 loads MXFP4 experts for Triton on Hopper (Marlin before); "
-                      ">= 0.21 subtracts the CUDA-graph estimate before the KV cache",
+                      ">= 0.21 subtracts the CUDA-graph estimate before the KV cache (Model Runner V2: >= 0.29); "
+                      ">= 0.22 runs Model Runner V2 where vLLM defaults to it (--model-runner)",
                       default="0.33", metavar="X.Y", example="0.10")  # the default: profile.DEFAULT_VLLM
+MODEL_RUNNER = Option(("--model-runner",), "serve", "vLLM's GPU model runner (VLLM_USE_V2_MODEL_RUNNER): v1 or v2 "
+                      "(Model Runner V2: its dummy sampler, its sampler state before the KV cache, its CUDA-graph "
+                      "estimate); default: the release's choice for the model (V2 for dense models from 0.25, all "
+                      "from 0.29)", choices=("v1", "v2"), example="v1")
 MAX_NUM_SEQS = Option(("--max-num-seqs",), "serve", "vLLM's max_num_seqs S: the sampler terms of the profile "
                       "(default: 1024 on >= 70 GiB non-A100 GPUs, else 256)", kind=positive, example="256")
 KV_CACHE_MEMORY = Option(("--kv-cache-memory", "--kv-cache-memory-bytes"), "serve", "KV cache size per GPU "
@@ -742,7 +747,7 @@ SERVE = (SERVE_GPU, WEIGHTS_DTYPE, EXPERTS_DTYPE, QUANT_FALLBACK, KV_DTYPE, MEM_
 #: ``memory``, ``deploy``, ``roofline``: the engine's own defaults for M and the non-torch memory (modelled)
 SERVE_MODELLED = tuple(
     o.but(default=None, help="tokens per chunked-prefill step M (vLLM's max_num_batched_tokens; default: the "
-                             "engine's for the GPU, 8192 or 2048): the forward terms of the profile")
+                             "engine's for the GPU, 16384, 8192 or 2048): the forward terms of the profile")
     if o is MAX_BATCHED_TOKENS else
     o.but(default=None, help="non-torch memory per GPU, GiB (default: modelled, engine_memory.json)")
     if o is OVERHEAD_GIB else o for o in SERVE)
@@ -750,7 +755,7 @@ SERVE_MODELLED = tuple(
 MEMORY_SERVE = tuple(
     o.but(default=None, help="the budget's fraction of the usable memory (vLLM's gpu_memory_utilization, default 0.9; "
                              "SGLang's mem_fraction_static, default by TP size: 0.88 at 1 ... 0.79 at 16+)")
-    if o is MEM_UTIL else o for o in SERVE_MODELLED) + (ENGINE, VLLM_VERSION, MAX_NUM_SEQS, KV_CACHE_MEMORY,
+    if o is MEM_UTIL else o for o in SERVE_MODELLED) + (ENGINE, VLLM_VERSION, MODEL_RUNNER, MAX_NUM_SEQS, KV_CACHE_MEMORY,
                                                           GPU_MEMORY, MOE_BACKEND, PP_LAYER_PARTITION)
 #: the phase and conventions of the symbolic commands (a metric of FLOPs)
 SYMBOLIC_PHASE = (PHASE.but(default=None, help="with --metric flops: prefill (a prompt of T tokens, the default) "

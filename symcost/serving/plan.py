@@ -15,7 +15,9 @@ Per rank (the most-loaded one):
                     the formulas in N_pp (and SGLang) bound a stage by ⌈count/pp⌉ of every layer
                     group and the larger of embedding and head
     activations   = the engine's profiled peak (``profile``: the forward over M = max_num_batched_tokens
-                    tokens, the dummy sampler over S = max_num_seqs sequences, their larger), as
+                    tokens, the dummy sampler over S = max_num_seqs sequences, their larger; vLLM's
+                    Model Runner V2 — its default by release, ``profile.model_runner`` — adds the
+                    sampler state it holds, ``runner_buffers``), as
                     named terms in ``activation_terms``; the older single-formula estimate
                     (``formulas.activation_per_gpu``) stays for the symbolic metrics
     overhead      = non-torch memory by mechanism (``profile.non_torch_terms``: kernel modules, the
@@ -46,7 +48,7 @@ from ..model.parallel import Layout
 from .formulas import (ServeFormulas, StageFormula, activation_per_gpu, layout_values, pipeline_stages, pp_partition,
                        serve_formulas, weights_per_gpu)
 from .memory import cache_bytes_total
-from .profile import DEFAULT_VLLM, Engine, Profile, kv_cell_bytes, profile, version_tuple
+from .profile import DEFAULT_VLLM, Engine, Profile, kv_cell_bytes, model_runner, profile, version_tuple
 from .quant import checkpoint, default_moe_backend, expert_padding, nvfp4_scale_padding, scheme
 from .vllm import KVConfig
 
@@ -152,6 +154,8 @@ class ServeSetup:
     kv_cache_memory: int | None = None  # bytes: vLLM's --kv-cache-memory-bytes, the profile skipped
     moe_backend: str | None = None  # MXFP4 expert kernel (None: vLLM's default for the GPU)
     pp_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION: layers per stage (None: vLLM's split)
+    model_runner: str | None = None  # vLLM's GPU model runner, v1 | v2 (VLLM_USE_V2_MODEL_RUNNER; None: the
+    # release's default for the model, ``profile.model_runner``)
 
     def checkpoint(self, model, raw: dict):
         """The checkpoint's weight bytes as these options cost them (``quant.checkpoint``)."""
@@ -266,7 +270,8 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
     cost one by one (None: the layout's; 1: none, the formulas' ⌈count/p⌉ bound in N_pp)."""
     engine = Engine(setup.engine, setup.vllm_version, setup.max_num_seqs, setup.max_batched_tokens)
     ck, base = _layout_free(model, raw, setup, lazy)
-    prof = profile(model, setup.gpu, engine, max_model_len=T, tp=tp, quant=ck.scheme.layout.kind)
+    runner = setup.model_runner or runner_of(model, raw, engine, ck, base.kv)
+    prof = profile(model, setup.gpu, engine, max_model_len=T, tp=tp, quant=ck.scheme.layout.kind, runner=runner)
     notes = list(ck.notes)
     backend = setup.moe_backend or default_moe_backend(setup.gpu, version_tuple(engine.version))
     pad, pad_notes = expert_padding(model, ck, base.weights, backend)
@@ -300,6 +305,18 @@ def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool 
         if why:
             notes.append(why)
     return f, prof, ck, base.weights, notes
+
+
+def runner_of(model, raw: dict, engine: Engine, ck, kv) -> str:
+    """vLLM's default GPU model runner for this model (``profile.model_runner``), from what vLLM's
+    ``ModelConfig`` reads: the config's ``architectures``, routed experts (``is_moe``), a quantised
+    checkpoint (``is_quantized``), and the cache kinds — attention beside a recurrent state is a hybrid
+    (``is_hybrid``), a state alone is attention-free."""
+    archs = raw.get("architectures") or (raw.get("text_config") or {}).get("architectures") or ()
+    kinds = [k[0] for k in kv.kinds]
+    states, attn = "state" in kinds, any(k != "state" for k in kinds)
+    return model_runner(engine, architectures=archs, moe=sym.E in model.values, hybrid=states and attn,
+                        attention_free=states and not attn, quantized=ck.scheme.layout.kind != "dense")
 
 
 def stage_formulas(model, ck, setup: ServeSetup, prof: Profile, kv, non_torch, backend: str, *, pp: int,
@@ -489,7 +506,8 @@ NOTE = ("engine accounting per GPU (--engine, --vllm-version): budget = usable m
         "= checkpoint bytes (quantization_config, scales included) split by the layout, as loaded (MXFP4 "
         "experts padded for the MoE kernel); activations = vLLM's profiled peak, the larger of the forward over "
         "M = max_num_batched_tokens tokens and the dummy sampler over S = max_num_seqs sequences "
-        "(activation_terms); overhead = non-torch memory (modelled, or --overhead-gib) + CUDA graphs (vLLM >= 0.21's estimate, or "
+        "(activation_terms; Model Runner V2, --model-runner, adds the sampler state it holds); overhead = non-torch "
+        "memory (modelled, or --overhead-gib) + CUDA graphs (vLLM >= 0.21's estimate, Model Runner V2's from 0.29, or "
         "--cudagraph-gib); the "
         "rest holds KV pages (vLLM block sizes, hybrid page alignment); SGLang: mem_fraction_static pool, "
         "activations outside it")

@@ -38,6 +38,19 @@ vLLM V1 (>= 0.8; ``vllm/v1/worker/gpu_worker.py`` ``Worker.determine_available_m
       ``profile_cudagraph_memory`` until it implemented it — PR #49233; not modelled)
       (PR #30515) and earlier versions capture after sizing (``compile_or_warm_up_model``): there
       --cudagraph-gib states an allowance, 0 by default.
+vLLM Model Runner V2 (``vllm/v1/worker/gpu/model_runner.py``; the default runner by release in
+``model_runner``: from 0.22 for a few dense architectures, 0.25 for every dense model, 0.29 for all):
+    the same budget and the same forward (``_dummy_run(max_num_tokens)``); what differs, term by term:
+      sampler (``sampler_terms_v2``): the dummy requests carry the default sampling state (greedy,
+        no top-k/top-p, no penalties), so no fp32 copy and no sort — the logits and the Gumbel
+        argmax's per-block partials; from 0.33 a second pass with ``SamplingParams.for_sampler_warmup``
+        runs the fp32 pipeline and FlashInfer's top-k/top-p sampler
+      runner_buffers (``runner_buffer_terms``): sampler state the runner allocates after the init
+        snapshot (``PenaltiesState`` bins, the grammar bitmask), last pipeline stage only — counted
+        in ``memory_profiling``'s total_consumed
+      CUDA graphs: ``profile_cudagraph_memory`` returned 0 before 0.29 (nothing subtracted although
+        the V1 runner's estimate is on from 0.21); from 0.29 it captures into a throwaway pool
+        (``cudagraph_utils.profile_cudagraph_memory``): the same terms as V1's (``cudagraph_terms``)
 vLLM V0 (<= 0.7; ``vllm/worker/worker.py`` ``determine_num_available_blocks``): the same
     budget; the profile runs max_num_batched_tokens = max(max_model_len, 2048) without chunked
     prefill (chunked prefill, on by default past 32K: 512 tokens in 0.6, 2048 from 0.7), and
@@ -71,6 +84,26 @@ ENGINES = ("vllm", "sglang")
 DEFAULT_VLLM = "0.33"
 #: fused-MoE chunking: VLLM_FUSED_MOE_CHUNK_SIZE (tokens per fused_experts call)
 MOE_CHUNK = 32768
+#: runners: vLLM's V1 ``GPUModelRunner`` (``vllm/v1/worker/gpu_model_runner.py``) and Model Runner V2
+#: (``vllm/v1/worker/gpu/model_runner.py``)
+RUNNERS = ("v1", "v2")
+#: the first release whose default is Model Runner V2 for some models, and the first where it is for all
+#: (``VllmConfig.use_v2_model_runner`` of each release's ``vllm/config/vllm.py``)
+RUNNER_V2_FROM = (0, 22, 0)
+RUNNER_V2_ALL = (0, 29, 0)
+#: 0.22-0.24: Model Runner V2 by default only for these architectures (``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES``;
+#: 0.22 and 0.23 also require a dense, unquantized checkpoint, ``_is_default_v2_model_runner_model``)
+V2_ARCHS = {
+    (0, 22): frozenset({"Qwen3ForCausalLM"}),
+    (0, 23): frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"}),
+    (0, 24): frozenset({"Qwen3ForCausalLM", "DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM",
+                        "LlamaForCausalLM", "MistralForCausalLM"}),
+}
+#: 0.25-0.28: every dense, non-hybrid, attention-bearing model, and these MoE architectures
+_V2_MOE_025 = frozenset({"DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"})
+_V2_MOE_026 = _V2_MOE_025 | {"InklingForCausalLM", "InklingForConditionalGeneration", "LongcatFlashNgramForCausalLM"}
+V2_MOE_ARCHS = {(0, 25): _V2_MOE_025, (0, 26): _V2_MOE_026, (0, 27): _V2_MOE_026 | {"KimiK3ForConditionalGeneration"},
+                (0, 28): _V2_MOE_026 | {"KimiK3ForConditionalGeneration", "DeepseekV4ForCausalLM"}}
 
 
 def _data() -> dict:
@@ -90,6 +123,10 @@ def version_tuple(v: str) -> tuple[int, int, int]:
         return nums[0], nums[1], nums[2]
     except ValueError:
         raise SymcostError(f"--vllm-version: expected X.Y or X.Y.Z (e.g. 0.11), got {v!r}") from None
+
+
+#: the release whose ``get_batch_defaults`` gives GPUs of >= 160 GiB 16384 batched tokens (the OpenAI server's)
+LARGEST_DEFAULTS = (0, 28, 0)
 
 
 @dataclass(frozen=True)
@@ -114,7 +151,8 @@ class Engine:
         """(max_num_batched_tokens, max_num_seqs) as the engine defaults them for the OpenAI server.
 
         vLLM >= 0.9 (``EngineArgs._set_default_args``): 8192 / 1024 on a GPU of >= 70 GiB that is
-        not an A100, else 2048 / 256; 0.8: 2048 / 256; V0: max(max_model_len, 2048) / 256 without
+        not an A100, else 2048 / 256; from 0.28 16384 / 1024 on a GPU of >= 160 GiB (``EngineArgs.
+        get_batch_defaults``: "for GPUs like B200/B300"); 0.8: 2048 / 256; V0: max(max_model_len, 2048) / 256 without
         chunked prefill (on by default past 32K contexts, then 512). SGLang: chunked_prefill_size
         8192, max_running_requests from the pool (taken as 1024 here; no sampler peak is costed)."""
         m, s = self.max_batched_tokens, self.max_num_seqs
@@ -125,12 +163,47 @@ class Engine:
             chunk = 512 if version_tuple(self.version) < (0, 7) else 2048
             dm = max(max_model_len, 2048) if max_model_len <= 32768 else chunk
             return m or dm, min(s or 256, m or dm)
-        if version_tuple(self.version) >= (0, 9) and big:
+        if version_tuple(self.version) >= LARGEST_DEFAULTS and gpu is not None and gpu.usable_bytes >= 160 * GiB:
+            dm, ds = 16384, 1024
+        elif version_tuple(self.version) >= (0, 9) and big:
             dm, ds = 8192, 1024
         else:
             dm, ds = 2048, 256
         m = m or dm
         return m, min(s or ds, m)
+
+
+def model_runner(engine: "Engine", *, architectures=(), moe: bool = False, hybrid: bool = False,
+                 attention_free: bool = False, quantized: bool = False) -> str:
+    """The GPU model runner vLLM picks by default (``VllmConfig.use_v2_model_runner``, without
+    VLLM_USE_V2_MODEL_RUNNER), "v1" or "v2", read from each release's ``vllm/config/vllm.py``:
+
+        < 0.22       V1 (Model Runner V2 only on request)
+        0.22, 0.23   V2 for the architectures of ``V2_ARCHS`` with a dense, unquantized checkpoint
+        0.24         V2 for the architectures of ``V2_ARCHS``
+        0.25 - 0.28  V2 unless the model is hybrid (attention + Mamba/linear state; from 0.26 unless its
+                     architecture is listed) or attention-free, or a MoE outside ``V2_MOE_ARCHS``
+        >= 0.29      V2 (the features it lacks, ``_get_v2_model_runner_unsupported_features``, are
+                     options symcost does not model: speculative methods, DBO, elastic EP, ...)
+
+    ``architectures``: the config's ``architectures``; SGLang has no such choice ("v1" stands for
+    its one path). The V0 engine (< 0.8) has no V1 runner either; its profile is ``Engine.v1``'s."""
+    if engine.name != "vllm":
+        return "v1"
+    v = version_tuple(engine.version)
+    if v < RUNNER_V2_FROM:
+        return "v1"
+    if v >= RUNNER_V2_ALL:
+        return "v2"
+    archs, key = set(architectures or ()), v[:2]
+    if key in V2_ARCHS:
+        if not archs & V2_ARCHS[key] or (key < (0, 24) and (moe or quantized)):
+            return "v1"
+        return "v2"
+    listed = bool(archs & V2_MOE_ARCHS[key])
+    if attention_free or (hybrid and (key == (0, 25) or not listed)):
+        return "v1"
+    return "v2" if listed or not moe else "v1"
 
 
 def default_fraction(engine: str, tp: int) -> float:
@@ -271,6 +344,88 @@ def sampler_terms(model, S: int, *, act_bytes: int = 2) -> Terms:
     return out
 
 
+#: the release whose Model Runner V2 dummy sampler adds the warmup-parameter pass (``_dummy_sampler_run``)
+SAMPLER_WARMUP_PASS = (0, 33, 0)
+#: ``gumbel_sample``'s vocabulary block (BLOCK_SIZE): one partial argmax (int64) and max (fp32) per block
+GUMBEL_BLOCK = 1024
+
+
+def sampler_terms_v2(model, S: int, version: str, *, act_bytes: int = 2) -> Terms:
+    """Model Runner V2's dummy sampler run (``vllm/v1/worker/gpu/model_runner.py``
+    ``GPUModelRunner._dummy_sampler_run``) over S sequences, at its widest point. The forward's hidden
+    states are held; ``compute_logits`` gathers the S sampled rows to the full vocabulary (b_a·S·V).
+
+    Before 0.33 the sampler runs once with the dummy requests' default sampling state (temperature 0,
+    top-k = V, top-p = 1, no penalties or bias: ``gpu/sample/sampler.py`` ``Sampler.apply_sampling_params``
+    returns the logits untouched, no fp32 copy, and ``apply_top_k_top_p`` gets no k or p, so nothing is
+    sorted); ``gumbel_sample`` holds one int64 argmax and one fp32 max per row and vocabulary block of
+    1024: 12·S·⌈V/1024⌉ — vLLM's own note: the profile "may skip top_k, top_p, and logprobs".
+
+    From 0.33 a second pass follows with ``SamplingParams.for_sampler_warmup()`` (temperature 0.9,
+    top-k 50, top-p 0.9, penalties, logprobs): ``apply_sampling_params`` copies the logits to fp32
+    (4·S·V), then FlashInfer's fused sampler (``topk_topp_sampler.flashinfer_sample`` →
+    ``flashinfer.sampling.top_k_top_p_sampling_from_logits``, filter order top_k_first) masks the
+    logits (``top_k_mask_logits``, 4·S·V) and takes their softmax (4·S·V) while the fp32 copy is held:
+    (b_a + 12)·S·V, wider than the first pass. (On GPUs without FlashInfer's sampler — 16 SMs or
+    fewer — vLLM takes the Triton top-k/top-p path instead; not modelled.)"""
+    vals = model.values
+    d = sympy.Integer(exact(sym.d, vals))
+    V = sympy.Integer(exact(sym.V, vals))
+    b = _b(act_bytes)
+    S = sympy.Min(M, S)
+    out = Terms()
+    out.add("hidden_states", M * d * b, "the forward's output, held")
+    out.add("logits", S * V * b, "lm_head output gathered to the full vocabulary, S·V")
+    if version_tuple(version) >= SAMPLER_WARMUP_PASS:
+        out.add("logits_fp32", 4 * S * V, "warmup-parameter pass: apply_sampling_params' fp32 copy of the logits")
+        out.add("topk_masked_logits", 4 * S * V, "FlashInfer top_k_top_p_sampling_from_logits: top_k_mask_logits")
+        out.add("topk_probs", 4 * S * V, "FlashInfer top_k_top_p_sampling_from_logits: softmax of the masked logits")
+    else:
+        blocks = -(-int(V) // GUMBEL_BLOCK)
+        out.add("gumbel_partials", S * 12 * blocks,
+                f"gumbel_sample: int64 argmax + fp32 max per row and {GUMBEL_BLOCK}-entry block (⌈V/{GUMBEL_BLOCK}⌉ = {blocks})")
+    return out
+
+
+def runner_buffer_terms(model, S: int) -> Terms:
+    """Model Runner V2's sampler state, allocated by ``GPUModelRunner.load_model`` on the last pipeline
+    stage after the weights are measured and before the profile (``vllm/v1/worker/gpu/model_runner.py``):
+    not weights, not the profile's transient peak, but inside ``memory_profiling``'s total_consumed
+    (the free-memory drop from the worker's init snapshot), so subtracted before the KV cache:
+
+        penalty_output_bins   4·S·V        ``gpu/sample/penalties.py`` ``PenaltiesState``:
+                                           output_bin_counts, int32 [max_num_reqs, V]
+        penalty_prompt_mask   4·S·⌈V/32⌉   prompt_bin_mask, int32 [max_num_reqs, ⌈V/32⌉]
+        grammar_bitmask       4·S·⌈V/32⌉   ``gpu/structured_outputs.py`` ``StructuredOutputsWorker``:
+                                           int32 [max_num_reqs · decode_query_len, ⌈V/32⌉] (1 without
+                                           speculative decoding)
+
+    The per-request sampling parameters and token ids (``SamplingStates``, ``RequestState.all_token_ids``)
+    are UVA buffers in pinned host memory: no device bytes. S is max_num_seqs (the buffers' size, not
+    the rows a step samples)."""
+    V = int(exact(sym.V, model.values))
+    words = -(-V // 32)
+    S = sympy.Integer(S)
+    out = Terms()
+    out.add("penalty_output_bins", 4 * S * V, "PenaltiesState.output_bin_counts, int32 [max_num_seqs, V]")
+    out.add("penalty_prompt_mask", 4 * S * words, f"PenaltiesState.prompt_bin_mask, int32 [max_num_seqs, ⌈V/32⌉ = {words}]")
+    out.add("grammar_bitmask", 4 * S * words, f"StructuredOutputsWorker.grammar_bitmask, int32 [max_num_seqs, {words}]")
+    return out
+
+
+def intermediate_buffer_terms(model, act_bytes: int = 2) -> Terms:
+    """A pipeline stage after the first receives the previous stage's hidden states and residual into
+    buffers of max_num_batched_tokens rows, held for the worker's life: Model Runner V2 allocates them in
+    ``GPUModelRunner.load_model`` (``make_empty_intermediate_tensors(batch_size=max_num_tokens)``), the
+    V1 runner on its first ``_dummy_run`` (the profile); either way they are counted before the KV
+    cache. The profiled forward then reads them, and its own hidden/residual are new tensors."""
+    d = sympy.Integer(exact(sym.d, model.values))
+    out = Terms()
+    out.add("intermediate_buffers", 2 * M * d * _b(act_bytes),
+            "received hidden states + residual, M·d each (make_empty_intermediate_tensors)")
+    return out
+
+
 def _gib(key: str) -> sympy.Integer:
     return sympy.Integer(int(Fraction(str(ENGINE_DATA["non_torch"][key]["value"])) * GiB))
 
@@ -318,6 +473,9 @@ def non_torch_terms(gpu, engine: Engine, tp: int | None = None) -> Terms:
 #: (default since v0.21.0)"); PR #30515 added it, off by default, in 0.13
 CUDAGRAPH_COUNTED = (0, 21, 0)
 CUDAGRAPH_OPT_IN = (0, 13, 0)
+#: Model Runner V2's ``profile_cudagraph_memory`` returned 0 ("It is TBD whether we keep this API") up to
+#: 0.28; 0.29 implements it (PR #53306, ``vllm/v1/worker/gpu/cudagraph_utils.py`` ``profile_cudagraph_memory``)
+CUDAGRAPH_COUNTED_V2 = (0, 29, 0)
 #: ``profile_cudagraph_memory``'s floor per graph beyond the first ("at least 1 MiB per graph for
 #: driver overhead")
 PER_GRAPH_FLOOR = 1 << 20
@@ -349,7 +507,12 @@ def cudagraph_terms(model, max_num_seqs: int, max_batched_tokens: int, groups: f
     the profiling forward's transient at the largest size B_g (``forward_terms`` at M = B_g: the pool
     holds one forward's intermediates) and each further graph at the source's 1 MiB floor — a lower
     bound: vLLM 0.31 logged 0.23 GiB for Llama-3.1-8B on an A100, this gives 0.14 GiB. ``groups``: a
-    pipeline stage's layer groups (``forward_terms``)."""
+    pipeline stage's layer groups (``forward_terms``).
+
+    Model Runner V2 from 0.29 (``vllm/v1/worker/gpu/cudagraph_utils.py`` ``profile_cudagraph_memory``)
+    captures every PIECEWISE graph into a throwaway pool and extrapolates the FULL ones from their two
+    largest (``_extrapolate_full_graph_memory``: first + (n − 1)·max(second, 1 MiB)): the same pool
+    and per-graph terms; before 0.29 it subtracts nothing (``Profile.cudagraph_counted``)."""
     sizes = capture_sizes(max_num_seqs, max_batched_tokens)
     if not sizes:
         return Terms()
@@ -376,39 +539,55 @@ class Profile:
     cudagraph: Terms = None  # vLLM's CUDA-graph estimate (``cudagraph_terms``)
     quant: str | None = None  # the weight layout whose input quantisation the forward holds
     flashinfer: bool = False  # FlashInfer's attention workspace in the forward
-    _stages: dict = None  # (layer groups, last) -> the stage's profile, built once (``at_stage``)
+    _stages: dict = None  # (layer groups, first, last) -> the stage's profile, built once (``at_stage``)
+    runner: str = "v1"  # vLLM's GPU model runner (``model_runner``): "v1" or "v2" (Model Runner V2)
+    #: buffers the runner holds for the worker's life, counted before the KV cache (Model Runner V2's
+    #: sampler state, ``runner_buffer_terms``; a later pipeline stage's ``intermediate_buffer_terms``)
+    buffers: Terms = None
 
     @property
     def peak(self) -> sympy.Expr:
-        """The profiled peak activation: the larger of the forward and the sampler run."""
+        """The profiled peak activation: the larger of the forward and the sampler run, plus the
+        runner's persistent buffers."""
         if self.engine.name == "sglang":
             return sympy.Integer(0)  # outside mem_fraction_static
         if not self.sampler.flatten():  # a pipeline stage before the last: no sampler run
-            return self.forward.total
-        return sympy.Max(self.forward.total, self.sampler.total)
+            peak = self.forward.total
+        else:
+            peak = sympy.Max(self.forward.total, self.sampler.total)
+        return peak + self.buffers.total if self.buffers is not None and self.buffers.flatten() else peak
 
     def at_stage(self, model, stage) -> "Profile":
         """This profile on one pipeline stage (``GPUModelRunner.profile_run``): every rank runs the
         forward over M tokens through its own layers (``forward_terms`` with the stage's groups; the
-        later ranks start from the received hidden states and residual); only the last
-        (``get_pp_group().is_last_rank``) runs ``_dummy_sampler_run``, the others end with
+        later ranks start from the received hidden states and residual, held in their
+        ``intermediate_buffer_terms``); only the last (``get_pp_group().is_last_rank``) runs
+        ``_dummy_sampler_run`` and, under Model Runner V2, holds the sampler state
+        (``runner_buffer_terms``: the Sampler is built on the last rank only); the others end with
         ``output = None``; the CUDA-graph pool is the stage's own forward."""
         groups = frozenset(stage.counts)
         if self._stages is None:
             self._stages = {}
-        if (groups, stage.last) not in self._stages:
+        key = (groups, stage.first, stage.last)
+        if key not in self._stages:
             fwd = forward_terms(model, quant=self.quant, flashinfer=self.flashinfer, groups=groups)
             graphs = cudagraph_terms(model, self.max_num_seqs, self.max_batched_tokens, groups=groups) \
                 if self.cudagraph is not None else None
-            self._stages[groups, stage.last] = replace(self, forward=fwd, sampler=self.sampler if stage.last else Terms(),
-                                                       cudagraph=graphs)
-        return self._stages[groups, stage.last]
+            bufs = runner_buffer_terms(model, self.max_num_seqs) if self.runner == "v2" and stage.last else Terms()
+            if not stage.first:
+                bufs.add("intermediate_buffers", intermediate_buffer_terms(model).total,
+                         "received hidden states + residual, M·d each (make_empty_intermediate_tensors)")
+            self._stages[key] = replace(self, forward=fwd, sampler=self.sampler if stage.last else Terms(),
+                                        cudagraph=graphs, buffers=bufs)
+        return self._stages[key]
 
     @property
     def cudagraph_counted(self) -> bool:
-        """Whether the engine subtracts its CUDA-graph estimate before sizing the KV cache: vLLM from
-        0.21 (on by default); before, graphs are captured after sizing (an allowance, --cudagraph-gib)."""
-        return self.engine.name == "vllm" and version_tuple(self.engine.version) >= CUDAGRAPH_COUNTED
+        """Whether the engine subtracts its CUDA-graph estimate before sizing the KV cache: vLLM's V1
+        runner from 0.21 (on by default; before, graphs are captured after sizing: an allowance,
+        --cudagraph-gib), Model Runner V2 from 0.29 (``CUDAGRAPH_COUNTED_V2``)."""
+        first = CUDAGRAPH_COUNTED_V2 if self.runner == "v2" else CUDAGRAPH_COUNTED
+        return self.engine.name == "vllm" and version_tuple(self.engine.version) >= first
 
     @property
     def cudagraph_bytes(self) -> sympy.Expr:
@@ -419,6 +598,8 @@ class Profile:
         out.add("forward", self.forward.copy(), f"profiling forward over M = {self.max_batched_tokens} tokens")
         if self.sampler.flatten():
             out.add("sampler", self.sampler.copy(), f"dummy sampler run over S = {self.max_num_seqs} sequences")
+        if self.buffers is not None and self.buffers.flatten():
+            out.add("runner_buffers", self.buffers.copy(), "buffers the model runner holds, counted before the KV cache")
         if self.cudagraph_counted and self.cudagraph is not None and self.cudagraph.flatten():
             out.add("cudagraph", self.cudagraph.copy(), "profile_cudagraph_memory estimate, before KV sizing")
         return out
@@ -429,16 +610,25 @@ FLASHINFER_CARDS = ("B200", "B300", "GB200", "GB300")
 
 
 def profile(model, gpu, engine: Engine, *, max_model_len: int, tp: int | None = None,
-            quant: str | None = None) -> Profile:
+            quant: str | None = None, runner: str = "v1") -> Profile:
     """The engine's profiled terms for ``model`` on ``gpu`` (None: defaults of a small GPU);
-    ``quant``: the checkpoint's weight layout kind (its input-quantisation scratch)."""
+    ``quant``: the checkpoint's weight layout kind (its input-quantisation scratch); ``runner``: vLLM's
+    GPU model runner (``model_runner``), "v2" for Model Runner V2's sampler, buffers and graphs."""
+    if runner not in RUNNERS:
+        raise SymcostError(f"--model-runner: unknown runner {runner!r} (known: {', '.join(RUNNERS)})")
     m, s = engine.limits(gpu, max_model_len)
     fi = engine.name == "vllm" and engine.v1 and gpu is not None and gpu.name.upper().startswith(FLASHINFER_CARDS)
     nvfp4_a4 = quant != "nvfp4" or (gpu is not None and gpu.name.upper().startswith(FLASHINFER_CARDS))
     q = quant if nvfp4_a4 else None
     fwd = forward_terms(model, quant=q, flashinfer=fi)
-    smp = sampler_terms(model, s)
-    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, cudagraph_terms(model, s, m), q, fi)
+    v2 = runner == "v2" and engine.name == "vllm" and engine.v1
+    smp = sampler_terms_v2(model, s, engine.version) if v2 else sampler_terms(model, s)
+    bufs = runner_buffer_terms(model, s) if v2 else Terms()
+    # under N_pp > 1 (the formulas' bound, before ``at_stage`` costs each stage): a later stage's buffers
+    bufs.add("intermediate_buffers", sympy.Min(1, p - 1) * intermediate_buffer_terms(model).total,
+             "a pipeline stage after the first: received hidden states + residual (Min(1, N_pp − 1)·2·M·d·b_a)")
+    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, cudagraph_terms(model, s, m), q, fi,
+                   runner="v2" if v2 else "v1", buffers=bufs)
 
 
 def kv_cell_bytes(model, kv_dtype: str, tp: int) -> int:

@@ -57,7 +57,8 @@ def _setup(args, m, layout: bool = True) -> ServeSetup:
     lay = Layout.vllm(m, tp=args.tp, pp=args.pp, dp=args.dp, ep=args.ep) if layout else Layout()
     extra = {k: getattr(args, a) for k, a in (("engine", "engine"), ("vllm_version", "vllm_version"),
                                               ("max_num_seqs", "max_num_seqs"), ("kv_cache_memory", "kv_cache_memory"),
-                                              ("moe_backend", "moe_backend"), ("pp_partition", "pp_layer_partition"))
+                                              ("moe_backend", "moe_backend"), ("pp_partition", "pp_layer_partition"),
+                                              ("model_runner", "model_runner"))
              if getattr(args, a, None) is not None}
     if "pp_partition" in extra and lay.pp == 1:
         raise SymcostError("--pp-layer-partition needs --pp (the stages it splits the layers over)")
@@ -85,6 +86,7 @@ def _memory_payload(m, args, r) -> dict:
             "max_batched_tokens": p.profile.max_batched_tokens, "max_num_seqs": p.profile.max_num_seqs,
             "mem_util": args.mem_util, "engine": p.profile.engine.name,
             "engine_version": p.profile.engine.version if p.profile.engine.name == "vllm" else None,
+            "model_runner": p.profile.runner if p.profile.engine.name == "vllm" and p.profile.engine.v1 else None,
             "activation_terms": p.activation_terms(), "non_torch_bytes_per_gpu": p.non_torch_rank,
             "cudagraph_bytes_per_gpu": p.cudagraph_rank, "weights_loaded_bytes": p.weights_loaded_rank,
             "weights_file_bytes_per_gpu": p.weights_rank, "deciding_rank": p.deciding_rank,
@@ -108,7 +110,9 @@ def cmd_memory(args, out):
     e = p.profile.engine
     lines = [f"{m.name}: serving memory at T={args.T}, B={args.batch}, layout {p.layout.label()} "
              f"(weights {payload['quantization']}, KV {args.kv_dtype})",
-             f"  engine {e.name}" + (f" {e.version} ({'V1' if e.v1 else 'V0'})" if e.name == "vllm" else "")
+             f"  engine {e.name}" + (f" {e.version} ({'V1' if e.v1 else 'V0'}"
+                                     + (", Model Runner V2" if p.profile.runner == "v2" else "") + ")"
+                                     if e.name == "vllm" else "")
              + f": profile over M = {p.profile.max_batched_tokens:,} tokens, S = {p.profile.max_num_seqs:,} "
                f"sequences; deciding rank: pp stage {p.deciding_rank['pp_stage']}"
              + (f", ep rank {p.deciding_rank['ep_rank']} ({p.deciding_rank['local_experts']} experts)"
