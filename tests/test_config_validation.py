@@ -171,9 +171,9 @@ def test_a_billion_layers_is_refused_at_once(model_type, tmp_path, capsys):
     keys = [k for k in ("num_hidden_layers", "n_layer") if k in node] or ["num_hidden_layers"]
     for k in keys:
         node[k] = 10**9
-    start = time.perf_counter()
+    start = time.process_time()
     err = params_error(tmp_path, capsys, raw)
-    assert time.perf_counter() - start < 2, "a 10^9-layer list was built"
+    assert time.process_time() - start < 2, "a 10^9-layer list was built"
     assert any(k in err for k in keys), err
 
 

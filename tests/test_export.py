@@ -102,10 +102,10 @@ def test_latex_and_sympy_targets(capsys):
 
 @pytest.mark.parametrize("keep", ["__import__('os')", "d,L,os.system", "x" * 100_000, "E,N,zz"])
 def test_hostile_keep_is_refused_fast(capsys, keep):
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     assert main(["export", "llama-3.1-8b", "--metric", "params", "--keep", keep]) == 2
     err = capsys.readouterr().err
-    assert time.perf_counter() - t0 < 0.5 and len(err.splitlines()) == 1 and len(err) < 300
+    assert time.process_time() - t0 < 0.5 and len(err.splitlines()) == 1 and len(err) < 300
 
 
 def test_python_export_is_pure_code():

@@ -106,10 +106,10 @@ def test_latex(text, expected):
 
 @pytest.mark.parametrize("text, fragment", REFUSED, ids=[c[0][:40] for c in REFUSED])
 def test_refused_quickly(text, fragment):
-    start = time.perf_counter()
+    start = time.process_time()
     with pytest.raises(ExprError) as err:
         parse(text)
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
     assert fragment in str(err.value)
     assert isinstance(err.value, SymcostError)
     assert "\n" not in str(err.value)

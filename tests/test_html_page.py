@@ -73,14 +73,15 @@ def test_hostile_strings_are_escaped():
 
 
 def test_generation_within_one_and_a_half_sheets(tmp_path):
-    """The page costs at most 1.5x the LaTeX sheet without --pdf (its plots included), same model."""
+    """The page costs at most 1.5x the LaTeX sheet without --pdf (its plots included), same model, in CPU
+    time (wall time follows whatever else the machine runs: the suite's other worker)."""
     m, raw = loader.build("deepseek-v3"), loader.read_json("deepseek-v3")[1]
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     write_sheet(m, tmp_path / "s.tex")
-    sheet = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    sheet = time.process_time() - t0
+    t0 = time.process_time()
     render_html(loader.build("deepseek-v3"), raw)
-    page = time.perf_counter() - t0
+    page = time.process_time() - t0
     assert page <= 1.5 * sheet, (page, sheet)
 
 

@@ -26,7 +26,15 @@ def bundled_names() -> list[str]:
 
 
 def _short(text: str, n: int = 80) -> str:
-    return text if len(text) <= n else text[:n] + "..."
+    """``text`` cut to about ``n`` characters in the middle: a long path keeps its start and its file name.
+
+    >>> _short("/tmp/" + "x" * 100 + "/absent.json", 40)
+    '/tmp/xxxxxxxxxxxxxx...xxxxxx/absent.json'
+    """
+    if len(text) <= n:
+        return text
+    tail = n // 2 - 2
+    return text[:n - tail - 3] + "..." + text[-tail:]
 
 
 def _norm(name: str) -> str:
