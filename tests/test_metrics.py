@@ -139,10 +139,12 @@ def test_train_memory_formula_equals_train(capsys):
 # -- hand formulas checked like parameters --------------------------------------------------------
 W = "2*(2*V*d/N_tp + L*(2*d*H_q*D_h/N_tp + 2*d*D_h*ceiling(H_kv/N_tp) + 3*d*d_ff/N_tp + 2*d) + d)"
 # the profiled peak (serving/profile.py): the forward's residual, its copy and the norm output (3·d) plus
-# the widest GEMM outputs, or the sampler's 38 bytes per (sequence, vocabulary entry) at S = 1,024 on an
-# H100, + the held hidden states
+# the widest GEMM outputs, or Model Runner V2's dummy sampler (the default release 0.33: bf16 logits and
+# three fp32 tensors of its warmup pass, 14 bytes per (sequence, vocabulary entry) at S = 1,024 on an H100)
+# + the held hidden states; and V2's sampler state held for the worker's life (penalty bins 4·S·V, the
+# prompt mask and the grammar bitmask 4·S·⌈V/32⌉ each)
 A = ("Max(2*M*(Max(H_q*D_h/N_tp + 2*D_h*ceiling(H_kv/N_tp) + d, 3*d_ff/N_tp + d) + 3*d), "
-     "2*M*d + 38*V*Min(M, 1024))")
+     "2*M*d + 14*V*Min(M, 1024)) + 4*1024*V + 2*4*1024*ceiling(V/32)")
 # non-torch (engine_memory.json): kernel modules 0.11 GiB + NCCL 0.41 GiB per peer rank on an NVLink card + the
 # custom all-reduce's 2·8 MiB once N_tp > 1
 NT = "(118111600 + 440234147*(N_tp*N_pp - 1) + 16777216*Min(1, N_tp - 1))"
