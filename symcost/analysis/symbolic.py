@@ -700,9 +700,11 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
     ``config_numbers`` (numbers ≥ 16 written in ``user_text``, or left in ``user_expr``, that
     equal a config value: hard-coded config numbers), and ``note``.
 
-    ``explain_within``: CPU seconds for naming the cause (``diagnose``, ``compound``, the components,
-    ``explain``), which on a calibrated formula of nested regimes can take seconds of expansion; past them
-    the verdict and the difference stand and ``note`` says the cause was not looked for to the end.
+    ``explain_within``: CPU seconds for the work past the symbolic verdict -- the difference expanded at the
+    config's values (past them, an exact nonzero value at a random point decides it, else the expansion
+    runs on), its tidy form, and naming the cause (``diagnose``, ``compound``, the components, ``explain``),
+    which on a calibrated formula of nested regimes can take seconds; past them the verdict and the
+    difference stand and ``note`` says the cause was not looked for to the end.
     """
     # T mod C written either way: a - b·⌊a/b⌋, the form the engine's chunk counts take
     as_floor = lambda e: e.replace(lambda x: isinstance(x, sympy.Mod), lambda x: x.rewrite(sympy.floor))  # noqa: E731
@@ -759,13 +761,14 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
         return out
     out["difference"] = out["difference_symbolic"]
     try:
-        if cut:
-            raise DeadlineExceeded()
-        with _until(end):
-            diagnosis = diagnose(engine, user, values) or compound(engine_terms, user, values)
-            components = _by_component(engine_terms, user, values)
-            found = explain(engine_terms, diff, values)
+        if not cut:
+            with _until(end):
+                diagnosis = diagnose(engine, user, values) or compound(engine_terms, user, values)
+                components = _by_component(engine_terms, user, values)
+                found = explain(engine_terms, diff, values)
     except DeadlineExceeded:
+        cut = True
+    if cut:
         notes.append("the cause (a slip, a missing or extra term) was not looked for to the end: past the "
                      "command's CPU budget on this formula's nested regimes, the difference is the whole answer")
         out["note"] = "; ".join(notes)

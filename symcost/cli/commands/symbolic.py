@@ -156,8 +156,6 @@ def _wrt(m, args):
     return var
 
 
-
-
 def _regime_lines(label: str, e) -> list[str]:
     """``label: e``, a Piecewise as one line per regime (``when <condition>: <expression>``)."""
     if not isinstance(e, sympy.Piecewise):
