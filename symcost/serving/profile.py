@@ -58,6 +58,7 @@ from importlib import resources
 import sympy
 
 from ..core.errors import SymcostError
+from ..core.memo import PerModel
 from ..core.notation import sym
 from ..core.primitives import Linear
 from ..core.terms import Terms, exact
@@ -436,9 +437,15 @@ def profile(model, gpu, engine: Engine, *, max_model_len: int, tp: int | None = 
     fi = engine.name == "vllm" and engine.v1 and gpu is not None and gpu.name.upper().startswith(FLASHINFER_CARDS)
     nvfp4_a4 = quant != "nvfp4" or (gpu is not None and gpu.name.upper().startswith(FLASHINFER_CARDS))
     q = quant if nvfp4_a4 else None
-    fwd = forward_terms(model, quant=q, flashinfer=fi)
-    smp = sampler_terms(model, s)
-    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, cudagraph_terms(model, s, m), q, fi)
+    fwd, smp, graphs = _PROFILED.get(model, (q, fi, m, s), lambda: (
+        forward_terms(model, quant=q, flashinfer=fi), sampler_terms(model, s), cudagraph_terms(model, s, m)))
+    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, graphs, q, fi)
+
+
+#: the profiling forward, sampler run and CUDA-graph terms of a model, by what they read (the input
+#: quantisation, FlashInfer, M and S): none depends on N_tp — only the non-torch memory does — and
+#: ``memory``'s ``gpus_needed`` profiles every tensor-parallel size it tries (the sheet six times)
+_PROFILED = PerModel()
 
 
 def kv_cell_bytes(model, kv_dtype: str, tp: int) -> int:

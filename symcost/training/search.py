@@ -230,10 +230,12 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
     """The in-flight chunk counts rank r of p can hold under interleaved 1F1B (``schedule.held_states``,
     the replay ``schedule.peak`` takes its maximum over). Only maximal states are kept, so max over
     states of (counts · chunk bytes) is the rank's peak."""
-    states = set(held_states(p, r, v, m))
-    S = sorted(states)
-    keep = [s for s in S if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in S)]
-    return np.array(keep, dtype=np.int64)
+    S = np.array(sorted(set(held_states(p, r, v, m))), dtype=np.int64).reshape(-1, v)
+    # s is dominated when another state t holds at least as many of every chunk (t >= s elementwise);
+    # the states are distinct, so "another" is any t but s itself: the off-diagonal of the pairwise table
+    covers = (S[:, None, :] >= S[None, :, :]).all(axis=2)  # covers[t, s]: t >= s
+    np.fill_diagonal(covers, False)
+    return S[~covers.any(axis=0)]
 
 
 #: compiled activation sums by model and arguments: a sheet searches several GPU counts, and each
