@@ -57,7 +57,8 @@ def _figure(**kw):
     picks the canvas of the file's format (Agg for .png, the PDF backend for .pdf), as pyplot's
     Agg figures do, so the files are the same."""
     try:
-        from matplotlib.figure import Figure  # lazy: optional; missing, it is the one-line error below
+        import matplotlib  # noqa: F401 - lazy: optional; missing, it is the one-line error below
+        from matplotlib.figure import Figure  # lazy: as matplotlib
     except ImportError:
         raise SymcostError("plotting needs matplotlib, which is not installed: "
                            "pip install 'symcost[plot]' (or pip install matplotlib)") from None
