@@ -312,3 +312,38 @@ def test_exact_ceiling_compiles_to_integer_division():
     f = compile_exprs({"x": e}, (sym.B, sym.N_cp), exact_int=True)
     B, C = np.arange(1, 41), np.array([1, 2, 4, 5] * 10)
     assert f(B, C)["x"].tolist() == [int(e.subs({sym.B: int(b), sym.N_cp: int(c)})) for b, c in zip(B, C)]
+
+
+@pytest.mark.parametrize("name,gpus", [("gpt2", 4), ("gemma-2-9b-it", 8), ("mimo-7b-base", 8),
+                                       ("qwen3-30b-a3b", 16), ("qwen3-vl-8b-instruct", 8)])
+def test_state_floor_is_under_every_candidate(name, gpus):
+    """``state_floor`` (what lets the sheet skip world sizes) is at most every candidate's per-GPU bytes
+    the search costs without offload: dense, a tied head (gemma), MTP (mimo), experts, a vision tower."""
+    from symcost.training.search import state_floor
+    m = symcost.build(name)
+    setup = TrainSetup.of(seq=4096, global_batch=64)
+    space = candidates(m, gpus, 4096, 64, offload="none")
+    r = evaluate(m, space, setup, gpu=gpu("H100"))
+    floor = state_floor(m, setup, gpus)
+    assert 0 < floor <= int(r.per_gpu_bytes.min())
+
+
+def test_sheet_search_skips_only_worlds_that_cannot_fit():
+    """The sheet's setup (``search_setup``, which skips world sizes by ``state_floor``) is the one the
+    unpruned loop over every world size finds, and every skipped size has no fitting candidate."""
+    from symcost.training import sheet
+    from symcost.training.framework import HEADROOM_GIB, budget_bytes
+    from symcost.training.search import state_floor
+    m = symcost.build("qwen3-30b-a3b")
+    g = gpu("H100")
+    base = TrainSetup.of(seq=4096, global_batch=sheet.GLOBAL_BATCH)
+    found = sheet.search_setup(m, 4096)
+    skipped = [n for n in sheet.WORLDS if n < found["gpus"]
+               and state_floor(m, base, n) > budget_bytes(g, HEADROOM_GIB)]
+    assert skipped  # the floor prunes here (30.5 B parameters: 16 B each exceed one H100)
+    for n in sheet.WORLDS:
+        r = search(m, base, gpus=n, gpu=g, top=1, offload="none")
+        assert bool(r["best"]) == (n == found["gpus"]), n
+        if r["best"]:
+            assert r["best"][0] == found["best"]
+            break

@@ -436,9 +436,10 @@ def summary_context(model: Model, raw: dict, inp: Inputs, sections: list, phases
     """Page 1: the summary rows (``documents.summary``, the CLI's own calls) with units, the serving
     rows on the fewest GPUs that serve, the searched training setup, the rules of thumb with ratios,
     and the command lines that print each figure."""
-    rows = by_key(summary(model, raw, inp))
+    rows = by_key(summary(model, raw, inp, formulas=False))  # the figures: the sheet derives its own formulas
     n_serve = rows["serve_gpus"].value
-    served = serve_rows(model, raw, dataclasses.replace(inp, tp=n_serve)) if n_serve and n_serve > 1 else rows
+    served = (serve_rows(model, raw, dataclasses.replace(inp, tp=n_serve), formulas=False) if n_serve and n_serve > 1
+              else rows)
     name, T1, T2, B = model.name, inp.T_prefill, inp.T_decode, inp.batch
     conv = [f"--attention {ph.attention} --logits {ph.logits} --mla {ph.mla} --impl {ph.impl}" for ph in phases]
     dt = f"--kv-dtype {inp.kv_dtype}" + (f" --weights-dtype {inp.weights_dtype}" if inp.weights_dtype else "")

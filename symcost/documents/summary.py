@@ -175,30 +175,34 @@ def _train_gpus(model, inp: Inputs) -> tuple[int | None, list[str]]:
     return None, [f"no power of two up to {MAX_TRAIN_GPUS} GPUs fits"]
 
 
-def served(model, raw: dict, inp: Inputs) -> dict[str, Row]:
+def served(model, raw: dict, inp: Inputs, formulas: bool = True) -> dict[str, Row]:
     """The rows ``serve_per_gpu`` and ``kv_capacity`` of ``summary(model, raw, inp)``, from the one
     ``plan`` call ``memory`` makes for them (the sheet asks for them again on the fewest GPUs that
-    serve, where the rest of the summary, and ``memory``'s own search for that count, are not needed)."""
+    serve, where the rest of the summary, and ``memory``'s own search for that count, are not needed).
+    ``formulas``: as ``summary``'s."""
     setup = serve_setup(model, inp)
-    return by_key(_served(plan(model, raw, setup, T=inp.T_decode), setup, inp))
+    return by_key(_served(plan(model, raw, setup, T=inp.T_decode), setup, inp, formulas))
 
 
-def _served(p, setup: ServeSetup, inp: Inputs) -> list[Row]:
+def _served(p, setup: ServeSetup, inp: Inputs, formulas: bool = True) -> list[Row]:
     """The per-GPU serving rows of plan ``p`` (``memory``'s ``per_gpu_bytes`` and KV capacity)."""
     f, B = p.formulas, inp.batch
     lay = f"TP{inp.tp}·PP{inp.pp}·DP{inp.dp}·EP{inp.ep}"
     return [Row("serve_per_gpu", f"serving memory per GPU, {lay}, T = {inp.T_decode:,}, B = {B}",
-                p.per_gpu_bytes(B), "B", f.per_gpu(), SERVE_NOTE),
+                p.per_gpu_bytes(B), "B", f.per_gpu() if formulas else None, SERVE_NOTE),
             Row("kv_capacity", f"KV capacity per GPU on {p.gpu.name} ({lay})", p.kv.tokens, "tokens",
-                f.kv_tokens, f"{SERVE_NOTE}; budget = usable memory x {setup.mem_util}")]
+                f.kv_tokens if formulas else None, f"{SERVE_NOTE}; budget = usable memory x {setup.mem_util}")]
 
 
 def _layer_count(model) -> int:
     return sum(exact(g.count, model.values) for g in model.groups)
 
 
-def summary(model, raw: dict, inp: Inputs = Inputs()) -> list[Row]:
-    """The summary rows of ``model`` (with its raw ``config.json``) at ``inp``; see the module docstring."""
+def summary(model, raw: dict, inp: Inputs = Inputs(), formulas: bool = True) -> list[Row]:
+    """The summary rows of ``model`` (with its raw ``config.json``) at ``inp``; see the module docstring.
+    ``formulas=False``: the values only, ``Row.formula`` None where building it costs more than the
+    value (the training-memory term tree, the serving rows' KV-page formulas): the sheet prints the
+    rows' figures and derives its formulas in its own sections."""
     vals, rows = model.values, []
     B = inp.batch
     # parameters (``params``)
@@ -240,18 +244,18 @@ def summary(model, raw: dict, inp: Inputs = Inputs()) -> list[Row]:
                     setup.checkpoint(model, raw).served_terms().total,
                     "checkpoint bytes as the engine loads them: quantization_config (scales included) or "
                     "--weights-dtype; MTP / next-n modules not loaded"))
-    rows += _served(p, setup, inp)
+    rows += _served(p, setup, inp, formulas)
     rows.append(Row("serve_gpus", f"fewest {p.gpu.name} to serve B = {B} at T = {inp.T_decode:,}",
                     r.gpus_needed, "GPUs", None,
                     "smallest tensor-parallel size (a power of two up to 64, nothing else split) whose KV pages "
                     "hold the batch (memory's gpus_needed)"))
     # training memory (``train``)
     ts = train_setup(inp)
-    tm = train_memory(model, ts)
+    tm = train_memory(model, ts, formulas=formulas)
     rec, tl = f"recompute {inp.recompute}", train_layout(inp)
     rows.append(Row("train_per_gpu", f"training memory per GPU, seq = {inp.T_prefill:,}, micro-batch = {B}, "
                     f"dp{tl['dp']}·tp{tl['tp']}·pp{tl['pp']}·ep{tl['ep']}, ZeRO-{inp.zero}", tm.per_gpu, "B",
-                    train_total_formula(tm),
+                    train_total_formula(tm) if formulas else None,
                     f"bf16 weights and gradients, {inp.optimizer} state, ZeRO-{inp.zero}, {rec}, heaviest "
                     f"pipeline stage ({tm.stage}), 1F1B"))
     n_train, notes = train_gpus(model, inp)

@@ -41,6 +41,7 @@ from fractions import Fraction
 import sympy
 
 from ..core.errors import SymcostError
+from ..core.memo import PerModel
 from ..core.notation import sym
 from ..core.terms import exact
 from ..hardware.gpus import GPU
@@ -158,8 +159,16 @@ class ServeSetup:
     # release's default for the model, ``profile.model_runner``)
 
     def checkpoint(self, model, raw: dict):
-        """The checkpoint's weight bytes as these options cost them (``quant.checkpoint``)."""
-        return checkpoint(model, raw, self.weights_dtype, self.quant_fallback, self.experts_dtype)
+        """The checkpoint's weight bytes as these options cost them (``quant.checkpoint``), derived once
+        per model, config and options: ``memory``'s plans and the summary's stored-weights row ask for the
+        same checkpoint (``_CHECKPOINTS``; callers copy before changing its trees)."""
+        key = (json.dumps(raw, sort_keys=True, default=str), self.weights_dtype, self.quant_fallback,
+               self.experts_dtype)
+        return _CHECKPOINTS.get(model, key, lambda: checkpoint(model, raw, self.weights_dtype, self.quant_fallback,
+                                                              self.experts_dtype))
+
+
+_CHECKPOINTS = PerModel()
 
 
 def plan(model, raw: dict, setup: ServeSetup = ServeSetup(), *, T: int, gpus: int | None = None) -> Plan:

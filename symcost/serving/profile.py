@@ -71,6 +71,7 @@ from importlib import resources
 import sympy
 
 from ..core.errors import SymcostError
+from ..core.memo import PerModel
 from ..core.notation import sym
 from ..core.primitives import Linear
 from ..core.terms import Terms, exact
@@ -620,15 +621,25 @@ def profile(model, gpu, engine: Engine, *, max_model_len: int, tp: int | None = 
     fi = engine.name == "vllm" and engine.v1 and gpu is not None and gpu.name.upper().startswith(FLASHINFER_CARDS)
     nvfp4_a4 = quant != "nvfp4" or (gpu is not None and gpu.name.upper().startswith(FLASHINFER_CARDS))
     q = quant if nvfp4_a4 else None
-    fwd = forward_terms(model, quant=q, flashinfer=fi)
     v2 = runner == "v2" and engine.name == "vllm" and engine.v1
-    smp = sampler_terms_v2(model, s, engine.version) if v2 else sampler_terms(model, s)
-    bufs = runner_buffer_terms(model, s) if v2 else Terms()
-    # under N_pp > 1 (the formulas' bound, before ``at_stage`` costs each stage): a later stage's buffers
-    bufs.add("intermediate_buffers", sympy.Min(1, p - 1) * intermediate_buffer_terms(model).total,
-             "a pipeline stage after the first: received hidden states + residual (Min(1, N_pp − 1)·2·M·d·b_a)")
-    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, cudagraph_terms(model, s, m), q, fi,
+
+    def terms():
+        smp = sampler_terms_v2(model, s, engine.version) if v2 else sampler_terms(model, s)
+        bufs = runner_buffer_terms(model, s) if v2 else Terms()
+        # under N_pp > 1 (the formulas' bound, before ``at_stage`` costs each stage): a later stage's buffers
+        bufs.add("intermediate_buffers", sympy.Min(1, p - 1) * intermediate_buffer_terms(model).total,
+                 "a pipeline stage after the first: received hidden states + residual (Min(1, N_pp − 1)·2·M·d·b_a)")
+        return forward_terms(model, quant=q, flashinfer=fi), smp, cudagraph_terms(model, s, m), bufs
+    fwd, smp, graphs, bufs = _PROFILED.get(model, (q, fi, m, s, v2, engine.version if v2 else None), terms)
+    return Profile(engine, fwd, smp, non_torch_terms(gpu, engine, tp), m, s, graphs, q, fi,
                    runner="v2" if v2 else "v1", buffers=bufs)
+
+
+#: the profiling forward, sampler run, runner buffers and CUDA-graph terms of a model, by what they read (the
+#: input quantisation, FlashInfer, M and S, the runner and its release): none depends on N_tp — only the
+#: non-torch memory does — and ``memory``'s ``gpus_needed`` profiles every tensor-parallel size it tries (the
+#: sheet six times). Shared between profiles: never mutated (``at_stage`` and ``activation_terms`` copy)
+_PROFILED = PerModel()
 
 
 def kv_cell_bytes(model, kv_dtype: str, tp: int) -> int:

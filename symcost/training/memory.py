@@ -51,6 +51,7 @@ import sympy
 
 from ..components.moe import MoE
 from ..core.errors import SymcostError
+from ..core.memo import PerModel
 from ..core.notation import sym
 from ..core.terms import exact, largest
 from .activations import (
@@ -156,8 +157,18 @@ def rank_units(model, setup, r: int, layers_only: bool = False) -> list[tuple]:
     of each distinct decoder layer it holds (tower blocks on rank 0 too), the embedding (rank 0) and
     the final norm + head (the last rank) — torchtitan's ``fully_shard`` of each block, of
     ``tok_embeddings`` and of ``[norm, output]``; under DeepSpeed each module of those."""
-    v, pp, virtual = model.values, setup.plan.pp, setup.virtual
-    fw = framework(setup.states.framework)
+    pp, virtual, unit = setup.plan.pp, setup.virtual, framework(setup.states.framework).unit
+    return list(_RANK_UNITS.get(model, (pp, virtual, unit, r, layers_only),
+                                lambda: _rank_units(model, pp, virtual, unit, r, layers_only)))
+
+
+#: ``rank_units`` by model and what it reads: the search costs the ZeRO-3 gathered unit and pool of
+#: every pipeline rank of every (N_pp, v) it meets, and ``train_memory`` of each setup again
+_RANK_UNITS = PerModel(256)
+
+
+def _rank_units(model, pp: int, virtual: int, unit: str, r: int, layers_only: bool) -> tuple:
+    v = model.values
     order = model.layers()
     rk = rank_stages(model, pp, virtual)[r]
     ids = [i for ch in rk.get("chunks", [rk]) for i in ch["layer_ids"]]
@@ -171,9 +182,9 @@ def rank_units(model, setup, r: int, layers_only: bool = False) -> list[tuple]:
         comps.append(list(model.pre))
     if r == pp - 1 and not layers_only:
         comps.append(list(model.post))
-    if fw.unit == "module":
-        return list({u for cs in comps for u in modules(cs, v)})
-    return list({_split(cs, v) for cs in comps})
+    if unit == "module":
+        return tuple({u for cs in comps for u in modules(cs, v)})
+    return tuple({_split(cs, v) for cs in comps})
 
 
 def gathered_formula(model, setup, r: int, rank: dict) -> sympy.Expr:

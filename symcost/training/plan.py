@@ -23,6 +23,7 @@ from ..components.attention import Attention
 from ..components.embedding import Embedding
 from ..components.moe import MoE
 from ..core.errors import SymcostError
+from ..core.memo import PerModel
 from ..core.notation import sym
 from ..core.primitives import Linear
 from ..core.terms import exact
@@ -222,20 +223,9 @@ def stages(model, pp: int, sizes: list[int] | None = None) -> list[dict]:
         raise SymcostError(f"pipeline split {sizes} does not cover the L={L} layers in {pp} chunks")
     bounds = [sum(sizes[:i]) for i in range(pp + 1)]
     bounds[-1] += tail
-    emb = _split([c for c in model.pre if c.key not in model.shared_copies], v)
+    groups, emb, head, tied = param_parts(model)
     shared = [(c, model.shared_copies[c.key]) for c in model.pre if c.key in model.shared_copies]
-    head = _split(model.post, v)
-    tied_copy = 0
-    for c in model.post:
-        if getattr(c, "tied", False) and pp > 1:
-            tied_copy = exact(c.d * c.V, v)  # the last stage keeps its own copy of the tied weight
-    cache: dict[str, tuple[int, int, int]] = {}
-
-    def part(g):
-        if g.name not in cache:
-            cache[g.name] = _split(g.components, v)
-        return cache[g.name]
-
+    tied_copy = tied if pp > 1 else 0  # the last stage keeps its own copy of the tied weight
     out = []
     for s in range(pp):
         split = whole = experts = 0
@@ -244,7 +234,9 @@ def stages(model, pp: int, sizes: list[int] | None = None) -> list[dict]:
         if s == 0:
             units = [g for g in model.groups if g.tower for _ in range(exact(g.count, v))] + units
         for g in units:
-            a, b, r = part(g)
+            if g.name not in groups:  # the table is filled as the splits meet the groups
+                groups[g.name] = _split(g.components, v)
+            a, b, r = groups[g.name]
             split, whole, experts = split + a, whole + b, experts + r
             counts[g.name] = counts.get(g.name, 0) + 1
         for c, per_layer in shared:  # each copy of shared weights the stage's layers run, once
@@ -259,6 +251,25 @@ def stages(model, pp: int, sizes: list[int] | None = None) -> list[dict]:
         out.append({"split": split, "whole": whole, "experts": experts, "layers": counts,
                     "layer_ids": list(range(bounds[s], bounds[s + 1]))})
     return out
+
+
+def param_parts(model) -> tuple[dict, tuple, tuple, int]:
+    """({group name: (split, whole, routed) parameters of one layer (``_split``)}, filled by ``stages``
+    as it meets the groups), the same of the embedding (shared copies apart) and of the final norm +
+    head, and a tied head's weight count: what ``stages`` adds up for any split. Derived once per
+    model (``core.memo``): a search splits the model for every (N_pp, v) of every world size it
+    tries, and ``train_memory``, ``comm`` and the sheet's derivations split it again."""
+    def build():
+        v = model.values
+        tied = 0
+        for c in model.post:
+            if getattr(c, "tied", False):
+                tied = exact(c.d * c.V, v)
+        return ({}, _split([c for c in model.pre if c.key not in model.shared_copies], v), _split(model.post, v), tied)
+    return _PARTS.get(model, None, build)
+
+
+_PARTS = PerModel()
 
 
 def stage_sizes(L: int, pp: int) -> list[int]:

@@ -230,10 +230,12 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
     """The in-flight chunk counts rank r of p can hold under interleaved 1F1B (``schedule.held_states``,
     the replay ``schedule.peak`` takes its maximum over). Only maximal states are kept, so max over
     states of (counts · chunk bytes) is the rank's peak."""
-    states = set(held_states(p, r, v, m))
-    S = sorted(states)
-    keep = [s for s in S if not any(t != s and all(a >= b for a, b in zip(t, s)) for t in S)]
-    return np.array(keep, dtype=np.int64)
+    S = np.array(sorted(set(held_states(p, r, v, m))), dtype=np.int64).reshape(-1, v)
+    # s is dominated when another state t holds at least as many of every chunk (t >= s elementwise);
+    # the states are distinct, so "another" is any t but s itself: the off-diagonal of the pairwise table
+    covers = (S[:, None, :] >= S[None, :, :]).all(axis=2)  # covers[t, s]: t >= s
+    np.fill_diagonal(covers, False)
+    return S[~covers.any(axis=0)]
 
 
 #: compiled activation sums by model and arguments: a sheet searches several GPU counts, and each
@@ -1121,6 +1123,35 @@ def _kernel_step(framework, hide, compute, t_fb, t_gemm, t_attn, m, r_pp, r_v, t
         z3 = np.maximum(tt - first - comp, 0) + first
         step += np.where(zz >= 3, z3, low)
     return step, zb
+
+
+def state_floor(model, setup: TrainSetup, gpus: int) -> int:
+    """A floor under the per-GPU bytes of every candidate ``search(model, setup, gpus=gpus,
+    offload="none")`` costs: ⌊β·Ψ/G⌋, Ψ the parameters of the one-stage split (``plan.stages(model,
+    1)``, MTP modules as ``setup.mtp`` trains them), β the fewest state bytes per parameter
+    (b_w + b_g + K, ``States.bytes``) of the framework's ZeRO stages, G = ``gpus``. A world size
+    whose floor exceeds the card's budget holds no fitting candidate, so it need not be searched.
+
+    Why it holds (``evaluate``): a candidate's bytes are the largest over its ranks of the model
+    states plus terms that are never negative (activations in flight, working and loss memory, the
+    ZeRO-3 gathered unit and pool, FP8 copies). Without offload a rank's states are
+    ``states.zero_terms`` of Ψ_dense = split/N_tp + whole over N_sh·N_cp ranks and Ψ_exp =
+    experts/(N_ep·N_tp) over N_sh·N_cp/N_ep, each state divided by its ZeRO group or not at all, so
+    they are at least β·(split + whole + experts)/(N_tp·N_dp·N_cp) (N_sh ≤ N_dp), rounded up or, under
+    DeepSpeed, their sum floored. The largest of the N_pp ranks holds at least the mean, and the
+    ranks' parameters add up to at least the one-stage split's (every layer on one rank; the
+    embedding on the first, the head on the last; a tied head's copy and shared weights run by layers
+    on several ranks counted again), so the largest rank's states are at least ⌊β·Ψ/(N_tp·N_dp·N_cp·N_pp)⌋."""
+    from .mtp import with_mtp
+    from .plan import stages
+    m = with_mtp(model, setup.mtp)
+    st = stages(m, 1)[0]
+    psi = st["split"] + st["whole"] + st["experts"]
+    fw = framework(setup.states.framework)
+    states = States(offload="none", optimizer=setup.states.optimizer, grad_dtype=setup.states.grad_dtype,
+                    framework=fw.name)
+    beta = min(sum(Fraction(*map(int, sympy.fraction(sympy.Rational(x)))) for x in states.bytes(z)) for z in fw.zeros)
+    return int(beta * psi // gpus)
 
 
 #: tokens a step (seq x global batch) the vectorised search takes: a step's activation bytes (tokens x

@@ -110,14 +110,19 @@ def search_setup(model, seq: int, card: str = CARD) -> dict:
     ``GLOBAL_BATCH`` sequences of ``seq`` tokens, offload pinned off. Returns {"setup", "gpus",
     "best", "argv", "candidates", "fitting"} or {"error"}."""
     try:
-        from .search import search  # lazy: NumPy, an optional dependency (symcost[plan])
+        from .search import search, state_floor  # lazy: NumPy, an optional dependency (symcost[plan])
     except ImportError:
         return {"error": "the setup comes from train --search, which needs NumPy (pip install 'symcost[plan]')"}
     g = find_gpu(card)
     base = TrainSetup.of(seq=seq, global_batch=GLOBAL_BATCH)
+    budget = budget_bytes(g, HEADROOM_GIB)
     r = None
     for n in WORLDS:
         try:
+            # a world size whose model states alone exceed the card holds no fitting setup (``state_floor``'s
+            # proof): it is not searched (DeepSeek-V3 on H100: 1 search instead of 9)
+            if n < WORLDS[-1] and state_floor(model, base, n) > budget:
+                continue
             r = search(model, base, gpus=n, gpu=g, top=1, offload="none")
         except (SymcostError, NotImplementedError) as e:  # a mechanism without saved-tensor declarations
             return {"error": f"no training setup searched: {e}"}
