@@ -317,6 +317,20 @@ def forward_terms(model, act_bytes: int = 2, *, quant: str | None = None, flashi
     return out
 
 
+def _sampler_inputs(model, S: int, act_bytes: int) -> tuple[Terms, sympy.Expr, sympy.Integer]:
+    """What every dummy sampler run starts from: the forward's hidden states held (M·d·b_a) and the
+    logits of the S sampled rows gathered to the full vocabulary (b_a·S·V); with S (at most M) and V."""
+    vals = model.values
+    d = sympy.Integer(exact(sym.d, vals))
+    V = sympy.Integer(exact(sym.V, vals))
+    b = _b(act_bytes)
+    S = sympy.Min(M, S)
+    out = Terms()
+    out.add("hidden_states", M * d * b, "the forward's output, held")
+    out.add("logits", S * V * b, "lm_head output gathered to the full vocabulary, S·V")
+    return out, S, V
+
+
 def sampler_terms(model, S: int, *, act_bytes: int = 2) -> Terms:
     """The dummy sampler run over S sequences, at its widest point. Both engines profile the sampler
     with top-k = V − 1 and top-p < 1 (V1 ``GPUModelRunner._dummy_sampler_run``'s dummy
@@ -329,14 +343,7 @@ def sampler_terms(model, S: int, *, act_bytes: int = 2) -> Terms:
     fp32 copy (4), the sorted values (4) and int64 indices (8), the iota (8) and cub's double buffer
     (4 + 8) — (b_a + 36)·S·V, more than the later top-p stage (masks, sorted probabilities,
     scattered logits: (b_a + 26)·S·V) or the softmax and exponential noise after it."""
-    vals = model.values
-    d = sympy.Integer(exact(sym.d, vals))
-    V = sympy.Integer(exact(sym.V, vals))
-    b = _b(act_bytes)
-    S = sympy.Min(M, S)
-    out = Terms()
-    out.add("hidden_states", M * d * b, "the forward's output, held")
-    out.add("logits", S * V * b, "lm_head output gathered to the full vocabulary, S·V")
+    out, S, V = _sampler_inputs(model, S, act_bytes)
     out.add("logits_fp32", 4 * S * V, "logits.to(float32)")
     out.add("sorted_logits", 4 * S * V, "top-k/top-p: logits.sort() values")
     out.add("sort_indices", 8 * S * V, "top-k/top-p: logits.sort() int64 indices")
@@ -369,14 +376,7 @@ def sampler_terms_v2(model, S: int, version: str, *, act_bytes: int = 2) -> Term
     logits (``top_k_mask_logits``, 4·S·V) and takes their softmax (4·S·V) while the fp32 copy is held:
     (b_a + 12)·S·V, wider than the first pass. (On GPUs without FlashInfer's sampler — 16 SMs or
     fewer — vLLM takes the Triton top-k/top-p path instead; not modelled.)"""
-    vals = model.values
-    d = sympy.Integer(exact(sym.d, vals))
-    V = sympy.Integer(exact(sym.V, vals))
-    b = _b(act_bytes)
-    S = sympy.Min(M, S)
-    out = Terms()
-    out.add("hidden_states", M * d * b, "the forward's output, held")
-    out.add("logits", S * V * b, "lm_head output gathered to the full vocabulary, S·V")
+    out, S, V = _sampler_inputs(model, S, act_bytes)
     if version_tuple(version) >= SAMPLER_WARMUP_PASS:
         out.add("logits_fp32", 4 * S * V, "warmup-parameter pass: apply_sampling_params' fp32 copy of the logits")
         out.add("topk_masked_logits", 4 * S * V, "FlashInfer top_k_top_p_sampling_from_logits: top_k_mask_logits")
