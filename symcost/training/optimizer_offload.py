@@ -5,8 +5,8 @@ ZeRO-Offload (Ren et al., USENIX ATC 2021, §4; DeepSpeed ``zero_optimization.of
 ``deepspeed/ops/adam/cpu_adam.py`` → ``csrc/adam/cpu_adam_impl.cpp``, ``Adam_Optimizer::Step``) keeps
 each rank's fp32 master weights, both moments and the fp32 gradient shard on the host; after the
 backward the host steps the shard and the updated 16-bit weights go back to the GPU. Per GPU and step,
-with Ψ_h the rank's offloaded parameters (``states``: host bytes / (K + b_g), or / (K + b_g + b_w)
-with parameter offload; the host's gradient is fp32, ``HOST_GRAD_BYTES``):
+with Ψ_h the rank's offloaded parameters (``states.zero_terms``' host bytes / (K + b_g), or / (K + b_g + b_w)
+with parameter offload, K and b_g the framework's: ``States.bytes``):
 
     t_cpu   = 30·Ψ_h·G_h / (BW_host·η_host)   CPU-Adam streams 30 bytes a parameter: reads the fp32
                                               weight, both moments and the fp32 gradient (16), writes
@@ -35,7 +35,6 @@ from functools import cache
 from importlib import resources
 
 CPU_ADAM_BYTES = 30  # bytes through host memory per parameter and step (module docstring)
-HOST_GRAD_BYTES = 4  # the gradient shard on the host is fp32 (ZeRO-Offload; ``states``' host bytes: K + 4)
 
 
 @cache

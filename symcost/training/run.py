@@ -83,8 +83,7 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     from . import compute, host_launch, ring_attention
     from .memory import train_memory
     from .moe_work import moe_shape
-    from .optimizer_offload import HOST_GRAD_BYTES, cpu_adam_seconds, d2h_hides, host_split, offloaded_params
-    from .states import OPTIMIZER_BYTES, WEIGHT_BYTES
+    from .optimizer_offload import cpu_adam_seconds, d2h_hides, host_split, offloaded_params
     from .plan import rank_stages
     from .recompute import add_up, recomputed_units
     from .schedule import check_schedule
@@ -113,8 +112,11 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
                                 setup.recompute.mode, moe=shape, etp=p.tp)
         r["t_opt"] = compute.optimizer_seconds(setup, tm.stages[i]["optimizer"], gpu)
         if setup.states.offload != "none":  # the host steps the offloaded shard (``offload``)
-            psi_h = offloaded_params(tm.stages[i].get("host", 0), OPTIMIZER_BYTES[setup.states.optimizer],
-                                     HOST_GRAD_BYTES, WEIGHT_BYTES["bf16"], setup.states.offload)
+            # Ψ_h from the host bytes as ``states.zero_terms`` composes them: the framework's K and b_g
+            # (torchtitan's K is 8, its b_g 4), as the search reads Ψ_h back from the host traffic
+            bw_h, bg_h, K_h = setup.states.bytes(p.zero)
+            psi_h = offloaded_params(tm.stages[i].get("host", 0), float(K_h), int(bg_h), int(bw_h),
+                                     setup.states.offload)
             r["t_cpu_adam"] = cpu_adam_seconds(psi_h, gpu.name, p.dp * p.tp * p.pp * p.cp)
             r["t_opt"] += r["t_cpu_adam"]
         r["layers"] = sum(st["layers"].values())
