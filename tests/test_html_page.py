@@ -1,19 +1,18 @@
 """The HTML page without a browser: self-contained, a strict CSP that names exactly its own scripts and
-style, escaped config strings, the size limit, the generation time against ``sheet``, and the
-command's bad inputs (exit 2, one line, nothing written). The browser tests are test_html_browser.py."""
+style, escaped config strings, the size limit, and the command's bad inputs (exit 2, one line, nothing
+written). Its generation time against ``sheet`` is measured by benchmarks/html_bench.py; the browser tests
+are test_html_browser.py."""
 import base64
 import hashlib
 import html
 import json
 import re
-import time
 
 import pytest
 
 from symcost.architectures import loader
 from symcost.cli import main
 from symcost.documents.html import SIZE_LIMIT, render_html
-from symcost.documents.report import write_sheet
 
 
 @pytest.fixture(scope="module")
@@ -72,19 +71,6 @@ def test_hostile_strings_are_escaped():
     assert "\\u003c/script\\u003e" in page  # and in the JSON data block
 
 
-def test_generation_within_one_and_a_half_sheets(tmp_path):
-    """The page costs at most 1.5x the LaTeX sheet without --pdf (its plots included), same model, in CPU
-    time (wall time follows whatever else the machine runs: the suite's other worker)."""
-    m, raw = loader.build("deepseek-v3"), loader.read_json("deepseek-v3")[1]
-    t0 = time.process_time()
-    write_sheet(m, tmp_path / "s.tex")
-    sheet = time.process_time() - t0
-    t0 = time.process_time()
-    render_html(loader.build("deepseek-v3"), raw)
-    page = time.process_time() - t0
-    assert page <= 1.5 * sheet, (page, sheet)
-
-
 @pytest.mark.parametrize("argv, words", [
     (["html", "llama-3.1-8b", "-o", "x.tex"], "ending in .html"),
     (["html", "llama-3.1-8b", "-o", "x.html", "--tp", "3"], "--tp"),
@@ -117,7 +103,7 @@ def _at(expr, values) -> int:
     return int(sympy.sympify(expr).xreplace(values).doit())
 
 
-@pytest.mark.parametrize("name", ["qwen3-next-80b-a3b-thinking", "gpt-oss-20b"])
+@pytest.mark.parametrize("name", ["qwen3-next-80b-a3b-thinking", "gpt-oss-20b", "deepseek-v3"])
 def test_engine_parts_compose_as_engine_formulas(name):
     """The page builds each (card class, weights dtype, KV dtype) from parts computed once
     (``_EngineParts``); each part equals ``engine_formulas`` of that very combination (a hybrid's pages;
@@ -128,12 +114,13 @@ def test_engine_parts_compose_as_engine_formulas(name):
     m, raw = loader.build(name), loader.read_json(name)[1]
     classes, _ = _engine_classes(m, raw)
     assert len(classes) >= 3  # the step size, the sampler, NVLink (and the MXFP4 kernel) tell cards apart
-    ws = ["ckpt", "bf16"]
+    ws = ["ckpt", "bf16", "int4"]  # the FP8 checkpoint's input-quantisation scratch, none in bf16 or int4
     parts = _EngineParts(m, raw, classes, ws, 4096)
     vals = {**m.values, sym.T: 65536, sym.B: 3, sym.N_tp: 2, sym.N_pp: 1, sym.N_dp: 1, sym.N_ep: 1, sym.N_cp: 1,
             sym.M_gpu: 80 * 2**30}
     for ei, (gpu, _) in enumerate(classes):
-        for w, kv in ((ws[ei % 2], KV_DTYPES[ei % 3]),):  # every class, every dtype, a part at a time
+        for j, w in enumerate(ws):  # every class with every weights dtype, the KV dtypes in turn
+            kv = KV_DTYPES[(ei + j) % len(KV_DTYPES)]
             got, m_got = parts(ei, w, kv)
             want, m_want = engine_formulas(m, raw, ServeSetup(gpu=gpu, kv_dtype=kv,
                                                               weights_dtype=None if w == "ckpt" else w), T=4096,

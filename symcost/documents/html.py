@@ -203,9 +203,11 @@ def _engine_classes(model, raw: dict) -> tuple[list, dict]:
 
 class _EngineParts:
     """``engine_formulas`` of (card class, weights dtype, KV dtype), each part computed once where it
-    depends: the weights on the dtype and the class's MXFP4 kernel (expert padding), the profiled peak,
-    the non-torch memory and M on the class, the KV pages on the KV dtype (``plan._engine_formulas``
-    composes them so; tests/test_html_page.py checks the composition against ``engine_formulas`` itself)."""
+    depends: the weights on the dtype and the class's MXFP4 kernel (expert padding), the profiled peak on
+    the class and the weights dtype (an FP8 checkpoint's input-quantisation scratch is in the forward:
+    it decides the peak once Model Runner V2's smaller sampler no longer does), the non-torch memory and
+    M on the class, the KV pages on the KV dtype (``plan._engine_formulas`` composes them so;
+    tests/test_html_page.py checks the composition against ``engine_formulas`` itself)."""
 
     def __init__(self, model, raw, classes, weights, T):
         self.model, self.raw, self.classes, self.w0, self.T = model, raw, classes, weights[0], T
@@ -221,7 +223,7 @@ class _EngineParts:
     def __call__(self, ei: int, w: str, kv: str):
         backend = self.classes[ei][1][2]
         first = next(i for i, c in enumerate(self.classes) if c[1][2] == backend)  # the first of its kernel
-        engine, m_tok = self._ef(ei, self.w0, KV_DTYPES[0])
+        engine, m_tok = self._ef(ei, w, KV_DTYPES[0])
         weights = self._ef(first, w, KV_DTYPES[0])[0].weights
         kv_pages = self._ef(0, self.w0, kv)[0].kv
         return ServeFormulas(weights, engine.activation, engine.overhead, kv_pages), m_tok
