@@ -24,7 +24,6 @@
 """
 from __future__ import annotations
 
-import contextlib
 import random
 import re
 import time
@@ -35,7 +34,7 @@ from typing import Mapping
 import sympy
 
 from ..core import numeric
-from ..core.deadline import DeadlineExceeded, deadline
+from ..core.deadline import DeadlineExceeded, until
 from ..core.exprparse import parse, to_text
 from ..core.notation import ENTRIES, sym
 from ..core.terms import Terms, relax_steps
@@ -670,11 +669,6 @@ def compound(engine_terms: Terms, user: Expr, values: Mapping) -> list[str]:
     return []
 
 
-def _until(end: float | None):
-    """A deadline ending at the CPU time ``end`` (``time.process_time()``), or none."""
-    return contextlib.nullcontext() if end is None else deadline(max(end - time.process_time(), 1e-3))
-
-
 def _nonzero_somewhere(e: Expr, tries: int = 3) -> bool:
     """``e`` is not 0: exactly nonzero at one of a few random positive integer points (a proof that it is
     not identically 0; False says nothing)."""
@@ -722,7 +716,7 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
     eq_sym = diff == 0
     cut = False  # the budget ran out: the rest is the verdict and the difference as they stand
     try:
-        with _until(end):
+        with until(end):
             diff_cfg = sympy.expand(diff.xreplace(values))
     except DeadlineExceeded:
         cut, diff_cfg = True, diff.xreplace(values)
@@ -730,7 +724,7 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
             diff_cfg = sympy.expand(diff_cfg)
     eq_cfg = diff_cfg == 0
     try:
-        with _until(None if cut else end):
+        with until(None if cut else end):
             tidy = _tidy(diff)
     except DeadlineExceeded:
         cut, tidy = True, diff
@@ -762,7 +756,7 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
     out["difference"] = out["difference_symbolic"]
     try:
         if not cut:
-            with _until(end):
+            with until(end):
                 diagnosis = diagnose(engine, user, values) or compound(engine_terms, user, values)
                 components = _by_component(engine_terms, user, values)
                 found = explain(engine_terms, diff, values)

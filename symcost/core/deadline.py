@@ -69,3 +69,9 @@ def deadline(seconds: float):
         signal.signal(signal.SIGVTALRM, previous)
         if _ACTIVE:  # the outer deadline goes on with what it has left
             signal.setitimer(signal.ITIMER_VIRTUAL, max(_ACTIVE[-1] - time.process_time(), 1e-3))
+
+
+def until(end: float | None):
+    """``deadline`` ending at the CPU time ``end`` (a ``time.process_time()`` value), or no limit when
+    ``end`` is None: one budget spent over several blocks of a computation."""
+    return contextlib.nullcontext() if end is None else deadline(max(end - time.process_time(), 1e-3))

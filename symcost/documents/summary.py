@@ -41,6 +41,7 @@ import sympy
 
 from ..core.conventions import Phase
 from ..core.errors import SymcostError
+from ..core.memo import PerModel
 from ..core.notation import sym
 from ..core.terms import exact
 from ..hardware.gpus import gpu as find_gpu
@@ -139,18 +140,12 @@ def train_gpus(model, inp: Inputs) -> tuple[int | None, list[str]]:
     """The fewest GPUs of ``inp.gpu`` that train the model: the smallest power of two N for which
     ``train --dp N --zero 3 --recompute full --seq T_prefill --micro-batch B`` fits (per-GPU bytes <=
     the card's usable memory less the headroom, ``train``'s ``fits``); None if none up to ``MAX_TRAIN_GPUS`` does."""
-    key = (id(model), inp.gpu, inp.T_prefill, inp.batch, inp.optimizer)
-    hit = _TRAIN_GPUS.get(key)
-    if hit is None or hit[0] is not model:
-        if len(_TRAIN_GPUS) > 64:
-            _TRAIN_GPUS.clear()
-        hit = _TRAIN_GPUS[key] = (model, _train_gpus(model, inp))
-    return hit[1]
+    return _TRAIN_GPUS.get(model, (inp.gpu, inp.T_prefill, inp.batch, inp.optimizer),
+                           lambda: _train_gpus(model, inp))
 
 
-#: train_gpus by (model, the inputs it reads): the sheet asks twice (its rows and the served rows); the
-#: model is kept with its entry, so its id is not reused while the entry lives
-_TRAIN_GPUS: dict = {}
+#: train_gpus by (model, the inputs it reads): the sheet asks twice (its rows and the served rows)
+_TRAIN_GPUS = PerModel(64)
 
 
 def _train_gpus(model, inp: Inputs) -> tuple[int | None, list[str]]:

@@ -400,25 +400,21 @@ def engine_stages(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = F
 
 #: (checkpoint, serve_formulas) by model, config and the options they read: ``gpus_needed`` plans every
 #: tensor-parallel size and the sheet asks again on the fewest GPUs, while neither depends on the layout
-#: (the formulas are in N_tp, N_pp, N_ep); the model is kept with its entry so its id is not reused
-_LAYOUT_FREE: dict = {}
+#: (the formulas are in N_tp, N_pp, N_ep)
+_LAYOUT_FREE = PerModel(32)
 
 
 def _layout_free(model, raw: dict, setup: ServeSetup, lazy: bool):
     """The checkpoint's bytes (``ServeSetup.checkpoint``) and the layout-free serving formulas
     (``serve_formulas``, no overhead) of ``setup``, derived once per model, config and options."""
-    key = (id(model), json.dumps(raw, sort_keys=True, default=str), setup.weights_dtype, setup.quant_fallback,
+    key = (json.dumps(raw, sort_keys=True, default=str), setup.weights_dtype, setup.quant_fallback,
            setup.experts_dtype, setup.kv_dtype, setup.block_size, setup.state_dtype, lazy)
-    hit = _LAYOUT_FREE.get(key)
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    ck = setup.checkpoint(model, raw)
-    base = serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0, block_size=setup.block_size,
-                          state_dtype=setup.state_dtype, lazy=lazy)
-    if len(_LAYOUT_FREE) > 32:
-        _LAYOUT_FREE.clear()
-    _LAYOUT_FREE[key] = (model, (ck, base))
-    return ck, base
+
+    def build():
+        ck = setup.checkpoint(model, raw)
+        return ck, serve_formulas(model, ck, kv_dtype=setup.kv_dtype, overhead_bytes=0,
+                                  block_size=setup.block_size, state_dtype=setup.state_dtype, lazy=lazy)
+    return _LAYOUT_FREE.get(model, key, build)
 
 
 def _graphs(setup: ServeSetup, prof: Profile) -> sympy.Expr:

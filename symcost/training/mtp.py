@@ -35,6 +35,7 @@ import sympy
 from ..components.mtp import MTPHead, MTPProjection
 from ..components.norm import Norms
 from ..core.errors import SymcostError
+from ..core.memo import PerModel
 from ..core.notation import sym
 from ..core.terms import exact
 from ..model.assembly import LayerGroup, Model
@@ -96,21 +97,13 @@ def with_mtp(model, choice="auto"):
     The same model object for the same (model, number of modules): ``train_memory`` and the search
     call this for every candidate, and what is derived once per model (the search's compiled
     activation sums, the sheet's fewest GPUs to train, the model's own term trees) is kept by the
-    model's identity, which a fresh copy per call would defeat. The input model is kept with its
-    entry, so its id is not reused while the entry lives."""
+    model's identity, which a fresh copy per call would defeat (``core.memo.PerModel``)."""
     n = count(model, choice)
-    key = (id(model), n, parse(choice) == "auto")  # auto falls back where a number raises
-    hit = _WITH_MTP.get(key)
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    if len(_WITH_MTP) > 64:
-        _WITH_MTP.clear()
-    out = _with_mtp(model, choice, n)
-    _WITH_MTP[key] = (model, out)
-    return out
+    # auto falls back where a number raises
+    return _WITH_MTP.get(model, (n, parse(choice) == "auto"), lambda: _with_mtp(model, choice, n))
 
 
-_WITH_MTP: dict = {}
+_WITH_MTP = PerModel(64)
 
 
 def _with_mtp(model, choice, n: int):

@@ -59,6 +59,7 @@ import sympy
 from ..components.moe import MoE
 from ..core.conventions import Backward, Phase
 from ..core.errors import SymcostError
+from ..core.memo import PerModel
 from ..core.notation import sym
 from ..core.numeric import compile_exprs, integer_ratio
 from ..core.terms import exact
@@ -239,22 +240,13 @@ def _held_states(p: int, r: int, v: int, m: int) -> np.ndarray:
 
 
 #: compiled activation sums by model and arguments: a sheet searches several GPU counts, and each
-#: search compiled the same (recompute, SP) terms again (the model is kept with its entry, so its id
-#: is not reused while the entry lives)
-_ACTS: dict = {}
-_ACTS_MAX = 64
+#: search compiled the same (recompute, SP) terms again
+_ACTS = PerModel(64)
 
 
 def _compiled_acts(model, rc, sp, **kw):
-    key = (id(model), rc, sp, tuple(sorted((k, repr(v)) for k, v in kw.items())))
-    hit = _ACTS.get(key)
-    if hit is not None and hit[0] is model:
-        return hit[1]
-    if len(_ACTS) >= _ACTS_MAX:
-        _ACTS.clear()
-    fn = _compile_acts(model, rc, sp, **kw)
-    _ACTS[key] = (model, fn)
-    return fn
+    key = (rc, sp, tuple(sorted((k, repr(v)) for k, v in kw.items())))
+    return _ACTS.get(model, key, lambda: _compile_acts(model, rc, sp, **kw))
 
 
 def _compile_acts(model, rc, sp, *, kernel, act_dtype, scan, seq, capacity, want_working, want_dispatch,
