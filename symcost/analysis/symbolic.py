@@ -723,11 +723,13 @@ def compare(engine_terms: Terms, user_expr: Expr, values: Mapping, *,
         if not _nonzero_somewhere(diff_cfg):  # perhaps 0: only the expansion can say, however long
             diff_cfg = sympy.expand(diff_cfg)
     eq_cfg = diff_cfg == 0
-    try:
-        with until(None if cut else end):
-            tidy = _tidy(diff)
-    except DeadlineExceeded:
-        cut, tidy = True, diff
+    tidy = diff  # the expanded difference as it stands, tidied only within the budget
+    if not cut:
+        try:
+            with until(end):
+                tidy = _tidy(diff)
+        except DeadlineExceeded:
+            cut = True
     known = engine.free_symbols | set(values) | {sym.T, sym.B}
     unknown = sorted(s.name for s in user.free_symbols - known)
     inv: dict[int, list[str]] = {}
