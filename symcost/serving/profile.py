@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import cached_property
 from fractions import Fraction
 from importlib import resources
 
@@ -546,10 +547,12 @@ class Profile:
     #: sampler state, ``runner_buffer_terms``; a later pipeline stage's ``intermediate_buffer_terms``)
     buffers: Terms = None
 
-    @property
+    @cached_property
     def peak(self) -> sympy.Expr:
         """The profiled peak activation: the larger of the forward and the sampler run, plus the
-        runner's persistent buffers."""
+        runner's persistent buffers (built once per profile: a pipeline's alike stages share their
+        ``at_stage`` profile, and SymPy's Max compares its arguments pairwise on every build; the
+        instance is not mutated after construction, ``replace`` makes a new one)."""
         if self.engine.name == "sglang":
             return sympy.Integer(0)  # outside mem_fraction_static
         if not self.sampler.flatten():  # a pipeline stage before the last: no sampler run
