@@ -24,8 +24,11 @@ import threading
 import time
 
 
-class DeadlineExceeded(Exception):
-    """The block's seconds ran out (caught by the caller, which says what did not finish)."""
+class DeadlineExceeded(BaseException):
+    """The block's seconds ran out (caught by the caller, which says what did not finish). A
+    ``BaseException``, as ``KeyboardInterrupt`` is: SymPy catches ``Exception`` in places (an
+    assumption query that fails is taken as unknown), which would swallow the signal and let the
+    work run on past its limit."""
 
 
 _ACTIVE: list[float] = []  # the CPU end times of the deadlines in force, innermost last
