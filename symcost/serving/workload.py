@@ -67,18 +67,29 @@ rest of M holds, never a chunk::
     G = min(B, max(1, ⌊(M − B) / (S_in − 1)⌋))    (G · S_in + (B − G) <= M)
     n_p = ⌈B / G⌉,   t_mix = t_pf + t_pf / (G · S_in) · (B − G) + t_ad(B − G)
 
-The groups' mixed steps form a block of n_p consecutive steps; a group finishes S_out − 1 steps after
-its own, returns during the next (the previous group's mixed step, for the block's first group a
-decode step), and is prefilled in the step after: the cycle is S_out + 1 steps and the block keeps its
-shape. A request's S_out − 1 decode steps hold n_p − 1 other groups' mixed steps (the block's first
-group) or n_p − 2 (the others)::
+The groups' mixed steps form a block of n_p consecutive steps and the block keeps its shape. The
+PyExecutor's default loop (``_executor_loop_overlap``, ``disable_overlap_scheduler`` False; the generator
+writes False for agg) schedules step k+1 when step k starts, after step k−1's responses
+(``_process_previous_batch``): a request finishing in step k is still scheduled in k+1 (its row computed,
+then discarded) and its client's next request, arriving during k+1, is fetched for k+3. A returning
+group misses two steps: for the block's first group two decode steps, for its second a decode and a
+mixed step, for the others two mixed steps; the cycle is S_out + 2 steps, and a request's S_out − 1
+decode steps hold n_p − 1, n_p − 2 or n_p − 3 other groups' mixed steps. With g_2 = min(G, B − G)::
+
+    TTFT = [n_p ≥ 2] · (2G · t_dc + g_2 · (t_dc + t_mix) + 2(B − G − g_2) · t_mix) / B + [n_p = 1] · t_dc + t_mix
+    TPOT = t_dc(B) + min(m, S_out − 1) / (S_out − 1) · max(t_mix − t_dc, 0)
+    m    = [n_p ≥ 2] · (G(n_p − 1) + g_2 (n_p − 2) + (B − G − g_2)(n_p − 3)) / B
+
+(one group: the whole batch returns during the step of its discarded rows, t_dc). Without the overlap
+executor (``trtllm_terms(overlap=False)``) a group misses one step, the previous group's mixed step or,
+for the block's first, a decode step, and its decode holds n_p − 1 or n_p − 2 mixed steps::
 
     TTFT = [n_p ≥ 2] · (G · t_dc + (B − G) · t_mix) / B + t_mix
     TPOT = t_dc(B) + min([n_p ≥ 2] · (n_p − 2 + G / B), S_out − 1) / (S_out − 1) · max(t_mix − t_dc, 0)
 
-The mixed step is taken at D = B − G riding rows throughout (the block's steps carry B − 2G to B − r);
-with n_p = 1 the whole batch finishes together and the first to return would be prefilled alone (not
-modelled: the formula keeps one group); the overlap scheduler's one-iteration lag is not modelled.
+The mixed step is taken at D = B − G riding rows throughout (the block's steps carry B − 2G to B − r,
+plus the discarded rows under overlap); without overlap and with n_p = 1 the whole batch finishes
+together and the first to return would be prefilled alone (not modelled: the formula keeps one group).
 
 TPOT is what the benchmarks report, (E2E − TTFT) / (S_out − 1). Each engine's closed form is checked
 against a step-by-step simulation of its scheduler (``tests/test_workload.py``): SGLang's equals it,
@@ -219,25 +230,38 @@ def trtllm_mixed_step() -> sympy.Expr:
     return sym.t_pf + sym.t_pf / (G * sym.S_in) * D + sym.t_ad
 
 
-def trtllm_terms() -> Terms:
+def trtllm_terms(overlap: bool = True) -> Terms:
     """TensorRT-LLM's micro-batch scheduler without chunked context: the block of n_p mixed steps, one
-    group of G whole prompts each, the cycle S_out + 1 steps (module docstring)."""
+    group of G whole prompts each; ``overlap`` (the PyExecutor's default overlap executor) a returning
+    request misses two steps, else one (module docstring)."""
     G, _, n_p = trtllm_groups()
     t_mix = trtllm_mixed_step()
-    B, O = sym.B, sym.S_out
+    B, O, t_dc = sym.B, sym.S_out, sym.t_dc
+    many = sympy.Ge(n_p, 2)
+    if overlap:
+        g2 = sympy.Min(G, B - G)
+        wait = sympy.Piecewise(((2 * G * t_dc + g2 * (t_dc + t_mix) + 2 * (B - G - g2) * t_mix) / B, many), (t_dc, True))
+        mixed = sympy.Piecewise(((G * (n_p - 1) + g2 * (n_p - 2) + (B - G - g2) * (n_p - 3)) / B, many), (0, True))
+        said = ("the two steps a returning request misses (the one in flight, the one already scheduled): two "
+                "decode steps for the block's first group, a decode and a mixed step for its second, two other "
+                "groups' mixed steps for the rest; one group: the discarded step of the finished rows")
+        said_m = ("the other groups' mixed steps among a request's S_out - 1 decode steps: n_p - 1, n_p - 2 for the "
+                  "block's first two groups, n_p - 3 for the others (the cycle is S_out + 2 steps)")
+    else:
+        wait = sympy.Piecewise(((G * t_dc + (B - G) * t_mix) / B, many), (0, True))
+        mixed = sympy.Piecewise((n_p - 2 + G / B, many), (0, True))
+        said = ("the step in flight when a group returns: the previous group's mixed step, for the block's first "
+                "group a decode step (n_p >= 2; one group: the engine is idle)")
+        said_m = ("the other groups' mixed steps among a request's S_out - 1 decode steps: n_p - 1 for the block's "
+                  "first group, n_p - 2 for the others (the cycle is S_out + 1 steps)")
     t = Terms()
     ttft = Terms()
-    ttft.add("wait", sympy.Piecewise(((G * sym.t_dc + (B - G) * t_mix) / B, sympy.Ge(n_p, 2)), (0, True)),
-             "the step in flight when a group returns: the previous group's mixed step, for the block's first "
-             "group a decode step (n_p >= 2; one group: the engine is idle)")
+    ttft.add("wait", wait, said)
     ttft.add("prefill_step", t_mix, "its group's step: G whole prompts, the generation rows riding along")
     t.add("ttft", ttft)
     tpot = Terms()
-    tpot.add("decode_step", sym.t_dc, "a decode step of the B requests")
-    mixed = sympy.Piecewise((n_p - 2 + G / B, sympy.Ge(n_p, 2)), (0, True))
-    tpot.add("prefill_interference", sympy.Min(mixed, O - 1) / (O - 1) * sympy.Max(t_mix - sym.t_dc, 0),
-             "the other groups' mixed steps among a request's S_out - 1 decode steps: n_p - 1 for the block's "
-             "first group, n_p - 2 for the others")
+    tpot.add("decode_step", t_dc, "a decode step of the B requests")
+    tpot.add("prefill_interference", sympy.Min(mixed, O - 1) / (O - 1) * sympy.Max(t_mix - t_dc, 0), said_m)
     t.add("tpot", tpot)
     return t
 
@@ -320,8 +344,8 @@ def closed_loop_sglang(step, *, B, isl: int, osl: int, M: int) -> dict:
             "mixed_step": t_G, "decode_step": t_dc, "batch": B}
 
 
-def closed_loop_trtllm(step, *, B, isl: int, osl: int, M: int) -> dict:
-    """TensorRT-LLM's closed loop without chunked context (``trtllm_terms``)."""
+def closed_loop_trtllm(step, *, B, isl: int, osl: int, M: int, overlap: bool = True) -> dict:
+    """TensorRT-LLM's closed loop without chunked context (``trtllm_terms(overlap)``)."""
     np = _np(B)
     B = np.maximum(np.asarray(B, dtype=float), 1.0)
     G = np.minimum(B, np.maximum(1.0, np.floor((M - B) / max(isl - 1, 1))))
@@ -333,9 +357,16 @@ def closed_loop_trtllm(step, *, B, isl: int, osl: int, M: int) -> dict:
     t_ad = np.where(D > 0, t_ad, 0.0)
     t_mix = t_pf + t_pf / (G * isl) * D + t_ad
     t_dc, _ = step("decode", ctx, B)
-    ttft = np.where(n_p >= 2, (G * t_dc + (B - G) * t_mix) / B, 0.0) + t_mix
+    many = n_p >= 2
+    if overlap:
+        g2 = np.minimum(G, B - G)
+        wait = np.where(many, (2 * G * t_dc + g2 * (t_dc + t_mix) + 2 * (B - G - g2) * t_mix) / B, t_dc)
+        mixed = np.where(many, (G * (n_p - 1) + g2 * (n_p - 2) + (B - G - g2) * (n_p - 3)) / B, 0.0)
+    else:
+        wait = np.where(many, (G * t_dc + (B - G) * t_mix) / B, 0.0)
+        mixed = np.where(many, n_p - 2 + G / B, 0.0)
+    ttft = wait + t_mix
     if osl >= 2:
-        mixed = np.where(n_p >= 2, n_p - 2 + G / B, 0.0)
         inter = np.minimum(mixed, osl - 1) / (osl - 1) * np.maximum(t_mix - t_dc, 0)
     else:
         inter = 0.0 * t_dc
