@@ -121,3 +121,18 @@ def test_compiled_serving_formulas_equal_exact_substitution():
         for k, e in exprs.items():
             exact = sympy.sympify(e).xreplace(v)
             assert np.broadcast_to(got[k], (n,))[i] == pytest.approx(float(exact), rel=1e-12), (k, tp, ep, pp)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_deploy_times_the_load_under_the_engine_schedule(engine, capsys):
+    """deploy's layouts under --engine: the array path gives roofline's closed loop of that engine's
+    schedule for the same layout (``workload.closed_loop(engine=)``), and says whose schedule it is."""
+    common = ["--gpu", "H100", "--max-batched-tokens", "2048", "--engine", engine]
+    _, d = _run(["deploy", "llama-3.1-8b", "--gpus", "1", "--isl", "1024", "--osl", "128", "--concurrency", "32",
+                 "--top", "all"] + common, capsys)
+    assert d["schedule"] == engine
+    row = next(r for r in d["layouts"] if r["tp"] == 1 and r["dp"] == 1)
+    _, r = _run(["roofline", "llama-3.1-8b", "--phase", "decode", "--T", "1024", "--batch", "32", "--osl", "128",
+                 "--concurrency", "32"] + common, capsys)
+    assert row["ttft_s"] == pytest.approx(r["load"]["ttft_s"], rel=1e-6)
+    assert row["tpot_s"] == pytest.approx(r["load"]["tpot_s"], rel=1e-6)

@@ -91,3 +91,32 @@ def test_the_prompt_and_its_output_must_fit_learned_positions(capsys):
                  "--gpu", "H100", "--json"])
     out, err = capsys.readouterr()
     assert code == 2 and "--T + --osl" in json.loads(out)["error"] and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_the_engine_chooses_the_schedule_of_the_load(engine, capsys):
+    """--engine: the closed loop is timed under that engine's scheduler (``workload.closed_loop(engine=)``);
+    trtllm is a schedule only, the memory stays vLLM's."""
+    argv = BASE + ["--concurrency", "32", "--osl", "128", "--max-batched-tokens", "2048"]
+    _, vl = _run(argv, capsys)
+    code, r = _run(argv + ["--engine", engine], capsys)
+    assert code == 0 and r["load"]["schedule"] == engine and vl["load"]["schedule"] == "vllm"
+    cal, lay = _cal()
+    step = cal.load_step(lay, max_batched_tokens=2048)
+    want = workload.closed_loop(step, B=32, isl=1024, osl=128, M=2048, engine=engine)
+    assert r["load"]["ttft_s"] == pytest.approx(float(want["ttft"]), rel=1e-12)
+    assert r["load"]["tpot_s"] == pytest.approx(float(want["tpot"]), rel=1e-12)
+    assert r["load"]["ttft_s"] != pytest.approx(vl["load"]["ttft_s"], rel=1e-3)
+    if engine == "trtllm":  # its memory is accounted as vLLM's
+        assert r["kv_capacity_tokens"] == vl["kv_capacity_tokens"]
+    got = cal.under_load(lay, isl=1024, osl=128, max_batched_tokens=2048, concurrency=32, engine=engine)
+    assert got["ttft"] == pytest.approx(float(want["ttft"]), rel=1e-12)
+
+
+def test_an_unknown_schedule_is_refused(capsys):
+    cal, lay = _cal()
+    from symcost.core.errors import SymcostError
+    with pytest.raises(SymcostError, match="no closed-loop schedule"):
+        cal.under_load(lay, isl=1024, osl=128, max_batched_tokens=2048, concurrency=32, engine="tgi")
+    assert main(BASE + ["--osl", "64", "--engine", "tgi"]) == 2
+    assert "invalid choice" in capsys.readouterr().err

@@ -479,6 +479,14 @@ def pin(row: "Option", what: str) -> "Option":
 ENGINE = Option(("--engine",), "serve", "whose start-up accounting: vllm (V1: budget - weights - profiled "
                 "peak - non-torch) or sglang (mem_fraction_static pool, activations outside it)",
                 choices=("vllm", "sglang"), default="vllm", example="sglang")
+#: ``roofline``, ``deploy``: the engine whose scheduler times the load (and, vllm or sglang, whose memory)
+ENGINE_LOAD = ENGINE.but(help="whose scheduler times TTFT/TPOT under a closed loop (--osl; "
+                         "symcost.serving.workload) and whose start-up memory accounting: vllm (V1: decode rows "
+                         "first, prompts chunked into M), sglang (prefill-only steps whenever prompts wait, no mixed "
+                         "chunk: M is --max-prefill-tokens; SGLang's memory pool) or trtllm (TensorRT-LLM without "
+                         "chunked context: whole prompts in arrival order, M is max_num_tokens; the schedule only, "
+                         "its memory is accounted as vLLM's)", choices=("vllm", "sglang", "trtllm"),
+                         example="trtllm")
 VLLM_VERSION = Option(("--vllm-version",), "serve", "vLLM release modelled (X.Y or X.Y.Z): < 0.8 = the V0 "
                       "engine's profile and defaults (the activation terms' M and S); < 0.6.5 adds the CUDA context "
                       "to non-torch memory; >= 0.11.1 loads MXFP4 experts for Triton on Hopper (Marlin before); "

@@ -256,6 +256,8 @@ TABLE: tuple[Entry, ...] = (
           "term)", "(step_formula)", "seconds"),
     Entry("t_p1", "t_{p1}", "step: prefill of one prompt of S_in tokens (step_formula, B = 1)", "(step_formula)",
           "seconds"),
+    Entry("t_pr", "t_{pr}", "step: prefill of the last, partial group of prompts of a prefill-only cycle (SGLang: "
+          "step_formula, B = the remainder r, T = S_in)", "(step_formula)", "seconds"),
     Entry("a_acc", "a_{acc}", "speculative decoding: acceptance rate of one draft token", "(--accept-rate)", "ratio"),
     Entry("n_d", "n_{d}", "speculative decoding: draft tokens per step (the model's MTP modules)", "(config: MTP layers)"),
     # -- training: activation bytes --

@@ -272,7 +272,7 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
         if not work.loaded:
             return ttft1, decode_of(b)
         from .workload import closed_loop
-        got = closed_loop(step, B=b, isl=work.isl, osl=work.osl, M=int(M))
+        got = closed_loop(step, B=b, isl=work.isl, osl=work.osl, M=int(M), engine=latency.setup.scheduler)
         return got["ttft"], decode_of(b) + (got["tpot"] - got["decode_step"])
 
     stable = np.ones_like(tp, dtype=bool)
@@ -394,6 +394,8 @@ def deploy(model, raw, setup: ServeSetup, *, gpus: list[int] | None, T: int, bat
                              for k, v in lat.dtypes.items()},
            "fits_any": any(r["fits"] for r in rows), "meets_sla_any": any(r["meets_sla"] for r in rows),
            "fewest_gpus": None, "closest": None}
+    if work.loaded and work.rate is None:  # the closed loop's schedule (``workload.closed_loop``)
+        out["schedule"] = setup.scheduler
     if rows and not out["fits_any"]:
         out["fewest_gpus"] = fewest_gpus(comp, model, lat, setup, work, chunk=chunk)
     if out["fits_any"] and not out["meets_sla_any"] and (work.max_ttft or work.max_tpot):

@@ -157,6 +157,13 @@ class ServeSetup:
     pp_partition: tuple[int, ...] | None = None  # VLLM_PP_LAYER_PARTITION: layers per stage (None: vLLM's split)
     model_runner: str | None = None  # vLLM's GPU model runner, v1 | v2 (VLLM_USE_V2_MODEL_RUNNER; None: the
     # release's default for the model, ``profile.model_runner``)
+    schedule: str | None = None  # whose scheduler times TTFT/TPOT under load (``workload.ENGINES``: vllm |
+    # sglang | trtllm); None: the engine's own
+
+    @property
+    def scheduler(self) -> str:
+        """The engine whose closed-loop schedule ``workload.closed_loop`` applies."""
+        return self.schedule or self.engine
 
     def checkpoint(self, model, raw: dict):
         """The checkpoint's weight bytes as these options cost them (``quant.checkpoint``), derived once

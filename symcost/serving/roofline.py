@@ -202,7 +202,8 @@ def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: 
 
     Under a workload (``osl`` with ``concurrency`` requests in flight in all, or Poisson arrivals at ``rate``
     requests/s in all, prompts of T tokens): ``load`` also holds ``CalibratedLatency.under_load``'s TTFT and
-    TPOT (``symcost.serving.workload``'s closed or open loop over the layout's N_dp replicas, the engine's M)
+    TPOT (``symcost.serving.workload``'s closed loop under ``setup.scheduler``'s schedule, or its open loop,
+    over the layout's N_dp replicas, the engine's M)
     and the batch per replica it keeps in flight; the step itself stays the one of ``batch``.
 
     The FLOPs, bytes and the ideal split (``compute_time``, ``memory_time``, ``comm_time``) are the pure
@@ -217,9 +218,11 @@ def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: 
     cal = CalibratedLatency(model, ck, setup, kv_dtype=setup.kv_dtype, mla=setup.mla, compute_dtype=compute_dtype)
     load = None
     if concurrency is not None or rate is not None:
-        got = cal.under_load(lay, isl=T, osl=osl, max_batched_tokens=M, concurrency=concurrency, rate=rate, ideal=ideal)
+        got = cal.under_load(lay, isl=T, osl=osl, max_batched_tokens=M, concurrency=concurrency, rate=rate, ideal=ideal,
+                             engine=setup.scheduler)
         stable = bool(got.get("stable", True))
         load = {"mode": "open loop" if rate is not None else "closed loop", "isl": T, "osl": osl,
+                "schedule": setup.scheduler if rate is None else None,
                 "concurrency": concurrency, "request_rate": rate, "max_batched_tokens": M,
                 "batch_per_replica": float(got["batch"]), "stable": stable,
                 "ttft_s": float(got["ttft"]) if stable else None, "tpot_s": float(got["tpot"]) if stable else None}
@@ -757,15 +760,18 @@ class CalibratedLatency:
         return step
 
     def under_load(self, lay, *, isl: int, osl: int, max_batched_tokens: int, concurrency: int | None = None,
-                   rate: float | None = None, ideal: bool = False) -> dict:
-        """TTFT and TPOT (seconds) of ``concurrency`` requests in flight (closed loop) or Poisson arrivals
-        at ``rate`` requests/s (open loop), spread over the layout's N_dp replicas (``workload``)."""
+                   rate: float | None = None, ideal: bool = False, engine: str = "vllm") -> dict:
+        """TTFT and TPOT (seconds) of ``concurrency`` requests in flight (closed loop, under ``engine``'s
+        schedule: ``workload.closed_loop``) or Poisson arrivals at ``rate`` requests/s (open loop), spread
+        over the layout's N_dp replicas (``workload``)."""
         from . import workload
+        workload.check_engine(engine)
         step = self.load_step(lay, max_batched_tokens=max_batched_tokens, ideal=ideal)
         if rate is not None:
             out = workload.open_loop(step, rate=rate / lay.dp, isl=isl, osl=osl, M=max_batched_tokens)
         else:
-            out = workload.closed_loop(step, B=-(-int(concurrency) // lay.dp), isl=isl, osl=osl, M=max_batched_tokens)
+            out = workload.closed_loop(step, B=-(-int(concurrency) // lay.dp), isl=isl, osl=osl, M=max_batched_tokens,
+                                       engine=engine)
         return {k: (float(v) if getattr(v, "ndim", 1) == 0 or isinstance(v, float) else v) for k, v in out.items()}
 
     def seconds(self, name: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False,

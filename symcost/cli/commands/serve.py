@@ -28,7 +28,7 @@ OPTIONS = {
                  o.BATCH.but(default=None, required=True, help="sequences B in the step, per replica (with --osl "
                                                               "alone: the load is their closed loop)"),
                  o.SERVE_GPU.but(required=True), *o.SERVE_MODELLED[1:],
-                 o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL, o.CONCURRENCY, o.REQUEST_RATE,
+                 o.COMPUTE_DTYPE, o.COMPUTE_EFF, o.BW_EFF, o.IDEAL, o.CONCURRENCY, o.REQUEST_RATE, o.ENGINE_LOAD,
                  o.OSL.but(help="output tokens per request: TTFT and TPOT under the load --batch (per replica), "
                                 "--concurrency or --request-rate states (prompts of --T tokens; "
                                 "symcost.serving.workload)")),
@@ -36,6 +36,7 @@ OPTIONS = {
                o.BATCH.but(default=None, help="concurrent requests per replica (default 1; or --concurrency, or "
                                               "solved for under --max-tpot)"),
                o.CONCURRENCY, o.REQUEST_RATE, o.ISL, o.OSL, o.MAX_TTFT, o.MAX_TPOT, o.SORT, o.TOP, o.IDEAL, o.DISAGG, o.ACCEPT_RATE,
+               o.ENGINE_LOAD,
                o.SERVE_GPU.but(required=True),
                *(r for r in o.SERVE_MODELLED[1:] if r not in (o.TP, o.PP, o.DP, o.EP)),
                o.pin(o.TP, "the tensor-parallel size"), o.pin(o.PP, "the pipeline stages"),
@@ -60,10 +61,12 @@ def _setup(args, m, layout: bool = True) -> ServeSetup:
                                               ("moe_backend", "moe_backend"), ("pp_partition", "pp_layer_partition"),
                                               ("model_runner", "model_runner"))
              if getattr(args, a, None) is not None}
+    if extra.get("engine") == "trtllm":  # TensorRT-LLM: its scheduler times the load, its memory is vLLM's
+        extra.update(engine="vllm", schedule="trtllm")
     if "pp_partition" in extra and lay.pp == 1:
         raise SymcostError("--pp-layer-partition needs --pp (the stages it splits the layers over)")
     if args.mem_util is None:  # memory: the engine's own default
-        args.mem_util = default_fraction(getattr(args, "engine", "vllm"), lay.tp)
+        args.mem_util = default_fraction(extra.get("engine", "vllm"), lay.tp)
     return ServeSetup(layout=lay, gpu=g, kv_dtype=args.kv_dtype, weights_dtype=args.weights_dtype,
                       experts_dtype=args.experts_dtype, quant_fallback=args.quant_fallback, mem_util=args.mem_util,
                       max_batched_tokens=args.max_batched_tokens, overhead_gib=args.overhead_gib,
@@ -209,7 +212,10 @@ def cmd_deploy(args, out):
             f"Poisson arrivals at {work.rate:g} requests/s in all (open loop)" if work.rate is not None else
             f"concurrency {work.concurrency} in all (closed loop)" if work.concurrency is not None else
             "batch per replica solved for" if work.solve else f"batch {work.batch} per replica")
+    if res.get("schedule"):  # under load, closed loop: whose scheduler times it
+        load += f", {res['schedule']}'s schedule"
     payload["accept_rate"] = work.accept
+    payload["schedule"] = res.get("schedule")
     ctx = f"ISL {work.isl}, OSL {work.osl}" if work.osl else f"T={work.context}"
     lines = [f"{m.name} on {g.name}: {len(res['layouts'])} layouts, {n_fit} fit, {n_sla} meet the workload "
              f"({ctx}, {load};{sla} {'ideal bound' if args.ideal else 'calibrated kernels'}; "
@@ -335,7 +341,7 @@ def _roofline_workload(args) -> None:
 
 
 def _load_text(load: dict) -> str:
-    head = (f"  under load ({load['mode']}: "
+    head = (f"  under load ({load['mode']}" + (f", {load['schedule']}'s schedule" if load.get("schedule") else "") + ": "
             + (f"{load['concurrency']} requests in flight in all" if load["concurrency"] is not None
                else f"{load['request_rate']:g} requests/s in all")
             + f", ISL {load['isl']}, OSL {load['osl']}, M {load['max_batched_tokens']}): ")
