@@ -136,3 +136,25 @@ def test_deploy_times_the_load_under_the_engine_schedule(engine, capsys):
                  "--concurrency", "32"] + common, capsys)
     assert row["ttft_s"] == pytest.approx(r["load"]["ttft_s"], rel=1e-6)
     assert row["tpot_s"] == pytest.approx(r["load"]["tpot_s"], rel=1e-6)
+
+
+@pytest.mark.parametrize("model, gpu, gpus, most", [
+    ("deepseek-v3", "H200", "24", 14),  # E = 256 over 24 or 12 expert ranks: rank 0 holds ⌈E/n⌉; PP 2, 3, 4, ...
+    ("gpt-oss-20b", "H100", "8", 19),  # MXFP4 experts: the kernel pads the whole I under EP, the slice without
+    ("qwen3-next-80b-a3b-thinking", "H100", "8", 8),  # hybrid pages: a stage's layers dealt over the KV groups
+])
+def test_deploy_kv_capacity_equals_memory_on_every_layout(model, gpu, gpus, most, capsys):
+    """Layouts with pipeline stages (each kind of stage compiled once, its layer counts as symbols,
+    evaluated at every stage's own counts) and with expert parallelism on and off (the experts'
+    placement in x_ep) hold the KV tokens ``memory`` gives for that one layout exactly."""
+    code, data = _run(["deploy", model, "--gpu", gpu, "--gpus", gpus, "--T", "8192", "--top", "all"], capsys)
+    assert code == 0
+    rows = sorted((r for r in data["layouts"] if r["pp"] > 1 or r["ep"] > 1), key=lambda r: (r["pp"] > 2, r["pp"]))[:most]
+    assert len({r["pp"] for r in rows}) > 1 and any(r["ep"] > 1 for r in rows)
+    for r in rows:
+        code, mem = _run(["memory", model, "--gpu", gpu, "--T", "8192", "--batch", "1", "--tp", str(r["tp"]),
+                          "--pp", str(r["pp"]), "--dp", str(r["dp"]), "--ep", str(r["ep"])], capsys)
+        assert code == 0 and r["kv_capacity_tokens"] == mem["kv_capacity_tokens"], (r["tp"], r["pp"], r["dp"], r["ep"])
+        if r["pp"] == 1:  # one stage: the rank's weights, as stored and as loaded (PP rows: the ⌈n/p⌉ bound)
+            assert (r["weights_per_gpu_bytes"], r["weights_loaded_bytes"]) == \
+                (mem["weights_per_gpu_bytes"], mem["weights_loaded_bytes"]), (r["tp"], r["dp"], r["ep"])

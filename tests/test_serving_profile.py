@@ -520,6 +520,20 @@ def test_nvfp4_scale_swizzle_padding():
     assert h.weights_loaded_rank == h.weights_rank
 
 
+def test_mxfp4_padding_follows_the_experts_placement():
+    """GPT-OSS-20B (I = d = 2880, MXFP4 experts) for Marlin on 4 H100s: without expert parallelism each
+    rank's slice of I is 720, padded to 768 (and d to 3072); with EP the MoE layer's own TP size is 1,
+    so the kernel pads the whole I, 2880 -> 2944. Both ranks hold a quarter of the experts' bytes, so
+    the two paddings stand as (2944·3072 − 2880²) : (3072² − 2880²)."""
+    m = symcost.build("gpt-oss-20b")
+    raw = symcost.architectures.loader.read_json("gpt-oss-20b")[1]
+    pad = {}
+    for ep in (1, 4):
+        p = plan(m, raw, ServeSetup(layout=Layout.vllm(m, tp=4, ep=ep), gpu=gpu("H100"), moe_backend="marlin"), T=8192)
+        pad[ep] = p.weights_loaded_rank - p.weights_rank
+    assert pad[1] > 0 and pad[4] / pad[1] == pytest.approx((2944 * 3072 - 2880**2) / (3072**2 - 2880**2), rel=1e-6)
+
+
 def test_pp_layer_partition_as_vllm_reads_it(capsys):
     """--pp-layer-partition (vLLM's VLLM_PP_LAYER_PARTITION, get_pp_indices): the stages hold the stated
     counts, the heavier stage decides; counts that do not sum to the layers, or without --pp: exit 2."""

@@ -17,7 +17,7 @@ from ..core.errors import SymcostError
 from ..core.notation import sym
 from .formulas import compile_exprs, compute_dtype, gpu_values, serve_formulas
 from .plan import NOTE as SERVE_NOTE
-from .plan import Layout, ServeSetup, check_layout, engine_stages
+from .plan import Layout, ServeSetup, check_layout, engine_stages, file_bytes
 from .quant import checkpoint
 from .roofline import NOTE as ROOF_NOTE
 from .roofline import Latency
@@ -28,7 +28,8 @@ NOTE = (SERVE_NOTE + "; " + ROOF_NOTE + "; layouts evaluated in float64 from for
 #: the GPU counts tried when none is given: the smallest that fits is the answer
 POWERS = (1, 2, 4, 8, 16, 32, 64)
 
-SYMS = (sym.N_tp, sym.N_ep, sym.N_pp, sym.N_dp, sym.T, sym.B, sym.M, sym.M_gpu, sym.F_gpu, sym.BW_hbm, sym.BW_link)
+SYMS = (sym.N_tp, sym.N_ep, sym.N_pp, sym.N_dp, sym.T, sym.B, sym.M, sym.M_gpu, sym.F_gpu, sym.BW_hbm, sym.BW_link,
+        sym.x_ep)
 
 
 def _divisors(n: int) -> list[int]:
@@ -93,36 +94,39 @@ class Compiled:
     peak_used: str
     ck: object = None  # the checkpoint (quant.Checkpoint)
     weights: object = None  # weights_per_gpu terms
-    #: N_pp -> vLLM's stages at that pipeline size (``plan.engine_stages``: each stage by its own layers,
-    #: the fewest blocks), their block count compiled on first use; None: the ⌈count/p⌉ bound
+    #: N_pp -> vLLM's stages at that pipeline size (``plan.engine_stages``: (the formula of the stage's
+    #: kind, its count symbols, the stage's counts)); None: the ⌈count/p⌉ bound
     stages: object = None
     stage_blocks: dict = field(default_factory=dict)
-    #: a stage's block count -> its compiled function: stages recur across pipeline sizes (the same
-    #: layers on a stage), so each is compiled once and a size's count is the fewest of its stages'
+    #: a kind of stage (its count symbols) -> its block count compiled in SYMS and the counts: kinds
+    #: recur across stages and pipeline sizes, so each is compiled once
     stage_fns: dict = field(default_factory=dict)
 
     def blocks_at(self, pp: int):
         """The block count of the stages at ``pp``, a function of the SYMS arrays (the fewest over
-        the stages, ``ServeFormulas.num_blocks``' Min evaluated stage by stage); None: no stage
-        costing there."""
+        the stages, ``ServeFormulas.num_blocks``' Min evaluated stage by stage, each stage its kind's
+        function at its own layer counts); None: no stage costing there."""
         if pp not in self.stage_blocks:
-            sf = self.stages(pp) if self.stages is not None else None
-            each = list(dict.fromkeys(s.num_blocks for s in sf.stages if s.num_blocks is not None)) if sf else []
-            for e in each:
-                if e not in self.stage_fns:
-                    self.stage_fns[e] = compile_exprs({"num_blocks": e}, SYMS)
-            fns = [self.stage_fns[e] for e in each]
+            fns = []
+            for sf, syms, counts in (self.stages(pp) if self.stages is not None else None) or ():
+                if sf.num_blocks is None:  # a stage without cached layers does not bound the count
+                    continue
+                if syms not in self.stage_fns:
+                    self.stage_fns[syms] = compile_exprs({"num_blocks": sf.num_blocks}, SYMS + syms)
+                fns.append((self.stage_fns[syms], counts))
             self.stage_blocks[pp] = _fewest(fns) if fns else None
         return self.stage_blocks[pp]
 
 
 def _fewest(fns):
-    """The elementwise fewest blocks over the stages' compiled functions (``get_kv_cache_configs``)."""
+    """The elementwise fewest blocks over the stages (``get_kv_cache_configs``): ``fns`` pairs of a
+    kind's compiled function and the stage's layer counts."""
     np = numpy()
 
     def fn(*args):
-        return {"num_blocks": np.minimum.reduce([np.broadcast_to(np.asarray(f(*args)["num_blocks"], dtype=float),
-                                                                 np.shape(args[0])) for f in fns])}
+        return {"num_blocks": np.minimum.reduce([
+            np.broadcast_to(np.asarray(f(*args, *counts)["num_blocks"], dtype=float), np.shape(args[0]))
+            for f, counts in fns])}
     return fn
 
 
@@ -135,7 +139,7 @@ def compile_model(model, raw, *, kv_dtype="bf16", weights_dtype=None, experts_dt
     f = formulas or serve_formulas(model, ck, kv_dtype=kv_dtype, overhead_bytes=overhead_bytes, lazy=True,
                                    block_size=block_size)
     lat = Latency(model, ck, kv_dtype=kv_dtype, mla=mla, weights=f.weights)
-    exprs = {"weights": f.weights.total, "activation": f.activation, "fixed": f.fixed,
+    exprs = {"weights": f.weights.total, "weights_file": file_bytes(f.weights), "activation": f.activation, "fixed": f.fixed,
              "num_blocks": f.num_blocks, "groups": f.kv.groups, "block": f.kv.block, "need": f.kv.need,
              "decode_step": lat.decode.step_time, "prefill_step": lat.prefill.step_time}
     numpy()  # the compiled functions need it: a clear error instead of an ImportError
@@ -236,14 +240,14 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
     ones = np.ones_like(tp)
     Tk = work.context
     mem = comp.fn(tp, ee, pp, dp, Tk * ones, ones, max_batched_tokens * ones, float(gv[sym.M_gpu]) * ones,
-                  float(gv[sym.F_gpu]) * ones, float(gv[sym.BW_hbm]) * ones, float(gv[sym.BW_link]) * ones)
+                  float(gv[sym.F_gpu]) * ones, float(gv[sym.BW_hbm]) * ones, float(gv[sym.BW_link]) * ones, a["x"])
     mem = {k: np.broadcast_to(np.asarray(v, dtype=float), tp.shape).copy() for k, v in mem.items()}
     for n in sorted({lay.pp for lay in lays} - {1}):  # PP layouts: the deciding stage's blocks, as ``memory``
         fn, at = comp.blocks_at(n), pp == n
         if fn is not None:
             got = fn(tp[at], ee[at], pp[at], dp[at], Tk * ones[at], ones[at], max_batched_tokens * ones[at],
                      float(gv[sym.M_gpu]) * ones[at], float(gv[sym.F_gpu]) * ones[at],
-                     float(gv[sym.BW_hbm]) * ones[at], float(gv[sym.BW_link]) * ones[at])
+                     float(gv[sym.BW_hbm]) * ones[at], float(gv[sym.BW_link]) * ones[at], a["x"][at])
             mem["num_blocks"][at] = np.broadcast_to(np.asarray(got["num_blocks"], dtype=float), (int(at.sum()),))
     blocks = np.maximum(mem["num_blocks"], 0)
     conc = blocks / np.maximum(mem["need"], 1)  # requests of ISL + OSL one replica's KV holds
@@ -325,7 +329,8 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
                      "max_concurrency": float(conc[i]), "batch_per_replica": int(b[i]),
                      "concurrency_served": int(served[i]), "ttft_s": float(ttft[i]), "tpot_s": float(tpot[i]),
                      "tokens_per_s": float(tps[i]), "tokens_per_s_per_gpu": float(tps[i] / gpus_i),
-                     "weights_per_gpu_bytes": int(np.ceil(mem["weights"][i]))})
+                     "weights_per_gpu_bytes": int(np.ceil(mem["weights_file"][i])),
+                     "weights_loaded_bytes": int(np.ceil(mem["weights"][i]))})
     return rows
 
 

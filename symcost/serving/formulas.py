@@ -126,6 +126,16 @@ class Stage:
     last: bool
 
 
+def symbolic_stage(stage: Stage) -> tuple[Stage, tuple[str, ...], tuple[sympy.Symbol, ...]]:
+    """``stage``'s kind — the same groups, first and last — with each group's layer count a positive
+    integer symbol n_i: one formula for every stage of that kind, whatever the split (``deploy``
+    compiles a kind once and evaluates each stage at its own counts). Returns (the stage, the group
+    names in order, their count symbols)."""
+    names = tuple(sorted(stage.counts))
+    syms = tuple(sympy.Dummy(f"n_{i}", integer=True, positive=True) for i in range(len(names)))
+    return Stage(-1, sum(syms, sympy.Integer(0)), dict(zip(names, syms)), stage.first, stage.last), names, syms
+
+
 def pipeline_stages(model, pp: int, partition: tuple[int, ...] | None = None) -> list[Stage]:
     """vLLM's stages (``pp_partition`` over ``model.layers()``, the layers in the model's own order).
     ValueError where the stage costing cannot follow the model: a layer order the adapter cannot
@@ -166,7 +176,7 @@ def weights_per_gpu(model, ck: Checkpoint, stage: Stage | None = None) -> Terms:
     edge = {}
     # checkpoint tensors without a primitive (DeepSeek's e_score_correction_bias buffers, 4·E·L_moe):
     # a stage holds those of its own layers (the group's layer count replaced by the stage's)
-    own = {g.count: sympy.Integer(stage.counts.get(g.name, 0)) for g in model.groups
+    own = {g.count: sympy.sympify(stage.counts.get(g.name, 0)) for g in model.groups
             if stage is not None and isinstance(g.count, sympy.Symbol) and not g.tower}
     for path, expr in ck.served_terms().flatten().items():
         v = sympy.nsimplify(expr.xreplace(vals))
@@ -184,7 +194,7 @@ def weights_per_gpu(model, ck: Checkpoint, stage: Stage | None = None) -> Terms:
                 mine = stage.counts.get(g.name, 0)
                 if mine == 0:
                     continue
-                share = share * sympy.Integer(mine) / n
+                share = share * sympy.sympify(mine) / n
             elif stage is None:
                 share = share * ceil(sympy.Integer(n) / p) / n
             out.add(g.name, Terms({c.key: Terms({q.name: v * share})}))
@@ -277,9 +287,9 @@ class KVFormula:
         With the stage holding ⌈n/p⌉ of every group this is ``block_bytes``."""
         mine = [sum(stage.counts.get(g, 0) for g in gs) for gs in self.spec_groups]
         if self.page is None or not self.spec_split:
-            return sum((self.block * s[1] * sympy.Integer(c) for s, c in zip(self.kinds, mine)), sympy.Integer(0))
-        per_group = [-(-c // k) for c, k in zip(mine, self.spec_split)]
-        return self.page * sympy.Integer(max(per_group, default=0))
+            return sum((self.block * s[1] * sympy.sympify(c) for s, c in zip(self.kinds, mine)), sympy.Integer(0))
+        per_group = [-(-sympy.sympify(c) // k) for c, k in zip(mine, self.spec_split)]
+        return self.page * (sympy.Max(*per_group) if per_group else sympy.Integer(0))
 
 
 #: a context length past every window and compressed-cache buffer of a real model

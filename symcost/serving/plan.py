@@ -47,7 +47,7 @@ from ..core.terms import exact
 from ..hardware.gpus import GPU
 from ..model.parallel import Layout
 from .formulas import (ServeFormulas, StageFormula, activation_per_gpu, layout_values, pipeline_stages, pp_partition,
-                       serve_formulas, weights_per_gpu)
+                       serve_formulas, symbolic_stage, weights_per_gpu)
 from .memory import cache_bytes_total
 from .profile import DEFAULT_VLLM, Engine, Profile, kv_cell_bytes, model_runner, profile, version_tuple
 from .quant import checkpoint, default_moe_backend, expert_padding, nvfp4_scale_padding, scheme
@@ -280,28 +280,20 @@ def _stage_rows(f: ServeFormulas, vals: dict, budget: int | None, kv_memory: int
 
 
 def _engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False, tp: int | None = None,
-                     pp: int | None = None):
+                     pp: int | None = None, sweep: bool = False):
     """``tp``: the layout's N_tp when it is fixed (it decides whether the custom all-reduce is on);
     None keeps the formulas valid for any N_tp (``deploy`` sweeps it). ``pp``: the pipeline stages to
-    cost one by one (None: the layout's; 1: none, the formulas' ⌈count/p⌉ bound in N_pp)."""
+    cost one by one (None: the layout's; 1: none, the formulas' ⌈count/p⌉ bound in N_pp). ``sweep``:
+    the experts' placement of every layout (whole or sliced) in the symbol x_ep instead of
+    ``setup.layout``'s (``deploy``: one set of formulas for layouts with and without EP)."""
     engine = Engine(setup.engine, setup.vllm_version, setup.max_num_seqs, setup.max_batched_tokens)
     ck, base = _layout_free(model, raw, setup, lazy)
     runner = setup.model_runner or runner_of(model, raw, engine, ck, base.kv)
     prof = profile(model, setup.gpu, engine, max_model_len=T, tp=tp, quant=ck.scheme.layout.kind, runner=runner)
     notes = list(ck.notes)
     backend = setup.moe_backend or default_moe_backend(setup.gpu, version_tuple(engine.version))
-    pad, pad_notes = expert_padding(model, ck, base.weights, backend)
-    notes += pad_notes
-    weights = base.weights.copy()
-    if pad != 0:
-        weights.add("expert_padding", pad, f"MXFP4 experts padded for the {backend} kernel")
-    scales, scale_notes = nvfp4_scale_padding(model, ck, whole_experts=setup.layout.whole_experts, backend=backend)
-    notes += scale_notes
-    if scales != 0:
-        weights.add("nvfp4_scale_padding", scales, "NVFP4 expert scales swizzled for the FlashInfer FP4 MoE kernel")
-    uneven = uneven_experts(model, setup.layout, base.weights)
-    if uneven != 0:
-        weights.add("uneven_experts", uneven, "EP rank 0 holds ⌈E/n⌉ experts (vLLM determine_expert_map)")
+    weights, load_notes = loaded_weights(model, ck, base.weights, backend, setup, sweep=sweep)
+    notes += load_notes
     graphs = _graphs(setup, prof)
     if setup.overhead_gib is not None:
         non_torch = sympy.Integer(int(Fraction(str(setup.overhead_gib)) * GiB))
@@ -335,73 +327,115 @@ def runner_of(model, raw: dict, engine: Engine, ck, kv) -> str:
                         attention_free=states and not attn, quantized=ck.scheme.layout.kind != "dense")
 
 
-def stage_formulas(model, ck, setup: ServeSetup, prof: Profile, kv, non_torch, backend: str, *, pp: int,
-                   lazy: bool = False, seen: dict | None = None) -> tuple[list, str | None]:
-    """vLLM's pipeline stages, each as its worker sizes its KV cache (``StageFormula``): the weights
-    its own layers hold (``weights_per_gpu`` of the stage: embedding on the first, final norm and head
-    on the last, with the MXFP4/NVFP4 kernel padding and the uneven expert split of those layers),
-    its own profiled peak (``Profile.at_stage``: the sampler only on the last), the non-torch memory
-    (every rank alike) and CUDA graphs (its own forward), its own pages
-    (``KVFormula.stage_block_bytes``). MTP layers are not loaded without speculative decoding
-    (``Checkpoint.served_terms``), so no stage holds them. Returns (stages, a note or None); no
-    stages — the ⌈count/pp⌉ bound of the formulas stays — for SGLang (its own pipeline accounting,
-    not modelled) and where the stage costing cannot follow the model (``pipeline_stages``).
-    ``seen``: stages already costed, by their layers (counts, first, last), shared by the calls of one
-    model and setup over several pipeline sizes (``engine_stages``): a stage's terms depend on its own
-    layers only, so the stages that recur across N_pp are built once."""
+#: the weights terms the engine adds to the checkpoint's bytes as it loads them (kernel layouts, the
+#: uneven expert split): ``weights_loaded_bytes`` includes them, ``weights_per_gpu_bytes`` does not
+LOAD_TERMS = ("expert_padding", "nvfp4_scale_padding", "uneven_experts")
+
+
+def loaded_weights(model, ck, file_w, backend: str, setup: ServeSetup, *, sweep: bool = False,
+                   counts: dict | None = None):
+    """A rank's weights as the engine loads them: the checkpoint's (``file_w``, ``weights_per_gpu``)
+    plus the ``LOAD_TERMS`` — MXFP4 experts padded for the MoE ``backend``'s kernel
+    (``quant.expert_padding``), NVFP4 expert scales swizzled (``quant.nvfp4_scale_padding``, over a
+    stage's ``counts`` of layers or ⌈n/N_pp⌉), expert-parallel rank 0's ⌈E/n⌉ experts
+    (``uneven_experts``) — for ``setup.layout``'s expert placement, or every layout's (x_ep) with
+    ``sweep``. Returns (terms, notes)."""
+    whole = sym.x_ep if sweep else setup.layout.whole_experts
+    w, notes = file_w.copy(), []
+    pad, more = expert_padding(model, ck, file_w, backend, whole)
+    notes += more
+    if pad != 0:
+        w.add("expert_padding", pad, f"MXFP4 experts padded for the {backend} kernel")
+    scales, more = nvfp4_scale_padding(model, ck, whole_experts=whole, backend=backend, counts=counts)
+    notes += more
+    if scales != 0:
+        w.add("nvfp4_scale_padding", scales, "NVFP4 expert scales swizzled for the FlashInfer FP4 MoE kernel")
+    uneven = uneven_experts(model, None if sweep else setup.layout, file_w)
+    if uneven != 0:
+        w.add("uneven_experts", uneven, "EP rank 0 holds ⌈E/n⌉ experts (vLLM determine_expert_map)")
+    return w, notes
+
+
+def file_bytes(weights) -> sympy.Expr:
+    """The checkpoint's bytes of a rank's loaded ``weights`` terms: without the ``LOAD_TERMS``."""
+    flat = weights.flatten()
+    return weights.total - sum((flat[k] for k in LOAD_TERMS if k in flat), sympy.Integer(0))
+
+
+def _stages(model, setup: ServeSetup, prof: Profile, pp: int) -> tuple[list, str | None]:
+    """vLLM's stages at ``pp`` (``formulas.pipeline_stages``), or (none, why they are not costed one by
+    one: SGLang's own pipeline accounting, not modelled, or a model the stage costing cannot follow)."""
     if prof.engine.name != "vllm":
         return [], f"pipeline stages: {prof.engine.name}'s per-stage accounting is not modelled; each stage is " \
                    f"bounded by ceil(count/pp) layers of every group + the larger of embedding and head"
     try:
-        stages = pipeline_stages(model, pp, setup.pp_partition)
+        return pipeline_stages(model, pp, setup.pp_partition), None
     except ValueError as exc:
         if setup.pp_partition is not None:
             raise SymcostError(f"--pp-layer-partition: {exc}") from None
         return [], f"pipeline stages not costed one by one ({exc}); each is bounded by ceil(count/pp) layers of " \
                    f"every group + the larger of embedding and head"
-    lay = replace(setup.layout, pp=pp)
-    out, seen = [], ({} if seen is None else seen)
+
+
+def stage_formula(model, ck, setup: ServeSetup, prof: Profile, kv, non_torch, backend: str, st, *,
+                  lazy: bool = False, sweep: bool = False) -> StageFormula:
+    """One pipeline stage as its vLLM worker sizes its KV cache: the weights its own layers hold
+    (``weights_per_gpu`` of the stage: embedding on the first, final norm and head on the last, with
+    the MXFP4/NVFP4 kernel padding and the uneven expert split of those layers), its own profiled peak
+    (``Profile.at_stage``: the sampler only on the last), the non-torch memory (every rank alike) and
+    CUDA graphs (its own forward), its own pages (``KVFormula.stage_block_bytes``). MTP layers are not
+    loaded without speculative decoding (``Checkpoint.served_terms``), so no stage holds them. The
+    stage's layer counts may be symbols (``formulas.symbolic_stage``). ``sweep``: the experts'
+    placement in x_ep (``_engine_formulas``)."""
+    file_w = weights_per_gpu(model, ck, st)
+    w, _ = loaded_weights(model, ck, file_w, backend, setup, sweep=sweep, counts=st.counts)
+    sp = prof.at_stage(model, st)
+    peak = sp.peak
+    if lazy and isinstance(peak, sympy.Max):
+        peak = sympy.Max(*peak.args, evaluate=False)
+    return StageFormula(st, w, peak, non_torch + _graphs(setup, sp), kv.stage_block_bytes(st), file_w, sp, lazy=lazy)
+
+
+def stage_formulas(model, ck, setup: ServeSetup, prof: Profile, kv, non_torch, backend: str, *, pp: int,
+                   lazy: bool = False) -> tuple[list, str | None]:
+    """vLLM's pipeline stages at ``pp``, each as its worker sizes its KV cache (``stage_formula``).
+    Returns (stages, a note or None); no stages — the ⌈count/pp⌉ bound of the formulas stays — for
+    SGLang and where the stage costing cannot follow the model (``_stages``). A stage's terms depend
+    on its own layers only, so the stages alike (the middle stages of an even split) are built once."""
+    stages, why = _stages(model, setup, prof, pp)
+    out, seen = [], {}
     for st in stages:
         key = (tuple(sorted(st.counts.items())), st.first, st.last)
-        if key in seen:  # a stage like one already costed (the middle stages of an even split)
-            out.append(replace(seen[key], stage=st))
-            continue
-        file_w = weights_per_gpu(model, ck, st)
-        w = file_w.copy()
-        pad, _ = expert_padding(model, ck, file_w, backend)
-        if pad != 0:
-            w.add("expert_padding", pad, f"MXFP4 experts padded for the {backend} kernel")
-        scales, _ = nvfp4_scale_padding(model, ck, whole_experts=lay.whole_experts, backend=backend, counts=st.counts)
-        if scales != 0:
-            w.add("nvfp4_scale_padding", scales, "NVFP4 expert scales swizzled for the FlashInfer FP4 MoE kernel")
-        uneven = uneven_experts(model, lay, file_w)
-        if uneven != 0:
-            w.add("uneven_experts", uneven, "EP rank 0 holds ⌈E/n⌉ experts (vLLM determine_expert_map)")
-        sp = prof.at_stage(model, st)
-        peak = sp.peak
-        if lazy and isinstance(peak, sympy.Max):
-            peak = sympy.Max(*peak.args, evaluate=False)
-        out.append(StageFormula(st, w, peak, non_torch + _graphs(setup, sp), kv.stage_block_bytes(st), file_w, sp,
-                                lazy=lazy))
-        seen[key] = out[-1]
-    return out, None
+        if key not in seen:
+            seen[key] = stage_formula(model, ck, setup, prof, kv, non_torch, backend, st, lazy=lazy)
+        out.append(replace(seen[key], stage=st))
+    return out, why
 
 
 def engine_stages(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False):
-    """``engine_formulas`` (formulas, M) and a function N_pp -> those formulas with vLLM's stages at that
-    pipeline size (None: one stage, or stages that cannot be costed), from one build of the engine's
-    terms: ``deploy`` evaluates the block count of a PP layout as ``memory`` does, building only the
-    sizes it meets."""
-    f, prof, ck, _, _ = _engine_formulas(model, raw, setup, T=T, lazy=lazy, pp=1)
+    """For a sweep over layouts (``deploy``): ``engine_formulas``' (formulas, M) with the experts'
+    placement in x_ep, and a function N_pp -> vLLM's stages at that size as (stage formula, its count
+    symbols, the stage's counts), each costed as ``memory`` costs it but with its layer counts as
+    symbols (``formulas.symbolic_stage``): one formula per kind of stage — its groups, first, last —
+    whatever the split, built once over every pipeline size; None: one stage, or no stage costing
+    (``_stages``: the ⌈count/p⌉ bound of the formulas stays)."""
+    f, prof, ck, _, _ = _engine_formulas(model, raw, setup, T=T, lazy=lazy, pp=1, sweep=True)
     backend = setup.moe_backend or default_moe_backend(setup.gpu, version_tuple(prof.engine.version))
     non_torch = f.overhead - _graphs(setup, prof)
-    seen: dict = {}  # the stages costed so far, by their layers: they recur across pipeline sizes
+    kinds: dict = {}  # (groups, first, last) -> (formula, group names, count symbols)
 
-    def at(pp: int) -> ServeFormulas | None:
-        if pp <= 1:
-            return None
-        st, _ = stage_formulas(model, ck, setup, prof, f.kv, non_torch, backend, pp=pp, lazy=lazy, seen=seen)
-        return ServeFormulas(f.weights, f.activation, f.overhead, f.kv, st) if st else None
+    def at(pp: int) -> list | None:
+        stages = _stages(model, setup, prof, pp)[0] if pp > 1 else []
+        out = []
+        for st in stages:
+            key = (frozenset(st.counts), st.first, st.last)
+            if key not in kinds:
+                kst, names, syms = symbolic_stage(st)
+                kinds[key] = (stage_formula(model, ck, setup, prof, f.kv, non_torch, backend, kst, lazy=lazy,
+                                            sweep=True), names, syms)
+            sf, names, syms = kinds[key]
+            out.append((sf, syms, tuple(st.counts[n] for n in names)))
+        return out or None
     return f, prof.max_batched_tokens, at
 
 
@@ -445,18 +479,25 @@ def _rational(x: float) -> sympy.Rational:
     return sympy.Rational(f.numerator, f.denominator)
 
 
-def uneven_experts(model, lay: Layout, weights) -> sympy.Expr:
+def uneven_experts(model, lay: Layout | None, weights) -> sympy.Expr:
     """Bytes the deciding expert-parallel rank holds beyond an even split when the routed experts
     do not divide over the N_tp·N_ep ranks (vLLM ``determine_expert_map``: the first E mod n ranks
     hold ⌈E/n⌉ experts, the rest ⌊E/n⌋): the rank's routed-expert bytes (an even 1/n share,
-    ``weights``: ``formulas.weights_per_gpu``) · (⌈E/n⌉·n/E − 1). 0 when they divide."""
+    ``weights``: ``formulas.weights_per_gpu``) · (⌈E/n⌉·n/E − 1). 0 when they divide or the experts
+    are sliced. ``lay`` None: for every layout of a sweep (``deploy``), x_ep · that factor with
+    n = N_tp·N_ep."""
     vals = model.values
-    if not lay.whole_experts or sym.E not in vals:
+    if (lay is not None and not lay.whole_experts) or sym.E not in vals:
         return sympy.Integer(0)
-    E, n = int(vals[sym.E]), lay.expert_ranks
-    if E % n == 0:
-        return sympy.Integer(0)
-    factor = sympy.Rational(-(-E // n) * n, E) - 1
+    E = int(vals[sym.E])
+    if lay is None:
+        n = sym.N_tp * sym.N_ep
+        factor = sym.x_ep * (sympy.ceiling(sympy.Integer(E) / n) * n / E - 1)
+    else:
+        n = lay.expert_ranks
+        if E % n == 0:
+            return sympy.Integer(0)
+        factor = sympy.Rational(-(-E // n) * n, E) - 1
     routed = sum((v for path, v in weights.flatten().items() if path.rsplit("/", 1)[-1].startswith("experts_")),
                  sympy.Integer(0))
     return routed * factor

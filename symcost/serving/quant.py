@@ -541,11 +541,28 @@ def default_moe_backend(gpu, version: tuple[int, ...]) -> str:
     return "marlin"
 
 
-def expert_padding(model, ck: Checkpoint, weights: Terms, backend: str) -> tuple[sympy.Expr, list[str]]:
+def placed(whole, whole_term, sliced_term):
+    """A rank's routed-expert term by how the experts are placed: ``whole`` True (vLLM expert
+    parallelism, ``FusedMoEParallelConfig`` with EP: the MoE layer's own TP size is 1, each rank holds
+    whole experts), False (every expert sliced over the N_tp·N_ep ranks), or the symbol x_ep (a sweep
+    over layouts of both kinds, ``deploy``: x_ep·whole + (1 − x_ep)·sliced, exact at x_ep ∈ {0, 1})."""
+    if whole is True:
+        return whole_term
+    if whole is False:
+        return sliced_term
+    return whole * whole_term + (1 - whole) * sliced_term
+
+
+def expert_padding(model, ck: Checkpoint, weights: Terms, backend: str,
+                   whole_experts=False) -> tuple[sympy.Expr, list[str]]:
     """Bytes the engine adds to the rank's routed MXFP4 experts by padding their shapes for the
     kernel (``backend``), as a formula in N_tp, N_ep (``weights``: ``formulas.weights_per_gpu``):
 
-        per expert leaf · (⌈I/(e·a_I)⌉·a_I·e · ⌈d/a_d⌉·a_d / (I·d) − 1),  e = N_tp·N_ep
+        per expert leaf · (⌈I/(e·a_I)⌉·a_I·e · ⌈d/a_d⌉·a_d / (I·d) − 1)
+
+    with e the ranks an expert's intermediate dimension is sliced over: N_tp·N_ep when the experts
+    are TP-sharded, 1 when they are placed whole (``whole_experts``, ``placed``: the kernel pads
+    ``intermediate_size_per_partition``, which under expert parallelism is the whole I).
 
     0 for checkpoints whose experts are not MXFP4 (NVFP4 and the rest load as stored)."""
     if backend not in MXFP4_PAD:
@@ -558,8 +575,11 @@ def expert_padding(model, ck: Checkpoint, weights: Terms, backend: str) -> tuple
     a_i, a_d = MXFP4_PAD[backend]
     ee = sym.N_tp * sym.N_ep
     I, d = exact(sym.d_moe, vals), exact(sym.d, vals)
-    factor = (sympy.ceiling(sympy.Integer(I) / (ee * a_i)) * a_i * ee * sympy.ceiling(sympy.Rational(d, a_d)) * a_d
-              / (I * d) - 1)
+
+    def factor(e):
+        return (sympy.ceiling(sympy.Integer(I) / (e * a_i)) * a_i * e * sympy.ceiling(sympy.Rational(d, a_d)) * a_d
+                / (I * d) - 1)
+    factor = placed(whole_experts, factor(sympy.Integer(1)), factor(ee))
     extra = sympy.Integer(0)
     for path, v in weights.flatten().items():
         if path.rsplit("/", 1)[-1].startswith("experts_") and "mxfp4" in ck.dtypes.get(path, ""):
@@ -569,7 +589,7 @@ def expert_padding(model, ck: Checkpoint, weights: Terms, backend: str) -> tuple
     return extra, [note] if extra != 0 else []
 
 
-def nvfp4_scale_padding(model, ck: Checkpoint, *, whole_experts: bool, backend: str,
+def nvfp4_scale_padding(model, ck: Checkpoint, *, whole_experts, backend: str,
                         counts: dict | None = None) -> tuple[sympy.Expr, list[str]]:
     """Bytes vLLM adds to the rank's routed NVFP4 experts by swizzling their fp8 block scales for the
     FlashInfer/CUTLASS FP4 MoE kernels (``modelopt.py`` ``swizzle_blockscale``: a scale matrix of
@@ -591,18 +611,19 @@ def nvfp4_scale_padding(model, ck: Checkpoint, *, whole_experts: bool, backend: 
         return sympy.Integer(0), []
     I, d, E = (sympy.Integer(exact(s, vals)) for s in (sym.d_moe, sym.d, sym.E))
     ee = sym.N_tp * sym.N_ep
-    Ir, Er = (I, E / ee) if whole_experts else (I / ee, E)
 
     def pad(x, m):
         return sympy.ceiling(x / m) * m
 
-    per = (pad(2 * Ir, 128) * pad(d / 16, 4) - 2 * Ir * d / 16 + pad(d, 128) * pad(Ir / 16, 4) - d * Ir / 16)
+    def scales(Ir, Er):
+        return Er * (pad(2 * Ir, 128) * pad(d / 16, 4) - 2 * Ir * d / 16 + pad(d, 128) * pad(Ir / 16, 4) - d * Ir / 16)
+    per = placed(whole_experts, scales(I, E / ee), scales(I / ee, E))
     layers = sum((sympy.ceiling(sympy.Integer(exact(g.count, vals)) / sym.N_pp) if counts is None
-                  else sympy.Integer(counts.get(g.name, 0)) for g in model.groups
+                  else sympy.sympify(counts.get(g.name, 0)) for g in model.groups
                   if exact(g.count, vals)
                   and any(isinstance(q, Linear) and q.active is not None for c in g.components for q in c.primitives(None))),
                  sympy.Integer(0))
-    return layers * Er * per, []
+    return layers * per, []
 
 
 #: words in a checkpoint's name that say it is quantised (``name_says_quantized``)
