@@ -103,30 +103,34 @@ class Compiled:
     stage_fns: dict = field(default_factory=dict)
 
     def blocks_at(self, pp: int):
-        """The block count of the stages at ``pp``, a function of the SYMS arrays (the fewest over
-        the stages, ``ServeFormulas.num_blocks``' Min evaluated stage by stage, each stage its kind's
-        function at its own layer counts); None: no stage costing there."""
+        """The block count of the stages at ``pp`` and the weights of the stage that decides it, a
+        function of the SYMS arrays (the fewest over the stages, ``ServeFormulas.num_blocks``' Min
+        evaluated stage by stage, each stage its kind's function at its own layer counts; ties: the
+        later stage, as ``plan.deciding_rank``); None: no stage costing there."""
         if pp not in self.stage_blocks:
             fns = []
             for sf, syms, counts in (self.stages(pp) if self.stages is not None else None) or ():
                 if sf.num_blocks is None:  # a stage without cached layers does not bound the count
                     continue
                 if syms not in self.stage_fns:
-                    self.stage_fns[syms] = compile_exprs({"num_blocks": sf.num_blocks}, SYMS + syms)
+                    self.stage_fns[syms] = compile_exprs({"num_blocks": sf.num_blocks, "weights": sf.weights.total,
+                                                          "weights_file": file_bytes(sf.weights)}, SYMS + syms)
                 fns.append((self.stage_fns[syms], counts))
             self.stage_blocks[pp] = _fewest(fns) if fns else None
         return self.stage_blocks[pp]
 
 
 def _fewest(fns):
-    """The elementwise fewest blocks over the stages (``get_kv_cache_configs``): ``fns`` pairs of a
-    kind's compiled function and the stage's layer counts."""
+    """The elementwise fewest blocks over the stages (``get_kv_cache_configs``) and the deciding
+    stage's weights: ``fns`` pairs of a kind's compiled function and the stage's layer counts."""
     np = numpy()
 
     def fn(*args):
-        return {"num_blocks": np.minimum.reduce([
-            np.broadcast_to(np.asarray(f(*args, *counts)["num_blocks"], dtype=float), np.shape(args[0]))
-            for f, counts in fns])}
+        got = [f(*args, *counts) for f, counts in fns]
+        each = {k: np.stack([np.broadcast_to(np.asarray(g[k], dtype=float), np.shape(args[0])) for g in got])
+                for k in ("num_blocks", "weights", "weights_file")}
+        last = len(got) - 1 - np.argmin(each["num_blocks"][::-1], axis=0)  # the later stage of a tie
+        return {k: np.take_along_axis(v, last[None], axis=0)[0] for k, v in each.items()}
     return fn
 
 
@@ -248,7 +252,8 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
             got = fn(tp[at], ee[at], pp[at], dp[at], Tk * ones[at], ones[at], max_batched_tokens * ones[at],
                      float(gv[sym.M_gpu]) * ones[at], float(gv[sym.F_gpu]) * ones[at],
                      float(gv[sym.BW_hbm]) * ones[at], float(gv[sym.BW_link]) * ones[at], a["x"][at])
-            mem["num_blocks"][at] = np.broadcast_to(np.asarray(got["num_blocks"], dtype=float), (int(at.sum()),))
+            for k in ("num_blocks", "weights", "weights_file"):  # the deciding stage's, as ``memory`` reports
+                mem[k][at] = got[k]
     blocks = np.maximum(mem["num_blocks"], 0)
     conc = blocks / np.maximum(mem["need"], 1)  # requests of ISL + OSL one replica's KV holds
     tokens = np.floor(blocks / mem["groups"]) * mem["block"]
