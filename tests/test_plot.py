@@ -151,3 +151,61 @@ def test_coinciding_sheet_curves_are_drawn_once():
         curves = [series(m, "flops_per_token", 256, 2**17, phase=ph, label="prefill"),
                   series(m, "decode_flops", 256, 2**17, phase=ph, label="decode")]
         assert len(merge_close(curves, "both")) == n
+
+
+def _drawn_texts(fig, ax):
+    """(kind, Text) of every text the figure draws: tick labels inside the view (the locators give
+    ticks beyond it too, which are not drawn), axis labels, annotations, the legend's, the footer."""
+    from matplotlib.text import Text
+    ticks, out = set(), []
+    for axis in (ax.xaxis, ax.yaxis):
+        lo, hi = sorted(axis.get_view_interval())
+        for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+            ticks.add(tick.label1)
+            ticks.add(tick.label2)
+            drawn = lo * (1 - 1e-9) <= tick.get_loc() <= hi * (1 + 1e-9)  # log axes: positive
+            if drawn and tick.label1.get_visible() and tick.label1.get_text():
+                out.append(("xtick" if axis is ax.xaxis else "ytick", tick.label1))
+    for t in fig.findobj(Text):
+        if t not in ticks and t.get_visible() and t.get_text():
+            out.append(("text", t))
+    return out
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "gemma-2-9b-it", "gpt2", "mimo-v2-flash",
+                                  "qwen3-next-80b-a3b-thinking"])
+def test_sheet_figures_keep_every_text_inside(tmp_path, monkeypatch, name):
+    """The sheet's figures have fixed margins, summed from the label texts (no layout pass): every
+    text drawn (tick and axis labels, annotations, legend) lies inside the figure, annotations inside
+    the axes, and no two tick or axis labels overlap, measured by the Agg renderer. The edges: gemma-2's
+    window label at the bottom of the axes, mimo-v2-flash's crossover label at the left end, gpt2's
+    short range (a log y axis spanning less than a decade, labelled at non-decades)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from symcost.documents import plot
+    figures = []
+    make = plot._figure
+    monkeypatch.setattr(plot, "_figure", lambda **kw: figures.append(make(**kw)) or figures[-1])
+    files = plot.sheet_plots(loader.build(name), tmp_path / "s")
+    assert len(figures) == len(files) == 2
+    for fig in figures:
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        renderer = canvas.get_renderer()
+        frame = fig.bbox
+        (ax,) = fig.axes
+        inner = ax.get_window_extent(renderer)
+        boxes = []
+        for kind, t in _drawn_texts(fig, ax):
+            box = t.get_window_extent(renderer)
+            where = f"{name}: {t.get_text()!r}"
+            assert (frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1), \
+                f"{where} at {box.bounds} sticks out of the figure {frame.bounds}"
+            if t in ax.texts:  # annotations
+                assert (inner.x0 <= box.x0 and box.x1 <= inner.x1 and inner.y0 <= box.y0 and box.y1 <= inner.y1), \
+                    f"{where} at {box.bounds} sticks out of the axes {inner.bounds}"
+            if kind != "text" or t in (ax.xaxis.label, ax.yaxis.label):
+                boxes.append((where, box))
+        assert sum(k == "ytick" for k, _ in _drawn_texts(fig, ax)) >= 2, f"{name}: fewer than 2 y tick labels"
+        for i, (a, p) in enumerate(boxes):
+            for b, q in boxes[i + 1:]:
+                assert not p.overlaps(q), f"{a} overlaps {b}"
