@@ -120,3 +120,16 @@ def test_an_unknown_schedule_is_refused(capsys):
         cal.under_load(lay, isl=1024, osl=128, max_batched_tokens=2048, concurrency=32, engine="tgi")
     assert main(BASE + ["--osl", "64", "--engine", "tgi"]) == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_closed_loop_batch_per_replica_is_an_exact_count(capsys):
+    """The closed loop's requests per replica are a count, ⌈C/N_dp⌉, an exact integer at any size (the
+    fuzz campaign found it printed as a float past 2^53); the open loop's is a mean (a float)."""
+    c = 2**64 + 1
+    code, d = _run(["roofline", "llama-3.1-8b", "--phase", "decode", "--T", "1024", "--batch", "1", "--gpu", "H100",
+                    "--osl", "2", "--concurrency", str(c), "--dp", "2"], capsys)
+    b = d["load"]["batch_per_replica"]
+    assert isinstance(b, int) and b == 2**63 + 1
+    code, d = _run(["roofline", "llama-3.1-8b", "--phase", "decode", "--T", "1024", "--batch", "1", "--gpu", "H100",
+                    "--osl", "64", "--request-rate", "2"], capsys)
+    assert code == 0 and isinstance(d["load"]["batch_per_replica"], float)

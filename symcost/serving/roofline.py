@@ -224,7 +224,7 @@ def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: 
         load = {"mode": "open loop" if rate is not None else "closed loop", "isl": T, "osl": osl,
                 "schedule": setup.scheduler if rate is None else None,
                 "concurrency": concurrency, "request_rate": rate, "max_batched_tokens": M,
-                "batch_per_replica": float(got["batch"]), "stable": stable,
+                "batch_per_replica": got["batch"], "stable": stable,
                 "ttft_s": float(got["ttft"]) if stable else None, "tpot_s": float(got["tpot"]) if stable else None}
         if rate is not None:
             load["utilisation"] = float(got["utilisation"])
@@ -770,9 +770,12 @@ class CalibratedLatency:
         if rate is not None:
             out = workload.open_loop(step, rate=rate / lay.dp, isl=isl, osl=osl, M=max_batched_tokens)
         else:
-            out = workload.closed_loop(step, B=-(-int(concurrency) // lay.dp), isl=isl, osl=osl, M=max_batched_tokens,
-                                       engine=engine)
-        return {k: (float(v) if getattr(v, "ndim", 1) == 0 or isinstance(v, float) else v) for k, v in out.items()}
+            per = -(-int(concurrency) // lay.dp)  # requests in flight on the fullest replica
+            out = workload.closed_loop(step, B=per, isl=isl, osl=osl, M=max_batched_tokens, engine=engine)
+        out = {k: (float(v) if getattr(v, "ndim", 1) == 0 or isinstance(v, float) else v) for k, v in out.items()}
+        if rate is None:
+            out["batch"] = per  # a count: an exact integer at any size (the closed loop's arrays are float64)
+        return out
 
     def seconds(self, name: str, lay, *, T: int, batch: int, max_batched_tokens: int, ideal: bool = False,
                 accept: float | None = None) -> float:

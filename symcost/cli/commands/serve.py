@@ -348,7 +348,12 @@ def _load_text(load: dict) -> str:
     if not load["stable"]:
         return head + f"the replica cannot keep up (prefill utilisation {load['utilisation']:.2f} >= 1)\n"
     return (head + f"TTFT {load['ttft_s'] * 1e3:.1f} ms   TPOT {load['tpot_s'] * 1e3:.2f} ms   "
-            f"batch per replica {load['batch_per_replica']:.2f}\n")
+            f"batch per replica {_per_replica(load['batch_per_replica'])}\n")
+
+
+def _per_replica(b) -> str:
+    """Requests per replica: a count in a closed loop (an int, printed whole), a mean in an open loop."""
+    return str(b) if isinstance(b, int) else f"{b:.2f}"
 
 
 def cmd_roofline(args, out):
