@@ -120,6 +120,10 @@ class Compiled:
         return self.stage_blocks[pp]
 
 
+#: what a pipeline layout takes from its deciding stage (``Compiled.blocks_at``)
+STAGE_KEYS = ("num_blocks", "weights", "weights_file")
+
+
 def _fewest(fns):
     """The elementwise fewest blocks over the stages (``get_kv_cache_configs``) and the deciding
     stage's weights: ``fns`` pairs of a kind's compiled function and the stage's layer counts."""
@@ -128,7 +132,7 @@ def _fewest(fns):
     def fn(*args):
         got = [f(*args, *counts) for f, counts in fns]
         each = {k: np.stack([np.broadcast_to(np.asarray(g[k], dtype=float), np.shape(args[0])) for g in got])
-                for k in ("num_blocks", "weights", "weights_file")}
+                for k in STAGE_KEYS}
         last = len(got) - 1 - np.argmin(each["num_blocks"][::-1], axis=0)  # the later stage of a tie
         return {k: np.take_along_axis(v, last[None], axis=0)[0] for k, v in each.items()}
     return fn
@@ -252,7 +256,7 @@ def evaluate(comp: Compiled, lays: list[Layout], *, gpu, T: int, batch: int, max
             got = fn(tp[at], ee[at], pp[at], dp[at], Tk * ones[at], ones[at], max_batched_tokens * ones[at],
                      float(gv[sym.M_gpu]) * ones[at], float(gv[sym.F_gpu]) * ones[at],
                      float(gv[sym.BW_hbm]) * ones[at], float(gv[sym.BW_link]) * ones[at], a["x"][at])
-            for k in ("num_blocks", "weights", "weights_file"):  # the deciding stage's, as ``memory`` reports
+            for k in STAGE_KEYS:  # the deciding stage's, as ``memory`` reports
                 mem[k][at] = got[k]
     blocks = np.maximum(mem["num_blocks"], 0)
     conc = blocks / np.maximum(mem["need"], 1)  # requests of ISL + OSL one replica's KV holds

@@ -50,7 +50,7 @@ from .formulas import (ServeFormulas, StageFormula, activation_per_gpu, layout_v
                        serve_formulas, symbolic_stage, weights_per_gpu)
 from .memory import cache_bytes_total
 from .profile import DEFAULT_VLLM, Engine, Profile, kv_cell_bytes, model_runner, profile, version_tuple
-from .quant import checkpoint, default_moe_backend, expert_padding, nvfp4_scale_padding, scheme
+from .quant import checkpoint, default_moe_backend, expert_padding, nvfp4_scale_padding, placed, scheme
 from .vllm import KVConfig
 
 GiB = 2**30
@@ -492,7 +492,7 @@ def uneven_experts(model, lay: Layout | None, weights) -> sympy.Expr:
     E = int(vals[sym.E])
     if lay is None:
         n = sym.N_tp * sym.N_ep
-        factor = sym.x_ep * (sympy.ceiling(sympy.Integer(E) / n) * n / E - 1)
+        factor = placed(sym.x_ep, sympy.ceiling(sympy.Integer(E) / n) * n / E - 1, sympy.Integer(0))
     else:
         n = lay.expert_ranks
         if E % n == 0:

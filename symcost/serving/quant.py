@@ -576,10 +576,10 @@ def expert_padding(model, ck: Checkpoint, weights: Terms, backend: str,
     ee = sym.N_tp * sym.N_ep
     I, d = exact(sym.d_moe, vals), exact(sym.d, vals)
 
-    def factor(e):
+    def sliced_over(e):  # the padding factor of an intermediate dimension sliced over e ranks
         return (sympy.ceiling(sympy.Integer(I) / (e * a_i)) * a_i * e * sympy.ceiling(sympy.Rational(d, a_d)) * a_d
                 / (I * d) - 1)
-    factor = placed(whole_experts, factor(sympy.Integer(1)), factor(ee))
+    factor = placed(whole_experts, sliced_over(sympy.Integer(1)), sliced_over(ee))
     extra = sympy.Integer(0)
     for path, v in weights.flatten().items():
         if path.rsplit("/", 1)[-1].startswith("experts_") and "mxfp4" in ck.dtypes.get(path, ""):
