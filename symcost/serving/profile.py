@@ -75,7 +75,7 @@ from ..core.errors import SymcostError
 from ..core.memo import PerModel
 from ..core.notation import sym
 from ..core.primitives import Linear
-from ..core.terms import Terms, exact
+from ..core.terms import Terms, exact, largest
 
 t, p, M = sym.N_tp, sym.N_pp, sym.M
 e = sym.N_tp * sym.N_ep
@@ -293,9 +293,9 @@ def forward_terms(model, act_bytes: int = 2, *, quant: str | None = None, flashi
     if not per:
         widest = sympy.Integer(0)
     elif not moe:  # one row count: M · (the widest set), the form hand derivations write
-        widest = M * sympy.Max(*dict.fromkeys(w for _, w in per))
+        widest = M * largest(*(w for _, w in per))
     else:
-        widest = sympy.Max(*dict.fromkeys((moe_rows if r else M) * w for r, w in per))
+        widest = largest(*((moe_rows if r else M) * w for r, w in per))
     out = Terms()
     out.add("hidden_and_residual", 2 * M * d * b, "decoder output + fused add-RMSNorm residual, M·d each")
     out.add("norm_output", M * d * b, "RMSNorm output, M·d")
@@ -496,6 +496,12 @@ def capture_sizes(max_num_seqs: int, max_batched_tokens: int) -> list[int]:
     return sizes
 
 
+#: the graph pool of a model's forward at B_g, by (layer groups, B_g): the same for every input quantisation,
+#: attention backend and runner (``profile``'s other keys), and substituting B_g re-evaluates the
+#: forward's maxima (tenths of a second on a large MoE) — the HTML page's card classes ask for it six times
+_POOLS = PerModel()
+
+
 def cudagraph_terms(model, max_num_seqs: int, max_batched_tokens: int, groups: frozenset | None = None) -> Terms:
     """vLLM's CUDA-graph memory estimate (``GPUModelRunner.profile_cudagraph_memory``, called by
     ``Worker.determine_available_memory`` before the KV cache is sized): per graph mode it captures
@@ -520,7 +526,8 @@ def cudagraph_terms(model, max_num_seqs: int, max_batched_tokens: int, groups: f
         return Terms()
     top = sizes[-1]
     full = [b for b in sizes if b <= max_num_seqs]
-    pool = forward_terms(model, groups=groups).total.xreplace({M: sympy.Integer(top)})
+    pool = _POOLS.get(model, (groups, top),
+                      lambda: forward_terms(model, groups=groups).total.xreplace({M: sympy.Integer(top)}))
     out = Terms()
     out.add("graph_pool", pool, f"first capture: the forward's transient at the largest size B_g = {top}")
     out.add("graph_objects", sympy.Integer((len(sizes) - 1 + max(len(full) - 1, 0)) * PER_GRAPH_FLOOR),
@@ -551,14 +558,17 @@ class Profile:
     def peak(self) -> sympy.Expr:
         """The profiled peak activation: the larger of the forward and the sampler run, plus the
         runner's persistent buffers (built once per profile: a pipeline's alike stages share their
-        ``at_stage`` profile, and SymPy's Max compares its arguments pairwise on every build; the
-        instance is not mutated after construction, ``replace`` makes a new one)."""
+        ``at_stage`` profile; the instance is not mutated after construction, ``replace`` makes a new
+        one). SymPy's Max compares its arguments pairwise on every build, so the maximum is
+        ``terms.largest``'s, built once per pair of totals: the profiles of one model on cards of the
+        same limits share their forward and sampler terms (``_PROFILED``), so the HTML page's many
+        setups build few of them."""
         if self.engine.name == "sglang":
             return sympy.Integer(0)  # outside mem_fraction_static
         if not self.sampler.flatten():  # a pipeline stage before the last: no sampler run
             peak = self.forward.total
         else:
-            peak = sympy.Max(self.forward.total, self.sampler.total)
+            peak = largest(self.forward.total, self.sampler.total)
         return peak + self.buffers.total if self.buffers is not None and self.buffers.flatten() else peak
 
     def at_stage(self, model, stage) -> "Profile":
