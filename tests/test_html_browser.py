@@ -255,6 +255,9 @@ CASES = [
     # a batch no tensor-parallel size of a T4 holds: the fewest GPUs to serve "does not fit" too
     ("deepseek-v3", {"T": 163840, "B": 4096, "kv": "bf16", "w": "int4", "gpu": "T4", "tp": 1, "pp": 1, "dp": 1,
                      "ep": 1}, {}),
+    # MXFP4 experts: whole under expert parallelism (the kernel pads all of I), sliced over TP without it
+    ("gpt-oss-20b", {"T": 8192, "B": 2, "kv": "bf16", "w": "ckpt", "gpu": "H100", "tp": 4, "pp": 1, "dp": 1,
+                     "ep": 4}, {"in-ep": ("1", "ep", 1)}),
     ("qwen3-next-80b-a3b-thinking", {"T": 65536, "B": 1, "kv": "bf16", "w": "ckpt", "gpu": "H100", "tp": 4, "pp": 1,
                                      "dp": 1, "ep": 1}, {"in-kv": ("fp8", "kv", "fp8"), "in-dp": ("2", "dp", 2)}),
 ]

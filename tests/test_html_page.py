@@ -117,14 +117,14 @@ def test_engine_parts_compose_as_engine_formulas(name):
     ws = ["ckpt", "bf16", "int4"]  # the FP8 checkpoint's input-quantisation scratch, none in bf16 or int4
     parts = _EngineParts(m, raw, classes, ws, 4096)
     vals = {**m.values, sym.T: 65536, sym.B: 3, sym.N_tp: 2, sym.N_pp: 1, sym.N_dp: 1, sym.N_ep: 1, sym.N_cp: 1,
-            sym.M_gpu: 80 * 2**30}
+            sym.x_ep: 0, sym.M_gpu: 80 * 2**30}
     for ei, (gpu, _) in enumerate(classes):
         for j, w in enumerate(ws):  # every class with every weights dtype, the KV dtypes in turn
             kv = KV_DTYPES[(ei + j) % len(KV_DTYPES)]
             got, m_got = parts(ei, w, kv)
             want, m_want = engine_formulas(m, raw, ServeSetup(gpu=gpu, kv_dtype=kv,
                                                               weights_dtype=None if w == "ckpt" else w), T=4096,
-                                         lazy=True)
+                                         lazy=True, sweep=True)
             v = {**vals, sym.M: m_want}
             assert m_got == m_want
             for a, b in ((got.weights.total, want.weights.total), (got.activation, want.activation),

@@ -81,7 +81,7 @@ SERVE_TPS = (1, 2, 4, 8, 16, 32, 64)  # memory's gpus_needed tries these
 SERVE_SLOTS = ("weights", "activations", "overhead", "weights_exact", "activations_exact", "overhead_exact",
                "block", "block_bytes", "groups", "need")
 #: symbols the page's inputs bind (everything else is the config's value, substituted here)
-INPUTS = (sym.T, sym.B, sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep, sym.M_gpu)
+INPUTS = (sym.T, sym.B, sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep, sym.x_ep, sym.M_gpu)
 PLOTS = {"prefill_flops": "prefill FLOPs", "decode_flops": "decode FLOPs per step", "kv_at_T": "cache bytes",
          "serve_per_gpu": "serving bytes per GPU"}
 SIZE_LIMIT = 300 * 1024
@@ -217,7 +217,7 @@ class _EngineParts:
         k = (ei, w, kv)
         if k not in self.memo:
             setup = ServeSetup(gpu=self.classes[ei][0], kv_dtype=kv, weights_dtype=None if w == "ckpt" else w)
-            self.memo[k] = engine_formulas(self.model, self.raw, setup, T=self.T, lazy=True)
+            self.memo[k] = engine_formulas(self.model, self.raw, setup, T=self.T, lazy=True, sweep=True)
         return self.memo[k]
 
     def __call__(self, ei: int, w: str, kv: str):
@@ -354,7 +354,8 @@ def _layout_tables(model) -> tuple[list, list, list]:
                         if pp > 1:
                             raise SymcostError(pp_serve_refusal(pp))
                         v = lay.values()
-                        serve.append([int(v[s]) for s in (sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep)])
+                        serve.append([int(v[s]) for s in (sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep)]
+                                     + [int(lay.whole_experts)])  # x_ep: the experts' placement
                     except SymcostError as e:
                         serve.append(msgs.setdefault(str(e), len(msgs)))
                     try:

@@ -466,11 +466,14 @@ def _graphs(setup: ServeSetup, prof: Profile) -> sympy.Expr:
     return prof.cudagraph_bytes
 
 
-def engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False) -> tuple[ServeFormulas, int]:
+def engine_formulas(model, raw: dict, setup: ServeSetup, *, T: int, lazy: bool = False,
+                    sweep: bool = False) -> tuple[ServeFormulas, int]:
     """The serving formulas of ``setup`` as ``plan`` evaluates them — weights as loaded, the engine's
     profiled peak, its non-torch memory, the KV pages — with the engine's step size M (the one
-    implementation ``memory``, ``deploy`` and ``roofline`` share). Returns (formulas, M)."""
-    f, prof, *_ = _engine_formulas(model, raw, setup, T=T, lazy=lazy)
+    implementation ``memory``, ``deploy`` and ``roofline`` share). Returns (formulas, M). ``sweep``:
+    valid for layouts with and without expert parallelism, the experts' placement in x_ep (the HTML
+    page's layouts; ``_engine_formulas``)."""
+    f, prof, *_ = _engine_formulas(model, raw, setup, T=T, lazy=lazy, sweep=sweep)
     return f, prof.max_batched_tokens
 
 

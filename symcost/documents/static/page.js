@@ -72,8 +72,8 @@
   function serveEnv() {
     const lay = D.serve_layouts[layoutIndex()];
     if (typeof lay === "number") return { error: "serving layout: " + D.refusals[lay] };
-    const [N_tp, N_pp, N_dp, N_ep] = lay.map(BigInt);
-    return { T: BigInt(S.T), B: BigInt(S.B), N_tp, N_pp, N_dp, N_ep, M_gpu: BigInt(D.cards[S.gpu].budget), $slots: slots() };
+    const [N_tp, N_pp, N_dp, N_ep, x_ep] = lay.map(BigInt);  // x_ep: whole experts (vLLM expert parallelism)
+    return { T: BigInt(S.T), B: BigInt(S.B), N_tp, N_pp, N_dp, N_ep, x_ep, M_gpu: BigInt(D.cards[S.gpu].budget), $slots: slots() };
   }
   function trainEnv() {
     const lay = D.train_layouts[layoutIndex()];
@@ -113,7 +113,7 @@
     serve_per_gpu: () => { const e = serveEnv(); return e.error ? e : F.serve_per_gpu(e); },
     kv_capacity: () => { const e = serveEnv(); return e.error ? e : kvCapacity(e); },
     serve_gpus: () => {
-      const e = { T: BigInt(S.T), B: BigInt(S.B), N_pp: 1n, N_dp: 1n, N_ep: 1n, M_gpu: BigInt(D.cards[S.gpu].budget), $slots: slots() };
+      const e = { T: BigInt(S.T), B: BigInt(S.B), N_pp: 1n, N_dp: 1n, N_ep: 1n, x_ep: 0n, M_gpu: BigInt(D.cards[S.gpu].budget), $slots: slots() };
       for (const tp of D.serve_tps) if (F.serve_max_batch(Object.assign({}, e, { N_tp: BigInt(tp) })) >= BigInt(S.B)) return BigInt(tp);
       return { error: "does not fit: no tensor-parallel size up to " + D.serve_tps[D.serve_tps.length - 1] + " of " + S.gpu + " holds B = " + S.B + " requests of T = " + digits(S.T) };
     },
