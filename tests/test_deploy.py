@@ -52,6 +52,11 @@ def test_deploy_layouts_respect_constraints(capsys):
       "--tp", "2", "--ep", "8"], "tp·dp"),
     (["deploy", "deepseek-v3", "--gpu", "H200", "--gpus", "x", "--T", "100"], "--gpus"),
     (["memory", "deepseek-v3", "--T", "100", "--batch", "1", "--gpu", "H200", "--pp", "100"], "--pp 100"),
+    # pins of one layout: its own constraint, and no more GPUs than --gpus takes (the fuzz campaign's
+    # --tp 8K --dp 2^64 listed the divisors of 1.5e23)
+    (["deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "1024", "--tp", "8K", "--pp", "1", "--dp", "4"], "--tp 8192"),
+    (["deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "1024", "--tp", "8K", "--pp", "1", "--dp", str(2**64)],
+     "at most 1,048,576"),
 ])
 def test_bad_layouts_exit_2_naming_the_constraint(argv, needle, capsys):
     code = main(argv + ["--json"])

@@ -1,5 +1,6 @@
 """symcost's own model description ("model_type": "symcost") agrees with the HF adapters."""
 import json
+import pathlib
 
 import pytest
 import sympy
@@ -50,3 +51,22 @@ def test_bad_specs_name_the_field(raw, needle, tmp_path, capsys):
     assert main(["params", str(p)]) == 2
     err = capsys.readouterr().err
     assert needle in err and err.count("\n") == 1
+
+
+
+def test_layer_count_without_listing_the_layers(tmp_path, monkeypatch):
+    """``Model.n_layers`` (what a pipeline splits, checked by every layout) is the number of decoder
+    layers ``layers()`` lists, for every bundled model, and a spec of a million layers counts them
+    without building that list (the fuzz campaign's ``memory`` on such a spec took 3.9 s in it)."""
+    from symcost.architectures import loader
+    from symcost.model import assembly
+    for path in sorted((pathlib.Path(loader.__file__).parent.parent / "configs").glob("*.json")):
+        m = loader.build(path.stem)
+        assert m.n_layers() == len(m.layers()), path.stem
+    spec = {"model_type": "symcost", "name": "deep", "values": {"d": 64, "V": 128, "L": 10**6, "H_q": 4, "H_kv": 2,
+            "D_h": 16, "d_ff": 128}, "groups": [{"name": "g", "count": "L", "components": [
+                {"type": "Norms", "names": ["n1", "n2"]}, {"type": "Attention"}, {"type": "FFN", "gated": True}]}]}
+    (tmp_path / "deep.json").write_text(json.dumps(spec))
+    m = loader.build(str(tmp_path / "deep.json"))
+    monkeypatch.setattr(assembly.Model, "layers", lambda self: pytest.fail("n_layers listed the layers"))
+    assert m.n_layers() == 10**6

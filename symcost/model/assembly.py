@@ -175,7 +175,11 @@ class Model:
                                      f"{self.values[s]}")
 
     def n_layers(self) -> int:
-        """Decoder layers (what a pipeline splits; towers and sub-layer groups not counted apart)."""
+        """Decoder layers (what a pipeline splits; towers and sub-layer groups not counted apart): the
+        groups' counts summed, or the stated order's length (``layers`` checks it) — never a list of a
+        spec's million layers only to count it."""
+        if self.layer_order is None:
+            return sum(exact(g.count, self.values) for g in self.groups if not g.tower)
         return len(self.layers())
 
     # -- the shared walk over parts -----------------------------------------------------------

@@ -83,6 +83,8 @@ def check_pins(model, pins: dict, gpus: list[int] | None) -> None:
         if n % fixed or (all(k in given for k in ("tp", "pp", "dp")) and fixed != n):
             pinned = " x ".join(f"--{k} {given[k]}" for k in ("tp", "pp", "dp") if k in given)
             raise SymcostError(f"{pinned} = {fixed} GPUs {'does not divide' if n % fixed else 'is not'} --gpus {n}")
+    if all(k in given for k in ("tp", "pp", "dp")):  # one layout: its own constraint, not "nothing fits"
+        check_layout(model, Layout.vllm(model, tp=given["tp"], pp=given["pp"], dp=given["dp"], ep=given.get("ep", 1)))
 
 
 @dataclass

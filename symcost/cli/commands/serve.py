@@ -183,6 +183,9 @@ def cmd_deploy(args, out):
     pins = {"tp": args.tp, "pp": args.pp, "dp": args.dp, "ep": args.ep}
     if counts is None and all(pins[k] is not None for k in ("tp", "pp", "dp")):
         counts = [args.tp * args.pp * args.dp]
+        if counts[0] > o.MAX_GPUS:  # the same bound as --gpus N: the layouts of a count are its divisors
+            raise SymcostError(f"--tp {args.tp} x --pp {args.pp} x --dp {args.dp} = {counts[0]:,} GPUs: at most "
+                               f"{o.MAX_GPUS:,}")
     if args.disagg and (work.concurrency is not None or work.rate is not None):
         raise SymcostError("--disagg with --concurrency or --request-rate: the disaggregated plan is sized by its "
                            "pools' rates; "
