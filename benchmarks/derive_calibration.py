@@ -25,6 +25,7 @@ import io
 import json
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,16 @@ def latest(repo: Path, system: str, op: str, framework: str, name: str) -> str |
 #: and SGLang's. vLLM 0.24's DeepGEMM block-FP8 rows on B200 sit at ~175 us for every small shape (an
 #: artefact of that collection, 10x TensorRT-LLM's and SGLang's DeepGEMM on the same shapes).
 FRAMEWORKS = ("trtllm", "vllm", "sglang")
+#: engines whose fused-MoE rows are their own (``engine``): each serving engine runs its own fused-MoE kernels
+#: (vLLM's Triton / FlashInfer / CUTLASS paths, SGLang's, TensorRT-LLM's), which differ by up to 2x on the same
+#: shape (B200, DeepSeek-V3's experts at TP 8, 16 tokens, block FP8: TensorRT-LLM 1.3.0rc20 220 us, SGLang
+#: 0.5.14 102 us); the engine-less rows (FRAMEWORKS order, TensorRT-LLM's first) serve TensorRT-LLM and any
+#: other engine. GEMMs and attention keep one row set: the engines call the same libraries (cuBLAS, DeepGEMM,
+#: CUTLASS, FlashInfer, FlashAttention), and the vLLM / SGLang GEMM collections carry per-call host overhead a
+#: CUDA-graph decode step does not pay (block-FP8 GEMM floors of the fit at M <= 16: vLLM 0.24 200 us on B200
+#: and 56 us on H200, SGLang 0.5.14 16 us on B200, TensorRT-LLM 6 us; tried against tests/data/
+#: serving_measured.json, engine GEMM and attention rows moved TPOT's median ratio 1.26 -> 1.44, worst 2.2 -> 3.1)
+ENGINES = ("vllm", "sglang")
 
 
 def first(repo: Path, system: str, op: str, name: str) -> str | None:
@@ -82,14 +93,14 @@ def first(repo: Path, system: str, op: str, name: str) -> str | None:
     return None
 
 
-def by_dtype(repo: Path, system: str, op: str, name: str, key: str) -> dict:
-    """{dtype: (path, rows)}: per dtype the rows of the first framework (FRAMEWORKS order) and, within
+def by_dtype(repo: Path, system: str, op: str, name: str, key: str, frameworks=FRAMEWORKS) -> dict:
+    """{dtype: (path, rows)}: per dtype the rows of the first framework (``frameworks`` order) and, within
     it, the latest version that measured that dtype (a later partial re-collection may hold one dtype only)."""
     def version(f):
         v = f.split("/")[-2]
         return tuple(int(x) if x.isdigit() else 0 for x in v.replace("rc", ".").replace("post", ".").split("."))
     out = {}
-    for fw in FRAMEWORKS:
+    for fw in frameworks:
         files = sorted((f for f in git_files(repo, f"/{system}/{op}/{fw}/") if f.endswith(f"/{name}.parquet")),
                        key=version, reverse=True)
         for f in files:
@@ -100,6 +111,7 @@ def by_dtype(repo: Path, system: str, op: str, name: str, key: str) -> dict:
     return out
 
 
+@cache
 def table(repo: Path, path: str) -> list[dict]:
     import pyarrow.parquet as pq
     blob = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{path}"], capture_output=True, check=True).stdout
@@ -136,8 +148,10 @@ def in_regime(v, lo, hi):
     return (lo is None or v >= lo) and (hi is None or v <= hi)
 
 
-def row(gpu, dtype, ec, em, t0, med, p90, n, src, regime=None, variant=None, about=""):
+def row(gpu, dtype, ec, em, t0, med, p90, n, src, regime=None, variant=None, about="", engine=None):
     r = {"gpu": gpu, "dtype": dtype}
+    if engine:
+        r["engine"] = engine
     if variant:
         r["variant"] = variant
     if regime:
@@ -183,8 +197,8 @@ ROUTING_NOTE = (" (aiconfigurator's default MoE workload distribution for its es
                 "workload_distribution='power_law', sdk/models/deepseek.py _power_law_alpha=1.01)")
 
 
-def moes(repo, name, sysname, g):
-    found = by_dtype(repo, sysname, "moe", "moe_perf", "moe_dtype")
+def moes(repo, name, sysname, g, engine=None):
+    found = by_dtype(repo, sysname, "moe", "moe_perf", "moe_dtype", (engine,) if engine else FRAMEWORKS)
     out = []
     for dt in sorted(found):
         if dt not in COMPUTE:
@@ -209,7 +223,7 @@ def moes(repo, name, sysname, g):
             Q = touched * 3 * h * inter / tp * B_W[dt] + 2 * tok * h * 2 + 2 * tok * k / ep * (2 * inter / tp + h)
             t = np.array([r["latency"] for r in sel]) * 1e-3
             reg = {"m_min": lo} | ({"m_max": hi} if hi else {})
-            out.append(row(name, label, *fit(F, Q, t, P, g.bandwidth_bytes_per_s), path, reg,
+            out.append(row(name, label, *fit(F, Q, t, P, g.bandwidth_bytes_per_s), path, reg, engine=engine,
                            about=(f"{routing} routing{ROUTING_NOTE if routing == ROUTING else ' (no ' + ROUTING + ' rows)'}; "
                                   "m = rows per expert ceil(tokens*k/E); F=6*tokens*k*d*d_moe/(tp*ep), "
                                   "Q=touched local experts' 3*d*d_moe/tp weights (uniform routing) + activations")))
@@ -319,34 +333,45 @@ def main(repo: Path):
             for k, v in gemms(repo, name, sysname, g).items():
                 classes[k] += v
         if "grouped_gemm" in only:
-            classes["grouped_gemm"] += moes(repo, name, sysname, g)
+            for engine in (None,) + ENGINES:
+                classes["grouped_gemm"] += moes(repo, name, sysname, g, engine)
         if only & {"attn_prefill", "attn_decode"}:
             for k, v in attention(repo, name, sysname, g).items():
                 classes[k] += v
         if "collective" in only:
             classes["collective"] += collectives(repo, name, sysname, g)
+        table.cache_clear()  # one card's tables at a time
     classes = {k: v for k, v in classes.items() if k in only}
     kdir = ROOT / "symcost" / "hardware" / "kernels"
     for cls, rows in classes.items():
         path = kdir / f"{cls}.json"
         doc = json.loads(path.read_text()) if path.exists() else {"op_class": cls, "about": ""}
         # rebuilt: the fitted rows (with "fit") and the cross-card medians; kept: rows derived elsewhere
-        keep = [r for r in doc.get("rows", []) if "fit" not in r and "median of" not in r.get("source", "")]
+        keep = [r for r in doc.get("rows", []) if "fit" not in r and not _is_default(r)]
         doc["rows"] = keep + rows
         path.write_text(json.dumps(doc, indent=1) + "\n")
         print(cls, len(rows), file=sys.stderr)
 
 
+DEFAULT_SOURCE = "median of the measured rows of this class"
+
+
+def _is_default(r: dict) -> bool:
+    """A cross-card median row ``add_defaults`` writes (rebuilt each run; other rows derived by hand, whose
+    source may also say "median of", are kept)."""
+    return r["gpu"] == "*" and r.get("source", "").startswith(DEFAULT_SOURCE)
+
+
 def add_defaults(kdir: Path) -> None:
     """A ``"*"`` row per class × dtype × variant × regime: the median of the measured GPUs' rows, what
     a card without its own measurements (H800, H20, GH200, MI300X, ...) is costed at."""
-    keys = ("dtype", "variant", "m_min", "m_max", "bytes_min", "bytes_max")
+    keys = ("engine", "dtype", "variant", "m_min", "m_max", "bytes_min", "bytes_max")
     for path in sorted(kdir.glob("*.json")):
         doc = json.loads(path.read_text())
-        rows = [r for r in doc["rows"] if r["gpu"] != "*" or "median of" not in r.get("source", "")]
+        rows = [r for r in doc["rows"] if not _is_default(r)]
         groups: dict = {}
         for r in rows:
-            if r["gpu"] != "*" and "aiconfigurator" in r["source"]:
+            if r["gpu"] != "*" and "fit" in r:  # the fitted rows (hand-derived ones keep their own defaults)
                 groups.setdefault(tuple(r.get(k) for k in keys), []).append(r)
         for key, rs in groups.items():
             d = {k: v for k, v in zip(keys, key) if v is not None}
@@ -354,7 +379,7 @@ def add_defaults(kdir: Path) -> None:
                          "eta_compute": round(float(np.median([r["eta_compute"] for r in rs])), 3),
                          "eta_memory": round(float(np.median([r["eta_memory"] for r in rs])), 3),
                          "floor_us": round(float(np.median([r["floor_us"] for r in rs])), 2),
-                         "source": "median of the measured rows of this class, dtype and regime over "
+                         "source": DEFAULT_SOURCE + ", dtype and regime over "
                                    + ", ".join(sorted(r["gpu"] for r in rs))
                                    + " (cards without measurements of their own)"})
         doc["rows"] = rows

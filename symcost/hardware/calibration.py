@@ -14,9 +14,12 @@ Each file holds ``{"op_class", "about", "rows": [...]}``; a row has ``gpu`` (a c
 ``"*"`` for the class's default), ``dtype`` (or ``"*"``), an optional regime (``m_min``/``m_max``:
 the GEMM's token rows M; ``bytes_min``/``bytes_max``: a collective's message size), an optional
 ``variant`` (a kernel family inside the class: ``mla`` attention, a collective's ``all_reduce`` /
-``all_to_all`` / ...), ``eta_compute``, ``eta_memory``, ``floor_us`` and ``source``. A lookup takes the
-most specific row that matches: the GPU before ``"*"``, the variant asked before none, the dtype before
-``"*"``, a row with a regime before one without. A row with a variant answers only that variant.
+``all_to_all`` / ...), an optional ``engine`` (the serving engine whose own kernels the row measured:
+``vllm``, ``sglang``; engines run different kernels for the same operation -- fused MoE above all -- and
+the engine-less rows are TensorRT-LLM's database first), ``eta_compute``, ``eta_memory``, ``floor_us``
+and ``source``. A lookup takes the most specific row that matches: the GPU before ``"*"``, the engine
+asked before none, the variant asked before none, the dtype before ``"*"``, a row with a regime before
+one without. A row with a variant (an engine) answers only that variant (that engine).
 """
 from __future__ import annotations
 
@@ -84,18 +87,18 @@ def calibration_name(gpu: str) -> str:
 
 
 def efficiency(gpu: str, op_class: str, *, dtype: str = "bf16", m=None, nbytes=None,
-               variant: str | None = None) -> Efficiency:
-    """The most specific measured row for ``gpu`` × ``op_class`` × ``dtype`` (× ``variant``) at GEMM
-    rows ``m`` or message size ``nbytes``; SymcostError naming the class when no row (not even a
-    default) applies."""
+               variant: str | None = None, engine: str | None = None) -> Efficiency:
+    """The most specific measured row for ``gpu`` × ``op_class`` × ``dtype`` (× ``variant``, ×
+    ``engine``) at GEMM rows ``m`` or message size ``nbytes``; SymcostError naming the class when no row
+    (not even a default) applies."""
     gpu = calibration_name(gpu)
     best, rank = None, None
     for row in rows(op_class):
         if row["gpu"] not in (gpu, "*") or row.get("dtype", "*") not in (dtype, "*") or not _matches(row, m, nbytes):
             continue
-        if row.get("variant") not in (None, variant):
+        if row.get("variant") not in (None, variant) or row.get("engine") not in (None, engine):
             continue
-        r = (row["gpu"] == gpu, row.get("variant") is not None, row.get("dtype", "*") == dtype,
+        r = (row["gpu"] == gpu, row.get("engine") is not None, row.get("variant") is not None, row.get("dtype", "*") == dtype,
              any(k in row for k in ("m_min", "m_max", "bytes_min", "bytes_max")))
         if rank is None or r > rank:
             best, rank = row, r
@@ -105,7 +108,8 @@ def efficiency(gpu: str, op_class: str, *, dtype: str = "bf16", m=None, nbytes=N
 
 
 @cache
-def steps(gpu: str, op_class: str, dtype: str = "bf16", key: str = "m", variant: str | None = None):
+def steps(gpu: str, op_class: str, dtype: str = "bf16", key: str = "m", variant: str | None = None,
+          engine: str | None = None):
     """The lookup as a step function of the regime value (``key``: ``m`` or ``bytes``), for arrays:
     (sorted breakpoints, Efficiency per interval [b_i, b_{i+1})) — the same rows ``efficiency`` picks,
     evaluated once at every boundary a row of the class states."""
@@ -122,21 +126,21 @@ def steps(gpu: str, op_class: str, dtype: str = "bf16", key: str = "m", variant:
     for c in cuts:
         kw["m" if key == "m" else "nbytes"] = c
         try:
-            out.append(efficiency(gpu, op_class, dtype=dtype, variant=variant, **kw))
+            out.append(efficiency(gpu, op_class, dtype=dtype, variant=variant, engine=engine, **kw))
         except SymcostError:  # below every stated regime (m = 0): the first regime's row, filled below
             out.append(None)
     for i in range(len(out) - 2, -1, -1):
         out[i] = out[i] or out[i + 1]
     if out[-1] is None:
-        efficiency(gpu, op_class, dtype=dtype, variant=variant)  # raises the readable error
+        efficiency(gpu, op_class, dtype=dtype, variant=variant, engine=engine)  # raises the readable error
     return tuple(cuts), tuple(out)
 
 
 def efficiency_array(gpu: str, op_class: str, values, *, dtype: str = "bf16", key: str = "m",
-                     variant: str | None = None):
+                     variant: str | None = None, engine: str | None = None):
     """``efficiency`` over an array of regime values: (η_c, η_m, t_0) arrays (NumPy)."""
     import numpy  # lazy: only the vectorised layout search passes arrays (numpy is optional)
-    cuts, effs = steps(gpu, op_class, dtype, key, variant)
+    cuts, effs = steps(gpu, op_class, dtype, key, variant, engine)
     idx = numpy.searchsorted(numpy.asarray(cuts, dtype=float), numpy.asarray(values, dtype=float), side="right") - 1
     idx = numpy.clip(idx, 0, len(cuts) - 1)
     pick = numpy.asarray([[e.eta_compute, e.eta_memory, e.floor_s] for e in effs])[idx]

@@ -16,7 +16,7 @@ the step turns compute-bound (a bisection).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 
 import sympy
 
@@ -464,16 +464,19 @@ def ideal_values() -> dict:
     return v
 
 
-def calibration_values(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16", phase="decode") -> tuple[dict, dict]:
+def calibration_values(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16", phase="decode",
+                       engine: str | None = None) -> tuple[dict, dict]:
     """The calibration symbols' values for ``gpu`` in the ``regime`` a step is in (``_rows`` per GEMM
     call, ``_expert_rows`` per routed expert, ``_message`` bytes per all-reduce, ``_aa_message`` bytes per
-    rank per all-to-all, ``_tokens`` = B·T); (values, the source of the row used per class)."""
+    rank per all-to-all, ``_tokens`` = B·T); (values, the source of the row used per class). ``engine``: the
+    serving engine whose own kernel rows are preferred where the data has them (``calibration.efficiency``)."""
+    eff = partial(efficiency, engine=engine)
     R, xr, S, aa = regime["_rows"], regime["_expert_rows"], regime["_message"], regime["_aa_message"]
     v, used = {}, {}
     op, cd, _, _ = dtypes["gemm"]
     for op_try in ((op, cd), ("gemm", "bf16")):
         try:
-            g = efficiency(gpu.name, op_try[0], dtype=op_try[1], m=max(1, int(R)))
+            g = eff(gpu.name, op_try[0], dtype=op_try[1], m=max(1, int(R)))
             break
         except SymcostError:  # a quantised class with no rows falls back to bf16 GEMMs, stated
             g = None
@@ -481,74 +484,76 @@ def calibration_values(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16
     used["gemm"] = f"{op_try[0]}/{op_try[1]} M={int(R)}: {g.source}"
     op, cd, _, _ = dtypes["grouped_gemm"]
     try:
-        x = efficiency(gpu.name, "grouped_gemm", dtype=cd, m=max(0, int(-(-xr // 1))))
+        x = eff(gpu.name, "grouped_gemm", dtype=cd, m=max(0, int(-(-xr // 1))))
     except SymcostError:  # no measured rows for this dtype: the bf16 fused-MoE rows, stated
         cd = "bf16 (no rows for " + cd + ")"
-        x = efficiency(gpu.name, "grouped_gemm", dtype="bf16", m=max(0, int(-(-xr // 1))))
+        x = eff(gpu.name, "grouped_gemm", dtype="bf16", m=max(0, int(-(-xr // 1))))
     v.update({sym.eta_cx: x.eta_compute, sym.eta_mx: x.eta_memory, sym.t_x: x.floor_s})
     used["grouped_gemm"] = f"{cd} rows/expert={int(-(-xr // 1))}: {x.source}"
     variant = "mla" if _is_mla_model(model) else None
     if phase == "decode":
-        a = efficiency(gpu.name, "attn_decode", dtype="fp8" if kv_dtype == "fp8" else "bf16", variant=variant)
+        a = eff(gpu.name, "attn_decode", dtype="fp8" if kv_dtype == "fp8" else "bf16", variant=variant)
     else:
-        a = efficiency(gpu.name, "attn_prefill", dtype="bf16", m=max(1, int(regime["_tokens"])), variant=variant)
+        a = eff(gpu.name, "attn_prefill", dtype="bf16", m=max(1, int(regime["_tokens"])), variant=variant)
     v.update({sym.eta_ca: a.eta_compute, sym.eta_ma: a.eta_memory, sym.t_a: a.floor_s})
     used["attention"] = f"{'attn_decode' if phase == 'decode' else 'attn_prefill'}{'/mla' if variant else ''}: {a.source}"
-    ew = efficiency(gpu.name, "elementwise", dtype="*")
+    ew = eff(gpu.name, "elementwise", dtype="*")
     v.update({sym.eta_me: ew.eta_memory, sym.t_e: ew.floor_s})
     used["elementwise"] = ew.source
-    r = efficiency(gpu.name, "collective", nbytes=max(1, int(S)), variant="all_reduce")
+    r = eff(gpu.name, "collective", nbytes=max(1, int(S)), variant="all_reduce")
     v.update({sym.eta_ar: r.eta_memory, sym.alpha_ar: r.floor_s})
     used["all_reduce"] = f"S={int(S)} B: {r.source}"
-    q = efficiency(gpu.name, "collective", nbytes=max(1, int(aa)), variant="all_to_all")
+    q = eff(gpu.name, "collective", nbytes=max(1, int(aa)), variant="all_to_all")
     v.update({sym.eta_aa: q.eta_memory, sym.alpha_aa: q.floor_s})
     used["all_to_all"] = f"{int(aa)} B per rank: {q.source}"
     return {k: sympy.Float(val) for k, val in v.items()}, used
 
 
-def calibration_arrays(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16", phase="decode") -> dict:
+def calibration_arrays(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16", phase="decode",
+                       engine: str | None = None) -> dict:
     """``calibration_values`` over arrays of regimes (one per layout or batch): the same rows, looked up as
     step functions (``calibration.efficiency_array``)."""
     import numpy as np  # lazy: only the vectorised layout search passes arrays (numpy is optional)
 
     from ..core.errors import SymcostError
     from ..hardware.calibration import efficiency_array
+    eff, eff_array = partial(efficiency, engine=engine), partial(efficiency_array, engine=engine)
     v = {}
     op, cd, _, _ = dtypes["gemm"]
     try:
-        g = efficiency_array(gpu.name, op, np.maximum(regime["_rows"], 1), dtype=cd)
+        g = eff_array(gpu.name, op, np.maximum(regime["_rows"], 1), dtype=cd)
     except SymcostError:  # a quantised class with no rows falls back to bf16 GEMMs, as the scalar path
-        g = efficiency_array(gpu.name, "gemm", np.maximum(regime["_rows"], 1), dtype="bf16")
+        g = eff_array(gpu.name, "gemm", np.maximum(regime["_rows"], 1), dtype="bf16")
     v.update({sym.eta_cg: g[0], sym.eta_mg: g[1], sym.t_g: g[2]})
     try:
-        x = efficiency_array(gpu.name, "grouped_gemm", np.ceil(regime["_expert_rows"]), dtype=dtypes["grouped_gemm"][1])
+        x = eff_array(gpu.name, "grouped_gemm", np.ceil(regime["_expert_rows"]), dtype=dtypes["grouped_gemm"][1])
     except SymcostError:  # as the scalar path: the bf16 fused-MoE rows
-        x = efficiency_array(gpu.name, "grouped_gemm", np.ceil(regime["_expert_rows"]), dtype="bf16")
+        x = eff_array(gpu.name, "grouped_gemm", np.ceil(regime["_expert_rows"]), dtype="bf16")
     v.update({sym.eta_cx: x[0], sym.eta_mx: x[1], sym.t_x: x[2]})
     variant = "mla" if _is_mla_model(model) else None
     if phase == "decode":
-        a = efficiency_array(gpu.name, "attn_decode", np.ones_like(regime["_rows"]),
-                             dtype="fp8" if kv_dtype == "fp8" else "bf16", variant=variant)
+        a = eff_array(gpu.name, "attn_decode", np.ones_like(regime["_rows"]),
+                      dtype="fp8" if kv_dtype == "fp8" else "bf16", variant=variant)
     else:
-        a = efficiency_array(gpu.name, "attn_prefill", np.maximum(regime["_tokens"], 1), dtype="bf16", variant=variant)
+        a = eff_array(gpu.name, "attn_prefill", np.maximum(regime["_tokens"], 1), dtype="bf16", variant=variant)
     v.update({sym.eta_ca: a[0], sym.eta_ma: a[1], sym.t_a: a[2]})
-    ew = efficiency(gpu.name, "elementwise", dtype="*")
+    ew = eff(gpu.name, "elementwise", dtype="*")
     v.update({sym.eta_me: ew.eta_memory, sym.t_e: ew.floor_s})
-    r = efficiency_array(gpu.name, "collective", np.maximum(regime["_message"], 1), key="bytes", dtype="*",
-                         variant="all_reduce")
+    r = eff_array(gpu.name, "collective", np.maximum(regime["_message"], 1), key="bytes", dtype="*",
+                  variant="all_reduce")
     v.update({sym.eta_ar: r[1], sym.alpha_ar: r[2]})
-    q = efficiency_array(gpu.name, "collective", np.maximum(regime["_aa_message"], 1), key="bytes", dtype="*",
-                         variant="all_to_all")
+    q = eff_array(gpu.name, "collective", np.maximum(regime["_aa_message"], 1), key="bytes", dtype="*",
+                  variant="all_to_all")
     v.update({sym.eta_aa: q[1], sym.alpha_aa: q[2]})
     return v
 
 
-def _piecewise(x, gpu: str, op: str, dtype: str, key: str, variant, pick):
+def _piecewise(x, gpu: str, op: str, dtype: str, key: str, variant, pick, engine=None):
     """One calibration symbol as a Piecewise in its regime quantity ``x`` (rows M or message bytes): the
     step function ``calibration.steps`` evaluates, one piece per interval [b_i, b_{i+1}) of the rows'
     stated regimes, equal neighbours merged; ``pick`` reads the value (η_c, η_m or the floor) of a row."""
     from ..hardware.calibration import steps
-    cuts, effs = steps(gpu, op, dtype, key, variant)
+    cuts, effs = steps(gpu, op, dtype, key, variant, engine)
     vals = [sympy.Float(pick(e)) for e in effs]
     pieces = []
     for i in range(len(cuts) - 1):
@@ -559,50 +564,52 @@ def _piecewise(x, gpu: str, op: str, dtype: str, key: str, variant, pick):
     return pieces[0][0] if len(pieces) == 1 else sympy.Piecewise(*pieces)
 
 
-def calibration_piecewise(model, gpu, dtypes: dict, sf: StepFormula, *, kv_dtype="bf16", phase="decode") -> dict:
+def calibration_piecewise(model, gpu, dtypes: dict, sf: StepFormula, *, kv_dtype="bf16", phase="decode",
+                          engine: str | None = None) -> dict:
     """``calibration_values`` kept symbolic: every η, floor and α a Piecewise in the step's own regime
     quantities (rows per GEMM call R, rows per routed expert, tokens B·T of prefill attention, bytes per
     all-reduce and per all-to-all), which are formulas of B, T, M and the layout symbols; the same rows,
     the same fallbacks. Substituted into the step, TTFT and TPOT stay formulas of B and T."""
     eta_c, eta_m, floor = (lambda e: e.eta_compute), (lambda e: e.eta_memory), (lambda e: e.floor_s)
+    eff, piece = partial(efficiency, engine=engine), partial(_piecewise, engine=engine)
     R = sympy.Max(1, sympy.floor(sf.rows))
     xr = sympy.Max(0, sympy.ceiling(sympy.sympify(sf.expert_rows)))
     v = {}
     op, cd, _, _ = dtypes["gemm"]
     for op_try, cd_try in ((op, cd), ("gemm", "bf16")):
         try:
-            v.update({sym.eta_cg: _piecewise(R, gpu.name, op_try, cd_try, "m", None, eta_c),
-                      sym.eta_mg: _piecewise(R, gpu.name, op_try, cd_try, "m", None, eta_m),
-                      sym.t_g: _piecewise(R, gpu.name, op_try, cd_try, "m", None, floor)})
+            v.update({sym.eta_cg: piece(R, gpu.name, op_try, cd_try, "m", None, eta_c),
+                      sym.eta_mg: piece(R, gpu.name, op_try, cd_try, "m", None, eta_m),
+                      sym.t_g: piece(R, gpu.name, op_try, cd_try, "m", None, floor)})
             break
         except SymcostError:  # as calibration_values: a quantised class with no rows runs as bf16 GEMMs
             continue
     cd = dtypes["grouped_gemm"][1]
     for cd_try in (cd, "bf16"):
         try:
-            v.update({sym.eta_cx: _piecewise(xr, gpu.name, "grouped_gemm", cd_try, "m", None, eta_c),
-                      sym.eta_mx: _piecewise(xr, gpu.name, "grouped_gemm", cd_try, "m", None, eta_m),
-                      sym.t_x: _piecewise(xr, gpu.name, "grouped_gemm", cd_try, "m", None, floor)})
+            v.update({sym.eta_cx: piece(xr, gpu.name, "grouped_gemm", cd_try, "m", None, eta_c),
+                      sym.eta_mx: piece(xr, gpu.name, "grouped_gemm", cd_try, "m", None, eta_m),
+                      sym.t_x: piece(xr, gpu.name, "grouped_gemm", cd_try, "m", None, floor)})
             break
         except SymcostError:  # as calibration_values: the bf16 fused-MoE rows
             continue
     variant = "mla" if _is_mla_model(model) else None
     if phase == "decode":
-        a = efficiency(gpu.name, "attn_decode", dtype="fp8" if kv_dtype == "fp8" else "bf16", variant=variant)
+        a = eff(gpu.name, "attn_decode", dtype="fp8" if kv_dtype == "fp8" else "bf16", variant=variant)
         v.update({sym.eta_ca: sympy.Float(a.eta_compute), sym.eta_ma: sympy.Float(a.eta_memory),
                   sym.t_a: sympy.Float(a.floor_s)})
     else:
         tok = sympy.Max(1, sym.B * sym.T)
-        v.update({s_: _piecewise(tok, gpu.name, "attn_prefill", "bf16", "m", variant, f)
+        v.update({s_: piece(tok, gpu.name, "attn_prefill", "bf16", "m", variant, f)
                   for s_, f in ((sym.eta_ca, eta_c), (sym.eta_ma, eta_m), (sym.t_a, floor))})
-    ew = efficiency(gpu.name, "elementwise", dtype="*")
+    ew = eff(gpu.name, "elementwise", dtype="*")
     v.update({sym.eta_me: sympy.Float(ew.eta_memory), sym.t_e: sympy.Float(ew.floor_s)})
     S = sympy.Max(1, sympy.floor(sf.message))
     aa = sympy.Max(1, sympy.floor(sympy.sympify(sf.aa_message)))
-    v.update({sym.eta_ar: _piecewise(S, gpu.name, "collective", "*", "bytes", "all_reduce", eta_m),
-              sym.alpha_ar: _piecewise(S, gpu.name, "collective", "*", "bytes", "all_reduce", floor),
-              sym.eta_aa: _piecewise(aa, gpu.name, "collective", "*", "bytes", "all_to_all", eta_m),
-              sym.alpha_aa: _piecewise(aa, gpu.name, "collective", "*", "bytes", "all_to_all", floor)})
+    v.update({sym.eta_ar: piece(S, gpu.name, "collective", "*", "bytes", "all_reduce", eta_m),
+              sym.alpha_ar: piece(S, gpu.name, "collective", "*", "bytes", "all_reduce", floor),
+              sym.eta_aa: piece(aa, gpu.name, "collective", "*", "bytes", "all_to_all", eta_m),
+              sym.alpha_aa: piece(aa, gpu.name, "collective", "*", "bytes", "all_to_all", floor)})
     return v
 
 
@@ -635,14 +642,19 @@ class Evaluated:
     sources: dict  # class -> the calibration row used
     dtypes: dict  # class -> (op class, calibration dtype, peak dtype, what runs)
     formula: dict  # term path -> formula text (the model's values substituted, T and B free)
+    engine: str | None = None  # whose measured kernels were preferred (``CalibratedLatency.engine``)
 
 
 class CalibratedLatency:
     """TTFT and TPOT of a checkpoint on any layout from the calibrated step (``step_formula``)."""
 
     def __init__(self, model, ck, setup: ServeSetup, *, kv_dtype="bf16", mla="auto", compute_dtype=None,
-                 weights: Terms | None = None, links: Links | None = None):
+                 weights: Terms | None = None, links: Links | None = None, engine: str | None = None):
         self.model, self.ck, self.setup = model, ck, setup
+        # whose measured kernels cost the step: calibration rows tagged with that engine where the data has
+        # them (the fused-MoE kernels differ by engine), the engine-less rows elsewhere; default the engine
+        # whose schedule times the load
+        self.engine = engine or setup.scheduler
         self.kv_dtype, self.mla, self.weights = kv_dtype, mla, weights
         self.dtypes = class_dtypes(model, ck, setup.gpu)
         if compute_dtype:  # --compute-dtype pins the dense GEMMs' peak
@@ -697,7 +709,7 @@ class CalibratedLatency:
             cv, src = ideal_values(), {"all": "ideal: eta = 1, floors and alpha 0"}
         else:
             cv, src = calibration_values(self.model, self.setup.gpu, self.dtypes, self.regime(phase, base),
-                                         kv_dtype=self.kv_dtype, phase=phase)
+                                         kv_dtype=self.kv_dtype, phase=phase, engine=self.engine)
         vals = {**base, **cv}
         fn, syms = self.compiled(phase)
         out = fn(*[float(vals[s]) for s in syms])
@@ -715,7 +727,7 @@ class CalibratedLatency:
             fixed[sym.D_nv] = self.hw[sym.D_nv]
             formula = {k: str(sympy.sympify(e).xreplace(fixed)) for k, e in self._steps[key].items()}
         return Evaluated(sum(terms.values()), terms, {str(k): float(v) for k, v in {**self.hw, **cv}.items()},
-                         src, self.dtypes, formula)
+                         src, self.dtypes, formula, None if ideal else self.engine)
 
     def evaluate_arrays(self, phase: str, values: dict, *, ideal: bool = False) -> dict:
         """The phase's step terms (one stage, seconds) over arrays of the layout symbols, T, B, M and x_ep
@@ -730,7 +742,8 @@ class CalibratedLatency:
             filler = {**{k: float(v) for k, v in ideal_values().items()}, **base}
             reg = fn(*[filler.get(s, 1.0) for s in syms])
             reg = {k: np.broadcast_to(np.asarray(reg[k], dtype=float), shape) for k in self.REGIME}
-            cal = calibration_arrays(self.model, self.setup.gpu, self.dtypes, reg, kv_dtype=self.kv_dtype, phase=phase)
+            cal = calibration_arrays(self.model, self.setup.gpu, self.dtypes, reg, kv_dtype=self.kv_dtype, phase=phase,
+                                     engine=self.engine)
         vals = {**base, **cal}
         out = fn(*[vals[s] for s in syms])
         terms = {k: np.broadcast_to(np.asarray(out[k], dtype=float), shape) for k in self.step(phase).terms.flatten()}
@@ -744,7 +757,8 @@ class CalibratedLatency:
         and x_ep, differentiable and exportable; ``ideal``: η = 1, floors and α 0."""
         sf = self.step(phase)
         cal = ideal_values() if ideal else calibration_piecewise(self.model, self.setup.gpu, self.dtypes, sf,
-                                                                 kv_dtype=self.kv_dtype, phase=phase)
+                                                                 kv_dtype=self.kv_dtype, phase=phase,
+                                                                 engine=self.engine)
         sub = {**{k: v for k, v in self.hw.items()}, **{k: _decimal(v) for k, v in cal.items()}}
         return sf.terms.map(lambda e: sympy.sympify(e).xreplace(sub))
 

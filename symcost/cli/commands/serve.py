@@ -320,6 +320,7 @@ def _roofline_payload(m, args, s) -> dict:
             "latency_model": "ideal" if args.ideal else "calibrated",
             "latency_terms": {k: {"seconds": v, "formula": s.calibrated.formula[k]} for k, v in s.calibrated.terms.items()},
             "latency_values": s.calibrated.values, "latency_sources": s.calibrated.sources,
+            "latency_kernels_engine": s.calibrated.engine,
             "kernel_dtypes": {k: {"op_class": v[0], "dtype": v[1], "peak_dtype": v[2], "runs": v[3]}
                               for k, v in s.calibrated.dtypes.items()}}
 
@@ -341,6 +342,14 @@ def _roofline_workload(args) -> None:
         raise SymcostError("roofline: --concurrency needs --osl (the output tokens each request decodes)")
     if args.osl is not None and args.concurrency is None and args.request_rate is None:
         args.concurrency = args.batch * args.dp
+
+
+def _measured_by(sources: dict) -> str:
+    """Whose measurements each class's calibration row is (the framework directory of the row's source
+    file, ``hardware/kernels``): ``gemm trtllm, grouped_gemm sglang, ...``."""
+    import re
+    found = {k: re.search(r"/(trtllm|vllm|sglang|nccl)/", v) for k, v in sources.items()}
+    return ", ".join(f"{k} {m.group(1)}" for k, m in found.items() if m)
 
 
 def _load_text(load: dict) -> str:
@@ -384,5 +393,6 @@ def cmd_roofline(args, out):
             + f"  latency model ({'ideal bound' if args.ideal else 'calibrated'}), one stage of the {args.phase} step:\n"
             + "".join(f"    {k:<28} {v * 1e3:>10.3f} ms\n" for k, v in c.terms.items())
             + "".join(f"    {k:<12} runs {v[3]} ({v[0]}/{v[1]}, {v[2]} peak)\n" for k, v in c.dtypes.items())
+            + ("" if args.ideal else f"    kernels as measured under: {_measured_by(c.sources)}\n")
             + f"  ({ROOF_NOTE})")
     out.emit(payload, text)
