@@ -92,7 +92,7 @@ def _counts_are_whole(node, key=""):
             assert isinstance(node, int) and node >= 0, (key, node)
 
 
-@settings(max_examples=120, deadline=None,
+@settings(max_examples=400, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def _one_command_line(capsys, data):
@@ -132,8 +132,12 @@ def _one_command_line(capsys, data):
 
 def test_any_options_give_an_answer_or_one_error_line(capsys):
     """Every drawn command line passes ``_one_command_line``; and the draws are not all refused at
-    parsing: a good share of them is answered, a good share refused."""
+    parsing: a good share of them is answered, a good share refused. About a fifth of the draws are
+    answered (each option given one time in ten, a bad value one time in eight); the draw is derandomised,
+    so the sample is fixed by the options there are, and 400 draws keep one in six several standard
+    deviations from the share (120 draws and one in four moved from 31 to 23 answered when one option was
+    added)."""
     OUTCOMES.clear()
     _one_command_line(capsys)
     print(f"outcomes: {sorted(collections.Counter(OUTCOMES).items())}")
-    assert OUTCOMES.count(0) >= len(OUTCOMES) // 4 and OUTCOMES.count(2) >= len(OUTCOMES) // 10, OUTCOMES
+    assert OUTCOMES.count(0) >= len(OUTCOMES) // 6 and OUTCOMES.count(2) >= len(OUTCOMES) // 10, OUTCOMES

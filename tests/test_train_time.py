@@ -545,3 +545,59 @@ def test_search_interleaves_layer_counts_that_do_not_divide_with_embedding_and_l
     t = json.loads(capsys.readouterr().out)
     assert t["per_gpu_bytes"] == b["per_gpu_bytes"]
     assert t["step"]["step_time_s"] == pytest.approx(b["step_time_s"], rel=0.03)
+
+
+# -- the attention kernels' speed class (--attention-impl) --------------------------------------------
+def test_flash_attention_2_rows_are_the_papers_ratio_of_the_class_rows():
+    """On H100 the fa2 rows are the class rows (cuDNN / FlashAttention-3 speed) times FlashAttention-2's
+    speed over cuDNN's in the FlashAttention-3 paper's head-dim-128 figures, 0.60-0.70; a card without fa2
+    rows takes the class rows, and the step's notes say so."""
+    from symcost.hardware import calibration
+    for op, m in (("attn_prefill", 1024), ("attn_prefill", 8192), ("attn_prefill", 65536),
+                  ("attn_backward", 512), ("attn_backward", 2048), ("attn_backward", 32768)):
+        fused = calibration.efficiency("H100", op, m=m)
+        fa2 = calibration.efficiency("H100", op, m=m, variant="fa2")
+        assert 0.55 < fa2.eta_compute / fused.eta_compute < 0.75, (op, m)
+        assert fa2.floor_s == fused.floor_s and "arXiv 2407.08608" in fa2.source
+        # the power-limited 96 GB card runs the H100's rows (its calibration base)
+        assert calibration.efficiency("H100-96GB-500W", op, m=m, variant="fa2") == fa2
+    assert not calibration.has_variant("B200", "attn_prefill", "fa2")
+    assert calibration.efficiency("B200", "attn_prefill", m=8192, variant="fa2") == \
+        calibration.efficiency("B200", "attn_prefill", m=8192)
+
+
+def test_attention_impl_slows_the_attention_and_nothing_else(capsys):
+    """--attention-impl fa2 changes the attention terms of the step only: the GEMMs, the bytes and the
+    collectives stay; a card without fa2 rows keeps its step and says why in the notes."""
+    argv = ["train", "llama-3.1-8b", "--seq", "32768", "--micro-batch", "1", "--dp", "8", "--zero", "3",
+            "--recompute", "full", "--json"]
+    got = {}
+    for card in ("H100", "B200"):
+        for impl in ("fused", "fa2"):
+            assert main(argv + ["--gpu", card, "--attention-impl", impl]) == 0
+            got[card, impl] = json.loads(capsys.readouterr().out)
+    f, a = got["H100", "fused"], got["H100", "fa2"]
+    assert a["per_gpu_bytes"] == f["per_gpu_bytes"]
+    assert a["step"]["step_time_s"] > 1.2 * f["step"]["step_time_s"]
+    b_f, b_a = got["B200", "fused"], got["B200", "fa2"]
+    assert b_a["step"]["step_time_s"] == b_f["step"]["step_time_s"]
+    assert any("no fa2 row for B200" in n for n in json.dumps(b_a["step"]).split('"'))
+
+
+def test_search_costs_the_attention_impl_as_train_does(capsys):
+    """The search's array form and `train` agree under fa2 as under the class rows."""
+    base = ["train", "llama-3.1-8b", "--seq", "16384", "--global-batch", "16", "--gpu", "H100",
+            "--attention-impl", "fa2", "--json"]
+    assert main(base + ["--search", "--gpus", "8", "--micro-batch", "1"]) == 0
+    b = json.loads(capsys.readouterr().out)["best"][0]
+    argv = base + ["--micro-batch", str(b["micro_batch"]), "--zero", str(b["zero"]), "--recompute", b["recompute"],
+                   "--offload", b["offload"], "--virtual-stages", str(b["virtual_stages"]),
+                   "--sp" if b["sp"] else "--no-sp"]
+    argv += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
+    if b["hsdp_shard"] is not None:
+        argv += ["--hsdp-shard", str(b["hsdp_shard"])]
+    if b["schedule"] != "none":
+        argv += ["--schedule", b["schedule"].split("+")[0]]
+    assert main(argv) == 0
+    t = json.loads(capsys.readouterr().out)
+    assert t["step"]["step_time_s"] == pytest.approx(b["step_time_s"], rel=0.005)

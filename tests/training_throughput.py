@@ -41,7 +41,8 @@ def setup_of(row: dict) -> TrainSetup:
                          etp=row.get("etp"), first_stage_layers=row.get("first_stage_layers"),
                          last_stage_layers=row.get("last_stage_layers"),
                          account_embedding=row.get("account_embedding", False),
-                         account_loss=row.get("account_loss", False), pipeline_layout=row.get("pipeline_layout"))
+                         account_loss=row.get("account_loss", False), pipeline_layout=row.get("pipeline_layout"),
+                         attention_impl=row.get("attention_impl", "fused"))
 
 
 def model_of(row: dict):

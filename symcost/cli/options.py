@@ -592,6 +592,11 @@ MTP = Option(("--mtp",), "train", "multi-token-prediction modules trained (Megat
 ACT_DTYPE = Option(("--act-dtype",), "train", choices=TRAIN_DTYPES, default="bf16", example="fp32")
 ATTENTION_KERNEL = Option(("--attention-kernel",), "train", choices=("flash", "eager"), default="flash",
                           example="eager")
+ATTENTION_IMPL = Option(("--attention-impl",), "train", "the attention kernels' speed class for the step time: "
+                        "fused = cuDNN fused attention / FlashAttention-3 (Transformer Engine in Megatron; PyTorch "
+                        "SDPA on Hopper and Blackwell from 2.9), fa2 = FlashAttention-2 (PyTorch SDPA's default on "
+                        "Hopper before 2.9, the flash-attn 2 package); the saved activations are --attention-kernel's "
+                        "(default fused)", choices=("fused", "fa2"), default="fused", example="fa2")
 SEARCH = Option(("--search",), "train", "sweep every valid setup on --gpus GPUs and print the five fastest that "
                 "fit: layout dp×tp×pp×cp and ep, micro-batch, ZeRO, recompute, sequence parallelism on/off, "
                 "virtual stages, HSDP shard groups, CPU offload; --zero, --recompute, --sp/--no-sp, "

@@ -107,6 +107,13 @@ def efficiency(gpu: str, op_class: str, *, dtype: str = "bf16", m=None, nbytes=N
     return Efficiency(best["eta_compute"], best["eta_memory"], best["floor_us"] * 1e-6, best["source"])
 
 
+def has_variant(gpu: str, op_class: str, variant: str) -> bool:
+    """Whether ``gpu`` (or the class's default) has rows of ``variant`` (else a lookup of it takes the
+    class's rows)."""
+    gpu = calibration_name(gpu)
+    return any(r.get("variant") == variant and r["gpu"] in (gpu, "*") for r in rows(op_class))
+
+
 @cache
 def steps(gpu: str, op_class: str, dtype: str = "bf16", key: str = "m", variant: str | None = None,
           engine: str | None = None):

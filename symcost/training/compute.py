@@ -50,7 +50,7 @@ from ..core.conventions import Phase
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.terms import exact
-from ..hardware.calibration import efficiency
+from ..hardware.calibration import efficiency, has_variant
 from .plan import rank_stages
 from .states import OPTIMIZER_BYTES, WEIGHT_BYTES
 
@@ -171,7 +171,21 @@ def stage_work(model, setup, fwd_leaves: dict, stage: dict, last: bool, recomput
     return w
 
 
-def _eff(gpu, op_class, dtype, m, fallback=None):
+#: ``--attention-impl``: the attention kernels a training run calls, by speed class, and the calibration
+#: variant each is costed at (``hardware/kernels/attn_prefill.json``, ``attn_backward.json``): ``fused`` --
+#: cuDNN fused attention and FlashAttention-3 (Transformer Engine's DotProductAttention in Megatron; PyTorch
+#: SDPA's default on Hopper and Blackwell from 2.9, pytorch/pytorch#162073), the class rows; ``fa2`` --
+#: FlashAttention-2 (PyTorch SDPA's flash backend, its default on Hopper before 2.9: pytorch/pytorch#142132
+#: measures a 2024-12 nightly's default SDPA at 329 TFLOPS where cuDNN runs 631; the flash-attn 2 package),
+#: the ``fa2`` rows where the card has them, else the class rows (stated in the step's notes)
+ATTENTION_IMPLS = {"fused": None, "fa2": "fa2"}
+
+
+def _eff(gpu, op_class, dtype, m, fallback=None, variant=None):
+    if variant is not None:
+        note = None if has_variant(gpu.name, op_class, variant) else (
+            f"{op_class}: no {variant} row for {gpu.name}, the class's (cuDNN / FlashAttention-3 speed)")
+        return efficiency(gpu.name, op_class, dtype=dtype, m=m, variant=variant), note
     try:
         return efficiency(gpu.name, op_class, dtype=dtype, m=m), None
     except SymcostError:
@@ -181,11 +195,12 @@ def _eff(gpu, op_class, dtype, m, fallback=None):
 
 
 def class_times(work: StageWork, gpu, precision: str, ew_fwd_bytes: float, ew_bwd_bytes: float,
-                recompute: str, moe=None, etp: int = 1) -> dict:
+                recompute: str, moe=None, etp: int = 1, attention_impl: str = "fused") -> dict:
     """Per micro-batch times (seconds) of one rank: t_F, t_B, t_W, t_R and their terms. ``moe``
     (``moe_work.MoeShape``): the rank's routed-expert layers, whose router and permutation passes
     and grouped GEMMs follow ``moe_work``; every dense GEMM leaf and attention kernel adds its
-    class's launch floor t_0 once forward and twice backward."""
+    class's launch floor t_0 once forward and twice backward; ``attention_impl`` (``ATTENTION_IMPLS``) the
+    attention kernels' speed class."""
     from .moe_work import MoeShape, elementwise_seconds, grouped_seconds
     moe = moe or MoeShape()
     gd = gemm_dtype(precision)
@@ -200,8 +215,10 @@ def class_times(work: StageWork, gpu, precision: str, ew_fwd_bytes: float, ew_bw
         e_x, n = _eff(gpu, "grouped_gemm", gd, max(work.expert_rows, 1), fallback="gemm")
         if n:
             notes.append(n)
-    e_af, _ = _eff(gpu, "attn_prefill", "bf16", max(work.rows, 1))
-    e_ab, _ = _eff(gpu, "attn_backward", "bf16", max(work.rows, 1))
+    variant = ATTENTION_IMPLS[attention_impl]
+    e_af, n_af = _eff(gpu, "attn_prefill", "bf16", max(work.rows, 1), variant=variant)
+    e_ab, n_ab = _eff(gpu, "attn_backward", "bf16", max(work.rows, 1), variant=variant)
+    notes += [x for x in (n_af, n_ab) if x]
     e_ew, _ = _eff(gpu, "elementwise", "bf16", max(work.rows, 1))
     F = work.flops
     n = work.launches or {c: 0 for c in CLASSES}

@@ -91,7 +91,7 @@ def elementwise_seconds(shape: MoeShape, gpu) -> dict:
 
 
 def step_extra_arrays(model, gpu, precision: str, rows, r_tp, r_ep, r_pp, r_v, m, etp=None, recompute=None,
-                      r_acc=None):
+                      r_acc=None, attention_impl: str = "fused"):
     """The search's array form (``search._kernel_compute``) of what this module and the launch floors
     add to ``compute.class_times`` on the average pipeline rank, per step and candidate row: the router
     and permutation passes (both directions), the grouped GEMM's floor and memory excess over its FLOP
@@ -127,8 +127,10 @@ def step_extra_arrays(model, gpu, precision: str, rows, r_tp, r_ep, r_pp, r_v, m
                 moe_layers += counts[g]
     gd = precision
     _, _, f_g = efficiency_array(gpu.name, "gemm", np.maximum(rows, 1), dtype=gd)
-    _, _, f_af = efficiency_array(gpu.name, "attn_prefill", np.maximum(rows, 1))
-    _, _, f_ab = efficiency_array(gpu.name, "attn_backward", np.maximum(rows, 1))
+    from .compute import ATTENTION_IMPLS
+    variant = ATTENTION_IMPLS[attention_impl]
+    _, _, f_af = efficiency_array(gpu.name, "attn_prefill", np.maximum(rows, 1), variant=variant)
+    _, _, f_ab = efficiency_array(gpu.name, "attn_backward", np.maximum(rows, 1), variant=variant)
     # the busiest rank's share of the layers (``run.kernel_step`` costs the slowest rank), per (N_pp, v)
     share_all = np.ones(len(rows))
     share_moe = np.ones(len(rows))

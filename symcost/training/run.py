@@ -109,7 +109,7 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
         shape = moe_shape(model, setup, w.moe_layers)
         ring_f, ring_b = ring_attention.rank_bytes(model, setup, st["layers"])  # torch's ring-attention passes
         r = compute.class_times(w, gpu, precision, 2 * acts + cast / 2 + ring_f, 3 * acts + cast / 2 + ring_b,
-                                setup.recompute.mode, moe=shape, etp=p.tp)
+                                setup.recompute.mode, moe=shape, etp=p.tp, attention_impl=setup.attention_impl)
         r["t_opt"] = compute.optimizer_seconds(setup, tm.stages[i]["optimizer"], gpu)
         if setup.states.offload != "none":  # the host steps the offloaded shard (``offload``)
             # Ψ_h from the host bytes as ``states.zero_terms`` composes them: the framework's K and b_g
@@ -145,5 +145,6 @@ def kernel_step(model, tm, cm: dict, setup, *, gpu, links: Links, schedule: str 
     out["formula"] = as_json(step_tree(model, setup, stages[i], i == len(stages) - 1, ranks[i], works[i], shape_i,
                                        gpu, precision, out, p.tp, schedule))
     out["precision"] = precision
+    out["attention_impl"] = setup.attention_impl
     out["cuda_graphs"] = list(graphs) or ["none"]
     return out

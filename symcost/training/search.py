@@ -592,15 +592,18 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
                     ew["layers"][g_] = ew["layers"][g_] + (qf * (1 + full) + qb) * m / bw_ew
         compute, t_fb, t_gemm, t_attn, win = _kernel_compute(model, gpu, precision, rc_name, b * s_tok, r_ep, r_pp,
                                                              r_v, G, m, seq=seq, batch=global_batch, capacity=cf,
-                                                             padded_rows=padded, r_acc=r_acc, ew=ew, touches=touches)
+                                                             padded_rows=padded, r_acc=r_acc, ew=ew, touches=touches,
+                                                             attention_impl=setup.attention_impl)
         # the MoE layers' router and permutation passes, the grouped GEMM's floor and memory term, and
         # the launch floors (``moe_work``, as ``compute.class_times`` adds them)
         from .moe_work import step_extra_arrays
+        attn = setup.attention_impl
         t_moe, w_extra = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m,
-                                           recompute=rc_name, r_acc=r_acc)
+                                           recompute=rc_name, r_acc=r_acc, attention_impl=attn)
         t_moe_n = t_moe
         if (rc_name == "full").any() or (rc_name == "selective").any():
-            t_moe_n, _ = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m, r_acc=r_acc)
+            t_moe_n, _ = step_extra_arrays(model, gpu, precision, b * s_tok, r_tp, r_ep, r_pp, r_v, m, r_acc=r_acc,
+                                           attention_impl=attn)
         compute, t_fb = compute + t_moe, t_fb + t_moe / m
         win["compute"] = win["compute"] + t_moe_n
         # the host's kernel-issue floor of eager execution (``host_launch``, as ``run.kernel_step``:
@@ -876,7 +879,7 @@ def evaluate(model, space: Space, setup: TrainSetup, *, gpu, links: Links | None
 
 
 def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m, *, seq, batch, capacity,
-                    padded_rows, r_acc=None, ew=None, touches=None):
+                    padded_rows, r_acc=None, ew=None, touches=None, attention_impl="fused"):
     """``compute.class_times`` on arrays: the step's FLOPs by kernel class (``compute.kernel_class``
     of each leaf of ``train_flops``: forward, backward — attention's at 2.5× the forward, the
     FlashAttention count — and recomputation) per GPU, each class at its calibrated efficiency
@@ -917,9 +920,10 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
         parts[rname] = {k: float(x) / G for k, x in acc.items()}
         parts.setdefault((rname, "none"), parts[rname])
 
-    def eta(op, dtype, ms):
+    def eta(op, dtype, ms, variant=None):
         uniq = np.unique(ms)
-        look = {int(u): efficiency(gpu.name, op, dtype=dtype, m=max(int(u), 1)).eta_compute for u in uniq}
+        look = {int(u): efficiency(gpu.name, op, dtype=dtype, m=max(int(u), 1), variant=variant).eta_compute
+                for u in uniq}
         return np.vectorize(look.get, otypes=[float])(ms)
 
     gd = precision
@@ -933,8 +937,9 @@ def _kernel_compute(model, gpu, precision, rc_name, rows, r_ep, r_pp, r_v, G, m,
             e_x = eta("gemm", gd, er)
     else:
         e_x = e_g
-    e_af = eta("attn_prefill", "bf16", rows)
-    e_ab = eta("attn_backward", "bf16", rows)
+    from .compute import ATTENTION_IMPLS
+    e_af = eta("attn_prefill", "bf16", rows, ATTENTION_IMPLS[attention_impl])
+    e_ab = eta("attn_backward", "bf16", rows, ATTENTION_IMPLS[attention_impl])
     # per class, the whole model's seconds over the G GPUs (the average rank's): dense GEMMs, the LM
     # head, the routed experts, attention
     T_d, T_h, T_x, T_a = (np.zeros(len(rows)) for _ in range(4))

@@ -73,6 +73,9 @@ class TrainSetup:
     act_offload: int | None = None
     mtp: object = "auto"  # --mtp: MTP modules trained (``mtp.with_mtp``: auto = the config's, 0, N)
     compiled_loss: bool = False  # --compiled-loss: torch.compile of the cross-entropy (``activations.loss_peak``)
+    #: --attention-impl: the attention kernels' speed class (``compute.ATTENTION_IMPLS``): fused = cuDNN /
+    #: FlashAttention-3 class, fa2 = FlashAttention-2 (the saved activations are the same: ``backward.kernel``)
+    attention_impl: str = "fused"
 
     @classmethod
     def of(cls, *, seq: int, micro_batch: int = 1, global_batch: int | None = None, dp=1, tp=1, pp=1, ep=1,
@@ -82,7 +85,8 @@ class TrainSetup:
            capacity=None, framework=None, reshard="default", loss_chunks=1,
            recompute_modules=None, etp=None, first_stage_layers=None, last_stage_layers=None,
            account_embedding=False, account_loss=False, pipeline_layout=None, precision="bf16",
-           schedule=None, act_offload=None, mtp="auto", compiled_loss=False) -> "TrainSetup":
+           schedule=None, act_offload=None, mtp="auto", compiled_loss=False,
+           attention_impl="fused") -> "TrainSetup":
         """A setup from the command line's option names (``symcost train`` / ``comm``). ``etp`` is
         Megatron's expert-tensor-parallel size: experts over ep·etp ranks, folded here into the
         engine's N_ep = ep·etp/N_tp (``fold_experts``)."""
@@ -99,7 +103,7 @@ class TrainSetup:
                                      act_dtype=act_dtype, scan=scan),
                    virtual=virtual, activations=activation_model, capacity=capacity, reshard=reshard,
                    loss_chunks=loss_chunks, precision=precision, schedule=schedule, act_offload=act_offload,
-                   mtp=mtp, compiled_loss=compiled_loss)
+                   mtp=mtp, compiled_loss=compiled_loss, attention_impl=attention_impl)
 
     def replace(self, **options) -> "TrainSetup":
         """This setup with some options (``of``'s names) changed."""
@@ -118,7 +122,7 @@ class TrainSetup:
                    first_stage_layers=p.first, last_stage_layers=p.last, account_embedding=p.embed_slot,
                    account_loss=p.loss_slot, pipeline_layout=p.layout, precision=self.precision,
                    schedule=self.schedule, act_offload=self.act_offload, mtp=self.mtp,
-                   compiled_loss=self.compiled_loss)
+                   compiled_loss=self.compiled_loss, attention_impl=self.attention_impl)
         if p.etp is not None:  # ``of`` folds --ep with --etp: give it the flag's value back
             out["ep"] = p.ep * p.tp // p.etp
         return out

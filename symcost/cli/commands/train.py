@@ -28,7 +28,7 @@ from .common import check_positions
 _SHARED = (o.SEQ.but(required=True), o.MICRO_BATCH.but(required=True), o.GLOBAL_BATCH,
            o.DP, o.TP, o.PP, o.EP, o.CP, o.ETP)
 _STATES = (o.RECOMPUTE_METHOD, o.RECOMPUTE_LAYERS, o.OPTIMIZER, o.GRAD_DTYPE, o.ACT_DTYPE, o.ATTENTION_KERNEL)
-_STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US)
+_STEP = (o.GPU, o.MFU, o.OVERLAP, o.IB_GBS, o.GPUS_PER_NODE, o.ALPHA_US, o.ATTENTION_IMPL)
 _TAIL = (o.CAPACITY_FACTOR, o.PCIE_GBS, o.PRECISION, o.FP8_ALL_GATHER, o.SCHEDULE, o.HIDE, o.FIRST_STAGE_LAYERS,
          o.LAST_STAGE_LAYERS, o.ACCOUNT_EMBEDDING, o.ACCOUNT_LOSS, o.PIPELINE_LAYOUT)
 _MEMORY = (o.FRAMEWORK, o.HEADROOM_GIB, o.LOSS_CHUNKS, o.COMPILED_LOSS, o.RESHARD, o.VOCAB_PAD, o.RECOMPUTE_MODULES,
@@ -84,7 +84,8 @@ def _training(args) -> TrainSetup:
                 account_embedding=args.account_embedding, account_loss=args.account_loss,
                 pipeline_layout=args.pipeline_layout, precision=getattr(args, "precision", "bf16"),
                 schedule=getattr(args, "schedule", None), act_offload=getattr(args, "offload_activations", None),
-                mtp=getattr(args, "mtp", "auto"), compiled_loss=getattr(args, "compiled_loss", False))
+                mtp=getattr(args, "mtp", "auto"), compiled_loss=getattr(args, "compiled_loss", False),
+                attention_impl=getattr(args, "attention_impl", "fused"))
 
 
 def _links(args, g):
@@ -150,7 +151,8 @@ def _search(m, args):
     base = TrainSetup.of(seq=args.seq, global_batch=args.global_batch, capacity=args.capacity_factor,
                          kernel=args.attention_kernel, act_dtype=args.act_dtype, scan=args.scan,
                          grad_dtype=args.grad_dtype, optimizer=args.optimizer, framework=args.framework,
-                         loss_chunks=args.loss_chunks, mtp=args.mtp, compiled_loss=args.compiled_loss)
+                         loss_chunks=args.loss_chunks, mtp=args.mtp, compiled_loss=args.compiled_loss,
+                         attention_impl=args.attention_impl)
     t0, c0 = time.perf_counter(), time.process_time()
     r = search(m, base, gpus=args.gpus, gpu=g, zero=args.zero, recompute=args.recompute, sp=args.sp,
                virtual=args.virtual_stages, hsdp=args.hsdp_shard, offload=args.offload, links=_links(args, g),
@@ -274,7 +276,8 @@ def _step_line(step: dict, g, args) -> str:
                 f"(bubble {step['bubble']:.1%})")
     exposed = sum(step["exposed_comm_s"].values())
     hidden = f"{step['framework']} overlap" if step["overlap"] is None else f"--overlap {step['overlap']:g}"
-    return (f"  step time on {g.name} ({step['precision']} GEMMs, kernels at measured efficiency, {hidden}, "
+    attn = "" if step.get("attention_impl", "fused") == "fused" else ", attention at FlashAttention-2 speed"
+    return (f"  step time on {g.name} ({step['precision']} GEMMs, kernels at measured efficiency{attn}, {hidden}, "
             f"{step['schedule']}): {step['step_time_s']:.3f} s = compute {step['compute_s']:.3f} + bubble "
             f"{step['bubble_s']:.3f} + exposed comm {exposed:.3f}; implied MFU {step['mfu_implied']:.1%}, "
             f"HFU {step['hfu_implied']:.1%}")
