@@ -6,8 +6,9 @@ data/<system>/<op>/<framework>/<version>/*.parquet``: per-kernel latencies (ms) 
 (TensorRT-LLM's database first — its GEMMs, fused MoE, context/generation attention and MLA kernels —
 then vLLM's and SGLang's where it has none; vLLM's custom all-reduce; NCCL 2.27 collectives).
 
-For every GPU × operation class × dtype × regime the three numbers of ``symcost.hardware.calibration``
-are fitted to the rows of that regime, all shapes together (never one model's shapes):
+For every GPU × operation class × dtype × regime (and, for the fused MoE, × engine: ``ENGINES``) the three
+numbers of ``symcost.hardware.calibration`` are fitted to the rows of that regime, all shapes together
+(never one model's shapes):
 
     t = max(F / (P_dtype · η_c), Q / (BW · η_m)) + t_0
 

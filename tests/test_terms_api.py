@@ -56,3 +56,28 @@ def test_parse_is_public_and_reads_E_and_N_as_the_notation():
     assert symcost.parse("E*k + N") == sym.E * sym.k + sym.N
     assert symcost.symbols.E is sym.E
     assert sympy.sympify("E") == sympy.E  # the trap parse avoids: Euler's number
+
+
+def test_largest_is_sympys_max_with_its_pair_comparisons_remembered():
+    """``terms.largest`` builds SymPy's own Max (the same expression, whichever pairs it drops), asking
+    each pairwise comparison once: a second Max over the same pairs finds them remembered, and SymPy's
+    Max is itself again outside."""
+    import sympy
+    from sympy.functions.elementary.miscellaneous import MinMaxBase
+    from symcost.core import terms
+    from symcost.core.notation import sym
+    M, t = sym.M, sym.N_tp
+    args = (M * (7168 + 55296 / t), M * (9280 + 57344 / t), (57600 + 11264 / t) * sympy.Min(32768, M * sym.N_ep),
+            sympy.ceiling(M / t) * 5120 + M)
+    terms._LARGEST.clear()
+    terms._CONNECTED.clear()
+    got = terms.largest(*args)
+    assert got == sympy.Max(*args) and got.func is sympy.Max
+    assert M * (7168 + 55296 / t) not in got.args  # dominated, dropped as SymPy drops it
+    asked = len(terms._CONNECTED)
+    assert asked >= 3
+    terms._LARGEST.clear()
+    assert terms.largest(*args, sympy.Integer(1)) == sympy.Max(*args, 1)
+    assert all(k[1] in args or k[1] == 1 for k in terms._CONNECTED)
+    assert isinstance(MinMaxBase.__dict__["_is_connected"], classmethod)
+    assert MinMaxBase.__dict__["_is_connected"].__func__.__name__ == "_is_connected"
