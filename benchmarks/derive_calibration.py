@@ -74,16 +74,22 @@ def latest(repo: Path, system: str, op: str, framework: str, name: str) -> str |
 #: and SGLang's. vLLM 0.24's DeepGEMM block-FP8 rows on B200 sit at ~175 us for every small shape (an
 #: artefact of that collection, 10x TensorRT-LLM's and SGLang's DeepGEMM on the same shapes).
 FRAMEWORKS = ("trtllm", "vllm", "sglang")
-#: engines whose fused-MoE rows are their own (``engine``): each serving engine runs its own fused-MoE kernels
-#: (vLLM's Triton / FlashInfer / CUTLASS paths, SGLang's, TensorRT-LLM's), which differ by up to 2x on the same
-#: shape (B200, DeepSeek-V3's experts at TP 8, 16 tokens, block FP8: TensorRT-LLM 1.3.0rc20 220 us, SGLang
-#: 0.5.14 102 us); the engine-less rows (FRAMEWORKS order, TensorRT-LLM's first) serve TensorRT-LLM and any
-#: other engine. GEMMs and attention keep one row set: the engines call the same libraries (cuBLAS, DeepGEMM,
-#: CUTLASS, FlashInfer, FlashAttention), and the vLLM / SGLang GEMM collections carry per-call host overhead a
-#: CUDA-graph decode step does not pay (block-FP8 GEMM floors of the fit at M <= 16: vLLM 0.24 200 us on B200
-#: and 56 us on H200, SGLang 0.5.14 16 us on B200, TensorRT-LLM 6 us; tried against tests/data/
-#: serving_measured.json, engine GEMM and attention rows moved TPOT's median ratio 1.26 -> 1.44, worst 2.2 -> 3.1)
+#: engines whose kernel rows are their own (``engine``), for the fused MoE and the GEMMs: each serving engine
+#: runs its own kernels (fused MoE: vLLM's Triton / FlashInfer / CUTLASS paths, SGLang's, TensorRT-LLM's,
+#: which differ by up to 2x on the same shape -- B200, DeepSeek-V3's experts at TP 8, 16 tokens, block FP8:
+#: TensorRT-LLM 1.3.0rc20 220 us, SGLang 0.5.14 102 us; NVFP4 GEMMs: SGLang's FlashInfer CuTe-DSL kernel 5.6-5.9
+#: us at 7168x2048 and M 1-16 on B200, vLLM's 8.9-9.2, TensorRT-LLM's 10.0); the engine-less rows (FRAMEWORKS
+#: order, TensorRT-LLM's first) serve TensorRT-LLM and any other engine. Attention keeps one row set
+#: (FlashInfer / FlashAttention / TensorRT-LLM's FMHA; the engines' attention collections moved the measured
+#: set's TPOT median ratio 1.26 -> 1.27, worst 2.2 -> 2.5)
 ENGINES = ("vllm", "sglang")
+#: GEMM dtypes whose engine rows are not read (``SAME_GEMM``): block FP8, where every engine calls DeepGEMM (or
+#: CUTLASS's block-scaled GEMM) as TensorRT-LLM does and the engines' collections time the same kernel at 2-33x
+#: TensorRT-LLM's on the same shapes -- 7168x2048 at M 1-16: vLLM 0.24 57-59 us on H200 and 176-263 us on B200,
+#: SGLang 0.5.14 17.8-17.9 us on B200, TensorRT-LLM 7.4-7.9 us on B200 -- the collection harness's overhead (a
+#: decode step does not pay it: vLLM's DeepSeek-R1 decode on H200 runs ~500 such GEMMs in a ~17 ms step),
+#: not the kernel's
+SAME_GEMM = ("fp8_block",)
 
 
 def first(repo: Path, system: str, op: str, name: str) -> str | None:
@@ -163,11 +169,11 @@ def row(gpu, dtype, ec, em, t0, med, p90, n, src, regime=None, variant=None, abo
     return r
 
 
-def gemms(repo, name, sysname, g):
-    found = by_dtype(repo, sysname, "gemm", "gemm_perf", "gemm_dtype")
+def gemms(repo, name, sysname, g, engine=None):
+    found = by_dtype(repo, sysname, "gemm", "gemm_perf", "gemm_dtype", (engine,) if engine else FRAMEWORKS)
     out = {"gemm": [], "quant_gemm": []}
     for dt in sorted(found):
-        if dt not in COMPUTE:
+        if dt not in COMPUTE or (engine and dt in SAME_GEMM):
             continue
         path, rows = found[dt]
         rows = [r for r in rows if r["n"] >= 512 and r["k"] >= 512]
@@ -183,7 +189,7 @@ def gemms(repo, name, sysname, g):
             Q = n * k * B_W[dt] + 2 * (m * k + m * n)
             t = np.array([r["latency"] for r in sel]) * 1e-3
             reg = {"m_min": lo} | ({"m_max": hi} if hi else {})
-            out[cls].append(row(name, label, *fit(F, Q, t, P, g.bandwidth_bytes_per_s), path, reg,
+            out[cls].append(row(name, label, *fit(F, Q, t, P, g.bandwidth_bytes_per_s), path, reg, engine=engine,
                                 about=f"{sel[0]['kernel_source']} et al.; F=2mnk, Q=nk*b_w+2(mk+mn), n,k>=512"))
     return out
 
@@ -331,8 +337,9 @@ def main(repo: Path):
         g = find_gpu(name)
         print(name, file=sys.stderr)
         if only & {"gemm", "quant_gemm"}:
-            for k, v in gemms(repo, name, sysname, g).items():
-                classes[k] += v
+            for engine in (None,) + ENGINES:
+                for k, v in gemms(repo, name, sysname, g, engine).items():
+                    classes[k] += v
         if "grouped_gemm" in only:
             for engine in (None,) + ENGINES:
                 classes["grouped_gemm"] += moes(repo, name, sysname, g, engine)

@@ -316,3 +316,20 @@ def test_speculative_decoding_with_the_mtp_draft():
 def test_accept_rate_refused_without_a_draft(run):
     r = run("deploy", "llama-3.1-8b", "--gpu", "H100", "--isl", "512", "--accept-rate", "0.7")
     assert r.returncode == 2 and "--accept-rate" in r.stderr
+
+
+def test_engine_gemm_rows_where_the_engines_run_other_kernels():
+    """The engines' own GEMM rows where they call other kernels than TensorRT-LLM (NVFP4: SGLang's and
+    vLLM's FlashInfer CuTe-DSL GEMM, faster at decode sizes than TensorRT-LLM's collection); none for block
+    FP8, where every engine calls DeepGEMM and the engines' collections time it at 2-33x TensorRT-LLM's
+    on the same shapes (``benchmarks/derive_calibration.SAME_GEMM``)."""
+    gemm_rows = calibration.rows("gemm") + calibration.rows("quant_gemm")
+    assert not [r for r in gemm_rows if r.get("engine") and r["dtype"] == "fp8_block"]
+    own = calibration.efficiency("B200", "quant_gemm", dtype="nvfp4", m=16, engine="sglang")
+    ref = calibration.efficiency("B200", "quant_gemm", dtype="nvfp4", m=16)
+    assert "/gemm/sglang/" in own.source and "/gemm/trtllm/" in ref.source
+    small = 7168 * 2048 * (0.5 + 1 / 16)  # a 7168x2048 NVFP4 weight's bytes with its scales
+    bw = find_gpu("B200").bandwidth_bytes_per_s
+    assert small / (bw * own.eta_memory) + own.floor_s < small / (bw * ref.eta_memory) + ref.floor_s
+    block = calibration.efficiency("B200", "quant_gemm", dtype="fp8_block", m=16, engine="vllm")
+    assert block == calibration.efficiency("B200", "quant_gemm", dtype="fp8_block", m=16)

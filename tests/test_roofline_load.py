@@ -20,11 +20,12 @@ def _run(argv, capsys):
     return code, json.loads(out)
 
 
-def _cal(dp=1):
+def _cal(dp=1, engine=None):
+    """The calibrated latency the CLI builds, its kernels measured under ``engine`` (default vLLM)."""
     from symcost.cli.commands.common import read_model
     m, raw = read_model("llama-3.1-8b")
     setup = ServeSetup(layout=Layout.vllm(m, dp=dp), gpu=find_gpu("H100"))
-    return CalibratedLatency(m, setup.checkpoint(m, raw), setup), setup.layout
+    return CalibratedLatency(m, setup.checkpoint(m, raw), setup, engine=engine), setup.layout
 
 
 @pytest.mark.parametrize("dp", [1, 2])
@@ -101,7 +102,7 @@ def test_the_engine_chooses_the_schedule_of_the_load(engine, capsys):
     _, vl = _run(argv, capsys)
     code, r = _run(argv + ["--engine", engine], capsys)
     assert code == 0 and r["load"]["schedule"] == engine and vl["load"]["schedule"] == "vllm"
-    cal, lay = _cal()
+    cal, lay = _cal(engine=engine)
     step = cal.load_step(lay, max_batched_tokens=2048)
     want = workload.closed_loop(step, B=32, isl=1024, osl=128, M=2048, engine=engine)
     assert r["load"]["ttft_s"] == pytest.approx(float(want["ttft"]), rel=1e-12)
