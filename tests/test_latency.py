@@ -333,3 +333,22 @@ def test_engine_gemm_rows_where_the_engines_run_other_kernels():
     assert small / (bw * own.eta_memory) + own.floor_s < small / (bw * ref.eta_memory) + ref.floor_s
     block = calibration.efficiency("B200", "quant_gemm", dtype="fp8_block", m=16, engine="vllm")
     assert block == calibration.efficiency("B200", "quant_gemm", dtype="fp8_block", m=16)
+
+
+def test_a_ranks_experts_are_touched_by_its_whole_expert_parallel_group():
+    """Under EP the experts a rank holds receive the routed tokens of all N_ep replicas of the group (the
+    rows its dispatch gathers), so the distinct experts a decode step reads follow the group's rows:
+    1 − (1 − k/E)^(N_ep·B), not the replica's own B (DeepSeek-V3, 16 sequences per rank, EP 8 on H200:
+    98 % of a rank's experts where its own rows touch 40 %)."""
+    m, cal = _cal("deepseek-v3", "H200")
+    _, Q, _ = cal.step("decode").parts["grouped_gemm"]
+    at = {sym.N_tp: 1, sym.N_pp: 1, sym.N_dp: 8, sym.N_ep: 8, sym.B: 16, sym.T: 2048, sym.M: 8192}
+    ep, sliced = (float(sympy.sympify(Q).xreplace({**at, sym.x_ep: x})) for x in (1, 0))
+    k, E = 8, 256
+    want = (1 - (1 - k / E) ** (8 * 16)) / (1 - (1 - k / E) ** 16)
+    assert ep / sliced == pytest.approx(want, rel=1e-9) and want > 2.4
+    # the ideal roofline's bytes (formulas.roofline_formulas) count the same experts
+    from symcost.serving.formulas import roofline_formulas
+    rf = roofline_formulas(m, cal.ck, "decode")
+    w = {x: float(rf.parts["weights_read"].xreplace({**at, sym.x_ep: x})) for x in (1, 0)}
+    assert w[1] > w[0]

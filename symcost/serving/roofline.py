@@ -151,14 +151,19 @@ class Step:
         return self.values[sym.BW_hbm]
 
     def formula(self) -> dict[str, str]:
-        """The formulas as text, B substituted: the touched-expert fraction 1 − (1 − k/E)^(rows)
-        then has a numeric exponent. When that power written out exactly would pass Python's
-        4,300-digit limit (a batch of millions), B stays a symbol instead."""
+        """The formulas as text, B and the experts' placement substituted (x_ep, and under expert
+        parallelism the group's N_ep): the touched-expert fraction 1 − (1 − k/E)^(rows of the group)
+        then has a numeric exponent. When that power written out exactly would pass Python's 4,300-digit
+        limit (a batch of millions), B and the placement stay symbols instead."""
         rf = self.roofline
         parts = (("flops", rf.flops), ("bytes", rf.bytes), ("time_s", rf.step_time * sym.N_pp),
                  ("total", rf.step_time * sym.N_pp))
+        lay = self.plan.layout
+        sub = {sym.B: sympy.Integer(self.batch), sym.x_ep: sympy.Integer(1 if lay.whole_experts else 0)}
+        if lay.whole_experts:
+            sub[sym.N_ep] = sympy.Integer(lay.ep)
         try:
-            return {k: str(sympy.sympify(v).xreplace({sym.B: sympy.Integer(self.batch)})) for k, v in parts}
+            return {k: str(sympy.sympify(v).xreplace(sub)) for k, v in parts}
         except ValueError:  # int-to-text conversion limit
             return {k: str(v) for k, v in parts}
 
@@ -230,7 +235,7 @@ def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: 
             load["utilisation"] = float(got["utilisation"])
     cdt = pick_compute_dtype(ck, compute_dtype)
     gvals, used = scaled_gpu_values(setup.gpu, cdt, setup.mem_util, compute_eff, bw_eff)
-    base = {**p.values, **gvals}
+    base = {**p.values, **gvals, sym.x_ep: sympy.Integer(1 if lay.whole_experts else 0)}
     lat = Latency(model, ck, kv_dtype=setup.kv_dtype, mla=setup.mla)
     rf = lat.prefill if phase == "prefill" else lat.decode
     at = {**base, sym.T: sympy.Integer(T), sym.B: sympy.Integer(batch)}
@@ -254,7 +259,8 @@ CALIBRATED_DOC = """A step on one rank of one stage, kernel class by kernel clas
          + [p>1] · (α_ar + S / (β_pp · η_ar))                                        PP send
 
 classes c: ``gemm`` (every non-routed linear and the LM head, at the checkpoint's dense dtype),
-``grouped_gemm`` (the routed experts, at the experts' dtype: touched experts' bytes), ``attention``
+``grouped_gemm`` (the routed experts, at the experts' dtype: the touched experts' bytes, a rank's experts
+touched by its expert-parallel group's rows, 1 − (1 − k/E)^(R·(1 + x_ep·(N_ep − 1)))), ``attention``
 (score/value FLOPs and the KV read and written; scans and convolutions of recurrent mixers too),
 ``elementwise`` (norms, activation, rotary: 2 bytes read + written per element of R·d, bandwidth-
 bound). F_c, Q_c: the class's FLOPs and bytes on the rank (FLOPs split over t·p as in
@@ -355,7 +361,10 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
     # rows reaching one expert per call: the EP group's rows (N_ep replicas with EP on) · k / E
     xrows = R * (1 + sym.x_ep * (sym.N_ep - 1)) * k / E if E else sympy.Integer(0)
     # exact while cheap, unevaluated past that (core.powers.RatioPow), as formulas.roofline_formulas keeps it
-    touched = 1 - RatioPow(1 - sympy.Rational(k, E), B if phase == "decode" else B * T) if E else sympy.Integer(1)
+    # the experts a rank holds are touched by the tokens of its whole expert-parallel group (the N_ep replicas'
+    # rows under EP, as ``xrows``), the uniform-routing expectation as ``formulas.roofline_formulas``
+    group = 1 + sym.x_ep * (sym.N_ep - 1)
+    touched = 1 - RatioPow(1 - sympy.Rational(k, E), (B if phase == "decode" else B * T) * group) if E else sympy.Integer(1)
     counts = {"gemm": 1, "grouped_gemm": 0, "elementwise": 0, "attention": 0}  # 1: the LM head
     for g in model.groups:
         n = exact(g.count, vals)
