@@ -15,7 +15,7 @@ def _run(argv, capsys):
 
 def test_deploy_contract_and_agreement_with_memory(capsys):
     code, data = _run(["deploy", "deepseek-v3", "--gpu", "H200", "--gpus", "8", "--T", "32768",
-                       "--batch", "8"], capsys)
+                       "--batch", "8", "--top", "50"], capsys)
     assert code == 0 and data["model"] == "deepseek-v3" and data["gpu"] == "H200"
     rows = data["layouts"]
     assert rows and all(r["tp"] * r["pp"] * r["dp"] == 8 for r in rows)
@@ -26,6 +26,10 @@ def test_deploy_contract_and_agreement_with_memory(capsys):
     assert fits and rows[0]["fits"]  # fitting layouts first, best tokens/s per GPU first
     assert all(a["tokens_per_s_per_gpu"] >= b["tokens_per_s_per_gpu"] for a, b in zip(fits, fits[1:]))
     tp8 = next(r for r in rows if (r["tp"], r["pp"], r["dp"], r["ep"]) == (8, 1, 1, 1))
+    # attention DP without EP: the experts sliced over the 8 ranks (vLLM's MoE TP over DP), as memory has it
+    dp8 = next(r for r in rows if (r["tp"], r["pp"], r["dp"], r["ep"]) == (1, 1, 8, 1))
+    code, mem8 = _run(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--dp", "8"], capsys)
+    assert dp8["kv_capacity_tokens"] == mem8["kv_capacity_tokens"] and dp8["fits"]
     code, mem = _run(["memory", "deepseek-v3", "--T", "32768", "--batch", "8", "--gpu", "H200", "--tp", "8"],
                      capsys)
     assert tp8["kv_capacity_tokens"] == mem["kv_capacity_tokens"]

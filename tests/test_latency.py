@@ -340,15 +340,42 @@ def test_a_ranks_experts_are_touched_by_its_whole_expert_parallel_group():
     rows its dispatch gathers), so the distinct experts a decode step reads follow the group's rows:
     1 − (1 − k/E)^(N_ep·B), not the replica's own B (DeepSeek-V3, 16 sequences per rank, EP 8 on H200:
     98 % of a rank's experts where its own rows touch 40 %)."""
+    from symcost.core.powers import RatioPow
+    from symcost.serving.formulas import roofline_formulas
     m, cal = _cal("deepseek-v3", "H200")
     _, Q, _ = cal.step("decode").parts["grouped_gemm"]
-    at = {sym.N_tp: 1, sym.N_pp: 1, sym.N_dp: 8, sym.N_ep: 8, sym.B: 16, sym.T: 2048, sym.M: 8192}
-    ep, sliced = (float(sympy.sympify(Q).xreplace({**at, sym.x_ep: x})) for x in (1, 0))
-    k, E = 8, 256
-    want = (1 - (1 - k / E) ** (8 * 16)) / (1 - (1 - k / E) ** 16)
-    assert ep / sliced == pytest.approx(want, rel=1e-9) and want > 2.4
-    # the ideal roofline's bytes (formulas.roofline_formulas) count the same experts
-    from symcost.serving.formulas import roofline_formulas
     rf = roofline_formulas(m, cal.ck, "decode")
-    w = {x: float(rf.parts["weights_read"].xreplace({**at, sym.x_ep: x})) for x in (1, 0)}
-    assert w[1] > w[0]
+    for expr in (Q, rf.parts["weights_read"]):  # the calibrated step and the ideal roofline's bytes alike
+        powers = sympy.sympify(expr).atoms(RatioPow)
+        assert powers and all(sympy.simplify(p.args[1] - sym.B * sym.N_ep) == 0 for p in powers), powers
+    at = {sym.N_tp: 1, sym.N_pp: 1, sym.N_dp: 8, sym.B: 16, sym.T: 2048, sym.M: 8192, sym.x_ep: 1}
+    group, own = (float(sympy.sympify(Q).xreplace({**at, sym.N_ep: n})) * n for n in (8, 1))
+    k, E = 8, 256
+    want = (1 - (1 - k / E) ** (8 * 16)) / (1 - (1 - k / E) ** 16)  # the routed bytes per rank scale as 1/N_ep
+    assert group / own == pytest.approx(want, rel=1e-9) and want > 2.4
+
+
+def test_attention_dp_without_ep_slices_the_experts_over_the_dp_ranks(capsys):
+    """vLLM flattens the MoE layers' tensor parallelism across the DP ranks without --enable-expert-parallel
+    (FusedMoEParallelConfig.make, flatten_tp_across_dp): every expert sliced over tp·dp ranks, so a rank holds
+    the same expert bytes as under EP over the same ranks, and each MoE layer gathers the replicas' tokens
+    (all-gather + reduce-scatter) instead of an all-to-all. A dense model's DP replicas stay replicas."""
+    m, _ = read_model("qwen3-30b-a3b")
+    flat = Layout.vllm(m, dp=2)
+    assert flat.flat_experts and flat.ep == 2 and not flat.whole_experts and flat.ep_group == 1
+    assert flat.label() == "TP1·PP1·DP2·EP1"
+    dense, _ = read_model("llama-3.1-8b")
+    assert Layout.vllm(dense, dp=2) == Layout(dp=2)
+    got = {}
+    for extra in ([], ["--ep", "2"]):
+        assert main(["memory", "qwen3-30b-a3b", "--gpu", "H100", "--dp", "2", "--T", "4096", "--batch", "8",
+                     "--json", *extra]) == 0
+        got[bool(extra)] = json.loads(capsys.readouterr().out)
+    assert main(["memory", "qwen3-30b-a3b", "--gpu", "H100", "--T", "4096", "--batch", "8", "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert got[False]["weights_per_gpu_bytes"] == got[True]["weights_per_gpu_bytes"] < one["weights_per_gpu_bytes"]
+    m, cal = _cal("qwen3-30b-a3b", "H100")
+    ev_flat = cal.evaluate("decode", flat, T=4096, batch=16, max_batched_tokens=8192)
+    ev_ep = cal.evaluate("decode", Layout.vllm(m, dp=2, ep=2), T=4096, batch=16, max_batched_tokens=8192)
+    assert ev_flat.terms["collectives/ep_all_to_all"] == 0 < ev_flat.terms["collectives/dp_moe_gather"]
+    assert ev_ep.terms["collectives/dp_moe_gather"] == 0 < ev_ep.terms["collectives/ep_all_to_all"]

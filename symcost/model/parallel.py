@@ -17,9 +17,13 @@ is how an expert is placed:
     replicated over the expert-data-parallel size N_dp·N_cp/N_ep; E must be a multiple of N_ep;
   - serving (vLLM ``--enable-expert-parallel``; ``whole_experts``): experts are whole, spread over
     the expert-parallel group of N_tp·N_ep ranks; with attention data parallel (``--dp``) the
-    group spans the TP ranks of every DP replica, N_ep = N_dp (vLLM's EP size = TP × DP); without
-    expert parallelism N_ep = 1 and every expert is sliced over the N_tp ranks. E must be a
-    multiple of N_tp·N_ep.
+    group spans the TP ranks of every DP replica, N_ep = N_dp (vLLM's EP size = TP × DP). E must be
+    a multiple of N_tp·N_ep. Without expert parallelism every expert is sliced: over the N_tp ranks
+    (N_ep = 1) with one replica, and with attention data parallel over all N_tp·N_dp ranks of the
+    stage (``flat_experts``, N_ep = N_dp): vLLM flattens the MoE layers' tensor parallelism across the
+    DP ranks (``FusedMoEParallelConfig.make``, ``flatten_tp_across_dp``: "the experts are split between
+    the devices" with DP 2, TP 1 and no EP), each MoE layer gathering the replicas' tokens; SGLang's
+    ``--enable-dp-attention`` does the same (its MoE TP is the whole ``--tp`` group).
 
 ``Layout.check`` is the one place the constraints are checked; each failure is a ``SymcostError``
 naming the constraint and the flag:
@@ -50,6 +54,7 @@ class Layout:
     ep: int = 1  # N_ep: the expert-parallel factor (expert layer over N_tp·N_ep ranks)
     cp: int = 1
     whole_experts: bool = False  # vLLM expert parallelism: whole experts over N_tp·N_ep ranks
+    flat_experts: bool = False  # serving, attention DP without EP: every expert sliced over N_tp·N_ep ranks
 
     @classmethod
     def vllm(cls, model=None, *, tp: int = 1, pp: int = 1, dp: int = 1, ep: int = 1) -> "Layout":
@@ -58,6 +63,8 @@ class Layout:
             if not isinstance(v, int) or v < 1:
                 raise SymcostError(f"--{name}: must be a positive integer, got {v!r}")
         if ep == 1:
+            if dp > 1 and model is not None and sym.E in model.values:  # vLLM's MoE TP over the DP ranks
+                return cls(dp=dp, tp=tp, pp=pp, ep=dp, flat_experts=True)
             return cls(dp=dp, tp=tp, pp=pp)
         if model is not None and sym.E not in model.values:
             raise SymcostError(f"--ep {ep}: the model has no routed experts")
@@ -84,10 +91,11 @@ class Layout:
 
     @property
     def ep_group(self) -> int:
-        """The ``--ep`` flag's value: vLLM's expert-parallel group size (serving), N_ep (training)."""
+        """The ``--ep`` flag's value: vLLM's expert-parallel group size (serving; 1 when the experts are
+        sliced over the DP ranks, ``flat_experts``), N_ep (training)."""
         if self.whole_experts:
             return self.tp * self.ep
-        return self.ep
+        return 1 if self.flat_experts else self.ep
 
     def label(self) -> str:
         cp = f"·CP{self.cp}" if self.cp > 1 else ""
@@ -126,7 +134,7 @@ class Layout:
                                    f"or replicated only when one divides the other")
 
     def _check_ep(self, v) -> None:
-        if self.ep == 1 and not self.whole_experts:
+        if self.ep == 1 and not self.whole_experts or self.flat_experts:  # sliced experts: as under TP
             return
         flag = f"--ep {self.ep_group}"
         if sym.E not in v:

@@ -52,7 +52,7 @@ def layouts(model, gpus: int, max_tp: int = 64, pins: dict | None = None) -> lis
             for ep in ((1, tp * dp) if has_experts and tp * dp > 1 else (1,)):
                 if pins.get("ep") not in (None, ep):
                     continue
-                lay = Layout.vllm(tp=tp, pp=pp, dp=dp, ep=ep)
+                lay = Layout.vllm(model, tp=tp, pp=pp, dp=dp, ep=ep)
                 key = (lay.tp, lay.pp, lay.dp, lay.ep, lay.whole_experts)
                 if key in seen:
                     continue

@@ -15,8 +15,8 @@ formula into one NumPy function for many layouts at once (``deploy``).
 Roofline per rank (the conventions stated in every output): FLOPs of a step split evenly over the
 t·p ranks (matmul FLOPs, causal attention, MLA auto); bytes read per step = the rank's weights —
 routed experts only as far as the batch touches them, E·(1 − (1 − k/E)^n) distinct experts of E
-for n routed tokens, uniform routing, n the rows of the rank's expert-parallel group (its own rows,
-N_ep replicas' under EP: 1 + x_ep·(N_ep − 1) of them) — plus the KV read and written; time of a step =
+for n routed tokens, uniform routing, n the rows of the rank's expert group (the N_ep replicas' rows:
+under EP, and for experts sliced over the attention-DP ranks) — plus the KV read and written; time of a step =
 max(FLOPs / F_gpu, bytes / BW_hbm) + communication (no overlap): TP all-reduces 2 per layer of
 rows·d activations, 2·(t − 1)/t of them per rank; EP all-to-all dispatch + combine of rows·k·d,
 (e − 1)/e off-rank, per MoE layer; at BW_link. Activations are bf16 (2 bytes).
@@ -591,10 +591,9 @@ def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla
     routed, nonrouted = split_routed(w, _paths(model))
     moe_layers, k, E, d = _moe_info(model)
     rows = B if phase == "decode" else B * T
-    # a rank's experts see the tokens of every replica of its expert-parallel group: with EP (x_ep = 1) the
-    # N_ep data-parallel replicas' rows are dispatched to them (vLLM's all2all), without it its own rows
-    group = 1 + sym.x_ep * (sym.N_ep - 1)
-    touched = 1 - RatioPow(1 - sympy.Rational(k, E), rows * group) if E else sympy.Integer(1)  # exact while cheap
+    # a rank's experts see the tokens of every replica of its expert group: the N_ep data-parallel replicas'
+    # rows (dispatched whole experts' rows under EP; all-gathered for experts sliced over the DP ranks)
+    touched = 1 - RatioPow(1 - sympy.Rational(k, E), rows * sym.N_ep) if E else sympy.Integer(1)  # exact while cheap
     kvb = sympy.expand(cache_bytes(model, kv_dtype).xreplace(vals))  # B·T-dependent, whole model
     share = sympy.Integer(1)
     for c in model.components():  # rank share of the KV (the first cached component decides)

@@ -151,17 +151,16 @@ class Step:
         return self.values[sym.BW_hbm]
 
     def formula(self) -> dict[str, str]:
-        """The formulas as text, B and the experts' placement substituted (x_ep, and under expert
-        parallelism the group's N_ep): the touched-expert fraction 1 − (1 − k/E)^(rows of the group)
-        then has a numeric exponent. When that power written out exactly would pass Python's 4,300-digit
-        limit (a batch of millions), B and the placement stay symbols instead."""
+        """The formulas as text, B and the experts' placement substituted (x_ep and the expert group's
+        N_ep): the touched-expert fraction 1 − (1 − k/E)^(rows of the group) then has a numeric exponent.
+        When that power written out exactly would pass Python's 4,300-digit limit (a batch of millions),
+        B and the placement stay symbols instead."""
         rf = self.roofline
         parts = (("flops", rf.flops), ("bytes", rf.bytes), ("time_s", rf.step_time * sym.N_pp),
                  ("total", rf.step_time * sym.N_pp))
         lay = self.plan.layout
-        sub = {sym.B: sympy.Integer(self.batch), sym.x_ep: sympy.Integer(1 if lay.whole_experts else 0)}
-        if lay.whole_experts:
-            sub[sym.N_ep] = sympy.Integer(lay.ep)
+        sub = {sym.B: sympy.Integer(self.batch), sym.x_ep: sympy.Integer(1 if lay.whole_experts else 0),
+               sym.N_ep: sympy.Integer(lay.ep)}
         try:
             return {k: str(sympy.sympify(v).xreplace(sub)) for k, v in parts}
         except ValueError:  # int-to-text conversion limit
@@ -256,11 +255,12 @@ CALIBRATED_DOC = """A step on one rank of one stage, kernel class by kernel clas
     step = Σ_c [max(F_c / (P_c · η_c,c), Q_c / (BW_hbm · η_m,c)) + n_c · t_0,c]
          + n_ar · (α_ar·[t>1] + 2(t−1)/t · S / (β_tp · η_ar))                      TP all-reduce
          + n_aa · x_ep · (α_aa + (R/t) · k · d · 2 · (e−1)/e / (β_ep · η_aa))     EP dispatch + combine
+         + n_aa · (1 − x_ep)·[N_ep>1] · (α_ar + (N_ep−1)·S / (β_ep · η_ar))     DP gather + scatter
          + [p>1] · (α_ar + S / (β_pp · η_ar))                                        PP send
 
 classes c: ``gemm`` (every non-routed linear and the LM head, at the checkpoint's dense dtype),
 ``grouped_gemm`` (the routed experts, at the experts' dtype: the touched experts' bytes, a rank's experts
-touched by its expert-parallel group's rows, 1 − (1 − k/E)^(R·(1 + x_ep·(N_ep − 1)))), ``attention``
+touched by the rows of its expert group, 1 − (1 − k/E)^(N_ep·R)), ``attention``
 (score/value FLOPs and the KV read and written; scans and convolutions of recurrent mixers too),
 ``elementwise`` (norms, activation, rotary: 2 bytes read + written per element of R·d, bandwidth-
 bound). F_c, Q_c: the class's FLOPs and bytes on the rank (FLOPs split over t·p as in
@@ -272,7 +272,10 @@ summed (up to the few kernels whose shape differs). S = R·d·2 bytes per all-re
 min(B·T, M) per chunk in prefill (kernels and collectives once per chunk). β: the NVLink bandwidth
 BW_link when the group fits in one NVLink domain of D_nv GPUs, else the scale-out BW_net. x_ep = 1
 only with expert parallelism: without it the experts are sliced over TP and their output is part of
-the TP all-reduce, no all-to-all. Under TP·EP each rank dispatches only its own R/t rows.
+the TP all-reduce, no all-to-all; with attention data parallel but no EP they are sliced over the
+N_tp·N_ep ranks of the N_ep = N_dp replicas (vLLM's MoE TP flattened over DP, ``parallel.Layout``), each
+MoE layer all-gathering the replicas' hidden states and reduce-scattering its output. Under TP·EP each
+rank dispatches only its own R/t rows.
 
 η, t_0 and α are symbols; ``calibration_values`` takes them from the measured rows of
 ``symcost.hardware.calibration`` for the GPU, the class, the compute dtype and the regime (M, rows per
@@ -358,13 +361,13 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
         R, chunks = B, sympy.Integer(1)
     else:
         R, chunks = sympy.Min(B * T, M), sympy.ceiling(B * T / M)
-    # rows reaching one expert per call: the EP group's rows (N_ep replicas with EP on) · k / E
-    xrows = R * (1 + sym.x_ep * (sym.N_ep - 1)) * k / E if E else sympy.Integer(0)
+    # rows reaching one expert per call: the expert group's rows · k / E -- the N_ep replicas' (EP, whole
+    # experts; or attention DP without EP, every expert sliced over the N_tp·N_ep ranks: vLLM's MoE TP over DP)
+    xrows = R * sym.N_ep * k / E if E else sympy.Integer(0)
     # exact while cheap, unevaluated past that (core.powers.RatioPow), as formulas.roofline_formulas keeps it
-    # the experts a rank holds are touched by the tokens of its whole expert-parallel group (the N_ep replicas'
-    # rows under EP, as ``xrows``), the uniform-routing expectation as ``formulas.roofline_formulas``
-    group = 1 + sym.x_ep * (sym.N_ep - 1)
-    touched = 1 - RatioPow(1 - sympy.Rational(k, E), (B if phase == "decode" else B * T) * group) if E else sympy.Integer(1)
+    # the experts a rank holds are touched by the tokens of its whole expert group (the N_ep replicas' rows,
+    # as ``xrows``), the uniform-routing expectation as ``formulas.roofline_formulas``
+    touched = 1 - RatioPow(1 - sympy.Rational(k, E), (B if phase == "decode" else B * T) * sym.N_ep) if E else sympy.Integer(1)
     counts = {"gemm": 1, "grouped_gemm": 0, "elementwise": 0, "attention": 0}  # 1: the LM head
     for g in model.groups:
         n = exact(g.count, vals)
@@ -404,6 +407,11 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
         n_aa = 2 * sympy.ceiling(sympy.Integer(moe_layers) / p) * chunks
         aa = n_aa * sym.x_ep * (sym.alpha_aa + aa_msg * (e - 1) / e / (_beta(e) * sym.eta_aa))
         coll.add("ep_all_to_all", aa, "dispatch + combine per MoE layer, only with EP (x_ep), own R/t rows")
+        # attention DP without EP (experts sliced over the N_tp·N_ep ranks): each MoE layer all-gathers the
+        # N_ep replicas' hidden states and reduce-scatters the output (vLLM's naive dispatch / combine)
+        gather = S * (sym.N_ep - 1)
+        ag = n_aa * (1 - sym.x_ep) * sympy.Min(1, sym.N_ep - 1) * (sym.alpha_ar + gather / (_beta(e) * sym.eta_ar))
+        coll.add("dp_moe_gather", ag, "experts sliced over DP (no EP): all-gather + reduce-scatter per MoE layer")
     pp = sympy.Min(1, p - 1) * chunks * (sym.alpha_ar + S / (_beta(t * p) * sym.eta_ar))
     coll.add("pp_send", pp, "activations to the next stage")
     terms.add("collectives", coll)
