@@ -27,6 +27,7 @@ from symcost.training.search import MICRO, _held_states, candidates, evaluate, s
 from symcost.training.setup import Batch, TrainSetup, check_pipeline, micro_batches  # noqa: F401
 from symcost.training.states import States
 from symcost.training.steptime import step_time
+from tests import training_throughput as tt
 
 FEATURES = {  # each new dimension, and the old ones, must be sampled
     "interleaved": lambda c: c["virtual_stages"] > 1,
@@ -237,14 +238,7 @@ def test_best_equals_train_run_alone(capsys, mfu):
     times = [b["step_time_s"] for b in r["best"]]
     assert times == sorted(times) and all(b["per_gpu_bytes"] <= 80 * 2**30 for b in r["best"])
     for b in r["best"][:2]:
-        argv = base + ["--micro-batch", str(b["micro_batch"]), "--zero", str(b["zero"]), "--recompute", b["recompute"],
-                       "--offload", b["offload"], "--virtual-stages", str(b["virtual_stages"]),
-                       "--sp" if b["sp"] else "--no-sp"]
-        argv += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
-        if b["hsdp_shard"] is not None:
-            argv += ["--hsdp-shard", str(b["hsdp_shard"])]
-        if not mfu and b["schedule"] != "none":  # the schedule the search chose for the row
-            argv += ["--schedule", b["schedule"].split("+")[0]]
+        argv = tt.row_argv(base, b, schedule=not mfu)  # the schedule the search chose for the row
         argv += ["--account-embedding", "--account-loss"] if b["account_embedding"] else []
         assert main(argv) == 0
         t = json.loads(capsys.readouterr().out)

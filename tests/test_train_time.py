@@ -320,13 +320,7 @@ def test_search_ranks_by_the_kernel_step_time(capsys):
     times = [b["step_time_s"] for b in r["best"]]
     assert times == sorted(times)
     b = r["best"][0]
-    argv = base + ["--micro-batch", str(b["micro_batch"]), "--zero", str(b["zero"]), "--recompute", b["recompute"],
-                   "--offload", b["offload"], "--virtual-stages", str(b["virtual_stages"]),
-                   "--sp" if b["sp"] else "--no-sp"]
-    argv += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
-    if b["hsdp_shard"] is not None:
-        argv += ["--hsdp-shard", str(b["hsdp_shard"])]
-    assert main(argv) == 0
+    assert main(tt.row_argv(base, b)) == 0
     t = json.loads(capsys.readouterr().out)["step"]
     assert t["mfu"] is None and t["step_time_s"] == pytest.approx(b["step_time_s"], rel=0.05)
     assert main(base + ["--search", "--gpus", "16", "--schedule", "zb-h1"]) == 2
@@ -590,14 +584,6 @@ def test_search_costs_the_attention_impl_as_train_does(capsys):
             "--attention-impl", "fa2", "--json"]
     assert main(base + ["--search", "--gpus", "8", "--micro-batch", "1"]) == 0
     b = json.loads(capsys.readouterr().out)["best"][0]
-    argv = base + ["--micro-batch", str(b["micro_batch"]), "--zero", str(b["zero"]), "--recompute", b["recompute"],
-                   "--offload", b["offload"], "--virtual-stages", str(b["virtual_stages"]),
-                   "--sp" if b["sp"] else "--no-sp"]
-    argv += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
-    if b["hsdp_shard"] is not None:
-        argv += ["--hsdp-shard", str(b["hsdp_shard"])]
-    if b["schedule"] != "none":
-        argv += ["--schedule", b["schedule"].split("+")[0]]
-    assert main(argv) == 0
+    assert main(tt.row_argv(base, b, schedule=True)) == 0
     t = json.loads(capsys.readouterr().out)
     assert t["step"]["step_time_s"] == pytest.approx(b["step_time_s"], rel=0.005)

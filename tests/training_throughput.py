@@ -17,6 +17,21 @@ DATA = Path(__file__).parent / "data" / "training_throughput_measured.json"
 NVLINK_DOMAIN = {"GB200": 72}
 
 
+def row_argv(base: list, b: dict, *, schedule: bool = False) -> list:
+    """``symcost train`` options that run one ``--search`` row alone: its layout, micro-batch, ZeRO stage,
+    recomputation, offload, interleaving, sequence parallelism, HSDP shard; ``schedule``: the pipeline
+    schedule the search chose for it."""
+    argv = base + ["--micro-batch", str(b["micro_batch"]), "--zero", str(b["zero"]), "--recompute", b["recompute"],
+                   "--offload", b["offload"], "--virtual-stages", str(b["virtual_stages"]),
+                   "--sp" if b["sp"] else "--no-sp"]
+    argv += [x for k in ("dp", "tp", "pp", "ep", "cp") for x in (f"--{k}", str(b[k]))]
+    if b["hsdp_shard"] is not None:
+        argv += ["--hsdp-shard", str(b["hsdp_shard"])]
+    if schedule and b["schedule"] != "none":
+        argv += ["--schedule", b["schedule"].split("+")[0]]
+    return argv
+
+
 def rows() -> list[dict]:
     return json.loads(DATA.read_text())["rows"]
 
