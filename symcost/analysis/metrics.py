@@ -90,10 +90,10 @@ def _serving_layout(model, o: Options) -> dict:
         out[sym.N_pp] = v[sym.N_pp]
     if o.dp is not None:
         out[sym.N_dp] = v[sym.N_dp]
-    if o.ep is not None or o.tp is not None and o.ep is None:
-        out[sym.N_ep] = v[sym.N_ep]  # --tp alone: no expert parallelism, N_ep = 1
-        out[sym.x_ep] = sympy.Integer(1 if lay.whole_experts else 0)  # the experts' placement
-        out[sym.x_ep] = sympy.Integer(1 if lay.whole_experts else 0)
+    if o.ep is not None or o.tp is not None or o.dp is not None:
+        # --tp alone: no expert parallelism, N_ep = 1; --dp without --ep: the experts sliced over the DP ranks
+        out[sym.N_ep] = v[sym.N_ep]
+        out[sym.x_ep] = sympy.Integer(lay.x_ep)  # the experts' placement
     return out
 
 

@@ -355,7 +355,7 @@ def _layout_tables(model) -> tuple[list, list, list]:
                             raise SymcostError(pp_serve_refusal(pp))
                         v = lay.values()
                         serve.append([int(v[s]) for s in (sym.N_tp, sym.N_pp, sym.N_dp, sym.N_ep)]
-                                     + [int(lay.whole_experts)])  # x_ep: the experts' placement
+                                     + [lay.x_ep])  # the experts' placement
                     except SymcostError as e:
                         serve.append(msgs.setdefault(str(e), len(msgs)))
                     try:

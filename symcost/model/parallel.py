@@ -75,6 +75,11 @@ class Layout:
         return cls(dp=dp, tp=tp, pp=pp, ep=ep // tp, whole_experts=True)
 
     @property
+    def x_ep(self) -> int:
+        """The experts' placement, the value of the symbol x_ep: 1 whole experts (expert parallelism), 0 sliced."""
+        return int(self.whole_experts)
+
+    @property
     def world(self) -> int:
         return self.dp * self.tp * self.pp * self.cp
 

@@ -213,7 +213,7 @@ SORTS = {"throughput": lambda r: -r["tokens_per_s_per_gpu"], "ttft": lambda r: r
 def _arrays(lays, np):
     return {"tp": np.array([l.tp for l in lays], dtype=float), "pp": np.array([l.pp for l in lays], dtype=float),
             "dp": np.array([l.dp for l in lays], dtype=float), "ep": np.array([l.ep for l in lays], dtype=float),
-            "x": np.array([1.0 if l.whole_experts else 0.0 for l in lays])}
+            "x": np.array([float(l.x_ep) for l in lays])}
 
 
 def _latency_values(a, T, B, M):

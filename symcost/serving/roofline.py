@@ -159,7 +159,7 @@ class Step:
         parts = (("flops", rf.flops), ("bytes", rf.bytes), ("time_s", rf.step_time * sym.N_pp),
                  ("total", rf.step_time * sym.N_pp))
         lay = self.plan.layout
-        sub = {sym.B: sympy.Integer(self.batch), sym.x_ep: sympy.Integer(1 if lay.whole_experts else 0),
+        sub = {sym.B: sympy.Integer(self.batch), sym.x_ep: sympy.Integer(lay.x_ep),
                sym.N_ep: sympy.Integer(lay.ep)}
         try:
             return {k: str(sympy.sympify(v).xreplace(sub)) for k, v in parts}
@@ -234,7 +234,7 @@ def roofline(model, raw: dict, setup: ServeSetup, *, phase: str, T: int, batch: 
             load["utilisation"] = float(got["utilisation"])
     cdt = pick_compute_dtype(ck, compute_dtype)
     gvals, used = scaled_gpu_values(setup.gpu, cdt, setup.mem_util, compute_eff, bw_eff)
-    base = {**p.values, **gvals, sym.x_ep: sympy.Integer(1 if lay.whole_experts else 0)}
+    base = {**p.values, **gvals, sym.x_ep: sympy.Integer(lay.x_ep)}
     lat = Latency(model, ck, kv_dtype=setup.kv_dtype, mla=setup.mla)
     rf = lat.prefill if phase == "prefill" else lat.decode
     at = {**base, sym.T: sympy.Integer(T), sym.B: sympy.Integer(batch)}
@@ -690,7 +690,7 @@ class CalibratedLatency:
         v = dict(lay.values())
         v.pop(sym.N_cp, None)
         v.update({sym.T: sympy.Integer(T), sym.B: sympy.Integer(batch), sym.M: sympy.Integer(max_batched_tokens),
-                  sym.x_ep: sympy.Integer(1 if lay.whole_experts else 0)})
+                  sym.x_ep: sympy.Integer(lay.x_ep)})
         return v
 
     #: the regime quantities the calibration lookup reads, compiled beside the terms
