@@ -14,7 +14,7 @@ from symcost.training.setup import TrainSetup
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data" / "training_throughput_measured.json"
 #: scale-up domain of the systems the rows ran on (DGX-GB200 = NVL72; the DGX/HGX 8-GPU nodes otherwise)
-NVLINK_DOMAIN = {"GB200": 72}
+
 
 
 def row_argv(base: list, b: dict, *, schedule: bool = False) -> list:
@@ -72,7 +72,7 @@ def predict(row: dict) -> dict:
     setup.check(m)
     tm = train_memory(m, setup)
     cm = comm(m, setup.replace(recompute=run.comm_recompute(row["recompute"], row["cp"])))
-    links = run.links(g, ib_gbs=50.0, gpus_per_node=NVLINK_DOMAIN.get(row["gpu"], 8), alpha_us=10.0, pcie_gbs=63.0)
+    links = run.links(g, ib_gbs=50.0, gpus_per_node=g.nvlink_domain, alpha_us=10.0, pcie_gbs=63.0)
     st = run.kernel_step(m, tm, cm, setup, gpu=g, links=links, schedule=row.get("schedule"), precision=row["precision"], hide=row.get("hide"),
                         cuda_graphs=row.get("cuda_graphs"))
     return {"predicted_s": st["step_time_s"], "measured_s": measured_step(row, m), "step": st}

@@ -56,7 +56,14 @@ from .states import OPTIMIZER_BYTES, WEIGHT_BYTES
 
 PRECISIONS = ("bf16", "fp8", "mxfp8")
 #: GPUs whose tensor cores run MX block-scaled formats (Blackwell)
-MX_GPUS = ("B200", "B300", "GB200")
+
+
+def has_mx(gpu) -> bool:
+    """Whether ``gpu``'s tensor cores take MX block-scaled operands (MXFP8 training): the cards with an FP4
+    peak in the catalogue, since their FP4 path is the block-scaled MMA that MXFP8 also runs on (NVIDIA
+    Blackwell's sm_100/sm_103/sm_120 block-scaled MMA: B200, B300, GB200, GB300, RTX 5090, RTX PRO 6000;
+    AMD CDNA 4's MX formats: MI355X); Hopper, Ada and CDNA 3 have FP8 without block scales."""
+    return "fp4" in gpu.peak_tflops
 CLASSES = ("gemm", "grouped_gemm", "attention")
 ATTN_BWD_FACTOR = 2.5  # FlashAttention's backward FLOPs per forward FLOP (recomputes QKᵀ)
 
@@ -76,9 +83,9 @@ def check_precision(precision: str, gpu) -> None:
         raise SymcostError(f"--precision: unknown {precision!r} ({', '.join(PRECISIONS)})")
     if precision != "bf16" and "fp8" not in gpu.peak_tflops:
         raise SymcostError(f"--precision {precision}: {gpu.name} has no FP8 tensor cores")
-    if precision == "mxfp8" and gpu.name not in MX_GPUS:
-        raise SymcostError(f"--precision mxfp8 needs MX block scaling in the tensor cores (Blackwell: "
-                           f"{', '.join(MX_GPUS)}); {gpu.name} has none — use --precision fp8")
+    if precision == "mxfp8" and not has_mx(gpu):
+        raise SymcostError(f"--precision mxfp8 needs MX block scaling in the tensor cores (Blackwell, "
+                           f"CDNA 4: the cards with an FP4 peak, symcost gpus); {gpu.name} has none — use --precision fp8")
 
 
 def gemm_dtype(precision: str) -> str:
