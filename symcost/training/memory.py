@@ -562,9 +562,14 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
                            modules=rc.modules, **setup.head_saved)
         order = model.layers()
         units = {g.name: exact(g.count, model.values) for g in model.groups if g.name in tree}
-        kept = {n: tree[n].total / c for n, c in units.items()}
-        saved = saved_exprs(model, setup) if rc.mode in ("full", "op") else kept
-        extra = extra_exprs(model, setup, tree)
+        # the config's values bound before the per-layer maxima are taken: a layer's sets are then
+        # polynomials in the layout and batch symbols, alike for layers of one shape (one argument of
+        # the Max each) and compared coefficient by coefficient (``terms.largest``)
+        vals = model.values
+        kept = {n: (tree[n].total / c).xreplace(vals) for n, c in units.items()}
+        saved = ({n: e.xreplace(vals) for n, e in saved_exprs(model, setup).items()}
+                 if rc.mode in ("full", "op") else kept)
+        extra = {n: e.xreplace(vals) for n, e in extra_exprs(model, setup, tree).items()}
         n_chunks = pp * virtual
         pre = sum((tree[c.key].total for c in model.pre if c.key in tree), sympy.Integer(0))
         if "shared" in tree:
