@@ -52,7 +52,7 @@ def test_step_time_median_within_25_percent(table):
     "not met: worst 2.99x. Qwen3-30B-A3B on B200 at micro-batch 1 (mxfp8, 0.33: 9.4 s predicted, 28.2"
     " s measured) and on H100 at micro-batch 2 (fp8, 0.37 with its stated EP overlap) stay too fast. Both ran Megatron-Core's "
     "alltoall dispatcher (the rows' moe_dispatcher, from the 25.11 presets): the 8 alltoall rows "
-    "predict at a median 0.68 of the measured step, the 8 HybridEP rows at 1.06 "
+    "predict at a median 0.68 of the measured step, the 12 HybridEP rows at 1.07 "
     "(tests.training_throughput.by_dispatcher); Megatron-Bridge's archive runs the two workloads "
     "2.75x (B200: HybridEP, MBS 4, attn graph) and 1.77x (H100: HybridEP, PP1 EP16, no a2a overlap) "
     "faster from 26.02 to 26.02.01. Tried and not enough: the router, permutation, grouped-GEMM "

@@ -37,9 +37,12 @@ def rows() -> list[dict]:
 
 
 def measured_step(row: dict, model=None) -> float:
-    """The row's step time: tokens per step over the measured tokens/s of all its GPUs; or, from
-    TFLOPS/GPU, the step's megatron-preset FLOPs over the GPUs' measured FLOP/s."""
+    """The row's step time: as logged where the source gives it; else tokens per step over the measured
+    tokens/s of all its GPUs; or, from TFLOPS/GPU, the step's megatron-preset FLOPs over the GPUs'
+    measured FLOP/s."""
     fig = row["figure"]
+    if "step_time_s" in fig:
+        return fig["step_time_s"]
     tokens = row["global_batch"] * row["seq"]
     if "tokens_per_s_per_gpu" in fig:
         return tokens / (fig["tokens_per_s_per_gpu"] * row["gpus"])
