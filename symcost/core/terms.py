@@ -339,6 +339,8 @@ class _pairs_remembered:
         compare = self.original.__func__
 
         def remembered(cls, x, y):
+            if x.is_Number and y.is_Number:  # numbers (the probe's own points among them): compared at once
+                return compare(cls, x, y)
             key = (cls, x, y)
             hit = _CONNECTED.get(key)
             if hit is None:
