@@ -157,13 +157,15 @@ class Scheme:
     #: (``quantization_config.expert_dtype: "fp4"``, DeepSeek V4)
     experts: Layout | None = None
 
-    def quantized_fraction(self, candidates, layer_count: int) -> Fraction:
+    def quantized_fraction(self, candidates, layer_count: int, indices=None) -> Fraction:
         """Fraction of the decoder layers whose matrix (any of ``candidates``, with ``{i}`` for the
-        layer index) this scheme quantizes."""
+        layer index) this scheme quantizes: over ``indices``, the checkpoint indices of the layers that
+        hold the matrix (a layer group's own layers: DeepSeek's first dense layers, the MoE layers after
+        them), else over all ``layer_count``."""
         if self.layout is self.base:
             return Fraction(0)
         per_layer = any("{i}" in c for c in candidates) and any(re.search(r"layers\.\d", e) for e in self.ignore)
-        idx = range(layer_count) if per_layer else (0,)
+        idx = (tuple(indices) if indices else range(layer_count)) if per_layer else (0,)
         hit = sum(1 for i in idx if not any(self.ignored(c.format(i=i)) for c in candidates))
         return Fraction(hit, len(idx))
 
@@ -411,11 +413,15 @@ def checkpoint(model, raw: dict, override: str | None = None, fallback: bool = F
                      f"{experts_dtype} (--experts-dtype)") if experts_dtype else None
     base = sch.base
     layers = model.n_layers()  # decoder layers (towers and LongCat's sub-layer units not counted apart)
+    held = {}  # layer group -> the checkpoint indices of its layers (``Model.layers``' order)
+    for i, unit in enumerate(model.layers()):
+        for g in unit:
+            held.setdefault(g.name, []).append(i)
     terms, scales, storage, dtypes = Terms(), Terms(), Terms(), {}
     vision_keys = {c.key for c in model.pre if c.key != "embed_tokens"}
 
-    def bytes_of(p, key, where):
-        """(bytes by storage dtype, scale bytes, label) of one primitive."""
+    def bytes_of(p, key, where, group=None):
+        """(bytes by storage dtype, scale bytes, label) of one primitive (of layer group ``group``)."""
         if isinstance(p, Param):
             return {base.dense_store: p.params() * _R(base.b)}, 0, base.label
         if p.tied:
@@ -432,7 +438,7 @@ def checkpoint(model, raw: dict, override: str | None = None, fallback: bool = F
                 (p.name == "lm_head" and not sch.regex_ignore):
             f = Fraction(0)
         else:
-            f = sch.quantized_fraction(_candidates(key, p.name, where), max(layers, 1))
+            f = sch.quantized_fraction(_candidates(key, p.name, where), max(layers, 1), held.get(group))
         qp, qs = _matrix_parts(p, sch.layout, base)
         bp, _ = _matrix_parts(p, base, base)
         label = sch.layout.label if f == 1 else base.label if f == 0 else \
@@ -457,7 +463,7 @@ def checkpoint(model, raw: dict, override: str | None = None, fallback: bool = F
             for p in c.primitives(None):
                 if p.name in absent:
                     continue
-                parts, s, label = bytes_of(p, c.key, w)
+                parts, s, label = bytes_of(p, c.key, w, group)
                 path = f"{prefix}{group}/{c.key}/{p.name}" if group else f"{prefix}{p.name}"
                 add(path, parts, s, count, label)
 
