@@ -1,6 +1,7 @@
 """The calibrated latency model's mechanisms (``symcost.serving.roofline``), its calibration lookup
 (``symcost.hardware.calibration``) and ``deploy``'s SLA solve (``symcost.serving.deploy``)."""
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,8 @@ from symcost.hardware.links import Links
 from symcost.serving.deploy import Workload, compile_model, evaluate, layouts, solve_batch
 from symcost.serving.plan import Layout, ServeSetup
 from symcost.serving.roofline import CalibratedLatency, class_dtypes
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _cal(name, gpu="H100", links=None):
@@ -78,6 +81,32 @@ def test_compute_dtype_follows_quantisation_and_card():
     ck = ServeSetup(layout=Layout(), gpu=find_gpu("H200")).checkpoint(m, raw)
     assert class_dtypes(m, ck, find_gpu("H200"))["gemm"][:3] == ("quant_gemm", "fp8_block", "fp8")
     assert class_dtypes(m, ck, find_gpu("A100-80GB"))["gemm"][2] == "bf16"  # no FP8 tensor cores
+
+
+def test_dense_linears_a_quantised_checkpoint_keeps_run_as_base_dtype_gemms():
+    """A checkpoint that quantises some dense linears and keeps others (its ignore list) costs each set at
+    its own kernel class: DeepSeek-V3's FP8 attention and dense MLPs as FP8 block GEMMs, its routers at
+    bf16 (``gemm_base``); the two classes split the dense FLOPs, bytes and kernels without loss."""
+    from symcost.serving.formulas import _paths, split_routed, weights_per_gpu
+    from symcost.serving.roofline import base_dtype_linears, step_formula
+    m, raw = read_model("deepseek-v3")
+    ck = ServeSetup(layout=Layout(), gpu=find_gpu("H200")).checkpoint(m, raw)
+    kept = base_dtype_linears(m, ck)
+    assert kept and all(p.endswith("/router") for p in kept)
+    dt = class_dtypes(m, ck, find_gpu("H200"))
+    assert dt["gemm"][1] == "fp8_block" and dt["gemm_base"][:3] == ("gemm", "bf16", "bf16")
+    sf = step_formula(m, ck, "decode")
+    (fg, qg, ng), (fb, qb, nb) = sf.parts["gemm"], sf.parts["gemm_base"]
+    w = weights_per_gpu(m, ck)
+    _, nonrouted = split_routed(w, _paths(m))
+    assert sympy.simplify(qg + qb - nonrouted) == 0
+    assert qb == sum(e for p, e in w.flatten().items() if p in kept)
+    assert nb == sympy.ceiling(sympy.Integer(58) / sym.N_pp)  # one router GEMM per MoE layer of the stage
+    # a checkpoint whose layers' dense linears share one layout (all FP8 here) has no second class
+    m2, raw2 = read_model(str(ROOT / "tests/data/configs/qwen3-32b-fp8.json"))
+    ck2 = ServeSetup(layout=Layout(), gpu=find_gpu("H100")).checkpoint(m2, raw2)
+    assert not base_dtype_linears(m2, ck2) and "gemm_base" not in class_dtypes(m2, ck2, find_gpu("H100"))
+    assert "gemm_base" not in step_formula(m2, ck2, "decode").parts
 
 
 def test_ideal_is_the_calibrated_model_at_eta_one():

@@ -226,6 +226,13 @@ TABLE: tuple[Entry, ...] = (
           "ratio"),
     Entry("eta_mg", "\\eta_{m,g}", "dense-GEMM share of the HBM bandwidth reached", "(calibration)", "ratio"),
     Entry("t_g", "t_{0,g}", "dense-GEMM kernel floor, seconds", "(calibration)", "seconds"),
+    Entry("F_gb", "F_{gb}", "dense peak FLOP/s for the linears a quantised checkpoint keeps at its base dtype",
+          "(GPU, quantization)"),
+    Entry("eta_cgb", "\\eta_{c,gb}", "base-dtype dense-GEMM share of the peak reached (a quantised checkpoint's "
+          "unquantised linears)", "(calibration)", "ratio"),
+    Entry("eta_mgb", "\\eta_{m,gb}", "base-dtype dense-GEMM share of the HBM bandwidth reached", "(calibration)",
+          "ratio"),
+    Entry("t_gb", "t_{0,gb}", "base-dtype dense-GEMM kernel floor, seconds", "(calibration)", "seconds"),
     Entry("eta_cx", "\\eta_{c,x}", "grouped (MoE) GEMM share of the peak reached (by rows per expert)",
           "(calibration)", "ratio"),
     Entry("eta_mx", "\\eta_{m,x}", "grouped (MoE) GEMM share of the HBM bandwidth reached", "(calibration)", "ratio"),

@@ -259,6 +259,9 @@ CALIBRATED_DOC = """A step on one rank of one stage, kernel class by kernel clas
          + [p>1] · (α_ar + S / (β_pp · η_ar))                                        PP send
 
 classes c: ``gemm`` (every non-routed linear and the LM head, at the checkpoint's dense dtype),
+``gemm_base`` (the layers' dense linears a quantised checkpoint keeps at its base dtype beside quantised
+ones -- its ignore list: routers, attention or shared experts of an NVFP4 export -- at that dtype's rows;
+``base_dtype_linears``),
 ``grouped_gemm`` (the routed experts, at the experts' dtype: the touched experts' bytes, a rank's experts
 touched by the rows of its expert group, 1 − (1 − k/E)^(N_ep·R)), ``attention``
 (score/value FLOPs and the KV read and written; scans and convolutions of recurrent mixers too),
@@ -285,6 +288,7 @@ expert, message bytes); ``ideal_values`` puts η = 1 and every floor and α = 0:
 
 CLASS_SYMBOLS = {  # class: (peak, η_c, η_m, floor)
     "gemm": (sym.F_gpu, sym.eta_cg, sym.eta_mg, sym.t_g),
+    "gemm_base": (sym.F_gb, sym.eta_cgb, sym.eta_mgb, sym.t_gb),
     "grouped_gemm": (sym.F_moe, sym.eta_cx, sym.eta_mx, sym.t_x),
     "attention": (sym.F_attn, sym.eta_ca, sym.eta_ma, sym.t_a),
     "elementwise": (None, None, sym.eta_me, sym.t_e),
@@ -294,17 +298,44 @@ FUSED = ({"q_proj", "k_proj", "v_proj"}, {"gate_proj", "up_proj"}, {"q_a_proj", 
          {"shared_gate", "shared_up"}, {"shared_expert_gate_proj", "shared_expert_up_proj"})
 
 
-def _gemm_kernels(c) -> tuple[int, int, int]:
-    """(dense GEMM kernels, fused-MoE kernels, elementwise kernels) of one layer's component."""
-    names = [q.name for q in c.primitives(None) if isinstance(q, Linear) and q.active is None]
-    routed = any(isinstance(q, Linear) and q.active is not None for q in c.primitives(None))
+def _fused_count(names: list) -> int:
+    """Kernels of these dense linears, the ``FUSED`` sets one kernel each."""
     n = len(names)
     for group in FUSED:
-        hit = len(group & set(names))
-        n -= max(hit - 1, 0)
+        n -= max(len(group & set(names)) - 1, 0)
+    return n
+
+
+def _gemm_kernels(c, base: frozenset = frozenset()) -> tuple[int, int, int, int]:
+    """(dense GEMM kernels, of them those of linears named in ``base`` — kept at the checkpoint's base
+    dtype beside quantised ones, ``base_dtype_linears`` —, fused-MoE kernels, elementwise kernels) of one
+    layer's component."""
+    names = [q.name for q in c.primitives(None) if isinstance(q, Linear) and q.active is None]
+    routed = any(isinstance(q, Linear) and q.active is not None for q in c.primitives(None))
+    kept = [n for n in names if n in base]
+    n_kept = _fused_count(kept)
+    n = n_kept + _fused_count([n for n in names if n not in base])
     norms = sum(1 for q in c.primitives(None) if getattr(q, "norm", None) is not None)
     ew = norms + (1 if (names or routed) else 0)
-    return n, 1 if routed else 0, ew
+    return n, n_kept, 1 if routed else 0, ew
+
+
+def base_dtype_linears(model, ck) -> frozenset:
+    """The paths (``_paths``) of the dense (non-routed) decoder-layer linears a checkpoint keeps at its
+    base dtype while it quantises other dense linears of the layers -- attention and shared experts on
+    ModelOpt's NVFP4 exports of DeepSeek-style MoE models, an FP8 checkpoint's ignore list: they run as
+    base-dtype GEMMs (class ``gemm_base``), the rest of the dense linears at the quantised layout
+    (``gemm``). The LM head stays in ``gemm``, whose bytes hold it with the embedding (one weights term).
+    Empty when the layers' dense linears share one layout."""
+    sch = ck.scheme
+    if sch.layout is sch.base:
+        return frozenset()
+    paths = _paths(model)
+    dense = {p: ck.dtypes.get(p) for p, hit in paths.items()
+             if hit[2] is not None and not hit[2].tower and isinstance(hit[1], Linear) and hit[1].active is None
+             and p in ck.dtypes}
+    kept = frozenset(p for p, label in dense.items() if label == sch.base.label)
+    return kept if kept and any(label == sch.layout.label for label in dense.values()) else frozenset()
 
 
 def _beta(span) -> sympy.Expr:
@@ -344,15 +375,20 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
     vals = model.values
     ph = Phase(kind=phase, attention="causal", logits="last", mla=mla)
     paths = _paths(model)
-    F = {"gemm": sympy.Integer(0), "grouped_gemm": sympy.Integer(0), "attention": sympy.Integer(0)}
-    for path, expr in model.flops(ph).flatten().items():
+    kept = base_dtype_linears(model, ck)
+
+    def linear_class(path):
         hit = paths.get(path)
-        cls = "attention"
-        if hit is not None and isinstance(hit[1], Linear):
-            cls = "grouped_gemm" if hit[1].active is not None else "gemm"
-        F[cls] += expr.xreplace(vals)
+        if hit is None or not isinstance(hit[1], Linear):
+            return None
+        return "grouped_gemm" if hit[1].active is not None else ("gemm_base" if path in kept else "gemm")
+    F = {"gemm": sympy.Integer(0), "gemm_base": sympy.Integer(0), "grouped_gemm": sympy.Integer(0),
+         "attention": sympy.Integer(0)}
+    for path, expr in model.flops(ph).flatten().items():
+        F[linear_class(path) or "attention"] += expr.xreplace(vals)
     w = weights if weights is not None else weights_per_gpu(model, ck)
     routed, nonrouted = split_routed(w, paths)
+    kept_bytes = sum((e for p, e in w.flatten().items() if p in kept), sympy.Integer(0))
     moe_layers, k, E, d = _moe_info(model)
     ideal = roofline_formulas(model, ck, phase, kv_dtype=kv_dtype, mla=mla, weights=w)
     t, p, B, T, M = sym.N_tp, sym.N_pp, sym.B, sym.T, sym.M
@@ -368,29 +404,34 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
     # the experts a rank holds are touched by the tokens of its whole expert group (the N_ep replicas' rows,
     # as ``xrows``), the uniform-routing expectation as ``formulas.roofline_formulas``
     touched = 1 - RatioPow(1 - sympy.Rational(k, E), (B if phase == "decode" else B * T) * sym.N_ep) if E else sympy.Integer(1)
-    counts = {"gemm": 1, "grouped_gemm": 0, "elementwise": 0, "attention": 0}  # 1: the LM head
+    counts = {"gemm": 1, "gemm_base": 0, "grouped_gemm": 0, "elementwise": 0, "attention": 0}  # 1: the LM head
     for g in model.groups:
         n = exact(g.count, vals)
         if n == 0 or g.tower:
             continue
         per = sympy.ceiling(sympy.Integer(n) / p)
         for c in g.components:
-            gk, mk, ek = _gemm_kernels(c)
-            counts["gemm"] += per * gk
+            gk, bk, mk, ek = _gemm_kernels(c, frozenset(p_.rsplit("/", 1)[1] for p_ in kept
+                                                          if p_.startswith(f"{g.name}/{c.key}/")))
+            counts["gemm"] += per * (gk - bk)
+            counts["gemm_base"] += per * bk
             counts["grouped_gemm"] += per * mk
             counts["elementwise"] += per * ek
             if c.cache().flatten():
                 counts["attention"] += per
-    Q = {"gemm": nonrouted * chunks, "grouped_gemm": routed * touched * chunks,
+    Q = {"gemm": (nonrouted - kept_bytes) * chunks, "gemm_base": kept_bytes * chunks,
+         "grouped_gemm": routed * touched * chunks,
          "attention": ideal.parts["kv_read"] + ideal.parts["kv_write"],
          "elementwise": counts["elementwise"] * R * d * ACT_BYTES * 2 * chunks}
     terms = Terms()
     parts = {}
     kern = Terms()
-    for cls in ("gemm", "grouped_gemm", "attention", "elementwise"):
+    for cls in ("gemm", "gemm_base", "grouped_gemm", "attention", "elementwise"):
         f = F.get(cls, sympy.Integer(0)) / (t * p)
         n = counts[cls] * chunks
         if cls != "elementwise" and f == 0 and Q[cls] == 0:
+            continue
+        if cls == "gemm_base" and not kept:
             continue
         if cls == "elementwise" and counts[cls] == 0:
             continue
@@ -460,12 +501,24 @@ def class_dtypes(model, ck, gpu) -> dict:
             (experts_labels if hit[1].active is not None else labels).add(label)
     dense = sch.layout if sch.layout.label in labels else sch.base
     experts = sch.experts or (sch.layout if (sch.layout.label in experts_labels or not experts_labels) else sch.base)
+    classes = [("gemm", dense), ("grouped_gemm", experts)]
+    if base_dtype_linears(model, ck):  # the dense linears the checkpoint keeps unquantised, apart
+        classes.insert(1, ("gemm_base", sch.base))
     out = {}
-    for cls, lay in (("gemm", dense), ("grouped_gemm", experts)):
+    for cls, lay in classes:
         cd, peak, text = kernel_dtype(lay, gpu, cls == "grouped_gemm")
         op = cls if cls == "grouped_gemm" else ("gemm" if cd in ("bf16", "fp8") else "quant_gemm")
         out[cls] = (op, cd, peak, f"{lay.label}: {text}")
     return out
+
+
+def _dense_gemm_classes(dtypes: dict):
+    """(kernel class, (op, calibration dtype), its η_c, η_m and floor symbols) of the dense GEMM classes in
+    ``dtypes`` (``gemm``, and ``gemm_base`` beside it on a mixed checkpoint)."""
+    for cls in ("gemm", "gemm_base"):
+        if cls in dtypes:
+            op, cd, _, _ = dtypes[cls]
+            yield cls, (op, cd), CLASS_SYMBOLS[cls][1:]
 
 
 def _is_mla_model(model) -> bool:
@@ -475,9 +528,10 @@ def _is_mla_model(model) -> bool:
 
 def ideal_values() -> dict:
     """Every η 1, every floor and α 0: the pure bound."""
-    v = {s: sympy.Integer(1) for s in (sym.eta_cg, sym.eta_mg, sym.eta_cx, sym.eta_mx, sym.eta_ca, sym.eta_ma,
-                                       sym.eta_me, sym.eta_ar, sym.eta_aa)}
-    v.update({s: sympy.Integer(0) for s in (sym.t_g, sym.t_x, sym.t_a, sym.t_e, sym.alpha_ar, sym.alpha_aa)})
+    v = {s: sympy.Integer(1) for s in (sym.eta_cg, sym.eta_mg, sym.eta_cgb, sym.eta_mgb, sym.eta_cx, sym.eta_mx,
+                                       sym.eta_ca, sym.eta_ma, sym.eta_me, sym.eta_ar, sym.eta_aa)}
+    v.update({s: sympy.Integer(0) for s in (sym.t_g, sym.t_gb, sym.t_x, sym.t_a, sym.t_e, sym.alpha_ar,
+                                            sym.alpha_aa)})
     return v
 
 
@@ -490,15 +544,15 @@ def calibration_values(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16
     eff = partial(efficiency, engine=engine)
     R, xr, S, aa = regime["_rows"], regime["_expert_rows"], regime["_message"], regime["_aa_message"]
     v, used = {}, {}
-    op, cd, _, _ = dtypes["gemm"]
-    for op_try in ((op, cd), ("gemm", "bf16")):
-        try:
-            g = eff(gpu.name, op_try[0], dtype=op_try[1], m=max(1, int(R)))
-            break
-        except SymcostError:  # a quantised class with no rows falls back to bf16 GEMMs, stated
-            g = None
-    v.update({sym.eta_cg: g.eta_compute, sym.eta_mg: g.eta_memory, sym.t_g: g.floor_s})
-    used["gemm"] = f"{op_try[0]}/{op_try[1]} M={int(R)}: {g.source}"
+    for cls, op_cd, (s_c, s_m, s_t) in _dense_gemm_classes(dtypes):
+        for op_try in (op_cd, ("gemm", "bf16")):
+            try:
+                g = eff(gpu.name, op_try[0], dtype=op_try[1], m=max(1, int(R)))
+                break
+            except SymcostError:  # a quantised class with no rows falls back to bf16 GEMMs, stated
+                g = None
+        v.update({s_c: g.eta_compute, s_m: g.eta_memory, s_t: g.floor_s})
+        used[cls] = f"{op_try[0]}/{op_try[1]} M={int(R)}: {g.source}"
     op, cd, _, _ = dtypes["grouped_gemm"]
     try:
         x = eff(gpu.name, "grouped_gemm", dtype=cd, m=max(0, int(-(-xr // 1))))
@@ -536,12 +590,12 @@ def calibration_arrays(model, gpu, dtypes: dict, regime: dict, *, kv_dtype="bf16
     from ..hardware.calibration import efficiency_array
     eff, eff_array = partial(efficiency, engine=engine), partial(efficiency_array, engine=engine)
     v = {}
-    op, cd, _, _ = dtypes["gemm"]
-    try:
-        g = eff_array(gpu.name, op, np.maximum(regime["_rows"], 1), dtype=cd)
-    except SymcostError:  # a quantised class with no rows falls back to bf16 GEMMs, as the scalar path
-        g = eff_array(gpu.name, "gemm", np.maximum(regime["_rows"], 1), dtype="bf16")
-    v.update({sym.eta_cg: g[0], sym.eta_mg: g[1], sym.t_g: g[2]})
+    for _, (op, cd), (s_c, s_m, s_t) in _dense_gemm_classes(dtypes):
+        try:
+            g = eff_array(gpu.name, op, np.maximum(regime["_rows"], 1), dtype=cd)
+        except SymcostError:  # a quantised class with no rows falls back to bf16 GEMMs, as the scalar path
+            g = eff_array(gpu.name, "gemm", np.maximum(regime["_rows"], 1), dtype="bf16")
+        v.update({s_c: g[0], s_m: g[1], s_t: g[2]})
     try:
         x = eff_array(gpu.name, "grouped_gemm", np.ceil(regime["_expert_rows"]), dtype=dtypes["grouped_gemm"][1])
     except SymcostError:  # as the scalar path: the bf16 fused-MoE rows
@@ -592,15 +646,15 @@ def calibration_piecewise(model, gpu, dtypes: dict, sf: StepFormula, *, kv_dtype
     R = sympy.Max(1, sympy.floor(sf.rows))
     xr = sympy.Max(0, sympy.ceiling(sympy.sympify(sf.expert_rows)))
     v = {}
-    op, cd, _, _ = dtypes["gemm"]
-    for op_try, cd_try in ((op, cd), ("gemm", "bf16")):
-        try:
-            v.update({sym.eta_cg: piece(R, gpu.name, op_try, cd_try, "m", None, eta_c),
-                      sym.eta_mg: piece(R, gpu.name, op_try, cd_try, "m", None, eta_m),
-                      sym.t_g: piece(R, gpu.name, op_try, cd_try, "m", None, floor)})
-            break
-        except SymcostError:  # as calibration_values: a quantised class with no rows runs as bf16 GEMMs
-            continue
+    for _, (op, cd), (s_c, s_m, s_t) in _dense_gemm_classes(dtypes):
+        for op_try, cd_try in ((op, cd), ("gemm", "bf16")):
+            try:
+                v.update({s_c: piece(R, gpu.name, op_try, cd_try, "m", None, eta_c),
+                          s_m: piece(R, gpu.name, op_try, cd_try, "m", None, eta_m),
+                          s_t: piece(R, gpu.name, op_try, cd_try, "m", None, floor)})
+                break
+            except SymcostError:  # as calibration_values: a quantised class with no rows runs as bf16 GEMMs
+                continue
     cd = dtypes["grouped_gemm"][1]
     for cd_try in (cd, "bf16"):
         try:
@@ -643,6 +697,8 @@ def hardware_values(gpu, dtypes: dict, mem_util: float, links: Links | None = No
     gv, _ = gpu_values(gpu, dtypes["gemm"][2], mem_util)
     links = links or Links.of(gpu)
     gv[sym.F_moe] = sympy.Integer(gpu.peak(dtypes["grouped_gemm"][2])[0])
+    if "gemm_base" in dtypes:
+        gv[sym.F_gb] = sympy.Integer(gpu.peak(dtypes["gemm_base"][2])[0])
     gv[sym.F_attn] = sympy.Integer(gpu.peak("bf16")[0])
     gv[sym.BW_net] = sympy.Integer(round(links.ib_bytes_s))
     gv[sym.D_nv] = sympy.Integer(links.gpus_per_node)
