@@ -431,8 +431,6 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
         n = counts[cls] * chunks
         if cls != "elementwise" and f == 0 and Q[cls] == 0:
             continue
-        if cls == "gemm_base" and not kept:
-            continue
         if cls == "elementwise" and counts[cls] == 0:
             continue
         parts[cls] = (f, Q[cls], n)
