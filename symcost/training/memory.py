@@ -563,8 +563,8 @@ def formula(model, setup, heavy: dict, engine: bool = True) -> dict:
         order = model.layers()
         units = {g.name: exact(g.count, model.values) for g in model.groups if g.name in tree}
         # the config's values bound before the per-layer maxima are taken: a layer's sets are then
-        # polynomials in the layout and batch symbols, alike for layers of one shape (one argument of
-        # the Max each) and compared coefficient by coefficient (``terms.largest``)
+        # polynomials with numbers in the layout and batch symbols, alike for layers of one shape (one
+        # argument of the Max each), which SymPy orders at once (``terms.largest``)
         vals = model.values
         kept = {n: (tree[n].total / c).xreplace(vals) for n, c in units.items()}
         saved = ({n: e.xreplace(vals) for n, e in saved_exprs(model, setup).items()}
