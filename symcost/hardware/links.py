@@ -2,7 +2,8 @@
 
     t = n·α + bytes/β        β = the GPU's scale-up (NVLink) bandwidth when the group's span fits in
                              one NVLink domain (``gpus_per_node``), else the per-GPU scale-out link
-                             (InfiniBand/RoCE, ``ib_bytes_s``); CPU offload's host traffic over PCIe
+                             (InfiniBand/RoCE, ``ib_bytes_s``), for the expert all-to-all both at once
+                             by its off-domain share (``link_bytes_s``); CPU offload's host traffic over PCIe
 
 Functions take numbers or NumPy arrays (``train --search`` evaluates thousands of layouts at once).
 """
@@ -20,10 +21,19 @@ def _select(cond, a, b):
 
 def link_bytes_s(dim: str, span, links: "Links"):
     """β of a dimension's group: NVLink when its ``span`` fits in a node, else the scale-out
-    link; CPU offload's host traffic over PCIe."""
+    link; CPU offload's host traffic over PCIe. The expert all-to-all (``ep``) across NVLink domains
+    of D GPUs: each rank exchanges equal shares with every other rank of its group (its span of
+    whole domains, Megatron's rank order), a share f = (span − D)/(span − 1) of them off its domain
+    over the scale-out link and the rest over NVLink at the same time, so
+    β = 1 / max(f/β_net, (1 − f)/β_nvl) — not the whole volume at the scale-out rate."""
     if dim == "host":
         return links.pcie_bytes_s
-    return _select(span <= links.gpus_per_node, links.nvlink_bytes_s, links.ib_bytes_s)
+    inside = span <= links.gpus_per_node
+    if dim != "ep":
+        return _select(inside, links.nvlink_bytes_s, links.ib_bytes_s)
+    f = _select(inside, 0.0, (span - links.gpus_per_node) / _select(inside, 1, span - 1))
+    t_net, t_nvl = f / links.ib_bytes_s, (1 - f) / links.nvlink_bytes_s
+    return 1 / _select(t_net > t_nvl, t_net, t_nvl)
 
 
 def collective_seconds(nbytes, count, beta, alpha):

@@ -51,7 +51,8 @@ OPTIONS = {
 SWEPT_DEFAULTS = {"zero": 0, "recompute": "none", "sp": False, "virtual_stages": 1, "offload": "none",
                   "hsdp_shard": None}
 COMM_NOTE = ("bytes the busiest GPU of each dimension sends per step (ring collectives); step time: alpha-beta "
-             "per collective, NVLink inside a node, scale-out link across nodes; compute per kernel class at its "
+             "per collective, NVLink inside a node, scale-out link across nodes (the expert all-to-all: its off-node "
+             "share over the scale-out link while the rest crosses NVLink); compute per kernel class at its "
              "measured efficiency, each framework's overlap and the schedule's bubble (with --mfu: compute at that "
              "share of the dense BF16 peak, --overlap hidden, bubble (p-1)/(v*m+p-1)); dp_replicate: HSDP's all-reduce "
              "across replicas; host: CPU offload's PCIe bytes, both directions, at --pcie-gbs")
