@@ -120,7 +120,7 @@ def split_lines(expr, printer_kw: Mapping | None = None, width: int = 64) -> lis
             prefix, suffix = latex(head, **kw) + dot + r"\bigl(", r"\bigr)"
             terms = list(adds[0].args) if kw.get("order") == "none" else adds[0].as_ordered_terms()
     if not terms:
-        return [whole]
+        return _split_extremum(expr, kw, width) or [whole]
     pieces: list[str | list[str]] = []
     for i, t in enumerate(terms):
         tex = latex(t, **kw)
@@ -147,6 +147,34 @@ def split_lines(expr, printer_kw: Mapping | None = None, width: int = 64) -> lis
         cur = (cur + " " + p).strip() if cur else p
     lines.append(cur + suffix)
     return lines
+
+
+def _split_extremum(expr, kw: dict, width: int) -> list[str] | None:
+    """``c·max(a, b, …)`` (or a bare ``max``/``min``) too long for a line: its arguments packed onto
+    lines, a comma ending each line but the last (``\\bigl(`` … ``\\bigr)`` across them); None for any
+    other expression."""
+    factors = expr.as_ordered_factors() if expr.is_Mul else [expr]
+    ext = [f for f in factors if isinstance(f, (sympy.Max, sympy.Min))]
+    if len(ext) != 1 or any(f.is_Add for f in factors):
+        return None
+    others = [f for f in factors if f is not ext[0]]
+    head = ""
+    if others:
+        with sympy.evaluate(False):
+            head = latex(sympy.Mul(*others) if len(others) > 1 else others[0], **kw)
+        head += r" \cdot " if kw.get("mul_symbol") == "dot" else " "
+    name = r"\max" if isinstance(ext[0], sympy.Max) else r"\min"
+    args = [latex(a, **kw) for a in sorted(ext[0].args, key=sympy.default_sort_key)]
+    lines, cur = [], head + name + r"\bigl("
+    for i, a in enumerate(args):
+        piece = a + ("," if i < len(args) - 1 else r"\bigr)")
+        if not cur.endswith("(") and _width(cur + " " + piece) > width:
+            lines.append(cur)
+            cur = piece
+        else:
+            cur = (cur + " " + piece) if not cur.endswith("(") else cur + piece
+    lines.append(cur)
+    return lines if len(lines) > 1 else None
 
 
 # TeX-special characters: core.escape.TEX_SPECIAL (the escaping functions live in core.escape)
