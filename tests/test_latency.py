@@ -86,8 +86,9 @@ def test_compute_dtype_follows_quantisation_and_card():
 def test_dense_linears_a_quantised_checkpoint_keeps_run_as_base_dtype_gemms():
     """A checkpoint that quantises some dense linears and keeps others (its ignore list) costs each set at
     its own kernel class: DeepSeek-V3's FP8 attention and dense MLPs as FP8 block GEMMs, its routers at
-    bf16 (``gemm_base``); the two classes split the dense FLOPs, bytes and kernels without loss."""
-    from symcost.serving.formulas import _paths, split_routed, weights_per_gpu
+    bf16 (``gemm_base``); the two classes split the dense FLOPs, bytes and kernels without loss (the
+    input embedding's rows gathered, not its table: ``embedding_unread``)."""
+    from symcost.serving.formulas import _paths, embedding_unread, split_routed, weights_per_gpu
     from symcost.serving.roofline import base_dtype_linears, step_formula
     m, raw = read_model("deepseek-v3")
     ck = ServeSetup(layout=Layout(), gpu=find_gpu("H200")).checkpoint(m, raw)
@@ -99,7 +100,7 @@ def test_dense_linears_a_quantised_checkpoint_keeps_run_as_base_dtype_gemms():
     (fg, qg, ng), (fb, qb, nb) = sf.parts["gemm"], sf.parts["gemm_base"]
     w = weights_per_gpu(m, ck)
     _, nonrouted = split_routed(w, _paths(m))
-    assert sympy.simplify(qg + qb - nonrouted) == 0
+    assert sympy.simplify(qg + qb + embedding_unread(m, ck, sym.B) - nonrouted) == 0
     assert qb == sum(e for p, e in w.flatten().items() if p in kept)
     assert nb == sympy.ceiling(sympy.Integer(58) / sym.N_pp)  # one router GEMM per MoE layer of the stage
     # a checkpoint whose layers' dense linears share one layout (all FP8 here) has no second class

@@ -173,9 +173,10 @@ def test_check_hand_serving_formula(metric, capsys):
 
 def test_check_hand_tpot(capsys):
     """Llama-3.1-8B decode on one H100 at B=1: memory-bound, time = bytes read / BW_hbm: every bf16
-    weight once (the engine's convention counts the embedding table too) plus the KV cache of T
-    tokens read and one token's K and V written; one GPU, no communication."""
-    weights = "2*(2*V*d + L*(2*d*H_q*D_h + 2*d*H_kv*D_h + 3*d*d_ff + 2*d) + d)"
+    weight once but the input embedding, of which the step gathers its one row (2·d bytes: the table
+    is untied from the head), plus the KV cache of T tokens read and one token's K and V written; one
+    GPU, no communication."""
+    weights = "2*(V*d + d + L*(2*d*H_q*D_h + 2*d*H_kv*D_h + 3*d*d_ff + 2*d) + d)"
     kv = "4*L*H_kv*D_h"  # bytes per token of K and V in bf16
     passes = "16*L*d"  # the bound's elementwise passes: 4 a layer (2 norms, activation, residual), R·d read + written
     expr = f"({weights} + {kv}*T + {kv} + {passes})/BW_hbm"

@@ -16,7 +16,8 @@ Roofline per rank (the conventions stated in every output): FLOPs of a step spli
 t·p ranks (matmul FLOPs, causal attention, MLA auto); bytes read per step = the rank's weights —
 routed experts only as far as the batch touches them, E·(1 − (1 − k/E)^n) distinct experts of E
 for n routed tokens, uniform routing, n the rows of the rank's expert group (the N_ep replicas' rows:
-under EP, and for experts sliced over the attention-DP ranks) — plus the KV read and written; time of a step =
+under EP, and for experts sliced over the attention-DP ranks); of an untied input embedding only the
+rows it gathers (``embedding_unread``) — plus the KV read and written; time of a step =
 max(FLOPs / F_gpu, bytes / BW_hbm) + communication (no overlap): TP all-reduces 2 per layer of
 rows·d activations, 2·(t − 1)/t of them per rank; EP all-to-all dispatch + combine of rows·k·d,
 (e − 1)/e off-rank, per MoE layer; at BW_link. Activations are bf16 (2 bytes).
@@ -222,6 +223,21 @@ def weights_per_gpu(model, ck: Checkpoint, stage: Stage | None = None) -> Terms:
         out.add("embed_and_head", a + b - sympy.Min(a, b) * sympy.Min(1, p - 1),
                 "embedding and head: both with one stage, the larger with p > 1")
     return out
+
+
+def embedding_unread(model, ck: Checkpoint, rows) -> sympy.Expr:
+    """Bytes of the rank's input embedding table (``weights_per_gpu``) a step of ``rows`` token rows per
+    chunk does not read: the lookup gathers its rows' vectors, min(rows, V)/V of the table, not the table.
+    Only where the table is its own tensor on the rank whose bytes bound the step -- untied, one stage
+    (N_pp = 1); tied, it is the LM head, read whole; with N_pp > 1 the heaviest rank's bound is the head's
+    (the larger of the two). 0 for a model without a text embedding."""
+    term = ck.served_terms().flatten().get("embed_tokens")
+    hit = [(c, q) for c in model.pre for q in c.primitives(None) if q.name == "embed_tokens"]
+    if term is None or not hit or _tied_head(model) or sym.V not in model.values:
+        return sympy.Integer(0)
+    V = model.values[sym.V]
+    table = sympy.nsimplify(term.xreplace(model.values)) * weight_share(model, *hit[0])
+    return table * (1 - sympy.Min(rows, V) / V) * (1 - sympy.Min(1, p - 1))
 
 
 def working_set(model, c) -> sympy.Expr:
@@ -606,7 +622,9 @@ def roofline_formulas(model, ck: Checkpoint, phase: str, *, kv_dtype="bf16", mla
     else:
         kv_read = sympy.Integer(0)
         kv_write = kvb * share / p
-    weights_read = nonrouted + routed * touched
+    # a step reads every weight it holds once per chunk, but of the input embedding only its rows' vectors
+    weights_read = nonrouted - embedding_unread(model, ck, rows if phase == "decode" else sympy.Min(rows, M)) \
+        + routed * touched
     if phase == "prefill":  # chunked prefill reads the weights once per step of M tokens
         weights_read = weights_read * ceil(rows / M)
     nbytes = weights_read + kv_read + kv_write

@@ -35,6 +35,7 @@ from .formulas import (
     _moe_info,
     _paths,
     compile_exprs,
+    embedding_unread,
     gpu_values,
     roofline_formulas,
     split_routed,
@@ -47,7 +48,8 @@ from .plan import Plan, ServeSetup, plan
 #: the accounting ``roofline`` states with every answer
 NOTE = ("per rank of the layout: FLOPs of the step split over t*p ranks (matmuls, causal attention, "
         "logits of the last token); bytes = the rank's checkpoint weights (routed experts as far as the "
-        "batch touches them, uniform routing; once per chunk of --max-batched-tokens in prefill) + KV "
+        "batch touches them, uniform routing; of an untied input embedding only its rows; once per chunk of "
+        "--max-batched-tokens in prefill) + KV "
         "read/written; time = sum over kernel classes (dense GEMM, grouped MoE GEMM, attention, elementwise) "
         "of max(FLOPs/(peak*eta_c), bytes/(HBM*eta_m)) + kernels*floor, + TP all-reduce, EP all-to-all "
         "(only with EP, each rank its own rows) and PP sends at alpha + volume/(link*eta), the link NVLink "
@@ -419,7 +421,7 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
             counts["elementwise"] += per * ek
             if c.cache().flatten():
                 counts["attention"] += per
-    Q = {"gemm": (nonrouted - kept_bytes) * chunks, "gemm_base": kept_bytes * chunks,
+    Q = {"gemm": (nonrouted - kept_bytes - embedding_unread(model, ck, R)) * chunks, "gemm_base": kept_bytes * chunks,
          "grouped_gemm": routed * touched * chunks,
          "attention": ideal.parts["kv_read"] + ideal.parts["kv_write"],
          "elementwise": counts["elementwise"] * R * d * ACT_BYTES * 2 * chunks}
