@@ -13,8 +13,6 @@ from symcost.training.setup import TrainSetup
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data" / "training_throughput_measured.json"
-#: scale-up domain of the systems the rows ran on (DGX-GB200 = NVL72; the DGX/HGX 8-GPU nodes otherwise)
-
 
 
 def row_argv(base: list, b: dict, *, schedule: bool = False) -> list:

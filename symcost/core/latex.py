@@ -113,11 +113,7 @@ def split_lines(expr, printer_kw: Mapping | None = None, width: int = 64) -> lis
         factors = list(expr.args) if kw.get("order") == "none" else expr.as_ordered_factors()
         adds = [f for f in factors if f.is_Add]
         if len(adds) == 1:
-            others = [f for f in factors if f is not adds[0]]
-            with sympy.evaluate(False):
-                head = sympy.Mul(*others) if len(others) > 1 else others[0]
-            dot = r" \cdot " if kw.get("mul_symbol") == "dot" else " "
-            prefix, suffix = latex(head, **kw) + dot + r"\bigl(", r"\bigr)"
+            prefix, suffix = _coefficient(factors, adds[0], kw) + r"\bigl(", r"\bigr)"
             terms = list(adds[0].args) if kw.get("order") == "none" else adds[0].as_ordered_terms()
     if not terms:
         return _split_extremum(expr, kw, width) or [whole]
@@ -149,6 +145,15 @@ def split_lines(expr, printer_kw: Mapping | None = None, width: int = 64) -> lis
     return lines
 
 
+def _coefficient(factors: list, inner, kw: dict) -> str:
+    """LaTeX of the product of ``factors`` but ``inner`` (left as written), then the product sign: what
+    precedes a bracket that ``split_lines`` breaks across lines."""
+    others = [f for f in factors if f is not inner]
+    with sympy.evaluate(False):
+        head = sympy.Mul(*others) if len(others) > 1 else others[0]
+    return latex(head, **kw) + (r" \cdot " if kw.get("mul_symbol") == "dot" else " ")
+
+
 def _split_extremum(expr, kw: dict, width: int) -> list[str] | None:
     """``c·max(a, b, …)`` (or a bare ``max``/``min``) too long for a line: its arguments packed onto
     lines, a comma ending each line but the last (``\\bigl(`` … ``\\bigr)`` across them); None for any
@@ -157,12 +162,7 @@ def _split_extremum(expr, kw: dict, width: int) -> list[str] | None:
     ext = [f for f in factors if isinstance(f, (sympy.Max, sympy.Min))]
     if len(ext) != 1 or any(f.is_Add for f in factors):
         return None
-    others = [f for f in factors if f is not ext[0]]
-    head = ""
-    if others:
-        with sympy.evaluate(False):
-            head = latex(sympy.Mul(*others) if len(others) > 1 else others[0], **kw)
-        head += r" \cdot " if kw.get("mul_symbol") == "dot" else " "
+    head = _coefficient(factors, ext[0], kw) if len(factors) > 1 else ""
     name = r"\max" if isinstance(ext[0], sympy.Max) else r"\min"
     args = [latex(a, **kw) for a in sorted(ext[0].args, key=sympy.default_sort_key)]
     lines, cur = [], head + name + r"\bigl("

@@ -55,7 +55,8 @@ from .plan import rank_stages
 from .states import OPTIMIZER_BYTES, WEIGHT_BYTES
 
 PRECISIONS = ("bf16", "fp8", "mxfp8")
-#: GPUs whose tensor cores run MX block-scaled formats (Blackwell)
+CLASSES = ("gemm", "grouped_gemm", "attention")
+ATTN_BWD_FACTOR = 2.5  # FlashAttention's backward FLOPs per forward FLOP (recomputes QKᵀ)
 
 
 def has_mx(gpu) -> bool:
@@ -64,8 +65,6 @@ def has_mx(gpu) -> bool:
     Blackwell's sm_100/sm_103/sm_120 block-scaled MMA: B200, B300, GB200, GB300, RTX 5090, RTX PRO 6000;
     AMD CDNA 4's MX formats: MI355X); Hopper, Ada and CDNA 3 have FP8 without block scales."""
     return "fp4" in gpu.peak_tflops
-CLASSES = ("gemm", "grouped_gemm", "attention")
-ATTN_BWD_FACTOR = 2.5  # FlashAttention's backward FLOPs per forward FLOP (recomputes QKᵀ)
 
 
 def kernel_class(path: str) -> str:
