@@ -24,6 +24,7 @@ import sympy
 from sympy.printing.latex import LatexPrinter
 
 # the escaping functions live in core.escape; these names are the ones templates and callers use
+from . import unevaluated
 from .escape import md as mdescape
 from .escape import md_code
 from .escape import tex as texescape  # noqa: F401
@@ -75,9 +76,7 @@ def plugged(expr, values: Mapping) -> sympy.Expr:
             args = e.as_ordered_factors()
         else:
             args = e.args
-        new = [walk(a) for a in args]
-        with sympy.evaluate(False):
-            return e.func(*new)
+        return unevaluated.build(e.func, *(walk(a) for a in args))
 
     return walk(sympy.sympify(expr))
 
@@ -149,8 +148,7 @@ def _coefficient(factors: list, inner, kw: dict) -> str:
     """LaTeX of the product of ``factors`` but ``inner`` (left as written), then the product sign: what
     precedes a bracket that ``split_lines`` breaks across lines."""
     others = [f for f in factors if f is not inner]
-    with sympy.evaluate(False):
-        head = sympy.Mul(*others) if len(others) > 1 else others[0]
+    head = unevaluated.build(sympy.Mul, *others) if len(others) > 1 else others[0]
     return latex(head, **kw) + (r" \cdot " if kw.get("mul_symbol") == "dot" else " ")
 
 

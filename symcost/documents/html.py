@@ -55,6 +55,7 @@ from sympy.printing.mathml import MathMLPresentationPrinter
 
 from ..analysis.export import js_function, js_runtime
 from ..core.conventions import Phase
+from ..core import unevaluated
 from ..core.errors import SymcostError
 from ..core.notation import sym
 from ..core.terms import Terms
@@ -143,8 +144,7 @@ class _Functions:
 
     def _code(self, key: str, expr, whole: bool, extra: dict | None) -> str:
         vals = {**self.values, **extra} if extra else self.values
-        with sympy.evaluate(False):  # SymPy's automatic simplification of floor/Max is slow; JS is exact anyway
-            e = sympy.sympify(expr).xreplace(vals)
+        e = unevaluated.xreplace(expr, vals)  # SymPy's automatic simplification of floor/Max is slow; JS is exact anyway
         left = e.free_symbols - set(INPUTS) - set(self.refs)
         if left:
             raise SymcostError(f"html: formula {key} keeps {', '.join(sorted(s.name for s in left))}")
@@ -294,14 +294,13 @@ def train_per_gpu_formula(model, setup: TrainSetup, share=None) -> sympy.Expr:
         work = _ceil(sympy.Max(*works, evaluate=False)) if works else sympy.Integer(0)
         gathered = gathered_formula(model, setup, r, ranks[r])
         pool = all_gather_pool_formula(model, setup, r)
-        with sympy.evaluate(False):
-            top = sympy.Max(work, loss, evaluate=False) if r == pp - 1 and loss != 0 else work
+        top = sympy.Max(work, loss, evaluate=False) if r == pp - 1 and loss != 0 else work
         top, acts = share(top), f["activations"]
-        with sympy.evaluate(False):
-            bufs = [_ceil(pipe.count(pp, r, m, [in_flight(pp, r, m)]) * x_pipe)] if x_pipe else []
-            per_stage.append(sympy.Add(*(_ceil(f[k]) for k in ("weights", "gradients", "optimizer", "fp8_weights")),
-                                       _ceil(gathered), *([_ceil(pool)] if pool != 0 else []), acts, *bufs, top,
-                                       evaluate=False))
+        bufs = ([_ceil(unevaluated.build(sympy.Mul, pipe.count(pp, r, m, [in_flight(pp, r, m)]), x_pipe))]
+                if x_pipe else [])
+        per_stage.append(sympy.Add(*(_ceil(f[k]) for k in ("weights", "gradients", "optimizer", "fp8_weights")),
+                                   _ceil(gathered), *([_ceil(pool)] if pool != 0 else []), acts, *bufs, top,
+                                   evaluate=False))
     return per_stage[0] if pp == 1 else sympy.Max(*per_stage, evaluate=False)
 
 
@@ -315,8 +314,8 @@ def _ceil(e):
 
 def serve_max_batch_expr(f) -> sympy.Expr:
     """``Plan.max_batch``: whole requests of T tokens the KV blocks hold (num_blocks // blocks per request)."""
-    with sympy.evaluate(False):
-        return sympy.floor(f.num_blocks / _ceil(f.kv.need), evaluate=False)
+    return sympy.floor(unevaluated.build(sympy.Mul, f.num_blocks, unevaluated.build(sympy.Pow, _ceil(f.kv.need), -1)),
+                       evaluate=False)
 
 
 def _positions(raw: dict, model) -> int:

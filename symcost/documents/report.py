@@ -27,7 +27,7 @@ import sympy
 
 from .. import components
 from ..components.base import Component
-from ..core import conventions
+from ..core import conventions, unevaluated
 from ..core.conventions import Phase
 from ..core.errors import SymcostError
 from ..core.escape import md_code
@@ -180,8 +180,7 @@ def factored_total(terms: Terms) -> sympy.Expr:
     parts = [p for p in parts if p != 0]
     if len(parts) < 2:
         return sympy.Add(*parts)
-    with sympy.evaluate(False):
-        return sympy.Add(*parts)
+    return unevaluated.build(sympy.Add, *parts)
 
 
 def _by_part(terms: Terms) -> Terms:
