@@ -1,6 +1,8 @@
 """The GPU catalogue as data: every entry sourced, the INTERFACE keys of `symcost gpus --json`."""
 import json
 
+import pytest
+
 from symcost.cli import main
 from symcost.hardware.gpus import CATALOGUE, gpu
 
@@ -59,6 +61,24 @@ def test_links_default_to_the_catalogue_domain_and_nic():
     assert Links.of(gpu("L40S")).gpus_per_node == 1 and Links.of(gpu("B300")).ib_bytes_s == 100e9
     pinned = Links.of(gpu("GB200"), gpus_per_node=4, ib_bytes_s=25e9)  # explicit rates still override
     assert pinned.gpus_per_node == 4 and pinned.ib_bytes_s == 25e9
+
+
+def test_the_expert_all_to_all_link_is_one_mechanism_as_number_and_formula():
+    """Serving's symbolic EP link (``ep_link_formula``) is training's numeric ``link_bytes_s("ep")``: NVLink
+    inside a domain; across domains the off-domain share over scale-out, the rest over NVLink at once."""
+    import sympy
+
+    from symcost.hardware.links import Links, ep_link_formula, link_bytes_s
+    for card in ("H100", "GB200"):
+        links = Links.of(gpu(card))
+        for span in (1, 2, 8, 16, 64, 72, 144, 256):
+            want = link_bytes_s("ep", span, links)
+            got = ep_link_formula(sympy.Integer(span), links.gpus_per_node, sympy.Float(links.nvlink_bytes_s),
+                                  sympy.Float(links.ib_bytes_s))
+            assert float(got) == pytest.approx(want, rel=1e-12), (card, span)
+    links = Links.of(gpu("H100"))
+    assert link_bytes_s("ep", 16, links) == pytest.approx(1 / max((8 / 15) / 50e9, (7 / 15) / 900e9))
+    assert link_bytes_s("ep", 16, links) > links.ib_bytes_s  # not the whole volume at the scale-out rate
 
 
 def test_custom_card_keeps_base_peaks_or_has_none():

@@ -36,6 +36,16 @@ def link_bytes_s(dim: str, span, links: "Links"):
     return 1 / _select(t_net > t_nvl, t_net, t_nvl)
 
 
+def ep_link_formula(span, domain, nvlink, net):
+    """``link_bytes_s("ep", ...)`` as a formula (SymPy): ``nvlink`` while the group's ``span`` fits in one
+    NVLink domain of ``domain`` GPUs, else 1 / max(f/``net``, (1 − f)/``nvlink``) with the off-domain share
+    f = (span − D)/(span − 1) (the same mechanism; tests/test_links.py holds the two equal)."""
+    import sympy
+    f = (span - domain) / sympy.Max(span - 1, 1)
+    split = 1 / sympy.Max(f / net, (1 - f) / nvlink)
+    return sympy.Piecewise((nvlink, sympy.Le(span, domain)), (split, True))
+
+
 def collective_seconds(nbytes, count, beta, alpha):
     """t_dim = n_dim·α + bytes_dim/β, 0 when the dimension sends nothing (numbers or arrays)."""
     return _select(nbytes > 0, count * alpha + nbytes / beta, 0.0)

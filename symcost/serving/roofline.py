@@ -27,7 +27,7 @@ from ..core.powers import RatioPow
 from ..core.primitives import Linear
 from ..core.terms import Terms, exact
 from ..hardware.calibration import efficiency
-from ..hardware.links import Links
+from ..hardware.links import Links, ep_link_formula
 from ..model.parallel import text_tp_blocks
 from .formulas import (
     ACT_BYTES,
@@ -53,7 +53,8 @@ NOTE = ("per rank of the layout: FLOPs of the step split over t*p ranks (matmuls
         "read/written; time = sum over kernel classes (dense GEMM, grouped MoE GEMM, attention, elementwise) "
         "of max(FLOPs/(peak*eta_c), bytes/(HBM*eta_m)) + kernels*floor, + TP all-reduce, EP all-to-all "
         "(only with EP, each rank its own rows) and PP sends at alpha + volume/(link*eta), the link NVLink "
-        "inside the NVLink domain, scale-out across it; eta, floors, alpha measured per GPU and kernel class "
+        "inside the NVLink domain, scale-out across it (the EP all-to-all's off-domain share over scale-out, "
+        "the rest over NVLink at once); eta, floors, alpha measured per GPU and kernel class "
         "(symcost.hardware.kernels; --ideal: 1 and 0); no overlap; a step crosses the p stages in turn")
 
 #: the largest decode batch the compute-bound bisection tries
@@ -275,7 +276,9 @@ mixer; norms + 2 elementwise kernels per layer). All GEMMs of one step have the 
 their intensity is the same and summing F and Q inside a class before the max is the per-kernel max
 summed (up to the few kernels whose shape differs). S = R·d·2 bytes per all-reduce; R = B in decode,
 min(B·T, M) per chunk in prefill (kernels and collectives once per chunk). β: the NVLink bandwidth
-BW_link when the group fits in one NVLink domain of D_nv GPUs, else the scale-out BW_net. x_ep = 1
+BW_link when the group fits in one NVLink domain of D_nv GPUs, else the scale-out BW_net; the expert
+all-to-all across domains sends its off-domain share f = (e − D_nv)/(e − 1) over BW_net and the rest over
+BW_link at once, β = 1/max(f/BW_net, (1 − f)/BW_link) (``hardware.links.ep_link_formula``). x_ep = 1
 only with expert parallelism: without it the experts are sliced over TP and their output is part of
 the TP all-reduce, no all-to-all; with attention data parallel but no EP they are sliced over the
 N_tp·N_ep ranks of the N_ep = N_dp replicas (vLLM's MoE TP flattened over DP, ``parallel.Layout``), each
@@ -343,6 +346,13 @@ def base_dtype_linears(model, ck) -> frozenset:
 def _beta(span) -> sympy.Expr:
     """The link a group of ``span`` ranks talks over: NVLink inside one domain, else scale-out."""
     return sympy.Piecewise((sym.BW_link, sympy.Le(span, sym.D_nv)), (sym.BW_net, True))
+
+
+def _beta_ep(span) -> sympy.Expr:
+    """The expert all-to-all's link: across NVLink domains the off-domain share of each rank's exchange
+    goes over scale-out while the rest crosses NVLink at the same time (``hardware.links.ep_link_formula``,
+    the training model's ``link_bytes_s("ep")``)."""
+    return ep_link_formula(span, sym.D_nv, sym.BW_link, sym.BW_net)
 
 
 @dataclass
@@ -446,7 +456,7 @@ def step_formula(model, ck, phase: str, *, kv_dtype="bf16", mla="auto", weights:
     aa_msg = R / t * k * d * ACT_BYTES
     if moe_layers:
         n_aa = 2 * sympy.ceiling(sympy.Integer(moe_layers) / p) * chunks
-        aa = n_aa * sym.x_ep * (sym.alpha_aa + aa_msg * (e - 1) / e / (_beta(e) * sym.eta_aa))
+        aa = n_aa * sym.x_ep * (sym.alpha_aa + aa_msg * (e - 1) / e / (_beta_ep(e) * sym.eta_aa))
         coll.add("ep_all_to_all", aa, "dispatch + combine per MoE layer, only with EP (x_ep), own R/t rows")
         # attention DP without EP (experts sliced over the N_tp·N_ep ranks): each MoE layer all-gathers the
         # N_ep replicas' hidden states and reduce-scatters the output (vLLM's naive dispatch / combine)
