@@ -8,6 +8,7 @@ between activations (attention scores, scans) with a declared FLOPs expression.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import sympy
@@ -122,9 +123,12 @@ class Saved:
     doc: str = ""
 
 
+@lru_cache(maxsize=256)
 def is_one(x: Expr) -> Expr:
     """1 when the positive integer ``x`` is 1, else 0, as ``Max(0, 2 − x)`` (a polynomial-friendly
-    indicator that stays in the expression grammar ``symcost.parse`` reads back)."""
+    indicator that stays in the expression grammar ``symcost.parse`` reads back). Remembered per ``x``:
+    the few layout sizes it is asked of recur in every layer, and SymPy's ``Max`` tries to order its
+    arguments each time it is built."""
     return sympy.Max(0, 2 - x)
 
 
