@@ -95,6 +95,23 @@ def test_activation_offload_moves_layers_to_host(llama, n):
     assert off.per_gpu < plain.per_gpu
 
 
+def test_activation_offload_of_a_hybrid_stack_keeps_its_formula():
+    """Offloaded layers of a hybrid stack (Nemotron-3-Nano: Mamba, attention and MoE layers) keep sets no
+    order of the layout symbols ranks: the layer in transit is their ``Max`` in the formula (Python's
+    ``max`` raised on the comparison, the fuzz campaign's one traceback), and the formula at the layout is
+    the figure."""
+    import sympy
+
+    from symcost.training.memory import layout_values
+    m = loader.build("nemotron-3-nano-30b-a3b")
+    kw = dict(seq=4096, micro_batch=1, dp=4, tp=2, ep=4, recompute="selective")
+    off = train_memory(m, TrainSetup.of(**kw, act_offload=8))
+    plain = train_memory(m, TrainSetup.of(**kw))
+    assert off.host_activations > 0 and off.activations < plain.activations
+    at = sympy.sympify(off.formula["activations"]).xreplace(layout_values(m, TrainSetup.of(**kw, act_offload=8)))
+    assert at == off.activations
+
+
 def test_activation_offload_refusals(llama):
     with pytest.raises(SymcostError, match="below the decoder layers"):
         train_memory(llama, TrainSetup.of(seq=4096, micro_batch=1, dp=2, act_offload=32))

@@ -22,7 +22,10 @@ option's ``all``) offloads all but the last layer of each stage, Megatron's larg
 """
 from __future__ import annotations
 
+import sympy
+
 from ..core.errors import SymcostError
+from ..core.terms import largest
 
 
 def layers_offloaded(setup, n_layers: int) -> int:
@@ -55,9 +58,12 @@ def check(model, setup) -> None:
 
 def split(kept: list, setup) -> tuple[list, object, object]:
     """(the per-layer kept bytes with the offloaded layers' set to 0, the bytes in transit (the largest
-    offloaded layer's), the offloaded bytes per micro-batch) of one model chunk's layers."""
+    offloaded layer's), the offloaded bytes per micro-batch) of one model chunk's layers: numbers, or
+    formulas in the layout and T, B (then the largest is ``Max``: the layers of a hybrid stack --
+    Mamba, attention, MoE -- keep sets no order of the symbols ranks)."""
     n = layers_offloaded(setup, len(kept))
     if n == 0:
         return list(kept), 0, 0
     off = kept[:n]
-    return [0] * n + list(kept[n:]), max(off), sum(off)
+    symbolic = any(isinstance(x, sympy.Basic) and x.free_symbols for x in off)
+    return [0] * n + list(kept[n:]), largest(*off) if symbolic else max(off), sum(off)
